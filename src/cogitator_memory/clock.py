@@ -1,0 +1,59 @@
+"""The package's clock: every timestamp a store writes comes from :func:`now`.
+
+Tests freeze it with :func:`frozen_clock`, which is task-local (a ``ContextVar``), so tasks
+started inside the ``with`` block see the frozen time as well.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from datetime import UTC, datetime
+
+_frozen: ContextVar[datetime | None] = ContextVar("cogitator_memory_frozen_clock", default=None)
+
+
+def now() -> datetime:
+    """The current time, timezone-aware in UTC, truncated to microseconds."""
+    fixed = _frozen.get()
+    if fixed is not None:
+        return fixed
+    return datetime.now(UTC)
+
+
+@contextmanager
+def frozen_clock(at: datetime) -> Iterator[datetime]:
+    """Make :func:`now` return ``at`` (made UTC) inside the block."""
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=UTC)
+    token = _frozen.set(at.astimezone(UTC))
+    try:
+        yield at
+    finally:
+        _frozen.reset(token)
+
+
+def to_utc(value: datetime) -> datetime:
+    """``value`` as an aware UTC datetime; naive values are taken to be UTC."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def to_micros(value: datetime) -> int:
+    """Microseconds since the epoch, the form stores index times by."""
+    value = to_utc(value)
+    return (
+        (value.toordinal() - 719163) * 86_400_000_000
+        + (value.hour * 3600 + value.minute * 60 + value.second) * 1_000_000
+        + value.microsecond
+    )
+
+
+def from_micros(us: int) -> datetime:
+    """The inverse of :func:`to_micros`."""
+    return datetime.fromtimestamp(us / 1_000_000, UTC).replace(microsecond=us % 1_000_000)
+
+
+__all__ = ["from_micros", "frozen_clock", "now", "to_micros", "to_utc"]

@@ -1,0 +1,353 @@
+"""``InMemoryAdapter``: threads and entries in the process, for tests and short-lived agents.
+
+Entries are kept as their JSON, so every read builds fresh objects and nothing a caller holds
+can change the store. Each primitive runs without awaiting, so each call is atomic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, ClassVar
+
+from ..clock import to_micros
+from ..errors import ConflictError, InvalidArgumentError, NotFoundError
+from ..types import ChangeEvent, MemoryEntry, NewMemoryEntry, Thread
+from .base import BaseMemoryAdapter
+from .tree import type_allowed, with_fork_listed
+
+DEFAULT_MAX_ENTRIES = 10_000
+
+
+@dataclass(slots=True)
+class _Node:
+    id: str
+    parent_id: str | None
+    type: str
+    created_us: int
+    blob: bytes
+
+    def entry(self) -> MemoryEntry:
+        return MemoryEntry.model_validate_json(self.blob)
+
+
+@dataclass(slots=True)
+class _ThreadState:
+    thread: Thread
+    updated_us: int
+    next_seq: int = 1
+    nodes: dict[str, _Node] = field(default_factory=dict)  # in seq order
+    children: dict[str, list[str]] = field(default_factory=dict)
+    #: Ids on the active branch, kept while cheap to keep (None: unknown).
+    active_path: set[str] | None = None
+
+
+class InMemoryAdapter(BaseMemoryAdapter):
+    """A thread store in the process's memory. Nothing survives the process.
+
+    ``max_entries`` (default 10,000) bounds each thread on its own: a full thread drops the
+    oldest entry of a branch that is not active first, then the oldest of the active branch
+    (listeners hear ``entry-deleted``).
+    """
+
+    provider: ClassVar[str] = "memory"
+
+    def __init__(self, *, max_entries: int = DEFAULT_MAX_ENTRIES, provider: str | None = None) -> None:
+        super().__init__()
+        if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
+            raise InvalidArgumentError("max_entries", f"must be a positive integer, got {max_entries!r}")
+        if provider not in (None, "memory"):
+            raise InvalidArgumentError("provider", f"must be 'memory', got {provider!r}")
+        self.max_entries = max_entries
+        self._threads: dict[str, _ThreadState] = {}
+        self._entry_thread: dict[str, str] = {}
+
+    async def _connect(self) -> None:
+        return None
+
+    async def _disconnect(self) -> None:
+        return None
+
+    # ----- threads -------------------------------------------------------------------------
+
+    async def _upsert_thread(self, thread_id: str, agent_id: str, metadata: dict[str, Any], now: datetime) -> Thread:
+        state = self._threads.get(thread_id)
+        if state is None:
+            thread = Thread(id=thread_id, agent_id=agent_id, metadata=metadata, created_at=now, updated_at=now)
+            self._threads[thread_id] = _ThreadState(thread=thread, updated_us=to_micros(now), active_path=set())
+            return thread.model_copy(deep=True)
+        return self._set_metadata(state, {**state.thread.metadata, **metadata}, now)
+
+    def _set_metadata(self, state: _ThreadState, metadata: dict[str, Any], now: datetime) -> Thread:
+        state.thread = state.thread.model_copy(update={"metadata": metadata, "updated_at": now})
+        state.updated_us = to_micros(now)
+        return state.thread.model_copy(deep=True)
+
+    async def _get_thread(self, thread_id: str) -> Thread | None:
+        state = self._threads.get(thread_id)
+        return None if state is None else self._thread_copy(state)
+
+    def _thread_copy(self, state: _ThreadState) -> Thread:
+        return state.thread.model_copy(deep=True)
+
+    async def _update_thread(
+        self, thread_id: str, metadata: dict[str, Any], replace: bool, now: datetime
+    ) -> Thread | None:
+        state = self._threads.get(thread_id)
+        if state is None:
+            return None
+        merged = metadata if replace else {**state.thread.metadata, **metadata}
+        return self._set_metadata(state, merged, now)
+
+    async def _delete_thread(self, thread_id: str) -> bool:
+        state = self._threads.pop(thread_id, None)
+        if state is None:
+            return False
+        for entry_id in state.nodes:
+            self._entry_thread.pop(entry_id, None)
+        return True
+
+    async def _scan_threads(
+        self,
+        *,
+        agent_id: str | None,
+        updated_after: datetime | None,
+        updated_before: datetime | None,
+        after: tuple[int, str] | None,
+        limit: int,
+    ) -> list[Thread]:
+        low = to_micros(updated_after) if updated_after else None
+        high = to_micros(updated_before) if updated_before else None
+        keyed = []
+        for state in self._threads.values():
+            key = (state.updated_us, state.thread.id)
+            if agent_id is not None and state.thread.agent_id != agent_id:
+                continue
+            if low is not None and state.updated_us <= low:
+                continue
+            if high is not None and state.updated_us >= high:
+                continue
+            if after is not None and key >= after:
+                continue
+            keyed.append((key, state))
+        keyed.sort(key=lambda pair: pair[0], reverse=True)
+        return [self._thread_copy(state) for _, state in keyed[:limit]]
+
+    # ----- entries -------------------------------------------------------------------------
+
+    def _state(self, thread_id: str) -> _ThreadState:
+        state = self._threads.get(thread_id)
+        if state is None:
+            raise NotFoundError(f"thread not found: {thread_id}")
+        return state
+
+    async def _add_entry(self, entry: NewMemoryEntry, entry_id: str, token_count: int, now: datetime) -> MemoryEntry:
+        state = self._state(entry.thread_id)
+        leaf = state.thread.active_leaf_id
+        parent = entry.parent_id if entry.parent_id is not None else leaf
+        if entry.parent_id is not None and parent not in state.nodes:
+            if parent in self._entry_thread:
+                raise ConflictError(f"parent {parent} is an entry of another thread, not of {entry.thread_id}")
+            raise NotFoundError(f"parent entry not found: {parent}")
+        created = MemoryEntry.model_construct(
+            id=entry_id,
+            thread_id=entry.thread_id,
+            parent_id=parent,
+            seq=state.next_seq,
+            type=entry.type,
+            message=entry.message,
+            token_count=token_count,
+            created_at=now,
+            metadata=entry.metadata,
+            event=entry.event,
+            tool_calls=entry.tool_calls,
+            tool_results=entry.tool_results,
+        )
+        blob = created.model_dump_json(exclude_none=True).encode()
+        state.next_seq += 1
+        state.nodes[entry_id] = _Node(entry_id, parent, entry.type, to_micros(now), blob)
+        if parent is not None:
+            state.children.setdefault(parent, []).append(entry_id)
+        self._entry_thread[entry_id] = entry.thread_id
+        if entry.activate:
+            if state.active_path is not None and parent == leaf:
+                state.active_path.add(entry_id)
+            else:
+                state.active_path = None
+            state.thread = state.thread.model_copy(update={"active_leaf_id": entry_id})
+        if len(state.nodes) > self.max_entries:
+            self._evict(state)
+        return MemoryEntry.model_validate_json(blob)
+
+    def _active_path(self, state: _ThreadState) -> set[str]:
+        if state.active_path is None:
+            state.active_path = {node.id for node in self._walk(state, state.thread.active_leaf_id)}
+        return state.active_path
+
+    def _walk(self, state: _ThreadState, leaf_id: str | None) -> Iterator[_Node]:
+        """The nodes from ``leaf_id`` up to the root, newest first."""
+        nodes = state.nodes
+        current = leaf_id
+        while current is not None:
+            node = nodes.get(current)
+            if node is None:
+                return
+            yield node
+            current = node.parent_id
+
+    def _evict(self, state: _ThreadState) -> None:
+        while len(state.nodes) > self.max_entries:
+            path = self._active_path(state)
+            victim: _Node | None = None
+            if len(path) < len(state.nodes):
+                victim = next((n for n in state.nodes.values() if n.id not in path), None)
+            if victim is None:
+                victim = next(iter(state.nodes.values()))
+            removed = self._splice(state, victim.id)
+            if self._listeners:
+                self.emit(
+                    ChangeEvent(type="entry-deleted", thread_id=removed.thread_id, entry_id=removed.id, entry=removed)
+                )
+
+    def _splice(self, state: _ThreadState, entry_id: str) -> MemoryEntry:
+        node = state.nodes.pop(entry_id)
+        self._entry_thread.pop(entry_id, None)
+        moved = state.children.pop(entry_id, [])
+        for child_id in moved:
+            child = state.nodes[child_id]
+            entry = child.entry().model_copy(update={"parent_id": node.parent_id})
+            child.parent_id = node.parent_id
+            child.blob = entry.model_dump_json(exclude_none=True).encode()
+        if node.parent_id is not None:
+            siblings = state.children.get(node.parent_id, [])
+            if entry_id in siblings:
+                siblings.remove(entry_id)
+            siblings.extend(moved)
+            if siblings:
+                state.children[node.parent_id] = siblings
+        if state.active_path is not None:
+            state.active_path.discard(entry_id)
+        if state.thread.active_leaf_id == entry_id:
+            state.thread = state.thread.model_copy(update={"active_leaf_id": node.parent_id})
+        return node.entry()
+
+    async def _get_entries(
+        self,
+        thread_id: str,
+        *,
+        limit: int,
+        before: datetime | None,
+        after: datetime | None,
+        types: frozenset[str] | None,
+    ) -> list[MemoryEntry] | None:
+        state = self._threads.get(thread_id)
+        if state is None:
+            return None
+        low = to_micros(after) if after else None
+        high = to_micros(before) if before else None
+        picked: list[_Node] = []
+        nodes = reversed(state.nodes.values()) if limit else iter(state.nodes.values())
+        for node in nodes:
+            if not type_allowed(node.type, types):
+                continue
+            if (low is not None and node.created_us <= low) or (high is not None and node.created_us >= high):
+                continue
+            picked.append(node)
+            if limit and len(picked) >= limit:
+                break
+        if limit:
+            picked.reverse()
+        return [node.entry() for node in picked]
+
+    async def _get_entry(self, entry_id: str) -> MemoryEntry | None:
+        thread_id = self._entry_thread.get(entry_id)
+        if thread_id is None:
+            return None
+        return self._threads[thread_id].nodes[entry_id].entry()
+
+    async def _delete_entry(self, entry_id: str) -> MemoryEntry | None:
+        thread_id = self._entry_thread.get(entry_id)
+        if thread_id is None:
+            return None
+        return self._splice(self._threads[thread_id], entry_id)
+
+    async def _clear_thread(self, thread_id: str) -> bool:
+        state = self._threads.get(thread_id)
+        if state is None:
+            return False
+        for entry_id in state.nodes:
+            self._entry_thread.pop(entry_id, None)
+        state.nodes.clear()
+        state.children.clear()
+        state.active_path = set()
+        state.thread = state.thread.model_copy(update={"active_leaf_id": None})
+        return True
+
+    # ----- trees ---------------------------------------------------------------------------
+
+    async def _get_path(
+        self,
+        thread_id: str,
+        leaf_id: str | None,
+        *,
+        limit: int,
+        before: datetime | None,
+        types: frozenset[str] | None,
+    ) -> list[MemoryEntry] | None:
+        state = self._threads.get(thread_id)
+        if state is None:
+            return None
+        if leaf_id is None:
+            leaf_id = state.thread.active_leaf_id
+        elif leaf_id not in state.nodes:
+            raise NotFoundError(f"entry {leaf_id} is not an entry of thread {thread_id}")
+        high = to_micros(before) if before else None
+        picked: list[_Node] = []
+        for node in self._walk(state, leaf_id):
+            if not type_allowed(node.type, types):
+                continue
+            if high is not None and node.created_us >= high:
+                continue
+            picked.append(node)
+            if limit and len(picked) >= limit:
+                break
+        picked.reverse()
+        return [node.entry() for node in picked]
+
+    async def _set_active_leaf(self, thread_id: str, entry_id: str, *, on_active_path: bool, now: datetime) -> Thread:
+        state = self._state(thread_id)
+        if entry_id not in state.nodes:
+            raise NotFoundError(f"entry {entry_id} is not an entry of thread {thread_id}")
+        if on_active_path and entry_id not in self._active_path(state):
+            raise ConflictError(f"entry {entry_id} is not on the active branch of {thread_id}: use checkout()")
+        if state.thread.active_leaf_id != entry_id:
+            state.thread = state.thread.model_copy(update={"active_leaf_id": entry_id})
+            state.active_path = None
+        return self._thread_copy(state)
+
+    async def _replace_entry(self, entry: MemoryEntry) -> None:
+        state = self._state(entry.thread_id)
+        node = state.nodes.get(entry.id)
+        if node is None:
+            raise NotFoundError(f"entry not found: {entry.id}")
+        node.blob = entry.model_dump_json(exclude_none=True).encode()
+
+    async def _write_fork(self, origin_id: str, fork: Thread, entries: list[MemoryEntry], now: datetime) -> Thread:
+        origin = self._state(origin_id)
+        if fork.id in self._threads:
+            raise ConflictError(f"thread {fork.id} already exists")
+        state = _ThreadState(thread=fork, updated_us=to_micros(now), next_seq=len(entries) + 1)
+        for entry in entries:
+            blob = entry.model_dump_json(exclude_none=True).encode()
+            state.nodes[entry.id] = _Node(entry.id, entry.parent_id, entry.type, to_micros(entry.created_at), blob)
+            if entry.parent_id is not None:
+                state.children.setdefault(entry.parent_id, []).append(entry.id)
+            self._entry_thread[entry.id] = fork.id
+        state.active_path = set(state.nodes)
+        self._threads[fork.id] = state
+        self._set_metadata(origin, with_fork_listed(origin.thread.metadata, fork.id), now)
+        return self._thread_copy(state)
+
+
+__all__ = ["DEFAULT_MAX_ENTRIES", "InMemoryAdapter"]

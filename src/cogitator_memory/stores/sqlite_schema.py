@@ -1,0 +1,104 @@
+"""The SQLite schema as named migrations, tracked by ``PRAGMA user_version``.
+
+Migration ``n`` moves a file from version ``n - 1`` to ``n``; each runs in its own
+``BEGIN IMMEDIATE`` transaction with the version bump and a row in ``cogitator_migrations``,
+so a file is never left between versions and two processes opening a new file do not both
+migrate it. Later capabilities (memory items, files, vectors) append migrations here.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from ..errors import StoreUnavailableError
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One step of the schema: its version, a name, and what it does."""
+
+    version: int
+    name: str
+    apply: Callable[[sqlite3.Connection], None]
+
+
+def _m001_initial(db: sqlite3.Connection) -> None:
+    for statement in (
+        """CREATE TABLE IF NOT EXISTS cogitator_migrations (
+            version INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,
+            applied_at TEXT NOT NULL
+        )""",
+        """CREATE TABLE threads (
+            id TEXT PRIMARY KEY,
+            agent_id TEXT NOT NULL,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            active_leaf_id TEXT,
+            next_seq INTEGER NOT NULL DEFAULT 1
+        )""",
+        "CREATE INDEX threads_by_update ON threads (updated_at DESC, id DESC)",
+        "CREATE INDEX threads_by_agent ON threads (agent_id, updated_at DESC, id DESC)",
+        """CREATE TABLE entries (
+            id TEXT PRIMARY KEY,
+            thread_id TEXT NOT NULL,
+            parent_id TEXT,
+            seq INTEGER NOT NULL,
+            type TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            body TEXT NOT NULL
+        )""",
+        "CREATE UNIQUE INDEX entries_by_thread ON entries (thread_id, seq)",
+        "CREATE INDEX entries_by_parent ON entries (parent_id) WHERE parent_id IS NOT NULL",
+    ):
+        db.execute(statement)
+
+
+MIGRATIONS: tuple[Migration, ...] = (Migration(1, "m001_initial", _m001_initial),)
+SCHEMA_VERSION = MIGRATIONS[-1].version
+
+
+def migrate(db: sqlite3.Connection, migrations: tuple[Migration, ...] = MIGRATIONS) -> int:
+    """Bring the file to the newest version; returns the version it was at.
+
+    A file newer than this package knows is refused, since an older process would misread it.
+    """
+    start = int(db.execute("PRAGMA user_version").fetchone()[0])
+    newest = migrations[-1].version if migrations else 0
+    if start > newest:
+        raise StoreUnavailableError(
+            f"the SQLite file is at schema version {start}, newer than this cogitator-memory knows "
+            f"({newest}): upgrade the package"
+        )
+    for migration in migrations:
+        if migration.version <= start:
+            continue
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            current = int(db.execute("PRAGMA user_version").fetchone()[0])
+            if current >= migration.version:  # another process got here first
+                db.execute("ROLLBACK")
+                continue
+            migration.apply(db)
+            db.execute(
+                "INSERT INTO cogitator_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                (migration.version, migration.name, datetime.now(UTC).isoformat()),
+            )
+            db.execute(f"PRAGMA user_version = {int(migration.version)}")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+    return start
+
+
+def applied_migrations(db: sqlite3.Connection) -> list[tuple[int, str]]:
+    """The (version, name) of every migration the file went through."""
+    return [(int(v), str(n)) for v, n in db.execute("SELECT version, name FROM cogitator_migrations ORDER BY version")]
+
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "applied_migrations", "migrate"]
