@@ -11,16 +11,9 @@ import os
 
 import pytest
 
+from cogitator_memory.testing.services import service_url
 
-def service_url(variable: str) -> str:
-    """The URL in ``variable``, or skip (fail under ``CI=true``) when it is not set."""
-    value = os.environ.get(variable)
-    if value:
-        return value
-    message = f"{variable} is not set: start the services with `eval \"$(bash scripts/services.sh start)\"`"
-    if os.environ.get("CI") == "true":
-        pytest.fail(message)
-    pytest.skip(message)
+__all__ = ["service_url"]
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int) -> None:
