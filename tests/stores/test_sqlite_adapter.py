@@ -1,0 +1,166 @@
+"""SQLiteAdapter beyond the shared contract: files, WAL, schema versions, durability."""
+
+import asyncio
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from cogitator_memory import InvalidArgumentError, SQLiteAdapter, create_memory_adapter, unwrap
+from cogitator_memory.stores.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, applied_migrations
+
+
+async def test_creates_parent_folders_and_uses_wal(tmp_path: Path) -> None:
+    path = tmp_path / "a" / "b" / "memory.db"
+    async with SQLiteAdapter(path=path) as memory:
+        assert path.exists()
+        mode = memory.connection.execute("PRAGMA journal_mode").fetchone()[0]
+        assert mode == "wal"
+        assert memory.schema_version == SCHEMA_VERSION
+        assert applied_migrations(memory.connection) == [(m.version, m.name) for m in MIGRATIONS]
+
+
+async def test_data_survives_reopening(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    async with SQLiteAdapter(path=path) as memory:
+        thread = unwrap(await memory.create_thread("agent", {"k": "v"}, "kept"))
+        unwrap(await memory.add_entry({"thread_id": thread.id, "message": {"role": "user", "content": "persist me"}}))
+    async with SQLiteAdapter(path=path) as memory:
+        entries = unwrap(await memory.get_entries(thread_id="kept"))
+        assert [e.message.text for e in entries] == ["persist me"]  # type: ignore[union-attr]
+        assert memory.schema_version == SCHEMA_VERSION, "reopening migrates nothing"
+        assert len(applied_migrations(memory.connection)) == len(MIGRATIONS)
+
+
+WRITER = textwrap.dedent(
+    """
+    import asyncio, sys, time
+    from cogitator_memory import SQLiteAdapter, unwrap
+
+    async def main() -> None:
+        memory = SQLiteAdapter(path=sys.argv[1])
+        await memory.connect()
+        thread = unwrap(await memory.create_thread("agent", None, "crash"))
+        for i in range(200):
+            unwrap(await memory.add_entry({"thread_id": thread.id, "message": {"role": "user", "content": f"m{i}"}}))
+        print("written", flush=True)
+        time.sleep(60)
+
+    asyncio.run(main())
+    """
+)
+
+
+async def test_committed_writes_survive_a_killed_process(tmp_path: Path) -> None:
+    path = tmp_path / "crash.db"
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "written"
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=10)
+        if proc.stdout is not None:
+            proc.stdout.close()
+    assert proc.returncode == -signal.SIGKILL
+    async with SQLiteAdapter(path=path) as memory:
+        entries = unwrap(await memory.get_entries(thread_id="crash"))
+        assert len(entries) == 200
+        path_entries = unwrap(await memory.get_path(thread_id="crash", limit=3))
+        assert [e.message.text for e in path_entries] == ["m197", "m198", "m199"]  # type: ignore[union-attr]
+
+
+async def test_two_processes_share_a_file(tmp_path: Path) -> None:
+    path = tmp_path / "shared.db"
+    script = textwrap.dedent(
+        """
+        import asyncio, sys
+        from cogitator_memory import SQLiteAdapter, unwrap
+
+        async def main() -> None:
+            async with SQLiteAdapter(path=sys.argv[1]) as memory:
+                unwrap(await memory.create_thread("agent", None, "shared"))
+                for i in range(100):
+                    unwrap(await memory.add_entry({"thread_id": "shared", "message": {"role": "user", "content": sys.argv[2] + str(i)}}))
+
+        asyncio.run(main())
+        """
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(path), tag]) for tag in ("a", "b")]
+    for proc in procs:
+        assert proc.wait(timeout=60) == 0
+    async with SQLiteAdapter(path=path) as memory:
+        entries = unwrap(await memory.get_entries(thread_id="shared", include_tool_calls=True))
+        assert len(entries) == 200
+        path_entries = unwrap(await memory.get_path(thread_id="shared"))
+        assert len(path_entries) == 200, "both writers appended to one unbroken branch"
+
+
+async def test_a_file_of_a_newer_version_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "future.db"
+    async with SQLiteAdapter(path=path):
+        pass
+    db = sqlite3.connect(path)
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.close()
+    memory = SQLiteAdapter(path=path)
+    result = await memory.connect()
+    assert not result.success and "newer" in (result.error or "")
+    assert not memory.connected
+
+
+async def test_a_failed_connect_can_be_retried(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where a folder should be")
+    memory = SQLiteAdapter(path=blocker / "memory.db")
+    result = await memory.connect()
+    assert not result.success and "sqlite connect failed" in (result.error or "")
+    blocker.unlink()
+    assert (await memory.connect()).success
+    assert (await memory.health_check()).success
+    await memory.disconnect()
+
+
+async def test_a_locked_database_gives_a_failed_result_not_a_hang(tmp_path: Path) -> None:
+    path = tmp_path / "locked.db"
+    async with SQLiteAdapter(path=path, busy_timeout=0.2) as memory:
+        thread = unwrap(await memory.create_thread("agent"))
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            result = await asyncio.wait_for(
+                memory.add_entry({"thread_id": thread.id, "message": {"role": "user", "content": "x"}}), timeout=5
+            )
+            assert not result.success and "locked" in (result.error or "")
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        assert unwrap(await memory.get_entries(thread_id=thread.id)) == [], "the failed write left nothing"
+        unwrap(await memory.add_entry({"thread_id": thread.id, "message": {"role": "user", "content": "after"}}))
+
+
+def test_bad_options_are_named() -> None:
+    with pytest.raises(InvalidArgumentError, match="busy_timeout"):
+        SQLiteAdapter(path=":memory:", busy_timeout=-1)
+    with pytest.raises(InvalidArgumentError, match="path"):
+        SQLiteAdapter(path="")
+    with pytest.raises(InvalidArgumentError, match="provider"):
+        SQLiteAdapter(path=":memory:", provider="redis")
+
+
+async def test_factory_builds_the_embedded_stores(tmp_path: Path) -> None:
+    memory = create_memory_adapter({"provider": "sqlite", "path": str(tmp_path / "f.db")})
+    assert isinstance(memory, SQLiteAdapter)
+    async with memory:
+        assert unwrap(await memory.create_thread("a")).agent_id == "a"
+    in_memory = create_memory_adapter(provider="memory", max_entries=10)
+    assert in_memory.provider == "memory"
+    with pytest.raises(InvalidArgumentError, match="provider"):
+        create_memory_adapter({"provider": "cassandra"})
+    with pytest.raises(InvalidArgumentError, match="config"):
+        create_memory_adapter({"provider": "memory", "no_such_option": 1})
