@@ -66,7 +66,10 @@ class MemoryAdapter(Protocol):
     See ``docs/threads.md`` for the contract of each call; :mod:`cogitator_memory.testing` checks it.
     """
 
-    provider: str
+    @property
+    def provider(self) -> str:
+        """The engine's name: ``memory``, ``sqlite``, ``postgres``, ``redis``, ``mongodb`` or your own."""
+        ...
 
     async def connect(self) -> MemoryResult[None]: ...
     async def disconnect(self) -> MemoryResult[None]: ...

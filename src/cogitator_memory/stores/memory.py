@@ -15,7 +15,7 @@ from ..clock import to_micros
 from ..errors import ConflictError, InvalidArgumentError, NotFoundError
 from ..types import ChangeEvent, MemoryEntry, NewMemoryEntry, Thread
 from .base import BaseMemoryAdapter
-from .tree import type_allowed, with_fork_listed
+from .tree import build_entry, type_allowed, with_fork_listed
 
 DEFAULT_MAX_ENTRIES = 10_000
 
@@ -34,8 +34,9 @@ class _Node:
 
 @dataclass(slots=True)
 class _ThreadState:
-    thread: Thread
+    thread: Thread  # its active_leaf_id is not kept up to date: `leaf` is
     updated_us: int
+    leaf: str | None = None
     next_seq: int = 1
     nodes: dict[str, _Node] = field(default_factory=dict)  # in seq order
     children: dict[str, list[str]] = field(default_factory=dict)
@@ -82,14 +83,14 @@ class InMemoryAdapter(BaseMemoryAdapter):
     def _set_metadata(self, state: _ThreadState, metadata: dict[str, Any], now: datetime) -> Thread:
         state.thread = state.thread.model_copy(update={"metadata": metadata, "updated_at": now})
         state.updated_us = to_micros(now)
-        return state.thread.model_copy(deep=True)
+        return self._thread_copy(state)
 
     async def _get_thread(self, thread_id: str) -> Thread | None:
         state = self._threads.get(thread_id)
         return None if state is None else self._thread_copy(state)
 
     def _thread_copy(self, state: _ThreadState) -> Thread:
-        return state.thread.model_copy(deep=True)
+        return state.thread.model_copy(update={"active_leaf_id": state.leaf}, deep=True)
 
     async def _update_thread(
         self, thread_id: str, metadata: dict[str, Any], replace: bool, now: datetime
@@ -144,26 +145,13 @@ class InMemoryAdapter(BaseMemoryAdapter):
 
     async def _add_entry(self, entry: NewMemoryEntry, entry_id: str, token_count: int, now: datetime) -> MemoryEntry:
         state = self._state(entry.thread_id)
-        leaf = state.thread.active_leaf_id
+        leaf = state.leaf
         parent = entry.parent_id if entry.parent_id is not None else leaf
         if entry.parent_id is not None and parent not in state.nodes:
             if parent in self._entry_thread:
                 raise ConflictError(f"parent {parent} is an entry of another thread, not of {entry.thread_id}")
             raise NotFoundError(f"parent entry not found: {parent}")
-        created = MemoryEntry.model_construct(
-            id=entry_id,
-            thread_id=entry.thread_id,
-            parent_id=parent,
-            seq=state.next_seq,
-            type=entry.type,
-            message=entry.message,
-            token_count=token_count,
-            created_at=now,
-            metadata=entry.metadata,
-            event=entry.event,
-            tool_calls=entry.tool_calls,
-            tool_results=entry.tool_results,
-        )
+        created = build_entry(entry, entry_id, parent, state.next_seq, token_count, now)
         blob = created.model_dump_json(exclude_none=True).encode()
         state.next_seq += 1
         state.nodes[entry_id] = _Node(entry_id, parent, entry.type, to_micros(now), blob)
@@ -175,14 +163,15 @@ class InMemoryAdapter(BaseMemoryAdapter):
                 state.active_path.add(entry_id)
             else:
                 state.active_path = None
-            state.thread = state.thread.model_copy(update={"active_leaf_id": entry_id})
+            state.leaf = entry_id
         if len(state.nodes) > self.max_entries:
             self._evict(state)
-        return MemoryEntry.model_validate_json(blob)
+        # The store keeps only `blob`, so handing out `created` cannot change the store.
+        return created
 
     def _active_path(self, state: _ThreadState) -> set[str]:
         if state.active_path is None:
-            state.active_path = {node.id for node in self._walk(state, state.thread.active_leaf_id)}
+            state.active_path = {node.id for node in self._walk(state, state.leaf)}
         return state.active_path
 
     def _walk(self, state: _ThreadState, leaf_id: str | None) -> Iterator[_Node]:
@@ -228,8 +217,8 @@ class InMemoryAdapter(BaseMemoryAdapter):
                 state.children[node.parent_id] = siblings
         if state.active_path is not None:
             state.active_path.discard(entry_id)
-        if state.thread.active_leaf_id == entry_id:
-            state.thread = state.thread.model_copy(update={"active_leaf_id": node.parent_id})
+        if state.leaf == entry_id:
+            state.leaf = node.parent_id
         return node.entry()
 
     async def _get_entries(
@@ -281,7 +270,7 @@ class InMemoryAdapter(BaseMemoryAdapter):
         state.nodes.clear()
         state.children.clear()
         state.active_path = set()
-        state.thread = state.thread.model_copy(update={"active_leaf_id": None})
+        state.leaf = None
         return True
 
     # ----- trees ---------------------------------------------------------------------------
@@ -299,7 +288,7 @@ class InMemoryAdapter(BaseMemoryAdapter):
         if state is None:
             return None
         if leaf_id is None:
-            leaf_id = state.thread.active_leaf_id
+            leaf_id = state.leaf
         elif leaf_id not in state.nodes:
             raise NotFoundError(f"entry {leaf_id} is not an entry of thread {thread_id}")
         high = to_micros(before) if before else None
@@ -321,8 +310,8 @@ class InMemoryAdapter(BaseMemoryAdapter):
             raise NotFoundError(f"entry {entry_id} is not an entry of thread {thread_id}")
         if on_active_path and entry_id not in self._active_path(state):
             raise ConflictError(f"entry {entry_id} is not on the active branch of {thread_id}: use checkout()")
-        if state.thread.active_leaf_id != entry_id:
-            state.thread = state.thread.model_copy(update={"active_leaf_id": entry_id})
+        if state.leaf != entry_id:
+            state.leaf = entry_id
             state.active_path = None
         return self._thread_copy(state)
 
@@ -337,7 +326,9 @@ class InMemoryAdapter(BaseMemoryAdapter):
         origin = self._state(origin_id)
         if fork.id in self._threads:
             raise ConflictError(f"thread {fork.id} already exists")
-        state = _ThreadState(thread=fork, updated_us=to_micros(now), next_seq=len(entries) + 1)
+        state = _ThreadState(
+            thread=fork, updated_us=to_micros(now), leaf=fork.active_leaf_id, next_seq=len(entries) + 1
+        )
         for entry in entries:
             blob = entry.model_dump_json(exclude_none=True).encode()
             state.nodes[entry.id] = _Node(entry.id, entry.parent_id, entry.type, to_micros(entry.created_at), blob)

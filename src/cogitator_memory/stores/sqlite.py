@@ -33,7 +33,7 @@ from ..errors import (
 from ..types import MemoryEntry, NewMemoryEntry, Thread
 from .base import BaseMemoryAdapter
 from .sqlite_schema import migrate
-from .tree import with_fork_listed
+from .tree import build_entry, with_fork_listed
 
 DEFAULT_PATH = "cogitator-memory.db"
 
@@ -252,20 +252,7 @@ class SQLiteAdapter(BaseMemoryAdapter):
                     raise NotFoundError(f"parent entry not found: {parent}")
                 if owner[0] != entry.thread_id:
                     raise ConflictError(f"parent {parent} is an entry of another thread, not of {entry.thread_id}")
-            created = MemoryEntry.model_construct(
-                id=entry_id,
-                thread_id=entry.thread_id,
-                parent_id=parent,
-                seq=seq,
-                type=entry.type,
-                message=entry.message,
-                token_count=token_count,
-                created_at=now,
-                metadata=entry.metadata,
-                event=entry.event,
-                tool_calls=entry.tool_calls,
-                tool_results=entry.tool_results,
-            )
+            created = build_entry(entry, entry_id, parent, seq, token_count, now)
             body = created.model_dump_json(exclude_none=True)
             db.execute(
                 "INSERT INTO entries (id, thread_id, parent_id, seq, type, created_at, body) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -278,7 +265,7 @@ class SQLiteAdapter(BaseMemoryAdapter):
                 )
             else:
                 db.execute("UPDATE threads SET next_seq = ? WHERE id = ?", (seq + 1, entry.thread_id))
-        return _entry(body)
+        return created
 
     async def _get_entries(
         self,

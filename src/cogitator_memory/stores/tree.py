@@ -29,6 +29,7 @@ from ..types import (
     EntryRedaction,
     MemoryEntry,
     Message,
+    NewMemoryEntry,
     TextPart,
     Thread,
     ToolCall,
@@ -193,6 +194,28 @@ def strip_tool_calls(entry: MemoryEntry) -> MemoryEntry:
 def type_allowed(entry_type: str, types: frozenset[str] | None) -> bool:
     """Whether a read with ``types`` (from :func:`check_types`) returns an entry of this type."""
     return types is None or entry_type in types
+
+
+def build_entry(
+    new: NewMemoryEntry, entry_id: str, parent_id: str | None, seq: int, token_count: int, now: datetime
+) -> MemoryEntry:
+    """The stored entry :meth:`add_entry` makes of ``new`` at its place in the tree."""
+    return MemoryEntry.model_validate(
+        {
+            "id": entry_id,
+            "thread_id": new.thread_id,
+            "parent_id": parent_id,
+            "seq": seq,
+            "type": new.type,
+            "message": new.message,
+            "token_count": token_count,
+            "created_at": now,
+            "metadata": new.metadata,
+            "event": new.event,
+            "tool_calls": new.tool_calls,
+            "tool_results": new.tool_results,
+        }
+    )
 
 
 def redacted_entry(entry: MemoryEntry, redaction: EntryRedaction) -> MemoryEntry:
