@@ -153,7 +153,8 @@ class SQLiteAdapter(BaseMemoryAdapter):
         try:
             yield db
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # SQLite may have rolled back already (disk full, I/O error)
+                db.execute("ROLLBACK")
             raise
         db.execute("COMMIT")
 
