@@ -87,7 +87,8 @@ class SQLiteAdapter(BaseMemoryAdapter):
             raise InvalidArgumentError("path", "must be a file path or ':memory:'")
         if isinstance(busy_timeout, bool) or not isinstance(busy_timeout, int | float) or busy_timeout < 0:
             raise InvalidArgumentError("busy_timeout", f"must be a number of seconds >= 0, got {busy_timeout!r}")
-        self.path = str(path)
+        text = str(path)
+        self.path = text if text == ":memory:" or text.startswith("file:") else str(Path(text).expanduser())
         self.wal_mode = bool(wal_mode)
         self.busy_timeout = float(busy_timeout)
         self._db: sqlite3.Connection | None = None
@@ -108,7 +109,7 @@ class SQLiteAdapter(BaseMemoryAdapter):
 
     async def _connect(self) -> None:
         if self.path != ":memory:" and not self.path.startswith("file:"):
-            Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(
             self.path,
             isolation_level=None,
