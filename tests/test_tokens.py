@@ -1,0 +1,262 @@
+"""Token counting: the estimate's behaviour, its pre-tokenizer, and its error on known counts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from cogitator_memory import tokens
+from cogitator_memory.tokens import (
+    IMAGE_TOKENS_HIGH,
+    IMAGE_TOKENS_LOW,
+    MESSAGE_OVERHEAD,
+    NAME_OVERHEAD,
+    TOOL_CALL_OVERHEAD,
+    count_content_tokens,
+    count_entry_tokens,
+    count_message_tokens,
+    count_messages_tokens,
+    count_tokens,
+    count_tool_calls_tokens,
+    count_tool_results_tokens,
+    truncate_to_tokens,
+)
+from cogitator_memory.types import EntryContent, Message, NewMemoryEntry, ToolCall, ToolResult
+
+PROSE = (
+    "Certainly! To create an effective schedule leading up to the deadline, we'll need to break "
+    "down your project into manageable tasks and set milestones for each phase. First, clearly "
+    "define what your project entails, then divide each component into smaller, specific tasks."
+)
+CODE = "def add(a: int, b: int) -> int:\n    return a + b\n\nprint(add(2, 3))\n"
+CHINESE_RUN = "我建议先列一个清单把需要完成的事情按时间顺序排好第一周可以联系搬家公司比较三到四家的报价" * 4
+
+# Counts of tiktoken's cl100k_base (tiktoken 0.14, ranks rebuilt by benchmarks/reference_tokenizer.py
+# and checked against tiktoken's pinned SHA-256), computed once and written down here so that the
+# tests need neither tiktoken nor the network.
+CL100K_COUNTS = [
+    ("hello world", 2),
+    ("The quick brown fox jumps over the lazy dog.", 10),
+    (
+        "Can you help me plan a trip to Lisbon in May? I'd like to see the old town, eat pastéis de "
+        "nata and take a day trip to Sintra.",
+        36,
+    ),
+    (
+        "def fibonacci(n: int) -> list[int]:\n    a, b = 0, 1\n    out = []\n    for _ in range(n):\n"
+        "        out.append(a)\n        a, b = b, a + b\n    return out\n",
+        52,
+    ),
+    ("const total = items.reduce((sum, item) => sum + item.price * item.qty, 0);", 22),
+    ('{"query": "weather in Berlin", "units": "metric", "days": 3, "include_hourly": false}', 27),
+    ("你好！很高兴为你提供帮助。关于你提到的搬家计划，我建议先列一个清单。", 40),
+    ("Здравствуйте! Спасибо за вопрос. Что касается переезда, я бы посоветовал сначала составить список дел.", 46),
+    ("مرحبًا! شكرًا على سؤالك. بالنسبة للانتقال إلى منزل جديد، أنصحك أولًا بإعداد قائمة بالمهام.", 69),
+    ("नमस्ते! आपके सवाल के लिए धन्यवाद। घर बदलने की तैयारी के बारे में मेरी सलाह है।", 78),
+    ("こんにちは！ご質問ありがとうございます。引っ越しの準備についてですが、まずはやることリストを作りましょう。", 46),
+]
+
+# Pieces of cl100k's own pattern (run with the ``regex`` module), written down likewise.
+CL100K_PIECES = [
+    (
+        "I'm here_now  \n\n  x = 12345;\t",
+        ["I", "'m", " here", "_now", "  \n\n", " ", " x", " =", " ", "123", "45", ";", "\t"],
+    ),
+    ("don't STOP—it's 3.14!  ", ["don", "'t", " STOP", "—it", "'s", " ", "3", ".", "14", "!", "  "]),
+    ("héllo wörld_42 (ok)\r\n", ["héllo", " wörld", "_", "42", " (", "ok", ")\r\n"]),
+    ("1½ cups, 5 m² and Ⅻ①", ["1½", " cups", ",", " ", "5", " m", "²", " and", " ", "Ⅻ①"]),
+]
+
+
+def test_empty_text_is_zero_and_any_text_at_least_one() -> None:
+    assert count_tokens("") == 0
+    assert count_tokens(" ") == 1
+    assert count_tokens("a") == 1
+    assert count_tokens("\n") == 1
+
+
+@pytest.mark.parametrize(("text", "expected"), CL100K_COUNTS, ids=[t[:16] for t, _ in CL100K_COUNTS])
+def test_close_to_cl100k_on_known_counts(text: str, expected: int) -> None:
+    estimate = count_tokens(text)
+    # Under-counting is the harmful direction (a prompt that overflows): allow less of it.
+    assert expected * 0.9 - 1 <= estimate <= expected * 1.2 + 1, (estimate, expected)
+
+
+@pytest.mark.parametrize(("text", "pieces"), CL100K_PIECES)
+def test_pre_tokenizer_cuts_like_cl100k(text: str, pieces: list[str]) -> None:
+    assert tokens._PIECE.findall(text) == pieces
+    assert tokens._pattern(text).findall(text) == pieces
+
+
+def test_common_words_are_one_token_each() -> None:
+    assert count_tokens(" the and of to in") == 5
+    assert count_tokens("hello") == 1
+    assert 1 <= count_tokens("1234567") <= 3  # cl100k: "123", "456", "7"
+
+
+def test_count_grows_with_text() -> None:
+    one = count_tokens(PROSE)
+    assert 40 <= one <= 70
+    assert abs(count_tokens(PROSE + " " + PROSE) - 2 * one) <= 2
+    assert count_tokens(PROSE * 10) > count_tokens(PROSE * 5) > one
+    previous = 0
+    words = PROSE.split(" ")
+    for n in range(1, len(words) + 1, 5):
+        current = count_tokens(" ".join(words[:n]))
+        assert current >= previous - 1  # monotone up to rounding
+        previous = current
+
+
+def test_scripts_are_priced_differently() -> None:
+    # Same number of characters, very different token counts (as in cl100k).
+    assert count_tokens("hello world, this is fine") < count_tokens("你好世界这是很好的一个测试句子啊哈哈哈哈哈哈")
+    assert count_tokens("Привет, как дела?") > count_tokens("Hello, how are you?")
+
+
+@pytest.mark.parametrize("text", [PROSE, CODE, CHINESE_RUN, "x" * 500, "word " * 200, "a\n" * 100])
+@pytest.mark.parametrize("budget", [1, 2, 5, 17, 40, 1000])
+def test_truncate_is_a_prefix_within_budget(text: str, budget: int) -> None:
+    cut = truncate_to_tokens(text, budget)
+    assert text.startswith(cut)
+    assert count_tokens(cut) <= budget
+    if count_tokens(text) <= budget:
+        assert cut == text
+    else:
+        assert len(cut) < len(text)
+
+
+@pytest.mark.parametrize("text", [PROSE, CODE, CHINESE_RUN])
+@pytest.mark.parametrize("budget", [3, 10, 30])
+def test_truncate_with_ellipsis_counts_it(text: str, budget: int) -> None:
+    cut = truncate_to_tokens(text, budget, ellipsis="…")
+    assert count_tokens(cut) <= budget
+    if count_tokens(text) <= budget:
+        assert cut == text
+    else:
+        assert cut.endswith("…")
+        assert text.startswith(cut[:-1])
+
+
+@pytest.mark.parametrize("budget", [5, 10, 20, 33])
+def test_truncate_keeps_as_much_as_fits(budget: int) -> None:
+    cut = truncate_to_tokens(PROSE, budget)
+    # Close to the budget, not far below it, and the next word would not have fit.
+    assert budget - 1 <= count_tokens(cut) <= budget
+    next_word = PROSE[len(cut) :].split()[0]
+    assert count_tokens(cut + " " + next_word) > budget
+
+
+def test_truncate_cuts_inside_a_long_piece() -> None:
+    # A run of Han characters without punctuation is one piece; it must still be cut to fit.
+    cut = truncate_to_tokens(CHINESE_RUN, 10)
+    assert cut and CHINESE_RUN.startswith(cut)
+    assert 7 <= count_tokens(cut) <= 10
+
+
+def test_truncate_edge_budgets() -> None:
+    assert truncate_to_tokens(PROSE, 0) == ""
+    assert truncate_to_tokens(PROSE, -5) == ""
+    assert truncate_to_tokens("", 10) == ""
+    assert truncate_to_tokens("short", 10) == "short"
+    assert truncate_to_tokens(PROSE, 2, ellipsis=" [and much more text follows]") == ""
+
+
+def _message(**fields: Any) -> Message:
+    return Message.model_validate({"role": "user", "content": "Describe this picture.", **fields})
+
+
+def test_message_framing_and_name() -> None:
+    text = "Describe this picture."
+    plain = count_message_tokens(_message())
+    assert plain == MESSAGE_OVERHEAD + count_tokens(text)
+    named = count_message_tokens(_message(name="alice"))
+    assert named == plain + NAME_OVERHEAD + count_tokens("alice")
+    assert count_message_tokens({"role": "user", "content": text}) == plain
+
+
+def test_images_are_counted_by_detail() -> None:
+    base = count_message_tokens(_message())
+    parts = [{"type": "text", "text": "Describe this picture."}]
+    low = {"type": "image_url", "image_url": {"url": "https://example.com/a.png", "detail": "low"}}
+    high = {"type": "image_url", "image_url": {"url": "https://example.com/a.png", "detail": "high"}}
+    auto = {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}
+    inline = {"type": "image_base64", "image_base64": {"data": "iVBORw0KGgo=", "media_type": "image/png"}}
+    assert count_message_tokens(_message(content=[*parts, low])) == base + IMAGE_TOKENS_LOW
+    assert count_message_tokens(_message(content=[*parts, high])) == base + IMAGE_TOKENS_HIGH
+    assert count_message_tokens(_message(content=[*parts, auto])) == base + IMAGE_TOKENS_HIGH
+    assert count_message_tokens(_message(content=[*parts, inline])) == base + IMAGE_TOKENS_HIGH
+    assert count_content_tokens(_message(content=[low, low])) == 2 * IMAGE_TOKENS_LOW
+    # The image's URL or bytes are not priced as text.
+    assert count_content_tokens(_message(content=[inline])) == IMAGE_TOKENS_HIGH
+    assert (IMAGE_TOKENS_LOW, IMAGE_TOKENS_HIGH) == (85, 765)
+
+
+def test_tool_call_name_and_arguments_are_counted() -> None:
+    small = ToolCall(id="call_1", name="search", arguments={"q": "x"})
+    large = ToolCall(
+        id="call_1",
+        name="search",
+        arguments={
+            "query": "hotels in Lisbon near the river with a pool",
+            "max_results": 25,
+            "filters": {"stars": [4, 5]},
+        },
+    )
+    assert count_tool_calls_tokens(None) == 0
+    assert count_tool_calls_tokens([]) == 0
+    assert count_tool_calls_tokens([small]) >= TOOL_CALL_OVERHEAD + count_tokens("search") + 3
+    assert count_tool_calls_tokens([large]) >= count_tool_calls_tokens([small]) + 20
+    assert count_tool_calls_tokens([small, large]) == count_tool_calls_tokens([small]) + count_tool_calls_tokens(
+        [large]
+    )
+    message = Message(role="assistant", content="", tool_calls=[large])
+    assert count_message_tokens(message) == MESSAGE_OVERHEAD + count_tool_calls_tokens([large])
+    longer_name = ToolCall(id="call_1", name="search_the_hotel_catalogue_by_city", arguments={"q": "x"})
+    assert count_tool_calls_tokens([longer_name]) > count_tool_calls_tokens([small])
+
+
+def test_tool_results_are_counted() -> None:
+    result = ToolResult(call_id="call_1", result={"temperature": 21.5, "conditions": "sunny with light wind"})
+    failed = ToolResult(call_id="call_2", error="the weather service did not answer within 30 seconds")
+    assert count_tool_results_tokens(None) == 0
+    assert count_tool_results_tokens([result]) > MESSAGE_OVERHEAD + 8
+    assert count_tool_results_tokens([failed]) > MESSAGE_OVERHEAD + 8
+    text = ToolResult(call_id="call_3", result="plain text result")
+    assert count_tool_results_tokens([text]) == MESSAGE_OVERHEAD + count_tokens("plain text result")
+
+
+def test_messages_add_reply_priming() -> None:
+    first = _message()
+    second = Message(role="assistant", content="It shows a cat on a red sofa.")
+    assert count_messages_tokens([]) == 0
+    assert count_messages_tokens([first, second]) == count_message_tokens(first) + count_message_tokens(second) + 3
+
+
+def test_entry_tokens_of_messages_and_events() -> None:
+    message = NewMemoryEntry(thread_id="t", message={"role": "user", "content": PROSE})
+    assert count_entry_tokens(message) == count_message_tokens(message.message)  # type: ignore[arg-type]
+    summary = "The user planned a move to Lisbon in May and asked for a packing list."
+    compaction = EntryContent(type="compaction", event={"summary": summary})
+    assert count_entry_tokens(compaction) == MESSAGE_OVERHEAD + count_tokens(summary)
+    custom = EntryContent(type="custom", event={"name": "note", "data": {"text": "remember the passport renewal"}})
+    assert count_entry_tokens(custom) >= count_tokens("remember the passport renewal")
+    assert count_entry_tokens(EntryContent(type="custom", event={"name": "note"})) == 0
+    label = EntryContent(type="label", event={"label": "checkpoint"})
+    assert count_entry_tokens(label) == 0
+
+
+def test_entry_tokens_of_tool_data() -> None:
+    call = ToolCall(id="call_1", name="get_weather", arguments={"city": "Lisbon", "days": 3})
+    result = ToolResult(call_id="call_1", result={"forecast": ["sun", "sun", "rain"]})
+    assistant = EntryContent(message=Message(role="assistant", content="Let me check."), tool_calls=[call])
+    assert count_entry_tokens(assistant) == count_message_tokens(assistant.message) + count_tool_calls_tokens([call])  # type: ignore[arg-type]
+    # Calls carried by the message itself are not counted twice.
+    inline = EntryContent(
+        message=Message(role="assistant", content="Let me check.", tool_calls=[call]), tool_calls=[call]
+    )
+    assert count_entry_tokens(inline) == count_entry_tokens(assistant)
+    reply = Message(role="tool", content="", tool_call_id="call_1")
+    tool = EntryContent(type="tool_result", message=reply, tool_results=[result])
+    assert count_tool_results_tokens([result]) > MESSAGE_OVERHEAD
+    assert count_entry_tokens(tool) == count_message_tokens(reply) + count_tool_results_tokens([result])
