@@ -17,6 +17,16 @@ from .errors import (
 )
 from .lineage import evidence_on_path, verify_evidence, verify_evidence_in_memory
 from .result import MemoryResult, err, ok, unwrap
+from .search import (
+    BM25,
+    BM25Index,
+    HybridHit,
+    HybridSearch,
+    Tokenizer,
+    maximal_marginal_relevance,
+    reciprocal_rank_fusion,
+    tokenize,
+)
 from .stores.base import BaseMemoryAdapter, ChangeListener, ChangeReportingMemoryAdapter, MemoryAdapter
 from .stores.factory import create_memory_adapter
 from .stores.memory import InMemoryAdapter
@@ -62,10 +72,24 @@ from .types import (
     ToolCall,
     ToolResult,
 )
+from .vectors import (
+    BaseEmbeddingAdapter,
+    Embedding,
+    EmbeddingAdapter,
+    EmbeddingFilter,
+    EmbeddingStoreMixin,
+    InMemoryEmbeddingAdapter,
+    NewEmbedding,
+    QdrantAdapter,
+    ScoredEmbedding,
+    SQLiteEmbeddingAdapter,
+    create_embedding_adapter,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BM25",
     "CONVERSATION_ENTRY_TYPES",
     "FORKED_FROM_KEY",
     "FORKS_KEY",
@@ -77,6 +101,8 @@ __all__ = [
     "REDACTED_TEXT",
     "USER_ID_KEY",
     "ApprovalEvent",
+    "BM25Index",
+    "BaseEmbeddingAdapter",
     "BaseMemoryAdapter",
     "ChangeEvent",
     "ChangeListener",
@@ -85,12 +111,19 @@ __all__ = [
     "CompactionEvent",
     "ConflictError",
     "CustomEvent",
+    "Embedding",
+    "EmbeddingAdapter",
+    "EmbeddingFilter",
+    "EmbeddingStoreMixin",
     "EntryRedaction",
     "Evidence",
     "FileRange",
+    "HybridHit",
+    "HybridSearch",
     "ImageBase64Part",
     "ImageURLPart",
     "InMemoryAdapter",
+    "InMemoryEmbeddingAdapter",
     "InterruptEvent",
     "InvalidArgumentError",
     "LabelEvent",
@@ -101,14 +134,19 @@ __all__ = [
     "Message",
     "MissingDriverError",
     "ModelChangeEvent",
+    "NewEmbedding",
     "NewMemoryEntry",
     "NotConnectedError",
     "NotFoundError",
+    "QdrantAdapter",
     "SQLiteAdapter",
+    "SQLiteEmbeddingAdapter",
+    "ScoredEmbedding",
     "StoreUnavailableError",
     "TextPart",
     "Thread",
     "ThreadPage",
+    "Tokenizer",
     "ToolCall",
     "ToolResult",
     "__version__",
@@ -117,12 +155,16 @@ __all__ = [
     "count_messages_tokens",
     "count_tokens",
     "count_tool_calls_tokens",
+    "create_embedding_adapter",
     "create_memory_adapter",
     "err",
     "evidence_on_path",
     "frozen_clock",
+    "maximal_marginal_relevance",
     "ok",
+    "reciprocal_rank_fusion",
     "redacted_entry",
+    "tokenize",
     "truncate_to_tokens",
     "unwrap",
     "verify_evidence",

@@ -58,7 +58,44 @@ def _m001_initial(db: sqlite3.Connection) -> None:
         db.execute(statement)
 
 
-MIGRATIONS: tuple[Migration, ...] = (Migration(1, "m001_initial", _m001_initial),)
+def _m002_embeddings(db: sqlite3.Connection) -> None:
+    """The embedding store of :class:`~cogitator_memory.vectors.sqlite.SQLiteEmbeddingAdapter`.
+
+    Vectors are float32 BLOBs; the scope keys of the metadata are copied into columns so that
+    scoped searches use indexes; ``embeddings_fts`` (FTS5) holds the tokenized content under
+    the same rowid; ``embedding_state`` keeps the vector size and a generation number that
+    every write moves, so caches of any connection know when to reload.
+    """
+    for statement in (
+        """CREATE TABLE embeddings (
+            rowid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            source_id TEXT NOT NULL,
+            source_type TEXT NOT NULL,
+            content TEXT NOT NULL,
+            vector BLOB NOT NULL,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            agent_id TEXT,
+            user_id TEXT,
+            thread_id TEXT,
+            created_at INTEGER NOT NULL
+        )""",
+        "CREATE INDEX embeddings_by_source ON embeddings (source_id, created_at)",
+        "CREATE INDEX embeddings_by_type ON embeddings (source_type)",
+        "CREATE INDEX embeddings_by_agent ON embeddings (agent_id)",
+        "CREATE INDEX embeddings_by_user ON embeddings (user_id)",
+        "CREATE INDEX embeddings_by_thread ON embeddings (thread_id)",
+        "CREATE VIRTUAL TABLE embeddings_fts USING fts5(terms, tokenize = 'unicode61 remove_diacritics 0')",
+        "CREATE TABLE embedding_state (key TEXT PRIMARY KEY, value INTEGER NOT NULL)",
+        "INSERT INTO embedding_state (key, value) VALUES ('generation', 0)",
+    ):
+        db.execute(statement)
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "m001_initial", _m001_initial),
+    Migration(2, "m002_embeddings", _m002_embeddings),
+)
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
 
@@ -90,7 +127,8 @@ def migrate(db: sqlite3.Connection, migrations: tuple[Migration, ...] = MIGRATIO
             )
             db.execute(f"PRAGMA user_version = {int(migration.version)}")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:
+                db.execute("ROLLBACK")
             raise
         db.execute("COMMIT")
     return start

@@ -5,6 +5,24 @@ built-in store keeps; run it on stores of your own (see :mod:`.conformance`).
 """
 
 from .conformance import ConformanceCase, memory_adapter_conformance_cases
+from .embedding import (
+    CONFORMANCE_DIMENSIONS,
+    EmbeddingConformanceCase,
+    axis_vector,
+    blend,
+    embedding_adapter_conformance_cases,
+    seeded_vector,
+)
 from .services import service_url
 
-__all__ = ["ConformanceCase", "memory_adapter_conformance_cases", "service_url"]
+__all__ = [
+    "CONFORMANCE_DIMENSIONS",
+    "ConformanceCase",
+    "EmbeddingConformanceCase",
+    "axis_vector",
+    "blend",
+    "embedding_adapter_conformance_cases",
+    "memory_adapter_conformance_cases",
+    "seeded_vector",
+    "service_url",
+]

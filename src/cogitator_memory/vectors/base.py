@@ -1,0 +1,494 @@
+"""The embedding-store contract: :class:`EmbeddingAdapter` for users, :class:`BaseEmbeddingAdapter` for authors.
+
+An embedding store keeps :class:`Embedding` records (a vector, the text it embeds, where it
+comes from and metadata) and finds them by cosine similarity (:meth:`search`) and by BM25
+(:meth:`keyword_search`). Every call is ``async`` and returns a
+:class:`~cogitator_memory.MemoryResult`; bad input gets a failed result naming the argument and
+writes nothing.
+
+**Scoping** (applied the same way by every store, see :mod:`cogitator_memory.vectors.records`):
+with ``filter.agent_id`` given, embeddings whose ``metadata["agent_id"]`` names another agent
+are excluded and those without one (absent or ``None``) are shared and found; the same for
+``user_id`` and ``thread_id``. Without the filter key there is no scoping on it.
+``filter.source_type`` and ``filter.metadata`` (exact top-level values) narrow further.
+
+Store authors subclass :class:`BaseEmbeddingAdapter` (a standalone store) or mix
+:class:`EmbeddingStoreMixin` into a thread store that also keeps vectors (it needs the
+``provider``, ``_require_connected()`` and ``_fail()`` of
+:class:`~cogitator_memory.stores.base.BaseMemoryAdapter`). Either way the public methods below
+are written once; the engine implements the underscore primitives, each atomic, each receiving
+checked arguments.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self, runtime_checkable
+
+from .. import clock
+from ..errors import ConflictError, InvalidArgumentError, MemoryStoreError, NotConnectedError, StoreUnavailableError
+from ..ids import new_id
+from ..result import MemoryResult, err, ok, ok_none
+from ..search.tokenizer import index_terms
+from ..stores import tree
+from ..stores.base import Capability
+from .records import (
+    MAX_CONTENT_CHARS,
+    MAX_DIMENSIONS,
+    MAX_SEARCH_LIMIT,
+    SCOPE_KEYS,
+    DeletionFilter,
+    Embedding,
+    EmbeddingFilter,
+    NewEmbedding,
+    ScoredEmbedding,
+    check_deletion,
+    check_filter,
+    check_limit,
+    check_new_embedding,
+    check_source_ids,
+    check_text,
+    check_threshold,
+    check_vector,
+    sort_hits,
+)
+
+logger = logging.getLogger("cogitator_memory")
+
+EmbeddingInput = NewEmbedding | dict[str, Any]
+FilterInput = EmbeddingFilter | dict[str, Any] | None
+
+
+@runtime_checkable
+class EmbeddingAdapter(Protocol):
+    """What every embedding store offers. All calls return a :class:`~cogitator_memory.MemoryResult`."""
+
+    provider: str
+
+    @property
+    def dimensions(self) -> int | None:
+        """The vector size of the store (``None`` until configured or learned from a vector)."""
+        ...
+
+    async def connect(self) -> MemoryResult[None]:
+        """Open the store (create its tables or collection)."""
+        ...
+
+    async def disconnect(self) -> MemoryResult[None]:
+        """Close the store."""
+        ...
+
+    async def health_check(self) -> MemoryResult[None]:
+        """A round trip to the engine."""
+        ...
+
+    async def add_embedding(self, embedding: EmbeddingInput) -> MemoryResult[Embedding]:
+        """Store one embedding; a taken id is refused."""
+        ...
+
+    async def add_embeddings(self, embeddings: Sequence[EmbeddingInput]) -> MemoryResult[list[Embedding]]:
+        """Store many embeddings, all or nothing."""
+        ...
+
+    async def search(
+        self, vector: Sequence[float], *, limit: int = 10, threshold: float = 0.0, filter: FilterInput = None
+    ) -> MemoryResult[list[ScoredEmbedding]]:
+        """The most similar embeddings by cosine (in [-1, 1], best first), scoped by ``filter``."""
+        ...
+
+    async def keyword_search(
+        self, query: str, *, limit: int = 10, filter: FilterInput = None
+    ) -> MemoryResult[list[ScoredEmbedding]]:
+        """Embeddings holding the query's terms, ranked by BM25 (best first), scoped by ``filter``."""
+        ...
+
+    async def get_embedding(self, embedding_id: str) -> MemoryResult[Embedding | None]:
+        """The embedding, or ``None``."""
+        ...
+
+    async def delete_embedding(self, embedding_id: str) -> MemoryResult[None]:
+        """Delete one embedding (a missing one succeeds)."""
+        ...
+
+    async def delete_by_filter(
+        self,
+        *,
+        source_type: str | None = None,
+        agent_id: str | None = None,
+        thread_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> MemoryResult[int]:
+        """Delete the embeddings matching every condition exactly; how many went."""
+        ...
+
+    async def get_by_sources(self, source_ids: Sequence[str]) -> MemoryResult[list[Embedding]]:
+        """The embeddings of these sources, in their order."""
+        ...
+
+
+def check_dimensions(value: object) -> int | None:
+    """A configured vector size: ``None`` (learn it from the first vector) or 1..65,536."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_DIMENSIONS:
+        raise InvalidArgumentError("dimensions", f"must be an integer from 1 to {MAX_DIMENSIONS}, got {value!r}")
+    return value
+
+
+class EmbeddingStoreMixin(ABC):
+    """The public embedding calls, written once over the engine's underscore primitives.
+
+    Needs ``provider``, ``_require_connected()`` and ``_fail(operation, exc)`` from the class it
+    is mixed into (:class:`BaseEmbeddingAdapter` or a thread store's base class), and a call of
+    :meth:`_init_embeddings` in ``__init__``.
+    """
+
+    provider: ClassVar[str]
+    _dimensions: int | None = None
+    _configured_dimensions: int | None = None
+
+    def _init_embeddings(self, dimensions: int | None) -> None:
+        """Set up the embedding state; ``dimensions`` as given to the store (checked here)."""
+        self._dimensions = check_dimensions(dimensions)
+        self._configured_dimensions = self._dimensions
+
+    if TYPE_CHECKING:  # provided by the class the mixin goes into
+
+        def _require_connected(self) -> None: ...
+        def _fail(self, operation: str, exc: Exception) -> MemoryResult[Any]: ...
+
+    @property
+    def dimensions(self) -> int | None:
+        """The vector size of the store: as configured, else learned from the stored vectors or the
+        first one added; ``None`` until then."""
+        return self._dimensions
+
+    def _adopt_dimensions(self, found: int | None) -> None:
+        """Take the size of the vectors an engine already holds (at connect).
+
+        A store configured for another size refuses to connect, naming both sizes.
+        """
+        if found is None:
+            return
+        if self._configured_dimensions is not None and found != self._configured_dimensions:
+            raise ConflictError(
+                f"{self.provider} embedding store holds vectors of {found} dimensions, "
+                f"but it was configured for {self._configured_dimensions}"
+            )
+        self._dimensions = found
+
+    async def _stored_dimensions(self) -> int | None:
+        """The size of the vectors the engine holds, asked when the store does not know its size
+        yet (another connection may have written since connect). ``None``: still unknown."""
+        return None
+
+    async def _known_dimensions(self) -> int | None:
+        if self._dimensions is None:
+            found = await self._stored_dimensions()
+            if found is not None:
+                self._adopt_dimensions(found)
+        return self._dimensions
+
+    # ----- engine primitives ---------------------------------------------------------------
+
+    @abstractmethod
+    async def _add_embeddings(self, embeddings: list[Embedding]) -> None:
+        """Store every embedding or none (one transaction); ``ConflictError`` when an id is taken."""
+
+    @abstractmethod
+    async def _search(
+        self, vector: list[float], limit: int, threshold: float, flt: EmbeddingFilter
+    ) -> list[ScoredEmbedding]:
+        """Up to ``limit`` embeddings passing ``flt`` with cosine >= ``threshold``, best first."""
+
+    @abstractmethod
+    async def _keyword_search(self, terms: list[str], limit: int, flt: EmbeddingFilter) -> list[ScoredEmbedding]:
+        """Up to ``limit`` embeddings passing ``flt`` holding any of ``terms`` (distinct, from
+        :func:`~cogitator_memory.search.tokenizer.index_terms`), by BM25 score, best first."""
+
+    @abstractmethod
+    async def _get_embedding(self, embedding_id: str) -> Embedding | None: ...
+
+    @abstractmethod
+    async def _delete_embedding(self, embedding_id: str) -> bool:
+        """Delete it; whether it existed."""
+
+    @abstractmethod
+    async def _delete_by_filter(self, flt: DeletionFilter) -> int:
+        """Delete every embedding :func:`~cogitator_memory.vectors.records.deletion_matches`
+        accepts, atomically; how many went."""
+
+    @abstractmethod
+    async def _get_by_sources(self, source_ids: list[str]) -> list[Embedding]:
+        """Every embedding whose ``source_id`` is one of ``source_ids`` (any order)."""
+
+    # ----- public calls --------------------------------------------------------------------
+
+    def _prepare(self, items: Sequence[object], dims: int | None) -> list[Embedding]:
+        prepared: list[Embedding] = []
+        seen: set[str] = set()
+        single = len(items) == 1
+        for i, item in enumerate(items):
+            name = "embedding" if single else f"embeddings[{i}]"
+            new = check_new_embedding(name, item, dims)
+            if dims is None:
+                dims = len(new.vector)
+            eid = new.id or new_id("emb_")
+            if eid in seen:
+                raise InvalidArgumentError(f"{name}.id", f"{eid} appears twice in one batch")
+            seen.add(eid)
+            prepared.append(
+                Embedding.model_construct(
+                    id=eid,
+                    source_id=new.source_id,
+                    source_type=new.source_type,
+                    content=new.content,
+                    vector=new.vector,
+                    metadata=new.metadata or {},
+                    created_at=clock.now(),
+                )
+            )
+        return prepared
+
+    async def add_embedding(self, embedding: EmbeddingInput) -> MemoryResult[Embedding]:
+        """Store one embedding (a :class:`NewEmbedding` or a dict of its fields).
+
+        The vector must be non-empty, finite, not all zeros, and of the store's size; ``content``
+        at most :data:`~cogitator_memory.vectors.records.MAX_CONTENT_CHARS` characters; scope keys
+        in ``metadata`` must be strings. An ``id`` already stored is refused (``ConflictError``).
+        The first vector of a store without ``dimensions`` sets its size.
+        """
+        result = await self.add_embeddings([embedding])
+        if not result.success:
+            return err(result.error or "add_embedding failed", result.error_type)
+        assert result.data is not None
+        return ok(result.data[0])
+
+    async def add_embeddings(self, embeddings: Sequence[EmbeddingInput]) -> MemoryResult[list[Embedding]]:
+        """Store many embeddings, all or nothing: one bad item or a taken id stores none."""
+        try:
+            self._require_connected()
+            if isinstance(embeddings, str | bytes | dict) or not isinstance(embeddings, Sequence):
+                raise InvalidArgumentError("embeddings", "must be a list of embeddings")
+            items = list(embeddings)
+            prepared = self._prepare(items, await self._known_dimensions() if items else self._dimensions)
+            if not prepared:
+                return ok([])
+            await self._add_embeddings(prepared)
+            if self._dimensions is None:
+                self._dimensions = len(prepared[0].vector)
+            return ok([e.model_copy(deep=True) for e in prepared])
+        except Exception as exc:
+            return self._fail("add_embeddings", exc)
+
+    async def search(
+        self, vector: Sequence[float], *, limit: int = 10, threshold: float = 0.0, filter: FilterInput = None
+    ) -> MemoryResult[list[ScoredEmbedding]]:
+        """The ``limit`` embeddings most similar to ``vector`` by cosine (score in [-1, 1], best
+        first), those with a score below ``threshold`` left out, narrowed by ``filter``.
+
+        ``limit`` is 1..10,000; ``threshold`` in [-1, 1]. An empty store of unknown size finds nothing.
+        """
+        try:
+            self._require_connected()
+            query = check_vector("vector", vector, await self._known_dimensions())
+            size = check_limit(limit)
+            floor = check_threshold(threshold)
+            flt = check_filter(filter)
+            if self._dimensions is None:
+                return ok([])
+            return ok(sort_hits(await self._search(query, size, floor, flt), size))
+        except Exception as exc:
+            return self._fail("search", exc)
+
+    async def keyword_search(
+        self, query: str, *, limit: int = 10, filter: FilterInput = None
+    ) -> MemoryResult[list[ScoredEmbedding]]:
+        """Embeddings whose content holds any term of ``query``, ranked by BM25 (score = the BM25
+        score, > 0, best first), narrowed by ``filter``.
+
+        Terms come from :func:`~cogitator_memory.search.tokenizer.index_terms` (lower case,
+        letters and digits of every script, CJK as bigrams, English stopwords dropped); a query
+        with no such term finds nothing.
+        """
+        try:
+            self._require_connected()
+            text = check_text("query", query)
+            size = check_limit(limit)
+            flt = check_filter(filter)
+            terms = list(dict.fromkeys(index_terms(text)))
+            if not terms:
+                return ok([])
+            return ok(sort_hits(await self._keyword_search(terms, size, flt), size))
+        except Exception as exc:
+            return self._fail("keyword_search", exc)
+
+    async def get_embedding(self, embedding_id: str) -> MemoryResult[Embedding | None]:
+        """The embedding, or ``None`` when there is none with that id."""
+        try:
+            self._require_connected()
+            return ok(await self._get_embedding(tree.check_id("embedding_id", embedding_id)))
+        except Exception as exc:
+            return self._fail("get_embedding", exc)
+
+    async def delete_embedding(self, embedding_id: str) -> MemoryResult[None]:
+        """Delete the embedding; deleting a missing one succeeds."""
+        try:
+            self._require_connected()
+            await self._delete_embedding(tree.check_id("embedding_id", embedding_id))
+            return ok_none()
+        except Exception as exc:
+            return self._fail("delete_embedding", exc)
+
+    async def delete_by_filter(
+        self,
+        *,
+        source_type: str | None = None,
+        agent_id: str | None = None,
+        thread_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> MemoryResult[int]:
+        """Delete every embedding matching ALL the conditions given; returns how many went.
+
+        Conditions match exactly: ``agent_id`` deletes the embeddings whose metadata names that
+        agent (shared ones stay), likewise ``thread_id``; ``metadata`` gives exact top-level
+        values. A call with no condition is refused.
+        """
+        try:
+            self._require_connected()
+            flt = check_deletion(source_type, agent_id, thread_id, metadata)
+            return ok(await self._delete_by_filter(flt))
+        except Exception as exc:
+            return self._fail("delete_by_filter", exc)
+
+    async def get_by_sources(self, source_ids: Sequence[str]) -> MemoryResult[list[Embedding]]:
+        """Every embedding of the given sources, in the order of ``source_ids``, then by creation."""
+        try:
+            self._require_connected()
+            ids = check_source_ids(source_ids)
+            if not ids:
+                return ok([])
+            found = await self._get_by_sources(ids)
+            rank = {sid: i for i, sid in enumerate(ids)}
+            found.sort(key=lambda e: (rank.get(e.source_id, len(rank)), e.created_at, e.id))
+            return ok(found)
+        except Exception as exc:
+            return self._fail("get_by_sources", exc)
+
+
+class BaseEmbeddingAdapter(EmbeddingStoreMixin):
+    """Base class of a standalone embedding store: lifecycle and the public calls written once.
+
+    A subclass implements ``_connect``, ``_disconnect``, optionally ``_ping`` and ``_map_error``,
+    and the primitives of :class:`EmbeddingStoreMixin`.
+    """
+
+    provider: ClassVar[str] = "custom"
+    #: What the store supports (checked by code with :meth:`supports`).
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({"vectors", "keyword-search", "health"})
+
+    def __init__(self, *, dimensions: int | None = None) -> None:
+        self._connected = False
+        self._connect_lock: asyncio.Lock | None = None
+        self._init_embeddings(dimensions)
+
+    @abstractmethod
+    async def _connect(self) -> None:
+        """Open the engine (create tables or collections; call :meth:`_adopt_dimensions` with
+        the size of stored vectors). Raise on failure, leaving nothing open."""
+
+    @abstractmethod
+    async def _disconnect(self) -> None:
+        """Close the engine."""
+
+    async def _ping(self) -> None:
+        """A cheap round trip to the engine; raise when it fails."""
+
+    def _map_error(self, operation: str, exc: Exception) -> MemoryStoreError:
+        """Translate a driver exception into the package's tree (engines override this)."""
+        return StoreUnavailableError(f"{self.provider} {operation} failed: {type(exc).__name__}: {exc}")
+
+    def _fail(self, operation: str, exc: Exception) -> MemoryResult[Any]:
+        if isinstance(exc, MemoryStoreError):
+            return err(exc)
+        logger.debug("%s %s failed", self.provider, operation, exc_info=exc)
+        return err(self._map_error(operation, exc))
+
+    def _require_connected(self) -> None:
+        if not self._connected:
+            raise NotConnectedError(f"{self.provider} embedding store is not connected: call connect() first")
+
+    @property
+    def connected(self) -> bool:
+        """Whether :meth:`connect` succeeded and :meth:`disconnect` was not called since."""
+        return self._connected
+
+    def supports(self, capability: Capability) -> bool:
+        """Whether the store declares ``capability``."""
+        return capability in self.capabilities
+
+    async def connect(self) -> MemoryResult[None]:
+        """Open the store. Again while connected does nothing; a failed connect can be retried."""
+        if self._connect_lock is None:
+            self._connect_lock = asyncio.Lock()
+        async with self._connect_lock:
+            if self._connected:
+                return ok_none()
+            try:
+                await self._connect()
+            except Exception as exc:
+                return self._fail("connect", exc)
+            self._connected = True
+            return ok_none()
+
+    async def disconnect(self) -> MemoryResult[None]:
+        """Close the store. Safe to call when not connected."""
+        if not self._connected:
+            return ok_none()
+        self._connected = False
+        try:
+            await self._disconnect()
+        except Exception as exc:
+            return self._fail("disconnect", exc)
+        return ok_none()
+
+    async def health_check(self) -> MemoryResult[None]:
+        """A round trip to the engine."""
+        try:
+            self._require_connected()
+            await self._ping()
+        except Exception as exc:
+            return self._fail("health_check", exc)
+        return ok_none()
+
+    async def __aenter__(self) -> Self:
+        (await self.connect()).unwrap()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.disconnect()
+
+
+__all__ = [
+    "MAX_CONTENT_CHARS",
+    "MAX_DIMENSIONS",
+    "MAX_SEARCH_LIMIT",
+    "SCOPE_KEYS",
+    "BaseEmbeddingAdapter",
+    "DeletionFilter",
+    "Embedding",
+    "EmbeddingAdapter",
+    "EmbeddingFilter",
+    "EmbeddingInput",
+    "EmbeddingStoreMixin",
+    "FilterInput",
+    "NewEmbedding",
+    "ScoredEmbedding",
+    "check_dimensions",
+]

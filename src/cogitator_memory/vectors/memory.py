@@ -1,0 +1,163 @@
+"""``InMemoryEmbeddingAdapter``: embeddings in the process, searched with numpy.
+
+Vectors are kept as float32 unit vectors for search (and as given, for reads); the matrix of
+each searched scope is cached and dropped on the next write. Keyword search runs on a
+:class:`~cogitator_memory.search.bm25.BM25Index` whose statistics cover the whole store. Each
+primitive runs without awaiting, so every call is atomic. Nothing survives the process.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from ..errors import ConflictError, InvalidArgumentError
+from ..search.bm25 import BM25Index
+from ..search.tokenizer import index_terms
+from ._matrix import Matrix, ScopeCache, VectorMatrix, load_numpy, unit_rows
+from .base import BaseEmbeddingAdapter
+from .records import (
+    DeletionFilter,
+    Embedding,
+    EmbeddingFilter,
+    ScoredEmbedding,
+    deletion_matches,
+    filter_matches,
+)
+
+
+def _copy_json(value: Any) -> Any:
+    """A deep copy of JSON data (faster than ``copy.deepcopy`` for it)."""
+    if isinstance(value, dict):
+        return {k: _copy_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy_json(v) for v in value]
+    return value
+
+
+class InMemoryEmbeddingAdapter(BaseEmbeddingAdapter):
+    """An embedding store in the process's memory (needs numpy, the ``[vectors]`` extra).
+
+    ``dimensions`` fixes the vector size; without it the first vector added sets it.
+    """
+
+    provider: ClassVar[str] = "memory"
+
+    def __init__(self, *, dimensions: int | None = None, provider: str | None = None) -> None:
+        if provider not in (None, "memory"):
+            raise InvalidArgumentError("provider", f"must be 'memory', got {provider!r}")
+        super().__init__(dimensions=dimensions)
+        self._items: dict[str, Embedding] = {}
+        self._units: dict[str, Matrix] = {}
+        self._terms: dict[str, list[str]] = {}
+        self._by_source: dict[str, list[str]] = {}
+        self._index: BM25Index[str] = BM25Index()
+        self._cache = ScopeCache()
+
+    async def _connect(self) -> None:
+        load_numpy("InMemoryEmbeddingAdapter")
+
+    async def _disconnect(self) -> None:
+        return None
+
+    # ----- writes ----------------------------------------------------------------------------
+
+    async def _add_embeddings(self, embeddings: list[Embedding]) -> None:
+        taken = [e.id for e in embeddings if e.id in self._items]
+        if taken:
+            raise ConflictError(f"embedding id(s) already stored: {', '.join(taken)}")
+        units = unit_rows([e.vector for e in embeddings])
+        for row, emb in enumerate(embeddings):
+            stored = emb.model_copy(deep=True)
+            self._items[emb.id] = stored
+            self._units[emb.id] = units[row]
+            terms = index_terms(emb.content)
+            self._terms[emb.id] = terms
+            self._index.add(emb.id, terms)
+            self._by_source.setdefault(emb.source_id, []).append(emb.id)
+        self._cache.clear()
+
+    def _remove(self, embedding_id: str) -> None:
+        emb = self._items.pop(embedding_id)
+        self._units.pop(embedding_id, None)
+        self._index.remove_terms(embedding_id, self._terms.pop(embedding_id, []))
+        siblings = self._by_source.get(emb.source_id, [])
+        if embedding_id in siblings:
+            siblings.remove(embedding_id)
+        if not siblings:
+            self._by_source.pop(emb.source_id, None)
+
+    async def _delete_embedding(self, embedding_id: str) -> bool:
+        if embedding_id not in self._items:
+            return False
+        self._remove(embedding_id)
+        self._cache.clear()
+        return True
+
+    async def _delete_by_filter(self, flt: DeletionFilter) -> int:
+        doomed = [e.id for e in self._items.values() if deletion_matches(e.source_type, e.metadata, flt)]
+        for embedding_id in doomed:
+            self._remove(embedding_id)
+        if doomed:
+            self._cache.clear()
+        return len(doomed)
+
+    # ----- reads -----------------------------------------------------------------------------
+
+    def _scope_matrix(self, flt: EmbeddingFilter) -> VectorMatrix:
+        key = flt.cache_key()
+        found = self._cache.get(key)
+        if found is not None:
+            return found
+        if flt.is_empty:
+            ids = list(self._items)
+        else:
+            ids = [e.id for e in self._items.values() if filter_matches(e.source_type, e.metadata, flt)]
+        np = load_numpy("InMemoryEmbeddingAdapter")
+        matrix = np.stack([self._units[i] for i in ids]) if ids else None
+        built = VectorMatrix(ids, matrix)
+        self._cache.put(key, built)
+        return built
+
+    def _hit(self, embedding_id: str, score: float) -> ScoredEmbedding:
+        e = self._items[embedding_id]
+        return ScoredEmbedding.model_construct(
+            id=e.id,
+            source_id=e.source_id,
+            source_type=e.source_type,
+            content=e.content,
+            vector=list(e.vector),
+            metadata=_copy_json(e.metadata),
+            created_at=e.created_at,
+            score=score,
+        )
+
+    async def _search(
+        self, vector: list[float], limit: int, threshold: float, flt: EmbeddingFilter
+    ) -> list[ScoredEmbedding]:
+        matrix = self._scope_matrix(flt)
+        return [self._hit(i, s) for i, s in matrix.top(vector, limit, threshold)]
+
+    async def _keyword_search(self, terms: list[str], limit: int, flt: EmbeddingFilter) -> list[ScoredEmbedding]:
+        items = self._items
+
+        def keep(embedding_id: str) -> bool:
+            emb = items[embedding_id]
+            return filter_matches(emb.source_type, emb.metadata, flt)
+
+        ranked = self._index.search_terms(terms, limit=limit, keep=None if flt.is_empty else keep)
+        return [self._hit(i, s) for i, s in ranked]
+
+    async def _get_embedding(self, embedding_id: str) -> Embedding | None:
+        found = self._items.get(embedding_id)
+        return None if found is None else found.model_copy(deep=True)
+
+    async def _get_by_sources(self, source_ids: list[str]) -> list[Embedding]:
+        return [self._items[i].model_copy(deep=True) for sid in source_ids for i in self._by_source.get(sid, ())]
+
+    @property
+    def size(self) -> int:
+        """How many embeddings the store holds."""
+        return len(self._items)
+
+
+__all__ = ["InMemoryEmbeddingAdapter"]

@@ -1,0 +1,399 @@
+"""Records of the embedding stores, and the store-independent rules on them (no I/O).
+
+:class:`Embedding` is what a store keeps and returns, :class:`NewEmbedding` what it takes,
+:class:`ScoredEmbedding` what a search returns and :class:`EmbeddingFilter` what narrows a
+search. The argument checks and the filter rules (:func:`filter_matches`,
+:func:`deletion_matches`) are plain functions every store shares, so every store agrees.
+
+Scoping, written once here and applied by every store: with ``filter.agent_id`` given, an
+embedding whose ``metadata["agent_id"]`` names another agent is left out, and one without an
+``agent_id`` (absent or ``None``) is shared, so it is found; the same for ``user_id`` and
+``thread_id``. Without the filter key there is no scoping on it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field, ValidationError
+
+from ..errors import InvalidArgumentError
+from ..stores import tree
+from ..types import AGENT_ID_KEY, THREAD_ID_KEY, USER_ID_KEY, Record
+
+#: Longest ``content`` (characters) an embedding or a keyword query may have.
+MAX_CONTENT_CHARS = 100_000
+#: Largest vector size a store accepts (Qdrant's own limit).
+MAX_DIMENSIONS = 65_536
+#: Largest ``limit`` of a search.
+MAX_SEARCH_LIMIT = 10_000
+#: Most source ids one ``get_by_sources`` call takes.
+MAX_SOURCE_IDS = 10_000
+#: The metadata keys that scope an embedding to an agent, a user or a thread.
+SCOPE_KEYS: tuple[str, ...] = (AGENT_ID_KEY, USER_ID_KEY, THREAD_ID_KEY)
+#: The keys an :class:`EmbeddingFilter` (or its dict) may have.
+FILTER_KEYS: frozenset[str] = frozenset({*SCOPE_KEYS, "source_type", "metadata"})
+
+MetadataValue = str | int | bool
+
+
+class Embedding(Record):
+    """A stored embedding: the vector of ``content``, which comes from ``source_id`` of ``source_type``.
+
+    ``metadata`` may scope it (``agent_id``, ``user_id``, ``thread_id``: strings) and holds any
+    other JSON. ``id`` is ``emb_...`` unless the writer chose another.
+    """
+
+    id: str
+    source_id: str
+    source_type: str
+    content: str
+    vector: list[float]
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime
+
+
+class NewEmbedding(Record):
+    """What :meth:`add_embedding` takes (a model or a dict with these keys); ``id`` is made when missing."""
+
+    id: str | None = None
+    source_id: str
+    source_type: str
+    content: str
+    vector: list[float]
+    metadata: dict[str, Any] | None = None
+
+
+class ScoredEmbedding(Embedding):
+    """A search hit: the embedding and its ``score`` (cosine in [-1, 1], or the BM25 score)."""
+
+    score: float
+
+
+class EmbeddingFilter(Record):
+    """What narrows a search: scope (``agent_id``, ``user_id``, ``thread_id``), ``source_type``,
+    and ``metadata`` (exact values of top-level metadata keys: strings, integers or booleans).
+
+    Unknown keys are refused. See the module docstring for how scoping works.
+    """
+
+    agent_id: str | None = None
+    user_id: str | None = None
+    thread_id: str | None = None
+    source_type: str | None = None
+    metadata: dict[str, MetadataValue] | None = None
+
+    def scope(self) -> dict[str, str]:
+        """The scope keys this filter sets, with their values."""
+        out: dict[str, str] = {}
+        for key in SCOPE_KEYS:
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
+
+    def cache_key(self) -> tuple[Any, ...]:
+        """A hashable key of the filter (for caches of matrices per scope)."""
+        meta = tuple(sorted((k, type(v).__name__, v) for k, v in (self.metadata or {}).items()))
+        return (self.agent_id, self.user_id, self.thread_id, self.source_type, meta)
+
+    @property
+    def is_empty(self) -> bool:
+        """Whether the filter lets every embedding through."""
+        return not self.scope() and self.source_type is None and not self.metadata
+
+
+# --- argument checks ------------------------------------------------------------------------
+
+
+def _numpy_vector(name: str, value: Any, dimensions: int | None) -> list[float] | None:
+    """The checks of :func:`check_vector` done by numpy for a 1-d float array; ``None`` otherwise."""
+    kind = getattr(getattr(value, "dtype", None), "kind", None)
+    if kind != "f" or getattr(value, "ndim", None) != 1 or not 0 < len(value) <= MAX_DIMENSIONS:
+        return None
+    import numpy as np
+
+    arr = np.asarray(value, dtype=np.float64)
+    finite = np.isfinite(arr)
+    if not finite.all():
+        i = int(np.argmin(finite))
+        raise InvalidArgumentError(name, f"item {i} is {arr[i]}: every value must be finite (no NaN or infinity)")
+    if not arr.any():
+        raise InvalidArgumentError(name, "is all zeros: it has no direction to compare by cosine")
+    if dimensions is not None and arr.shape[0] != dimensions:
+        raise InvalidArgumentError(name, f"has {arr.shape[0]} dimensions, the store holds vectors of {dimensions}")
+    out: list[float] = arr.tolist()
+    return out
+
+
+def check_vector(name: str, value: object, dimensions: int | None) -> list[float]:
+    """A non-empty vector of finite numbers, not all zero, of ``dimensions`` when known.
+
+    Accepts a list or tuple of numbers, or anything with ``tolist()`` (a numpy array).
+    A vector of the wrong size is refused with both sizes in the message.
+    """
+    if hasattr(value, "tolist") and not isinstance(value, list | tuple):
+        fast = _numpy_vector(name, value, dimensions)
+        if fast is not None:
+            return fast
+        value = value.tolist()
+    if not isinstance(value, list | tuple):
+        raise InvalidArgumentError(name, f"must be a list of numbers, got {type(value).__name__}")
+    if not value:
+        raise InvalidArgumentError(name, "must not be empty")
+    if len(value) > MAX_DIMENSIONS:
+        raise InvalidArgumentError(name, f"has {len(value)} dimensions, more than the {MAX_DIMENSIONS} allowed")
+    out: list[float] = []
+    nonzero = False
+    for i, x in enumerate(value):
+        if isinstance(x, bool) or not isinstance(x, int | float):
+            raise InvalidArgumentError(name, f"item {i} must be a number, got {type(x).__name__}")
+        f = float(x)
+        if not math.isfinite(f):
+            raise InvalidArgumentError(name, f"item {i} is {f}: every value must be finite (no NaN or infinity)")
+        if f != 0.0:
+            nonzero = True
+        out.append(f)
+    if not nonzero:
+        raise InvalidArgumentError(name, "is all zeros: it has no direction to compare by cosine")
+    if dimensions is not None and len(out) != dimensions:
+        raise InvalidArgumentError(name, f"has {len(out)} dimensions, the store holds vectors of {dimensions}")
+    return out
+
+
+def check_text(name: str, value: object, *, allow_empty: bool = True) -> str:
+    """A string of at most :data:`MAX_CONTENT_CHARS` characters."""
+    if not isinstance(value, str):
+        raise InvalidArgumentError(name, f"must be a string, got {type(value).__name__}")
+    if len(value) > MAX_CONTENT_CHARS:
+        raise InvalidArgumentError(name, f"has {len(value)} characters, more than the {MAX_CONTENT_CHARS} allowed")
+    if not allow_empty and not value.strip():
+        raise InvalidArgumentError(name, "must not be empty")
+    return value
+
+
+def check_scope_metadata(name: str, value: object) -> dict[str, Any]:
+    """Metadata as :func:`~cogitator_memory.stores.tree.check_metadata`, with string scope keys."""
+    meta = tree.check_metadata(name, value)
+    for key in SCOPE_KEYS:
+        if meta.get(key) is not None and not isinstance(meta[key], str):
+            raise InvalidArgumentError(f"{name}.{key}", f"must be a string, got {type(meta[key]).__name__}")
+    return meta
+
+
+def check_metadata_filter(name: str, value: object) -> dict[str, MetadataValue] | None:
+    """``None`` or a dict of top-level metadata keys to exact string, integer or boolean values."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise InvalidArgumentError(name, f"must be a dict, got {type(value).__name__}")
+    out: dict[str, MetadataValue] = {}
+    for key, item in value.items():
+        if not isinstance(key, str) or not key:
+            raise InvalidArgumentError(name, f"keys must be non-empty strings, got {key!r}")
+        if not isinstance(item, str | int | bool):
+            raise InvalidArgumentError(
+                f"{name}.{key}", f"must be a string, integer or boolean, got {type(item).__name__}"
+            )
+        out[key] = item
+    return out
+
+
+def check_filter(value: object) -> EmbeddingFilter:
+    """An :class:`EmbeddingFilter` from a filter, a dict (unknown keys refused) or ``None``."""
+    if value is None:
+        return EmbeddingFilter()
+    if isinstance(value, EmbeddingFilter):
+        raw: dict[str, Any] = value.model_dump()
+    elif isinstance(value, Mapping):
+        raw = dict(value)
+        unknown = sorted(str(k) for k in raw if k not in FILTER_KEYS)
+        if unknown:
+            raise InvalidArgumentError(
+                "filter", f"unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(FILTER_KEYS))}"
+            )
+    else:
+        raise InvalidArgumentError("filter", f"must be an EmbeddingFilter or a dict, got {type(value).__name__}")
+    for key in (*SCOPE_KEYS, "source_type"):
+        raw[key] = tree.check_optional_id(f"filter.{key}", raw.get(key))
+    raw["metadata"] = check_metadata_filter("filter.metadata", raw.get("metadata"))
+    return EmbeddingFilter.model_construct(**raw)
+
+
+def check_new_embedding(name: str, value: object, dimensions: int | None) -> NewEmbedding:
+    """A checked :class:`NewEmbedding` (from a model or a dict); the message names ``name.<field>``."""
+    if isinstance(value, NewEmbedding):
+        raw: dict[str, Any] = {
+            "id": value.id,
+            "source_id": value.source_id,
+            "source_type": value.source_type,
+            "content": value.content,
+            "vector": value.vector,
+            "metadata": value.metadata,
+        }
+    elif isinstance(value, Mapping):
+        raw = dict(value)
+        unknown = sorted(str(k) for k in raw if k not in NewEmbedding.model_fields)
+        if unknown:
+            raise InvalidArgumentError(name, f"unknown field(s) {', '.join(unknown)}")
+        for required in ("source_id", "source_type", "content", "vector"):
+            if required not in raw:
+                raise InvalidArgumentError(f"{name}.{required}", "is required")
+    else:
+        raise InvalidArgumentError(name, f"must be a NewEmbedding or a dict, got {type(value).__name__}")
+    checked = {
+        "id": tree.check_optional_id(f"{name}.id", raw.get("id")),
+        "source_id": tree.check_id(f"{name}.source_id", raw["source_id"]),
+        "source_type": tree.check_id(f"{name}.source_type", raw["source_type"]),
+        "content": check_text(f"{name}.content", raw["content"]),
+        "vector": check_vector(f"{name}.vector", raw["vector"], dimensions),
+        "metadata": check_scope_metadata(f"{name}.metadata", raw.get("metadata")),
+    }
+    try:
+        return NewEmbedding.model_validate(checked)
+    except ValidationError as exc:
+        raise tree.validation_error(name, exc) from None
+
+
+def check_limit(value: object) -> int:
+    """A search limit: an integer from 1 to :data:`MAX_SEARCH_LIMIT`."""
+    size = tree.check_limit("limit", value, allow_zero=False)
+    if size > MAX_SEARCH_LIMIT:
+        raise InvalidArgumentError("limit", f"must be at most {MAX_SEARCH_LIMIT}, got {size}")
+    return size
+
+
+def check_threshold(value: object) -> float:
+    """A cosine threshold: a finite number in [-1, 1]."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidArgumentError("threshold", f"must be a number in [-1, 1], got {value!r}")
+    if not -1.0 <= value <= 1.0:
+        raise InvalidArgumentError("threshold", f"must be in [-1, 1], got {value}")
+    return float(value)
+
+
+def check_source_ids(value: object) -> list[str]:
+    """Distinct source ids, in the order given (at most :data:`MAX_SOURCE_IDS`)."""
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise InvalidArgumentError("source_ids", "must be a list of ids")
+    out: list[str] = []
+    seen: set[str] = set()
+    for item in value:
+        sid = tree.check_id("source_ids", item)
+        if sid not in seen:
+            seen.add(sid)
+            out.append(sid)
+    if len(out) > MAX_SOURCE_IDS:
+        raise InvalidArgumentError("source_ids", f"at most {MAX_SOURCE_IDS} ids, got {len(out)}")
+    return out
+
+
+# --- filter rules -----------------------------------------------------------------------------
+
+
+def same_value(stored: object, wanted: MetadataValue) -> bool:
+    """Exact metadata equality: same JSON type and value (``True`` is not ``1``)."""
+    if isinstance(wanted, bool) or isinstance(stored, bool):
+        return isinstance(stored, bool) and isinstance(wanted, bool) and stored is wanted
+    if isinstance(wanted, int):
+        return isinstance(stored, int) and stored == wanted
+    return isinstance(stored, str) and stored == wanted
+
+
+def filter_matches(source_type: str, metadata: Mapping[str, Any], flt: EmbeddingFilter) -> bool:
+    """Whether an embedding of ``source_type`` with ``metadata`` passes ``flt`` (scope rules above)."""
+    if flt.source_type is not None and source_type != flt.source_type:
+        return False
+    for key in SCOPE_KEYS:
+        wanted = getattr(flt, key)
+        if wanted is not None:
+            owner = metadata.get(key)
+            if owner is not None and owner != wanted:
+                return False
+    if flt.metadata:
+        for key, wanted_value in flt.metadata.items():
+            if key not in metadata or not same_value(metadata[key], wanted_value):
+                return False
+    return True
+
+
+class DeletionFilter(Record):
+    """What :meth:`delete_by_filter` deletes: embeddings matching EVERY condition given exactly.
+
+    Unlike a search filter, ``agent_id`` and ``thread_id`` here match only embeddings whose
+    metadata names that agent or thread (shared embeddings are not deleted with an agent's).
+    """
+
+    source_type: str | None = None
+    agent_id: str | None = None
+    thread_id: str | None = None
+    metadata: dict[str, MetadataValue] | None = None
+
+    def exact_metadata(self) -> dict[str, MetadataValue]:
+        """Every metadata condition, the scope keys included."""
+        out: dict[str, MetadataValue] = dict(self.metadata or {})
+        if self.agent_id is not None:
+            out[AGENT_ID_KEY] = self.agent_id
+        if self.thread_id is not None:
+            out[THREAD_ID_KEY] = self.thread_id
+        return out
+
+
+def check_deletion(source_type: object, agent_id: object, thread_id: object, metadata: object) -> DeletionFilter:
+    """A checked :class:`DeletionFilter`; one with no condition at all is refused."""
+    flt = DeletionFilter.model_construct(
+        source_type=tree.check_optional_id("source_type", source_type),
+        agent_id=tree.check_optional_id("agent_id", agent_id),
+        thread_id=tree.check_optional_id("thread_id", thread_id),
+        metadata=check_metadata_filter("metadata", metadata),
+    )
+    if flt.source_type is None and not flt.exact_metadata():
+        raise InvalidArgumentError(
+            "filter", "delete_by_filter needs at least one condition (source_type, agent_id, thread_id or metadata)"
+        )
+    return flt
+
+
+def deletion_matches(source_type: str, metadata: Mapping[str, Any], flt: DeletionFilter) -> bool:
+    """Whether ``delete_by_filter(flt)`` deletes an embedding of ``source_type`` with ``metadata``."""
+    if flt.source_type is not None and source_type != flt.source_type:
+        return False
+    return all(key in metadata and same_value(metadata[key], v) for key, v in flt.exact_metadata().items())
+
+
+def sort_hits(hits: Sequence[ScoredEmbedding], limit: int) -> list[ScoredEmbedding]:
+    """Best first (score descending, then id), at most ``limit``."""
+    return sorted(hits, key=lambda h: (-h.score, h.id))[:limit]
+
+
+__all__ = [
+    "FILTER_KEYS",
+    "MAX_CONTENT_CHARS",
+    "MAX_DIMENSIONS",
+    "MAX_SEARCH_LIMIT",
+    "MAX_SOURCE_IDS",
+    "SCOPE_KEYS",
+    "DeletionFilter",
+    "Embedding",
+    "EmbeddingFilter",
+    "MetadataValue",
+    "NewEmbedding",
+    "ScoredEmbedding",
+    "check_deletion",
+    "check_filter",
+    "check_limit",
+    "check_metadata_filter",
+    "check_new_embedding",
+    "check_scope_metadata",
+    "check_source_ids",
+    "check_text",
+    "check_threshold",
+    "check_vector",
+    "deletion_matches",
+    "filter_matches",
+    "same_value",
+    "sort_hits",
+]

@@ -1,0 +1,385 @@
+"""``SQLiteEmbeddingAdapter``: embeddings in the same SQLite file as :class:`~cogitator_memory.SQLiteAdapter`.
+
+The table comes from migration ``m002_embeddings`` of
+:mod:`cogitator_memory.stores.sqlite_schema`, so one file holds threads and vectors. Vectors
+are float32 BLOBs (a vector reads back rounded to float32); search is numpy brute force over
+the matrix of the searched scope, cached per store and reloaded when the file's embedding
+generation (moved by every write, of any connection or process) changes. Keyword search is
+FTS5 with ``bm25()`` over the tokenized content.
+
+``sqlite-vec`` is used only when ``vector_backend="sqlite-vec"`` is asked for and the
+extension loads; the default ``"auto"`` uses numpy, which measured faster (see
+``docs/vectors.md``). Python builds without ``enable_load_extension`` (like the one this
+package is tested on) cannot load it: asking for it then fails ``connect()``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from ..clock import from_micros, to_micros
+from ..errors import ConflictError, InvalidArgumentError, MemoryStoreError, NotConnectedError, StoreUnavailableError
+from ..search.tokenizer import index_terms
+from ..stores.sqlite_schema import migrate
+from ._matrix import ScopeCache, VectorMatrix, load_numpy, unit_rows
+from .base import BaseEmbeddingAdapter
+from .records import SCOPE_KEYS, DeletionFilter, Embedding, EmbeddingFilter, MetadataValue, ScoredEmbedding
+
+if TYPE_CHECKING:
+    from ..stores.sqlite import SQLiteAdapter
+
+VectorBackend = Literal["auto", "numpy", "sqlite-vec"]
+
+_COLUMNS = "id, source_id, source_type, content, vector, metadata, created_at"
+_E_COLUMNS = ", ".join(f"e.{c.strip()}" for c in _COLUMNS.split(","))
+
+
+def _json_type(value: MetadataValue) -> tuple[str, Any]:
+    if value is True:
+        return "true", 1
+    if value is False:
+        return "false", 0
+    if isinstance(value, int):
+        return "integer", value
+    return "text", value
+
+
+def where_clause(
+    *,
+    source_type: str | None,
+    scope: dict[str, str],
+    exact: dict[str, MetadataValue],
+    alias: str = "",
+) -> tuple[str, list[Any]]:
+    """SQL conditions (joined by AND, ``"1"`` when none) and their parameters.
+
+    ``scope`` keys follow the scoping rule (NULL is shared); ``exact`` keys must hold exactly
+    that JSON value (type included).
+    """
+    p = f"{alias}." if alias else ""
+    parts: list[str] = []
+    args: list[Any] = []
+    if source_type is not None:
+        parts.append(f"{p}source_type = ?")
+        args.append(source_type)
+    for key, value in scope.items():
+        parts.append(f"({p}{key} IS NULL OR {p}{key} = ?)")
+        args.append(value)
+    for key, wanted in exact.items():
+        kind, stored = _json_type(wanted)
+        parts.append(f"EXISTS (SELECT 1 FROM json_each({p}metadata) j WHERE j.key = ? AND j.type = ? AND j.value = ?)")
+        args.extend([key, kind, stored])
+    return (" AND ".join(parts) if parts else "1"), args
+
+
+def _search_where(flt: EmbeddingFilter, alias: str = "") -> tuple[str, list[Any]]:
+    return where_clause(source_type=flt.source_type, scope=flt.scope(), exact=dict(flt.metadata or {}), alias=alias)
+
+
+class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
+    """An embedding store in a SQLite file, beside the threads of :class:`~cogitator_memory.SQLiteAdapter`.
+
+    Give ``path`` (its own connection, WAL mode) or ``store``, a :class:`SQLiteAdapter` whose open
+    connection it shares (connect the store first). ``dimensions`` fixes the vector size;
+    otherwise the file's stored size, or the first vector added, sets it. Needs numpy (the
+    ``[vectors]`` extra).
+    """
+
+    provider: ClassVar[str] = "sqlite"
+
+    def __init__(
+        self,
+        *,
+        path: str | Path | None = None,
+        store: SQLiteAdapter | None = None,
+        dimensions: int | None = None,
+        busy_timeout: float = 5.0,
+        vector_backend: VectorBackend = "auto",
+        cache_scopes: int = 32,
+        provider: str | None = None,
+    ) -> None:
+        if provider not in (None, "sqlite"):
+            raise InvalidArgumentError("provider", f"must be 'sqlite', got {provider!r}")
+        if (path is None) == (store is None):
+            raise InvalidArgumentError("path", "give either path= or store= (a SQLiteAdapter), not both or neither")
+        if path is not None and (not isinstance(path, str | Path) or not str(path)):
+            raise InvalidArgumentError("path", "must be a file path or ':memory:'")
+        if vector_backend not in ("auto", "numpy", "sqlite-vec"):
+            raise InvalidArgumentError("vector_backend", f"must be auto, numpy or sqlite-vec, got {vector_backend!r}")
+        if isinstance(cache_scopes, bool) or not isinstance(cache_scopes, int) or cache_scopes < 1:
+            raise InvalidArgumentError("cache_scopes", f"must be a positive integer, got {cache_scopes!r}")
+        super().__init__(dimensions=dimensions)
+        self.path = None if path is None else str(path)
+        self.store = store
+        self.busy_timeout = float(busy_timeout)
+        self.requested_backend: VectorBackend = vector_backend
+        #: The backend in use once connected: ``"numpy"`` or ``"sqlite-vec"``.
+        self.vector_backend: str | None = None
+        self._db: sqlite3.Connection | None = None
+        self._owns_db = False
+        self._cache = ScopeCache(cache_scopes)
+        self._cache_generation = -1
+
+    # ----- lifecycle -------------------------------------------------------------------------
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The ``sqlite3`` connection in use."""
+        if self._db is None:
+            raise NotConnectedError("sqlite embedding store is not connected: call connect() first")
+        return self._db
+
+    async def _connect(self) -> None:
+        load_numpy("SQLiteEmbeddingAdapter")
+        if self.store is not None:
+            db = self.store.connection  # raises NotConnectedError when the store is not connected
+            migrate(db)
+            owns = False
+        else:
+            assert self.path is not None
+            if self.path != ":memory:" and not self.path.startswith("file:"):
+                Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(
+                self.path,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=self.busy_timeout,
+                uri=self.path.startswith("file:"),
+            )
+            owns = True
+        try:
+            if owns:
+                if self.path != ":memory:":
+                    db.execute("PRAGMA journal_mode=WAL")
+                    db.execute("PRAGMA synchronous=NORMAL")
+                db.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
+                migrate(db)
+            self.vector_backend = self._choose_backend(db)
+            row = db.execute("SELECT value FROM embedding_state WHERE key = 'dimensions'").fetchone()
+            self._adopt_dimensions(None if row is None else int(row[0]))
+        except BaseException:
+            if owns:
+                db.close()
+            raise
+        self._db, self._owns_db = db, owns
+        self._cache.clear()
+        self._cache_generation = -1
+
+    def _choose_backend(self, db: sqlite3.Connection) -> str:
+        if self.requested_backend != "sqlite-vec":
+            return "numpy"
+        if not hasattr(db, "enable_load_extension"):
+            raise StoreUnavailableError(
+                "sqlite-vec cannot be loaded: this Python's sqlite3 was built without extension loading "
+                "(use vector_backend='auto', or a Python whose sqlite3 has enable_load_extension)"
+            )
+        try:
+            import sqlite_vec  # type: ignore[import-not-found, unused-ignore]
+        except ImportError:
+            raise StoreUnavailableError("sqlite-vec is not installed: pip install sqlite-vec") from None
+        db.enable_load_extension(True)
+        try:
+            sqlite_vec.load(db)
+        finally:
+            db.enable_load_extension(False)
+        return "sqlite-vec"
+
+    async def _disconnect(self) -> None:
+        db, self._db = self._db, None
+        self._cache.clear()
+        if db is not None and self._owns_db:
+            db.close()
+
+    async def _ping(self) -> None:
+        self.connection.execute("SELECT 1").fetchone()
+
+    def _map_error(self, operation: str, exc: Exception) -> MemoryStoreError:
+        if isinstance(exc, sqlite3.IntegrityError):
+            return ConflictError(f"sqlite {operation}: {exc}")
+        if isinstance(exc, sqlite3.ProgrammingError) and "closed" in str(exc):
+            return NotConnectedError(f"sqlite {operation}: the shared connection was closed")
+        where = self.path if self.path is not None else "the shared SQLiteAdapter file"
+        return StoreUnavailableError(f"sqlite {operation} failed on {where}: {type(exc).__name__}: {exc}")
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        db = self.connection
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+            db.execute("UPDATE embedding_state SET value = value + 1 WHERE key = 'generation'")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        self._cache.clear()
+
+    async def _stored_dimensions(self) -> int | None:
+        row = self.connection.execute("SELECT value FROM embedding_state WHERE key = 'dimensions'").fetchone()
+        return None if row is None else int(row[0])
+
+    # ----- rows ------------------------------------------------------------------------------
+
+    @staticmethod
+    def _fields(row: Sequence[Any]) -> dict[str, Any]:
+        np = load_numpy("SQLiteEmbeddingAdapter")
+        return {
+            "id": row[0],
+            "source_id": row[1],
+            "source_type": row[2],
+            "content": row[3],
+            "vector": np.frombuffer(row[4], dtype="<f4").tolist(),
+            "metadata": json.loads(row[5]),
+            "created_at": from_micros(row[6]),
+        }
+
+    def _embedding(self, row: Sequence[Any]) -> Embedding:
+        return Embedding.model_construct(**self._fields(row))
+
+    def _scored(self, row: Sequence[Any], score: float) -> ScoredEmbedding:
+        return ScoredEmbedding.model_construct(**self._fields(row), score=score)
+
+    # ----- writes ----------------------------------------------------------------------------
+
+    async def _add_embeddings(self, embeddings: list[Embedding]) -> None:
+        np = load_numpy("SQLiteEmbeddingAdapter")
+        dims = len(embeddings[0].vector)
+        with self._write() as db:
+            ids = [e.id for e in embeddings]
+            taken: list[str] = []
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                rows = db.execute(f"SELECT id FROM embeddings WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+                taken.extend(r[0] for r in rows)
+            if taken:
+                raise ConflictError(f"embedding id(s) already stored: {', '.join(taken)}")
+            stored = db.execute("SELECT value FROM embedding_state WHERE key = 'dimensions'").fetchone()
+            if stored is None:
+                db.execute("INSERT INTO embedding_state (key, value) VALUES ('dimensions', ?)", (dims,))
+            elif int(stored[0]) != dims:
+                raise ConflictError(f"the file holds vectors of {stored[0]} dimensions, not {dims}")
+            for e in embeddings:
+                cur = db.execute(
+                    "INSERT INTO embeddings (id, source_id, source_type, content, vector, metadata,"
+                    " agent_id, user_id, thread_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        e.id,
+                        e.source_id,
+                        e.source_type,
+                        e.content,
+                        np.asarray(e.vector, dtype="<f4").tobytes(),
+                        json.dumps(e.metadata),
+                        *(e.metadata.get(k) for k in SCOPE_KEYS),
+                        to_micros(e.created_at),
+                    ),
+                )
+                db.execute(
+                    "INSERT INTO embeddings_fts (rowid, terms) VALUES (?, ?)",
+                    (cur.lastrowid, " ".join(index_terms(e.content))),
+                )
+
+    async def _delete_embedding(self, embedding_id: str) -> bool:
+        with self._write() as db:
+            row = db.execute("SELECT rowid FROM embeddings WHERE id = ?", (embedding_id,)).fetchone()
+            if row is None:
+                return False
+            db.execute("DELETE FROM embeddings_fts WHERE rowid = ?", (row[0],))
+            db.execute("DELETE FROM embeddings WHERE rowid = ?", (row[0],))
+            return True
+
+    async def _delete_by_filter(self, flt: DeletionFilter) -> int:
+        where, args = where_clause(source_type=flt.source_type, scope={}, exact=flt.exact_metadata())
+        with self._write() as db:
+            db.execute(f"DELETE FROM embeddings_fts WHERE rowid IN (SELECT rowid FROM embeddings WHERE {where})", args)
+            return db.execute(f"DELETE FROM embeddings WHERE {where}", args).rowcount
+
+    # ----- reads -----------------------------------------------------------------------------
+
+    def _generation(self) -> int:
+        row = self.connection.execute("SELECT value FROM embedding_state WHERE key = 'generation'").fetchone()
+        return int(row[0])
+
+    def _scope_matrix(self, flt: EmbeddingFilter) -> VectorMatrix:
+        generation = self._generation()
+        if generation != self._cache_generation:
+            self._cache.clear()
+            self._cache_generation = generation
+        key = flt.cache_key()
+        found = self._cache.get(key)
+        if found is not None:
+            return found
+        np = load_numpy("SQLiteEmbeddingAdapter")
+        where, args = _search_where(flt)
+        rows = self.connection.execute(f"SELECT id, vector FROM embeddings WHERE {where}", args).fetchall()
+        ids = [r[0] for r in rows]
+        matrix = None
+        if rows:
+            raw = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1)
+            matrix = unit_rows(raw)
+        built = VectorMatrix(ids, matrix)
+        self._cache.put(key, built)
+        return built
+
+    def _rows_by_id(self, ids: list[str]) -> dict[str, Sequence[Any]]:
+        out: dict[str, Sequence[Any]] = {}
+        db = self.connection
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            sql = f"SELECT {_COLUMNS} FROM embeddings WHERE id IN ({','.join('?' * len(chunk))})"
+            for row in db.execute(sql, chunk):
+                out[row[0]] = row
+        return out
+
+    async def _search(
+        self, vector: list[float], limit: int, threshold: float, flt: EmbeddingFilter
+    ) -> list[ScoredEmbedding]:
+        if self.vector_backend == "sqlite-vec":
+            return self._search_sqlite_vec(vector, limit, threshold, flt)
+        top = self._scope_matrix(flt).top(vector, limit, threshold)
+        rows = self._rows_by_id([i for i, _ in top])
+        return [self._scored(rows[i], s) for i, s in top if i in rows]
+
+    def _search_sqlite_vec(
+        self, vector: list[float], limit: int, threshold: float, flt: EmbeddingFilter
+    ) -> list[ScoredEmbedding]:
+        np = load_numpy("SQLiteEmbeddingAdapter")
+        where, args = _search_where(flt)
+        blob = np.asarray(vector, dtype="<f4").tobytes()
+        sql = (
+            f"SELECT {_COLUMNS}, 1.0 - vec_distance_cosine(vector, ?) AS score FROM embeddings"
+            f" WHERE {where} AND 1.0 - vec_distance_cosine(vector, ?) >= ? ORDER BY score DESC LIMIT ?"
+        )
+        rows = self.connection.execute(sql, [blob, *args, blob, threshold, limit]).fetchall()
+        return [self._scored(r, float(r[7])) for r in rows]
+
+    async def _keyword_search(self, terms: list[str], limit: int, flt: EmbeddingFilter) -> list[ScoredEmbedding]:
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        where, args = _search_where(flt, alias="e")
+        sql = (
+            f"SELECT {_E_COLUMNS}, -bm25(embeddings_fts) AS score FROM embeddings_fts"
+            f" JOIN embeddings e ON e.rowid = embeddings_fts.rowid"
+            f" WHERE embeddings_fts MATCH ? AND {where} ORDER BY bm25(embeddings_fts) LIMIT ?"
+        )
+        rows = self.connection.execute(sql, [match, *args, limit]).fetchall()
+        return [self._scored(r, float(r[7])) for r in rows]
+
+    async def _get_embedding(self, embedding_id: str) -> Embedding | None:
+        row = self.connection.execute(f"SELECT {_COLUMNS} FROM embeddings WHERE id = ?", (embedding_id,)).fetchone()
+        return None if row is None else self._embedding(row)
+
+    async def _get_by_sources(self, source_ids: list[str]) -> list[Embedding]:
+        out: list[Embedding] = []
+        db = self.connection
+        for start in range(0, len(source_ids), 500):
+            chunk = source_ids[start : start + 500]
+            sql = f"SELECT {_COLUMNS} FROM embeddings WHERE source_id IN ({','.join('?' * len(chunk))})"
+            out.extend(self._embedding(row) for row in db.execute(sql, chunk))
+        return out
+
+
+__all__ = ["SQLiteEmbeddingAdapter", "VectorBackend", "where_clause"]

@@ -1,0 +1,132 @@
+"""The embedding conformance suite on SQLiteEmbeddingAdapter, plus what is particular to SQLite."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from cogitator_memory import SQLiteAdapter, unwrap
+from cogitator_memory.stores.sqlite_schema import applied_migrations
+from cogitator_memory.testing.embedding import axis_vector, embedding_adapter_conformance_cases, seeded_vector
+from cogitator_memory.vectors import SQLiteEmbeddingAdapter
+
+CASES = embedding_adapter_conformance_cases()
+
+
+@pytest.fixture(params=["file", "memory-file", "shared"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SQLiteEmbeddingAdapter]:
+    if request.param == "file":
+        async with SQLiteEmbeddingAdapter(path=tmp_path / "vec.db", dimensions=8) as adapter:
+            yield adapter
+    elif request.param == "memory-file":
+        async with SQLiteEmbeddingAdapter(path=":memory:") as adapter:
+            yield adapter
+    else:
+        threads = SQLiteAdapter(path=tmp_path / "shared.db")
+        async with threads, SQLiteEmbeddingAdapter(store=threads) as adapter:
+            yield adapter
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+async def test_conformance(case, store):
+    await case.run(store)
+
+
+def _doc(content: str, vector: list[float], **metadata: str) -> dict[str, object]:
+    return {"source_id": "s", "source_type": "document", "content": content, "vector": vector, "metadata": metadata}
+
+
+async def test_threads_and_vectors_share_one_file(tmp_path: Path) -> None:
+    path = tmp_path / "one.db"
+    async with SQLiteAdapter(path=path) as threads, SQLiteEmbeddingAdapter(store=threads) as vectors:
+        thread = unwrap(await threads.create_thread("agent-1"))
+        entry = unwrap(await threads.add_entry({"thread_id": thread.id, "message": {"role": "user", "content": "hi"}}))
+        unwrap(await vectors.add_embedding({**_doc("hi there", axis_vector(0)), "source_id": entry.id}))
+        assert vectors.connection is threads.connection
+    db = sqlite3.connect(path)
+    assert [name for _, name in applied_migrations(db)] == ["m001_initial", "m002_embeddings"]
+    assert db.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 1
+    assert db.execute("SELECT count(*) FROM entries").fetchone()[0] == 1
+    db.close()
+    async with SQLiteEmbeddingAdapter(path=path) as again:
+        assert again.dimensions == 8
+        found = unwrap(await again.get_by_sources([entry.id]))
+        assert [e.content for e in found] == ["hi there"]
+
+
+async def test_shared_store_must_be_connected(tmp_path: Path) -> None:
+    vectors = SQLiteEmbeddingAdapter(store=SQLiteAdapter(path=tmp_path / "x.db"))
+    result = await vectors.connect()
+    assert not result.success and "connect()" in (result.error or "")
+
+
+async def test_cache_sees_writes_of_another_connection(tmp_path: Path) -> None:
+    path = tmp_path / "two.db"
+    async with SQLiteEmbeddingAdapter(path=path) as one, SQLiteEmbeddingAdapter(path=path) as two:
+        first = unwrap(await one.add_embedding(_doc("first", seeded_vector(1), agent_id="a")))
+        assert [h.id for h in unwrap(await two.search(seeded_vector(1), filter={"agent_id": "a"}))] == [first.id]
+        second = unwrap(await one.add_embedding(_doc("second", seeded_vector(2), agent_id="a")))
+        hits = unwrap(await two.search(seeded_vector(2), filter={"agent_id": "a"}, threshold=-1))
+        assert hits[0].id == second.id, "the other connection's cached matrix was reloaded"
+        unwrap(await one.delete_embedding(second.id))
+        hits = unwrap(await two.search(seeded_vector(2), filter={"agent_id": "a"}, threshold=-1))
+        assert [h.id for h in hits] == [first.id]
+
+
+async def test_configured_size_must_match_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "dims.db"
+    async with SQLiteEmbeddingAdapter(path=path) as first:
+        unwrap(await first.add_embedding(_doc("x", axis_vector(0))))
+    wrong = SQLiteEmbeddingAdapter(path=path, dimensions=16)
+    result = await wrong.connect()
+    assert not result.success and "8" in (result.error or "") and "16" in (result.error or "")
+    assert not wrong.connected
+
+
+async def test_vectors_are_float32_blobs(tmp_path: Path) -> None:
+    async with SQLiteEmbeddingAdapter(path=tmp_path / "f.db") as store:
+        added = unwrap(await store.add_embedding(_doc("x", [0.1, 0.2, 0.3, 0.4])))
+        got = unwrap(await store.get_embedding(added.id))
+        assert got is not None
+        assert got.vector != [0.1, 0.2, 0.3, 0.4]  # rounded to float32
+        assert got.vector == pytest.approx([0.1, 0.2, 0.3, 0.4], rel=1e-6)
+        blob = store.connection.execute("SELECT vector FROM embeddings").fetchone()[0]
+        assert len(blob) == 16
+
+
+async def test_sqlite_vec_refused_when_it_cannot_load(tmp_path: Path) -> None:
+    store = SQLiteEmbeddingAdapter(path=tmp_path / "v.db", vector_backend="sqlite-vec")
+    result = await store.connect()
+    if result.success:  # a Python that can load sqlite-vec, with it installed
+        assert store.vector_backend == "sqlite-vec"
+        unwrap(await store.add_embedding(_doc("x", axis_vector(0))))
+        assert [h.content for h in unwrap(await store.search(axis_vector(0)))] == ["x"]
+        await store.disconnect()
+    else:
+        assert "sqlite-vec" in (result.error or "")
+    async with SQLiteEmbeddingAdapter(path=tmp_path / "a.db") as auto:
+        assert auto.vector_backend == "numpy"
+
+
+async def test_closed_connection_gives_failed_results(tmp_path: Path) -> None:
+    threads = SQLiteAdapter(path=tmp_path / "c.db")
+    unwrap(await threads.connect())
+    vectors = SQLiteEmbeddingAdapter(store=threads)
+    unwrap(await vectors.connect())
+    unwrap(await vectors.add_embedding(_doc("x", axis_vector(0))))
+    await threads.disconnect()
+    result = await vectors.search(axis_vector(0))
+    assert not result.success and "sqlite" in (result.error or "")
+    assert not (await vectors.health_check()).success
+
+
+def test_constructor_checks() -> None:
+    with pytest.raises(ValueError, match="path"):
+        SQLiteEmbeddingAdapter()
+    with pytest.raises(ValueError, match="vector_backend"):
+        SQLiteEmbeddingAdapter(path=":memory:", vector_backend="faiss")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="dimensions"):
+        SQLiteEmbeddingAdapter(path=":memory:", dimensions=0)
