@@ -16,11 +16,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from types import TracebackType
-from typing import Any, ClassVar, Literal, Protocol, Self, TypeVar, runtime_checkable
+from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from pydantic import ValidationError
 
@@ -28,14 +27,12 @@ from .. import clock
 from ..errors import (
     ConflictError,
     InvalidArgumentError,
-    MemoryStoreError,
-    NotConnectedError,
     NotFoundError,
-    StoreUnavailableError,
 )
 from ..ids import entry_id as make_entry_id
 from ..ids import thread_id as make_thread_id
-from ..result import MemoryResult, err, ok, ok_none
+from ..lifecycle import Capability, StoreLifecycle
+from ..result import MemoryResult, ok, ok_none
 from ..tokens import count_entry_tokens
 from ..types import (
     ChangeEvent,
@@ -53,8 +50,6 @@ T = TypeVar("T")
 
 ChangeListener = Callable[[ChangeEvent], object]
 """A listener of :meth:`on_change`: called with each change; may return an awaitable, which is scheduled."""
-
-Capability = Literal["branches", "redaction", "health", "vectors", "keyword-search", "items", "files"]
 
 TypesArg = str | Iterable[str] | None
 
@@ -140,6 +135,7 @@ class ChangeReportingMemoryAdapter:
     """
 
     def __init__(self) -> None:
+        super().__init__()
         self._listeners: list[ChangeListener] = []
         self._listener_tasks: set[asyncio.Task[Any]] = set()
 
@@ -189,7 +185,7 @@ class ChangeReportingMemoryAdapter:
         return result
 
 
-class BaseMemoryAdapter(ChangeReportingMemoryAdapter, ABC):
+class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
     """Base class of every built-in thread store; subclass it for a store of your own.
 
     It checks arguments, fills defaults, wraps results, reports changes and keeps the tree rules;
@@ -200,24 +196,7 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, ABC):
     #: What the store supports beyond the thread contract.
     capabilities: ClassVar[frozenset[Capability]] = frozenset({"branches", "redaction", "health"})
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._connected = False
-        self._connect_lock: asyncio.Lock | None = None
-        self._health_task: asyncio.Task[MemoryResult[None]] | None = None
-
     # ----- engine primitives ---------------------------------------------------------------
-
-    @abstractmethod
-    async def _connect(self) -> None:
-        """Open the engine (create tables, run migrations). Raise on failure, leaving nothing open."""
-
-    @abstractmethod
-    async def _disconnect(self) -> None:
-        """Close the engine."""
-
-    async def _ping(self) -> None:
-        """A cheap round trip to the engine; raise when it fails."""
 
     @abstractmethod
     async def _upsert_thread(self, thread_id: str, agent_id: str, metadata: dict[str, Any], now: datetime) -> Thread:
@@ -310,83 +289,6 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, ABC):
     async def _write_fork(self, origin_id: str, fork: Thread, entries: list[MemoryEntry], now: datetime) -> Thread:
         """Atomically: create ``fork`` with ``entries`` (``ConflictError`` when its id is taken)
         and list it in the origin's ``memory_forks``. Returns the fork."""
-
-    def _map_error(self, operation: str, exc: Exception) -> MemoryStoreError:
-        """Translate a driver exception into the package's tree (engines override this)."""
-        return StoreUnavailableError(f"{self.provider} {operation} failed: {type(exc).__name__}: {exc}")
-
-    # ----- plumbing ------------------------------------------------------------------------
-
-    def _fail(self, operation: str, exc: Exception) -> MemoryResult[Any]:
-        if isinstance(exc, MemoryStoreError):
-            return err(exc)
-        mapped = self._map_error(operation, exc)
-        logger.debug("%s %s failed", self.provider, operation, exc_info=exc)
-        return err(mapped)
-
-    def _require_connected(self) -> None:
-        if not self._connected:
-            raise NotConnectedError(f"{self.provider} store is not connected: call connect() first")
-
-    @property
-    def connected(self) -> bool:
-        """Whether :meth:`connect` succeeded and :meth:`disconnect` was not called since."""
-        return self._connected
-
-    async def __aenter__(self) -> Self:
-        result = await self.connect()
-        if not result.success:
-            result.unwrap()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.disconnect()
-
-    # ----- lifecycle -----------------------------------------------------------------------
-
-    async def connect(self) -> MemoryResult[None]:
-        """Open the store. Calling it again while connected does nothing; a failed connect leaves
-        the store disconnected, and a later call tries again."""
-        if self._connect_lock is None:
-            self._connect_lock = asyncio.Lock()
-        async with self._connect_lock:
-            if self._connected:
-                return ok_none()
-            try:
-                await self._connect()
-            except Exception as exc:
-                return self._fail("connect", exc)
-            self._connected = True
-            return ok_none()
-
-    async def disconnect(self) -> MemoryResult[None]:
-        """Close the store. Safe to call when not connected."""
-        if not self._connected:
-            return ok_none()
-        self._connected = False
-        try:
-            await self._disconnect()
-        except Exception as exc:
-            return self._fail("disconnect", exc)
-        return ok_none()
-
-    async def health_check(self) -> MemoryResult[None]:
-        """A round trip to the engine. Concurrent checks share one in flight."""
-        task = self._health_task
-        if task is None or task.done():
-            task = asyncio.ensure_future(self._check_health())
-            self._health_task = task
-        return await asyncio.shield(task)
-
-    async def _check_health(self) -> MemoryResult[None]:
-        try:
-            self._require_connected()
-            await self._ping()
-        except Exception as exc:
-            return self._fail("health_check", exc)
-        return ok_none()
 
     # ----- threads -------------------------------------------------------------------------
 
@@ -718,10 +620,6 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, ABC):
         if self._listeners:
             self.emit(ChangeEvent(type="entry-redacted", thread_id=redacted.thread_id, entry_id=eid, entry=redacted))
         return ok(redacted)
-
-    def supports(self, capability: Capability) -> bool:
-        """Whether the store declares ``capability``."""
-        return capability in self.capabilities
 
 
 __all__ = [

@@ -22,20 +22,18 @@ checked arguments.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from .. import clock
-from ..errors import ConflictError, InvalidArgumentError, MemoryStoreError, NotConnectedError, StoreUnavailableError
+from ..errors import ConflictError, InvalidArgumentError
 from ..ids import new_id
+from ..lifecycle import Capability, StoreLifecycle
 from ..result import MemoryResult, err, ok, ok_none
 from ..search.tokenizer import index_terms
 from ..stores import tree
-from ..stores.base import Capability
 from .records import (
     MAX_CONTENT_CHARS,
     MAX_DIMENSIONS,
@@ -380,99 +378,22 @@ class EmbeddingStoreMixin(ABC):
             return self._fail("get_by_sources", exc)
 
 
-class BaseEmbeddingAdapter(EmbeddingStoreMixin):
+class BaseEmbeddingAdapter(StoreLifecycle, EmbeddingStoreMixin):
     """Base class of a standalone embedding store: lifecycle and the public calls written once.
 
-    A subclass implements ``_connect``, ``_disconnect``, optionally ``_ping`` and ``_map_error``,
-    and the primitives of :class:`EmbeddingStoreMixin`.
+    A subclass implements ``_connect``, ``_disconnect``, optionally ``_ping`` and ``_map_error``
+    (see :class:`~cogitator_memory.lifecycle.StoreLifecycle`), and the primitives of
+    :class:`EmbeddingStoreMixin`.
     """
 
     provider: ClassVar[str] = "custom"
     #: What the store supports (checked by code with :meth:`supports`).
     capabilities: ClassVar[frozenset[Capability]] = frozenset({"vectors", "keyword-search", "health"})
+    store_kind: ClassVar[str] = "embedding store"
 
     def __init__(self, *, dimensions: int | None = None) -> None:
-        self._connected = False
-        self._connect_lock: asyncio.Lock | None = None
+        super().__init__()
         self._init_embeddings(dimensions)
-
-    @abstractmethod
-    async def _connect(self) -> None:
-        """Open the engine (create tables or collections; call :meth:`_adopt_dimensions` with
-        the size of stored vectors). Raise on failure, leaving nothing open."""
-
-    @abstractmethod
-    async def _disconnect(self) -> None:
-        """Close the engine."""
-
-    async def _ping(self) -> None:
-        """A cheap round trip to the engine; raise when it fails."""
-
-    def _map_error(self, operation: str, exc: Exception) -> MemoryStoreError:
-        """Translate a driver exception into the package's tree (engines override this)."""
-        return StoreUnavailableError(f"{self.provider} {operation} failed: {type(exc).__name__}: {exc}")
-
-    def _fail(self, operation: str, exc: Exception) -> MemoryResult[Any]:
-        if isinstance(exc, MemoryStoreError):
-            return err(exc)
-        logger.debug("%s %s failed", self.provider, operation, exc_info=exc)
-        return err(self._map_error(operation, exc))
-
-    def _require_connected(self) -> None:
-        if not self._connected:
-            raise NotConnectedError(f"{self.provider} embedding store is not connected: call connect() first")
-
-    @property
-    def connected(self) -> bool:
-        """Whether :meth:`connect` succeeded and :meth:`disconnect` was not called since."""
-        return self._connected
-
-    def supports(self, capability: Capability) -> bool:
-        """Whether the store declares ``capability``."""
-        return capability in self.capabilities
-
-    async def connect(self) -> MemoryResult[None]:
-        """Open the store. Again while connected does nothing; a failed connect can be retried."""
-        if self._connect_lock is None:
-            self._connect_lock = asyncio.Lock()
-        async with self._connect_lock:
-            if self._connected:
-                return ok_none()
-            try:
-                await self._connect()
-            except Exception as exc:
-                return self._fail("connect", exc)
-            self._connected = True
-            return ok_none()
-
-    async def disconnect(self) -> MemoryResult[None]:
-        """Close the store. Safe to call when not connected."""
-        if not self._connected:
-            return ok_none()
-        self._connected = False
-        try:
-            await self._disconnect()
-        except Exception as exc:
-            return self._fail("disconnect", exc)
-        return ok_none()
-
-    async def health_check(self) -> MemoryResult[None]:
-        """A round trip to the engine."""
-        try:
-            self._require_connected()
-            await self._ping()
-        except Exception as exc:
-            return self._fail("health_check", exc)
-        return ok_none()
-
-    async def __aenter__(self) -> Self:
-        (await self.connect()).unwrap()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.disconnect()
 
 
 __all__ = [
