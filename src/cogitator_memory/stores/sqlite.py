@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -32,7 +32,7 @@ from ..errors import (
 )
 from ..types import MemoryEntry, NewMemoryEntry, Thread
 from .base import BaseMemoryAdapter
-from .sqlite_schema import migrate
+from .sqlite_db import normalize_path, open_database, write_transaction
 from .tree import build_entry, with_fork_listed
 
 DEFAULT_PATH = "cogitator-memory.db"
@@ -87,8 +87,7 @@ class SQLiteAdapter(BaseMemoryAdapter):
             raise InvalidArgumentError("path", "must be a file path or ':memory:'")
         if isinstance(busy_timeout, bool) or not isinstance(busy_timeout, int | float) or busy_timeout < 0:
             raise InvalidArgumentError("busy_timeout", f"must be a number of seconds >= 0, got {busy_timeout!r}")
-        text = str(path)
-        self.path = text if text == ":memory:" or text.startswith("file:") else str(Path(text).expanduser())
+        self.path = normalize_path(path)
         self.wal_mode = bool(wal_mode)
         self.busy_timeout = float(busy_timeout)
         self._db: sqlite3.Connection | None = None
@@ -108,25 +107,7 @@ class SQLiteAdapter(BaseMemoryAdapter):
         return int(self.connection.execute("PRAGMA user_version").fetchone()[0])
 
     async def _connect(self) -> None:
-        if self.path != ":memory:" and not self.path.startswith("file:"):
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(
-            self.path,
-            isolation_level=None,
-            check_same_thread=False,
-            timeout=self.busy_timeout,
-            uri=self.path.startswith("file:"),
-        )
-        try:
-            if self.wal_mode and self.path != ":memory:":
-                db.execute("PRAGMA journal_mode=WAL")
-                db.execute("PRAGMA synchronous=NORMAL")
-            db.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
-            migrate(db)
-        except BaseException:
-            db.close()
-            raise
-        self._db = db
+        self._db = open_database(self.path, wal_mode=self.wal_mode, busy_timeout=self.busy_timeout)
 
     async def _disconnect(self) -> None:
         db, self._db = self._db, None
@@ -146,18 +127,9 @@ class SQLiteAdapter(BaseMemoryAdapter):
             )
         return StoreUnavailableError(f"sqlite {operation} failed on {self.path}: {type(exc).__name__}: {exc}")
 
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
         """One write transaction: committed when the block ends, rolled back when it raises."""
-        db = self.connection
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            yield db
-        except BaseException:
-            if db.in_transaction:  # SQLite may have rolled back already (disk full, I/O error)
-                db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
+        return write_transaction(self.connection)
 
     # ----- threads -------------------------------------------------------------------------
 

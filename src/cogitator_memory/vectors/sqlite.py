@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from ..clock import from_micros, to_micros
 from ..errors import ConflictError, InvalidArgumentError, MemoryStoreError, NotConnectedError, StoreUnavailableError
 from ..search.tokenizer import index_terms
+from ..stores.sqlite_db import normalize_path, open_database, write_transaction
 from ..stores.sqlite_schema import migrate
 from ._matrix import ScopeCache, VectorMatrix, load_numpy, unit_rows
 from .base import BaseEmbeddingAdapter
@@ -114,7 +115,7 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
         if isinstance(cache_scopes, bool) or not isinstance(cache_scopes, int) or cache_scopes < 1:
             raise InvalidArgumentError("cache_scopes", f"must be a positive integer, got {cache_scopes!r}")
         super().__init__(dimensions=dimensions)
-        self.path = None if path is None else str(path)
+        self.path = None if path is None else normalize_path(path)
         self.store = store
         self.busy_timeout = float(busy_timeout)
         self.requested_backend: VectorBackend = vector_backend
@@ -142,23 +143,9 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
             owns = False
         else:
             assert self.path is not None
-            if self.path != ":memory:" and not self.path.startswith("file:"):
-                Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(
-                self.path,
-                isolation_level=None,
-                check_same_thread=False,
-                timeout=self.busy_timeout,
-                uri=self.path.startswith("file:"),
-            )
+            db = open_database(self.path, busy_timeout=self.busy_timeout)
             owns = True
         try:
-            if owns:
-                if self.path != ":memory:":
-                    db.execute("PRAGMA journal_mode=WAL")
-                    db.execute("PRAGMA synchronous=NORMAL")
-                db.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
-                migrate(db)
             self.vector_backend = self._choose_backend(db)
             row = db.execute("SELECT value FROM embedding_state WHERE key = 'dimensions'").fetchone()
             self._adopt_dimensions(None if row is None else int(row[0]))
@@ -208,15 +195,9 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        db = self.connection
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with write_transaction(self.connection) as db:
             yield db
             db.execute("UPDATE embedding_state SET value = value + 1 WHERE key = 'generation'")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
         self._cache.clear()
 
     async def _stored_dimensions(self) -> int | None:
