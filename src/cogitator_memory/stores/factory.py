@@ -19,6 +19,32 @@ PROVIDERS: dict[str, tuple[str, str]] = {
 }
 
 
+def build_from_config(
+    providers: Mapping[str, tuple[str, str]], config: Mapping[str, Any] | None, options: Mapping[str, Any]
+) -> Any:
+    """The store of ``providers`` that ``config["provider"]`` names, made with the other keys.
+
+    Imports only the store's module (which imports its driver only when it connects). Raises
+    :class:`InvalidArgumentError` for an unknown provider or option.
+    """
+    merged: dict[str, Any] = {**(config or {}), **options}
+    provider = merged.pop("provider", None)
+    if provider not in providers:
+        raise InvalidArgumentError("provider", f"must be one of {', '.join(providers)}, got {provider!r}")
+    module_name, class_name = providers[provider]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name == module_name:
+            raise InvalidArgumentError("provider", f"the {provider} store is not available in this version") from None
+        raise
+    cls = getattr(module, class_name)
+    try:
+        return cls(**merged)
+    except TypeError as exc:
+        raise InvalidArgumentError("config", f"{class_name}: {exc}") from None
+
+
 def create_memory_adapter(config: Mapping[str, Any] | None = None, **options: Any) -> BaseMemoryAdapter:
     """Create (not connect) the thread store a config names.
 
@@ -26,22 +52,7 @@ def create_memory_adapter(config: Mapping[str, Any] | None = None, **options: An
     ``mongodb``; the other keys are the store's keyword options. Keyword arguments are merged
     over ``config``. Raises :class:`InvalidArgumentError` for an unknown provider or option.
     """
-    merged: dict[str, Any] = {**(config or {}), **options}
-    provider = merged.pop("provider", None)
-    if provider not in PROVIDERS:
-        raise InvalidArgumentError("provider", f"must be one of {', '.join(PROVIDERS)}, got {provider!r}")
-    module_name, class_name = PROVIDERS[provider]
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name == module_name:
-            raise InvalidArgumentError("provider", f"the {provider} store is not available in this version") from None
-        raise
-    cls = cast(type[BaseMemoryAdapter], getattr(module, class_name))
-    try:
-        return cls(**merged)
-    except TypeError as exc:
-        raise InvalidArgumentError("config", f"{class_name}: {exc}") from None
+    return cast(BaseMemoryAdapter, build_from_config(PROVIDERS, config, options))
 
 
-__all__ = ["PROVIDERS", "create_memory_adapter"]
+__all__ = ["PROVIDERS", "build_from_config", "create_memory_adapter"]

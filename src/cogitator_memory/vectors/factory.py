@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from typing import Any, cast
 
-from ..errors import InvalidArgumentError
+from ..stores.factory import build_from_config
 from .base import EmbeddingAdapter
 
 #: provider -> (module, class). Stores import their drivers only in connect().
@@ -27,23 +26,7 @@ def create_embedding_adapter(config: Mapping[str, Any] | None = None, **options:
     ``config``. Raises :class:`~cogitator_memory.errors.InvalidArgumentError` for an unknown
     provider or option. A missing driver is reported by ``connect()``, with the pip command.
     """
-    merged: dict[str, Any] = {**(config or {}), **options}
-    provider = merged.pop("provider", None)
-    if provider not in EMBEDDING_PROVIDERS:
-        raise InvalidArgumentError("provider", f"must be one of {', '.join(EMBEDDING_PROVIDERS)}, got {provider!r}")
-    module_name, class_name = EMBEDDING_PROVIDERS[provider]
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name == module_name:
-            raise InvalidArgumentError("provider", f"the {provider} store is not available in this version") from None
-        raise
-    cls = cast(type[Any], getattr(module, class_name))
-    try:
-        store = cls(**merged)
-    except TypeError as exc:
-        raise InvalidArgumentError("config", f"{class_name}: {exc}") from None
-    return cast(EmbeddingAdapter, store)
+    return cast(EmbeddingAdapter, build_from_config(EMBEDDING_PROVIDERS, config, options))
 
 
 __all__ = ["EMBEDDING_PROVIDERS", "create_embedding_adapter"]
