@@ -13,12 +13,14 @@ from .embedding import (
     embedding_adapter_conformance_cases,
     seeded_vector,
 )
+from .scripted_server import ScriptedServer
 from .services import service_url
 
 __all__ = [
     "CONFORMANCE_DIMENSIONS",
     "ConformanceCase",
     "EmbeddingConformanceCase",
+    "ScriptedServer",
     "axis_vector",
     "blend",
     "embedding_adapter_conformance_cases",

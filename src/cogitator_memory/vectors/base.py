@@ -65,7 +65,10 @@ FilterInput = EmbeddingFilter | dict[str, Any] | None
 class EmbeddingAdapter(Protocol):
     """What every embedding store offers. All calls return a :class:`~cogitator_memory.MemoryResult`."""
 
-    provider: str
+    @property
+    def provider(self) -> str:
+        """The engine's name: ``memory``, ``sqlite``, ``qdrant``, ``postgres`` or your own."""
+        ...
 
     @property
     def dimensions(self) -> int | None:

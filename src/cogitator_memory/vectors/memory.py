@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ..errors import ConflictError, InvalidArgumentError
-from ..search.bm25 import BM25Index
+from ..search.bm25 import BM25, BM25Index
 from ..search.tokenizer import index_terms
 from ._matrix import Matrix, ScopeCache, VectorMatrix, load_numpy, unit_rows
 from .base import BaseEmbeddingAdapter
@@ -37,20 +37,24 @@ def _copy_json(value: Any) -> Any:
 class InMemoryEmbeddingAdapter(BaseEmbeddingAdapter):
     """An embedding store in the process's memory (needs numpy, the ``[vectors]`` extra).
 
-    ``dimensions`` fixes the vector size; without it the first vector added sets it.
+    ``dimensions`` fixes the vector size; without it the first vector added sets it. ``bm25``
+    sets the keyword scoring (default ``BM25(k1=1.2, b=0.75)``); for chat messages of very
+    uneven length ``BM25(k1=3, b=1)`` measured better (see ``docs/embeddings.md``).
     """
 
     provider: ClassVar[str] = "memory"
 
-    def __init__(self, *, dimensions: int | None = None, provider: str | None = None) -> None:
+    def __init__(self, *, dimensions: int | None = None, bm25: BM25 | None = None, provider: str | None = None) -> None:
         if provider not in (None, "memory"):
             raise InvalidArgumentError("provider", f"must be 'memory', got {provider!r}")
+        if bm25 is not None and not isinstance(bm25, BM25):
+            raise InvalidArgumentError("bm25", f"must be a BM25 (its k1 and b), got {type(bm25).__name__}")
         super().__init__(dimensions=dimensions)
         self._items: dict[str, Embedding] = {}
         self._units: dict[str, Matrix] = {}
         self._terms: dict[str, list[str]] = {}
         self._by_source: dict[str, list[str]] = {}
-        self._index: BM25Index[str] = BM25Index()
+        self._index: BM25Index[str] = BM25Index(bm25=bm25)
         self._cache = ScopeCache()
 
     async def _connect(self) -> None:

@@ -1,0 +1,668 @@
+"""``ContextBuilder``: a token-aware context for the next model call, from memory.
+
+A build reads the newest part of the thread's compacted view that the budget can hold, the
+facts and the semantic context it is asked for, fits them into partitions with a
+:class:`~cogitator_memory.context.ContextAssembler`, and orders the messages for the prompt
+cache. It never raises because a part failed to load: the part is left out and reported in
+``errors`` (a relevance that fails falls back to the recent strategy). Bad arguments raise
+:class:`~cogitator_memory.errors.InvalidArgumentError` naming the argument.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from ..errors import InvalidArgumentError, NotFoundError
+from ..result import MemoryResult, unwrap
+from ..stores import tree
+from ..tokens import MESSAGE_OVERHEAD, count_tokens
+from ..types import CONVERSATION_ENTRY_TYPES, MemoryEntry, Message
+from .assembler import Assembly, ContextAssembler, Fitter
+from .config import (
+    ContextBuilderConfig,
+    ContextPartition,
+    check_as_of,
+    check_budget,
+    check_config,
+    check_reserve,
+    check_text,
+    check_texts,
+    check_time_zone,
+    default_reserve,
+)
+from .history import (
+    HistoryReader,
+    HistoryWindow,
+    TokenCache,
+    compaction_of,
+    entry_messages,
+    summary_message,
+)
+from .message_index import entry_text
+from .records import (
+    BuiltContext,
+    BuiltContextMetadata,
+    ContextBlock,
+    ContextBuildError,
+    DroppedContext,
+)
+from .sources import ContextBuilderDeps, check_deps
+from .strategies import as_array, cosines, fit_recent, fit_relevant, group_units
+from .turn_context import CLOSE_TAG, OPEN_TAG, format_turn_context
+
+#: How many entries ``relevant`` scores without a message index (the newest of the history).
+RELEVANT_WINDOW = 200
+#: How many hits ``relevant`` asks a message index for.
+RELEVANT_SEARCH_LIMIT = 30
+#: Semantic context: how many results, and the least cosine they need.
+SEMANTIC_LIMIT = 5
+SEMANTIC_THRESHOLD = 0.7
+#: Facts read per build.
+FACTS_LIMIT = 100
+FACTS_HEADING = "Known facts:"
+#: About what the note of an oversized tool result costs (the history read counts no more).
+TOOL_NOTE_TOKENS = 30
+SEMANTIC_HEADING = "Relevant context:"
+
+
+@dataclass(slots=True)
+class _Branch:
+    ids: list[str] = field(default_factory=list)
+    pos: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Loaded:
+    window: HistoryWindow = field(default_factory=HistoryWindow)
+    history_ok: bool = True
+    facts: list[Any] = field(default_factory=list)
+    vector: list[float] | None = None
+
+
+class ContextBuilder:
+    """Builds the context of a turn (see the module docs and ``docs/context.md``).
+
+    ``config`` is a :class:`ContextBuilderConfig` or a dict of its fields; ``deps`` a
+    :class:`ContextBuilderDeps` or a dict (``memory_adapter`` required). Invalid partitions or
+    options raise :class:`~cogitator_memory.errors.InvalidArgumentError`. One builder serves
+    many threads and turns; it caches entry token counts, entry vectors (per entry id), the
+    vector of recent inputs and the compaction in effect per thread.
+    """
+
+    def __init__(
+        self,
+        config: ContextBuilderConfig | dict[str, Any] | None = None,
+        deps: ContextBuilderDeps | dict[str, Any] | None = None,
+    ) -> None:
+        self.config = check_config(config)
+        if deps is None:
+            raise InvalidArgumentError("deps", "is required: at least {'memory_adapter': <thread store>}")
+        self.deps = check_deps(deps)
+        self.assembler = ContextAssembler(self.config.partitions, strategy=self.config.strategy)
+        self._tokens = TokenCache()
+        self._history = HistoryReader()
+        self._vectors: OrderedDict[str, tuple[str, Any]] = OrderedDict()
+        self._inputs: OrderedDict[str, list[float]] = OrderedDict()
+        self._branches: OrderedDict[str, _Branch] = OrderedDict()
+        self.max_cached_vectors = 20_000
+
+    # ----- the build -------------------------------------------------------------------------
+
+    async def build(
+        self,
+        thread_id: str,
+        *,
+        agent_id: str | None = None,
+        user_id: str | None = None,
+        system_prompt: str | None = None,
+        current_input: str | None = None,
+        pinned: Sequence[str] | str | None = None,
+        index: str | None = None,
+        brief: str | None = None,
+        max_tokens: int | None = None,
+        reserve_tokens: int | None = None,
+        leaf_id: str | None = None,
+        as_of: datetime | None = None,
+        time_zone: str | None = None,
+    ) -> BuiltContext:
+        """Build the context of the next turn of ``thread_id``.
+
+        ``max_tokens`` (or the config's) is the budget, ``reserve_tokens`` (default 10% of it,
+        at least 100) is kept free for the reply. ``pinned`` texts and ``index`` go into the
+        system message with the system prompt; ``brief`` into the memory context;
+        ``current_input`` is counted (partition ``final``) but not put in ``messages``.
+        ``leaf_id`` builds from that entry's branch instead of the active one. ``as_of`` and
+        ``time_zone`` are checked and kept for recall (a later release).
+        """
+        cfg = self.config
+        tid = tree.check_id("thread_id", thread_id)
+        agent = tree.check_optional_id("agent_id", agent_id)
+        user = tree.check_optional_id("user_id", user_id)
+        prompt = check_text("system_prompt", system_prompt)
+        text_input = check_text("current_input", current_input)
+        pins = check_texts("pinned", pinned)
+        index_text = check_text("index", index)
+        brief_text = check_text("brief", brief)
+        leaf = tree.check_optional_id("leaf_id", leaf_id)
+        check_as_of(as_of)
+        if time_zone is not None:
+            check_time_zone("time_zone", time_zone)
+        if max_tokens is not None:
+            limit = check_budget("max_tokens", max_tokens)
+        elif cfg.max_tokens is not None:
+            limit = cfg.max_tokens
+        else:
+            raise InvalidArgumentError("max_tokens", "no budget: give max_tokens to build() or to the config")
+        if reserve_tokens is not None:
+            reserve = check_reserve("reserve_tokens", reserve_tokens)
+            if reserve >= limit:
+                raise InvalidArgumentError("reserve_tokens", f"must be less than max_tokens ({limit}), got {reserve}")
+        elif cfg.reserve_tokens is not None:
+            reserve = cfg.reserve_tokens
+            if reserve >= limit:
+                raise InvalidArgumentError(
+                    "reserve_tokens", f"the config's {reserve} must be less than max_tokens ({limit})"
+                )
+        else:
+            reserve = default_reserve(limit)
+        budget = max(0, limit - reserve)
+        errors: list[ContextBuildError] = []
+        warnings: list[str] = []
+        if budget == 0:
+            warnings.append(f"max_tokens {limit} minus reserve_tokens {reserve} leaves no room for the context")
+
+        blocks, overhead = self._required_blocks(prompt, pins, index_text, brief_text, text_input)
+        required = sum(b.tokens for part in blocks.values() for b in part) + sum(overhead.values())
+        room = max(0, budget - required)
+        strategy = cfg.strategy
+        has_input = bool(text_input and text_input.strip())
+        service = self.deps.embedding_service
+        relevance = strategy == "relevant" and has_input and service is not None
+        semantic = (
+            cfg.include_semantic_context
+            and has_input
+            and service is not None
+            and self.deps.embedding_adapter is not None
+        )
+
+        loaded = _Loaded()
+        by_count = relevance and self.deps.message_index is None
+        history_job = self._load_history(tid, leaf, room, by_count, loaded, errors, warnings)
+        facts_job = self._load_facts(tid, agent, user, loaded, errors)
+        vector_job = self._load_vector(text_input or "", loaded, errors, relevance, semantic)
+        await asyncio.gather(history_job, facts_job, vector_job)
+
+        window = loaded.window
+        candidates: list[ContextBlock] | None = None
+        semantic_hits: list[Any] = []
+        if loaded.vector is not None:
+            rank_job = self._rank(tid, leaf, window, loaded.vector, errors) if relevance and loaded.history_ok else None
+            semantic_job = self._semantic(tid, agent, user, loaded.vector, errors) if semantic else None
+            if rank_job is not None and semantic_job is not None:
+                candidates, semantic_hits = await asyncio.gather(rank_job, semantic_job)
+            elif rank_job is not None:
+                candidates = await rank_job
+            elif semantic_job is not None:
+                semantic_hits = await semantic_job
+        used_strategy = "relevant" if candidates is not None else ("hybrid" if strategy == "hybrid" else "recent")
+        if (
+            candidates is None
+            and by_count
+            and loaded.history_ok
+            and not window.complete
+            and sum(self._tokens.tokens(e) for e in window.entries) <= room
+        ):
+            # Fell back to recent after a read of the newest entries by count: read by budget.
+            await self._load_history(tid, leaf, room, False, loaded, errors, warnings)
+            window = loaded.window
+
+        self._add_context_blocks(blocks, overhead, window, loaded.facts, semantic_hits, candidates)
+        fitter: Fitter
+        if candidates is not None:
+            fitter = fit_relevant
+        else:
+            fitter = partial(fit_recent, complete=window.complete, counter=self._tokens)
+        assembly = self.assembler.assemble(budget, blocks, fitters={"recent": fitter}, overhead=overhead)
+        warnings.extend(assembly.warnings)
+        return self._result(assembly, window, used_strategy, errors, warnings)
+
+    # ----- loading ---------------------------------------------------------------------------
+
+    async def _load_history(
+        self,
+        thread_id: str,
+        leaf_id: str | None,
+        room: int,
+        by_count: bool,
+        loaded: _Loaded,
+        errors: list[ContextBuildError],
+        warnings: list[str],
+    ) -> None:
+        memory = self.deps.memory_adapter
+        try:
+            loaded.window = await self._history.read(
+                memory,
+                thread_id,
+                leaf_id,
+                tokens=self._tokens.tokens,
+                tool_cap=TOOL_NOTE_TOKENS,
+                token_limit=None if by_count else room,
+                count_limit=RELEVANT_WINDOW if by_count else None,
+            )
+        except NotFoundError as exc:
+            loaded.history_ok = False
+            if leaf_id is not None:
+                found = await memory.get_entry(leaf_id)
+                if found.success and found.data is None:
+                    raise InvalidArgumentError("leaf_id", f"{leaf_id} is not an entry") from None
+                if found.success and found.data is not None and found.data.thread_id != thread_id:
+                    raise InvalidArgumentError(
+                        "leaf_id", f"{leaf_id} is an entry of thread {found.data.thread_id}, not of {thread_id}"
+                    ) from None
+            if "thread not found" in str(exc):
+                warnings.append(f"thread {thread_id} not found: the context has no history")
+            else:
+                errors.append(ContextBuildError("history", exc))
+        except Exception as exc:
+            loaded.history_ok = False
+            errors.append(ContextBuildError("history", exc))
+
+    async def _thread_scope(
+        self, thread_id: str, agent_id: str | None, user_id: str | None
+    ) -> tuple[str | None, str | None]:
+        if agent_id is not None:
+            return agent_id, user_id
+        found = await self.deps.memory_adapter.get_thread(thread_id)
+        thread = unwrap(found)
+        if thread is None:
+            return None, user_id
+        meta_user = thread.metadata.get("user_id")
+        return thread.agent_id, user_id or (meta_user if isinstance(meta_user, str) else None)
+
+    async def _load_facts(
+        self,
+        thread_id: str,
+        agent_id: str | None,
+        user_id: str | None,
+        loaded: _Loaded,
+        errors: list[ContextBuildError],
+    ) -> None:
+        source = self.deps.fact_adapter
+        if not self.config.include_facts or source is None:
+            return
+        try:
+            agent, user = await self._thread_scope(thread_id, agent_id, user_id)
+            if agent is None:
+                return
+            got: Any = await source.get_facts(agent, user_id=user, limit=FACTS_LIMIT)
+            facts = unwrap(got) if isinstance(got, MemoryResult) else got
+            loaded.facts = [f for f in (facts or []) if isinstance(getattr(f, "content", None), str)]
+        except Exception as exc:
+            errors.append(ContextBuildError("facts", exc))
+
+    async def _load_vector(
+        self, text: str, loaded: _Loaded, errors: list[ContextBuildError], relevance: bool, semantic: bool
+    ) -> None:
+        service = self.deps.embedding_service
+        if not (relevance or semantic) or service is None:
+            return
+        cached = self._inputs.get(text)
+        if cached is not None:
+            self._inputs.move_to_end(text)
+            loaded.vector = cached
+            return
+        try:
+            vector = list(await service.embed(text))
+        except Exception as exc:
+            if relevance:
+                errors.append(ContextBuildError("relevance", exc))
+            if semantic:
+                errors.append(ContextBuildError("semantic", exc))
+            return
+        self._inputs[text] = vector
+        while len(self._inputs) > 64:
+            self._inputs.popitem(last=False)
+        loaded.vector = vector
+
+    async def _semantic(
+        self,
+        thread_id: str,
+        agent_id: str | None,
+        user_id: str | None,
+        vector: list[float],
+        errors: list[ContextBuildError],
+    ) -> list[Any]:
+        adapter = self.deps.embedding_adapter
+        assert adapter is not None
+        try:
+            agent, user = await self._thread_scope(thread_id, agent_id, user_id)
+            scope: dict[str, Any] = {}
+            if agent is not None:
+                scope["agent_id"] = agent
+            if user is not None:
+                scope["user_id"] = user
+            hits = unwrap(
+                await adapter.search(vector, limit=SEMANTIC_LIMIT * 4, threshold=SEMANTIC_THRESHOLD, filter=scope)
+            )
+        except Exception as exc:
+            errors.append(ContextBuildError("semantic", exc))
+            return []
+        out = [h for h in hits if (h.metadata or {}).get("index") != "messages"]
+        return out[:SEMANTIC_LIMIT]
+
+    # ----- relevance -------------------------------------------------------------------------
+
+    async def _rank(
+        self,
+        thread_id: str,
+        leaf_id: str | None,
+        window: HistoryWindow,
+        vector: list[float],
+        errors: list[ContextBuildError],
+    ) -> list[ContextBlock] | None:
+        try:
+            return await self._rank_entries(thread_id, leaf_id, window, vector)
+        except Exception as exc:
+            errors.append(ContextBuildError("relevance", exc))
+            return None
+
+    async def _rank_entries(
+        self, thread_id: str, leaf_id: str | None, window: HistoryWindow, vector: list[float]
+    ) -> list[ContextBlock]:
+        entries = list(window.entries)
+        scores: dict[str, float] = {}
+        index = self.deps.message_index
+        if index is not None:
+            index.use(thread_id)
+            hits = await index.search(thread_id, vector, limit=RELEVANT_SEARCH_LIMIT)
+            present = {e.id for e in entries}
+            extra_ids = [h.source_id for h in hits if h.source_id not in present]
+            for hit in hits:
+                scores[hit.source_id] = float(hit.score)
+            if extra_ids:
+                entries.extend(await self._older_on_branch(thread_id, leaf_id, window, extra_ids))
+                entries.sort(key=lambda e: e.seq)
+        known: dict[str, Any] = {}
+        need: dict[str, tuple[MemoryEntry, str]] = {}
+        for entry in entries:
+            if entry.id in scores:
+                continue
+            text = entry_text(entry)
+            if not text.strip():
+                continue
+            cached = self._vectors.get(entry.id)
+            if cached is not None and cached[0] == text:
+                known[entry.id] = cached[1]
+            else:
+                need[entry.id] = (entry, text)
+        if need and index is not None:
+            for eid, vec in (await index.vectors_of(list(need))).items():
+                known[eid] = self._remember(eid, need.pop(eid)[1], vec)
+        service = self.deps.embedding_service
+        if need and service is not None:
+            wanted = list(need.values())
+            vectors = await service.embed_batch([t for _, t in wanted])
+            for (entry, text), vec in zip(wanted, vectors, strict=True):
+                known[entry.id] = self._remember(entry.id, text, vec)
+        ids = list(known)
+        for eid, score in zip(ids, cosines(vector, [known[i] for i in ids]), strict=True):
+            scores[eid] = score
+        blocks: list[ContextBlock] = []
+        for unit in group_units(entries):
+            tokens = sum(self._tokens.tokens(e) for e in unit)
+            unit_scores = [scores[e.id] for e in unit if e.id in scores]
+            blocks.append(
+                ContextBlock(
+                    "recent",
+                    "\n".join(e.message.text for e in unit if e.message is not None),
+                    tokens,
+                    unit[0].id,
+                    unit,
+                    max(unit_scores) if unit_scores else 0.0,
+                )
+            )
+        return blocks
+
+    def _remember(self, entry_id: str, text: str, vector: Sequence[float]) -> Any:
+        """Cache an entry's vector (as a numpy array when numpy is there) and return it."""
+        value = as_array(vector)
+        self._vectors[entry_id] = (text, value)
+        if len(self._vectors) > self.max_cached_vectors:
+            self._vectors.popitem(last=False)
+        return value
+
+    async def _older_on_branch(
+        self, thread_id: str, leaf_id: str | None, window: HistoryWindow, ids: list[str]
+    ) -> list[MemoryEntry]:
+        """The entries of ``ids`` that are on the branch and in its compacted view."""
+        branch = await self._branch(thread_id, leaf_id, window)
+        memory = self.deps.memory_adapter
+        floor = -1
+        if window.summary is not None:
+            event = compaction_of(window.summary)
+            first = event.first_kept_entry_id if event is not None else None
+            floor = window.summary.seq
+            if first is not None:
+                got = await memory.get_entry(first)
+                if got.success and got.data is not None:
+                    floor = got.data.seq
+        on_branch = [i for i in ids if i in branch.pos]
+        found = await asyncio.gather(*(memory.get_entry(i) for i in on_branch))
+        out: list[MemoryEntry] = []
+        for result in found:
+            entry = result.data if result.success else None
+            if entry is not None and not entry.is_event and entry.seq >= floor:
+                out.append(entry)
+        return out
+
+    async def _branch(self, thread_id: str, leaf_id: str | None, window: HistoryWindow) -> _Branch:
+        """The conversation entry ids of the branch, oldest first, kept up to date by the newest
+        entries a build reads (read whole only when the branch moved past what is known)."""
+        cached = self._branches.get(thread_id)
+        if cached is not None:
+            newest = window.entries
+            for j in range(len(newest) - 1, -1, -1):
+                at = cached.pos.get(newest[j].id)
+                if at is None:
+                    continue
+                if at != len(cached.ids) - 1:
+                    cached.ids = cached.ids[: at + 1]
+                    cached.pos = {eid: i for i, eid in enumerate(cached.ids)}
+                for entry in newest[j + 1 :]:
+                    cached.pos[entry.id] = len(cached.ids)
+                    cached.ids.append(entry.id)
+                self._branches.move_to_end(thread_id)
+                return cached
+        path = unwrap(
+            await self.deps.memory_adapter.get_path(
+                thread_id=thread_id, leaf_id=leaf_id, types=CONVERSATION_ENTRY_TYPES
+            )
+        )
+        branch = _Branch([e.id for e in path], {e.id: i for i, e in enumerate(path)})
+        self._branches[thread_id] = branch
+        while len(self._branches) > 64:
+            self._branches.popitem(last=False)
+        return branch
+
+    # ----- assembly --------------------------------------------------------------------------
+
+    def _required_blocks(
+        self, prompt: str | None, pins: list[str], index_text: str | None, brief: str | None, text_input: str | None
+    ) -> tuple[dict[ContextPartition, list[ContextBlock]], dict[ContextPartition, int]]:
+        blocks: dict[ContextPartition, list[ContextBlock]] = {}
+        overhead: dict[ContextPartition, int] = {}
+        if self.config.include_system_prompt and prompt and prompt.strip():
+            blocks["system"] = [
+                ContextBlock("system", prompt, count_tokens(prompt) + MESSAGE_OVERHEAD, "system_prompt")
+            ]
+        if pins:
+            blocks["pinned"] = [
+                ContextBlock("pinned", text, count_tokens(text) + 1, f"pinned:{i}") for i, text in enumerate(pins)
+            ]
+        if index_text and index_text.strip():
+            blocks["index"] = [ContextBlock("index", index_text, count_tokens(index_text) + 1, "index")]
+        if "system" not in blocks:
+            first: ContextPartition | None = (
+                "pinned" if "pinned" in blocks else ("index" if "index" in blocks else None)
+            )
+            if first is not None:
+                overhead[first] = MESSAGE_OVERHEAD
+        if brief and brief.strip():
+            blocks["brief"] = [ContextBlock("brief", brief, count_tokens(brief) + 1, "brief")]
+        if text_input and text_input.strip():
+            blocks["final"] = [
+                ContextBlock("final", text_input, count_tokens(text_input) + MESSAGE_OVERHEAD, "current_input")
+            ]
+        return blocks, overhead
+
+    def _add_context_blocks(
+        self,
+        blocks: dict[ContextPartition, list[ContextBlock]],
+        overhead: dict[ContextPartition, int],
+        window: HistoryWindow,
+        facts: list[Any],
+        hits: list[Any],
+        candidates: list[ContextBlock] | None,
+    ) -> None:
+        if window.summary is not None:
+            text = summary_message(window.summary).text
+            blocks["summaries"] = [
+                ContextBlock(
+                    "summaries", text, count_tokens(text) + MESSAGE_OVERHEAD, window.summary.id, window.summary
+                )
+            ]
+        if facts:
+            blocks["facts"] = [
+                ContextBlock("facts", f.content, count_tokens(f.content) + 2, str(getattr(f, "id", "")) or None, f)
+                for f in facts
+            ]
+            overhead["facts"] = overhead.get("facts", 0) + count_tokens(FACTS_HEADING) + 1
+        if hits:
+            blocks["recall"] = [
+                ContextBlock("recall", h.content, count_tokens(h.content) + 2, h.id, h, float(h.score)) for h in hits
+            ]
+            overhead["recall"] = overhead.get("recall", 0) + count_tokens(SEMANTIC_HEADING) + 1
+        framing = count_tokens(OPEN_TAG) + count_tokens(CLOSE_TAG) + MESSAGE_OVERHEAD + 1
+        if "brief" in blocks:
+            overhead["brief"] = overhead.get("brief", 0) + framing
+        else:
+            for part in ("facts", "recall"):
+                if part in blocks:
+                    overhead[part] = overhead.get(part, 0) + framing
+        if candidates is not None:
+            blocks["recent"] = candidates
+        else:
+            known = window.tokens
+            blocks["recent"] = [
+                ContextBlock("recent", "", known.get(e.id) or self._tokens.tokens(e), e.id, e) for e in window.entries
+            ]
+
+    def _result(
+        self,
+        assembly: Assembly,
+        window: HistoryWindow,
+        strategy: str,
+        errors: list[ContextBuildError],
+        warnings: list[str],
+    ) -> BuiltContext:
+        kept = assembly.kept
+        messages: list[Message] = []
+        system_parts = [b.text for part in ("system", "pinned", "index") for b in kept.get(part, ())]
+        if system_parts:
+            messages.append(Message(role="system", content="\n\n".join(system_parts)))
+        history: list[Message] = []
+        summary_kept = bool(kept.get("summaries"))
+        if summary_kept and window.summary is not None:
+            history.append(summary_message(window.summary))
+        included: list[MemoryEntry] = []
+        for block in kept.get("recent", ()):
+            for entry in block.item if isinstance(block.item, list) else [block.item]:
+                included.append(entry)
+                history.extend(entry_messages(entry, copy=False))
+        mark_turn_ends(history)
+        messages.extend(history)
+        sections: list[str | None] = [kept["brief"][0].text if kept.get("brief") else None]
+        facts = [b.item for b in kept.get("facts", ())]
+        if facts:
+            sections.append(FACTS_HEADING + "\n" + "\n".join(f"- {b.text}" for b in kept["facts"]))
+        semantic = [b.item for b in kept.get("recall", ())]
+        if semantic:
+            sections.append(SEMANTIC_HEADING + "\n" + "\n".join(f"- {b.text}" for b in kept["recall"]))
+        memory_context = format_turn_context(sections) or None
+        if memory_context:
+            messages.append(Message(role="user", content=memory_context))
+
+        dropped = DroppedContext(blocks=assembly.dropped_blocks)
+        sent = {e.id for e in included}
+        lost: dict[str, MemoryEntry] = {}
+        history_cut = not window.complete
+        for block, _reason in assembly.dropped:
+            dropped.token_count += block.tokens
+            if block.partition == "recent":
+                for entry in block.item if isinstance(block.item, list) else [block.item]:
+                    if entry.id not in sent:
+                        lost[entry.id] = entry
+                        history_cut = True
+            elif block.partition == "facts":
+                dropped.facts.append(block.item)
+            elif block.partition == "recall":
+                dropped.semantic_results.append(block.item)
+        dropped.entries = sorted(lost.values(), key=lambda e: e.seq)
+        partitions = {p: t for p, t in assembly.tokens.items() if t > 0}
+        original = len({e.id for b in assembly.dropped if b[0].partition == "recent" for e in _items(b[0])} | sent)
+        return BuiltContext(
+            messages=messages,
+            memory_context=memory_context,
+            partitions=partitions,
+            facts=facts,
+            semantic_results=semantic,
+            token_count=assembly.used - partitions.get("final", 0),
+            truncated=history_cut,
+            dropped=dropped,
+            errors=errors,
+            warnings=warnings,
+            metadata=BuiltContextMetadata(
+                original_message_count=max(original, len(window.entries)),
+                included_message_count=len(included),
+                facts_included=len(facts),
+                semantic_results_included=len(semantic),
+            ),
+            entries=included,
+            strategy=strategy,
+        )
+
+
+def _items(block: ContextBlock) -> list[MemoryEntry]:
+    return block.item if isinstance(block.item, list) else [block.item]
+
+
+def mark_turn_ends(history: list[Message]) -> None:
+    """Set ``cache_breakpoint`` on the last message of ``history`` and on the last message of the
+    turn before it (the message before the last user message), in place, on copies of them."""
+    if not history:
+        return
+    marks = [len(history) - 1]
+    for i in range(len(history) - 1, 0, -1):
+        if history[i].role == "user":
+            marks.append(i - 1)
+            break
+    for i in marks:  # copies, so the entries' own messages stay as they were read
+        history[i] = history[i].model_copy(update={"cache_breakpoint": True})
+
+
+__all__ = [
+    "FACTS_HEADING",
+    "RELEVANT_SEARCH_LIMIT",
+    "RELEVANT_WINDOW",
+    "SEMANTIC_HEADING",
+    "SEMANTIC_LIMIT",
+    "SEMANTIC_THRESHOLD",
+    "ContextBuilder",
+    "mark_turn_ends",
+]

@@ -1,0 +1,250 @@
+"""The context builder's configuration: strategies, partitions and their budgets, and the checks.
+
+:class:`ContextBuilderConfig` is what :class:`~cogitator_memory.context.ContextBuilder` takes
+(a model or a dict of its fields). Every check raises
+:class:`~cogitator_memory.errors.InvalidArgumentError` naming the argument.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, TypeAlias, get_args
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..errors import InvalidArgumentError
+from ..stores import tree
+
+ContextStrategy: TypeAlias = Literal["recent", "relevant", "hybrid"]
+ContextPartition: TypeAlias = Literal[
+    "system", "pinned", "index", "summaries", "brief", "facts", "recall", "recent", "final"
+]
+
+#: Every strategy, in the order the docs list them.
+STRATEGIES: tuple[ContextStrategy, ...] = get_args(ContextStrategy)
+#: Every partition, from the most lasting (the system prompt) to the turn's input. A block that a
+#: kept block of a partition earlier in this order holds word for word is a duplicate.
+PARTITIONS: tuple[ContextPartition, ...] = get_args(ContextPartition)
+#: The partitions that split what the required ones leave, in fill order.
+FILL_ORDER: tuple[ContextPartition, ...] = ("facts", "recall", "recent")
+#: The default share of the recall partition with the hybrid strategy.
+HYBRID_RECALL_SHARE = 0.6
+
+
+@dataclass(frozen=True, slots=True)
+class ContextPartitionBudget:
+    """What a partition may take: ``required`` ones are fitted first; the others take up to
+    ``share`` (0..1) of what the required ones leave. ``share=None`` on ``recent`` means what
+    the other shares leave."""
+
+    share: float | None = None
+    required: bool = False
+
+
+def check_share(name: str, value: object) -> float | None:
+    """``None`` or a finite number in [0, 1]."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidArgumentError(name, f"must be a number from 0 to 1, got {value!r}")
+    if not 0.0 <= float(value) <= 1.0:
+        raise InvalidArgumentError(name, f"must be from 0 to 1, got {value}")
+    return float(value)
+
+
+def merge_partitions(
+    defaults: Mapping[ContextPartition, ContextPartitionBudget],
+    overrides: Mapping[str, Any] | None,
+    name: str = "partitions",
+) -> dict[ContextPartition, ContextPartitionBudget]:
+    """``overrides`` merged field by field over ``defaults``, checked.
+
+    An override is a :class:`ContextPartitionBudget` or a dict with ``share`` and/or
+    ``required``. ``system`` and ``final`` stay required. The shares of the partitions that are
+    not required may add up to 1 at most.
+    """
+    merged = dict(defaults)
+    if overrides is not None:
+        if not isinstance(overrides, Mapping):
+            raise InvalidArgumentError(name, f"must be a dict of partition budgets, got {type(overrides).__name__}")
+        for key, value in overrides.items():
+            if key not in PARTITIONS:
+                raise InvalidArgumentError(name, f"unknown partition {key!r}; known: {', '.join(PARTITIONS)}")
+            base = merged[key]
+            if isinstance(value, ContextPartitionBudget):
+                share, required = value.share, value.required
+            elif isinstance(value, Mapping):
+                unknown = sorted(str(k) for k in value if k not in ("share", "required"))
+                if unknown:
+                    raise InvalidArgumentError(f"{name}.{key}", f"unknown key(s) {', '.join(unknown)}")
+                share = value.get("share", base.share)
+                required = value.get("required", base.required)
+            else:
+                raise InvalidArgumentError(
+                    f"{name}.{key}", f"must be a ContextPartitionBudget or a dict, got {type(value).__name__}"
+                )
+            share = check_share(f"{name}.{key}.share", share)
+            if not isinstance(required, bool):
+                raise InvalidArgumentError(f"{name}.{key}.required", f"must be a boolean, got {required!r}")
+            if key in ("system", "final") and not required:
+                raise InvalidArgumentError(f"{name}.{key}.required", f"the {key} partition is always required")
+            merged[key] = ContextPartitionBudget(share=share, required=required)
+    total = sum(b.share or 0.0 for b in merged.values() if not b.required)
+    if total > 1.0 + 1e-9:
+        raise InvalidArgumentError(
+            name, f"the shares of the partitions that are not required add up to {total:g}, more than 1"
+        )
+    return merged
+
+
+class ContextBuilderConfig(BaseModel):
+    """How a :class:`~cogitator_memory.context.ContextBuilder` builds.
+
+    ``max_tokens`` is the total budget (without it, ``build()`` takes one); ``reserve_tokens``
+    the tokens kept free for the reply (default 10% of the budget, at least 100). ``partitions``
+    is merged over the defaults (see :data:`~cogitator_memory.context.DEFAULT_PARTITIONS`).
+    ``time_zone`` is an IANA zone (``"Europe/Lisbon"``), default UTC.
+    """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    strategy: ContextStrategy = "recent"
+    max_tokens: int | None = Field(default=None, gt=0)
+    reserve_tokens: int | None = Field(default=None, ge=0)
+    include_system_prompt: bool = True
+    include_facts: bool = False
+    include_semantic_context: bool = False
+    include_graph_context: bool = False
+    graph_context_options: dict[str, Any] = Field(default_factory=dict)
+    partitions: dict[str, Any] | None = None
+    time_zone: str = "UTC"
+
+
+def check_config(value: object) -> ContextBuilderConfig:
+    """A checked :class:`ContextBuilderConfig` from a model, a dict or ``None`` (the defaults)."""
+    if value is None:
+        return ContextBuilderConfig()
+    if isinstance(value, ContextBuilderConfig):
+        raw: dict[str, Any] = value.model_dump()
+    elif isinstance(value, Mapping):
+        raw = dict(value)
+    else:
+        raise InvalidArgumentError("config", f"must be a ContextBuilderConfig or a dict, got {type(value).__name__}")
+    if "strategy" in raw:
+        check_strategy("config.strategy", raw["strategy"])
+    for key in ("max_tokens",):
+        if raw.get(key) is not None:
+            check_budget(f"config.{key}", raw[key])
+    if raw.get("reserve_tokens") is not None:
+        check_reserve("config.reserve_tokens", raw["reserve_tokens"])
+    if "time_zone" in raw:
+        check_time_zone("config.time_zone", raw["time_zone"])
+    try:
+        config = ContextBuilderConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise tree.validation_error("config", exc) from None
+    if (
+        config.max_tokens is not None
+        and config.reserve_tokens is not None
+        and config.reserve_tokens >= config.max_tokens
+    ):
+        raise InvalidArgumentError(
+            "config.reserve_tokens", f"must be less than max_tokens ({config.max_tokens}), got {config.reserve_tokens}"
+        )
+    return config
+
+
+def check_strategy(name: str, value: object) -> ContextStrategy:
+    """One of ``recent``, ``relevant``, ``hybrid``."""
+    if value not in STRATEGIES:
+        raise InvalidArgumentError(name, f"unknown strategy {value!r}; known: {', '.join(STRATEGIES)}")
+    return value
+
+
+def check_budget(name: str, value: object) -> int:
+    """A token budget: an integer above 0."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgumentError(name, f"must be an integer number of tokens, got {value!r}")
+    if value <= 0:
+        raise InvalidArgumentError(name, f"must be above 0, got {value}")
+    return value
+
+
+def check_reserve(name: str, value: object) -> int:
+    """Reserved tokens: an integer of 0 or more."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgumentError(name, f"must be an integer number of tokens, got {value!r}")
+    if value < 0:
+        raise InvalidArgumentError(name, f"must be 0 or more, got {value}")
+    return value
+
+
+def check_time_zone(name: str, value: object) -> ZoneInfo:
+    """An IANA time zone name."""
+    if not isinstance(value, str) or not value:
+        raise InvalidArgumentError(name, f"must be an IANA time zone name, got {value!r}")
+    try:
+        return ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise InvalidArgumentError(name, f"unknown time zone {value!r}") from None
+
+
+def check_text(name: str, value: object) -> str | None:
+    """``None`` or a string."""
+    if value is None or isinstance(value, str):
+        return value
+    raise InvalidArgumentError(name, f"must be a string, got {type(value).__name__}")
+
+
+def check_texts(name: str, value: object) -> list[str]:
+    """``None`` (nothing), a string (one text) or a list of strings; empty texts are left out."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if not isinstance(value, list | tuple):
+        raise InvalidArgumentError(name, f"must be a list of strings, got {type(value).__name__}")
+    out: list[str] = []
+    for i, item in enumerate(value):
+        if not isinstance(item, str):
+            raise InvalidArgumentError(f"{name}[{i}]", f"must be a string, got {type(item).__name__}")
+        if item.strip():
+            out.append(item)
+    return out
+
+
+def check_as_of(value: object) -> datetime | None:
+    """``None`` or a datetime (made aware UTC)."""
+    return tree.check_datetime("as_of", value)
+
+
+def default_reserve(max_tokens: int) -> int:
+    """10% of the budget, at least 100."""
+    return max(100, math.ceil(max_tokens * 0.1))
+
+
+__all__ = [
+    "FILL_ORDER",
+    "HYBRID_RECALL_SHARE",
+    "PARTITIONS",
+    "STRATEGIES",
+    "ContextBuilderConfig",
+    "ContextPartition",
+    "ContextPartitionBudget",
+    "ContextStrategy",
+    "check_as_of",
+    "check_budget",
+    "check_config",
+    "check_reserve",
+    "check_share",
+    "check_strategy",
+    "check_text",
+    "check_texts",
+    "check_time_zone",
+    "default_reserve",
+    "merge_partitions",
+]

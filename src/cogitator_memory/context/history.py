@@ -1,0 +1,351 @@
+"""The compacted view of a branch, and reading only its newest part.
+
+A compaction entry at the end of a branch names the first entry it keeps and holds a summary
+of what came before. The compacted view of the branch is the summary, the kept entries and
+everything after the compaction: :func:`compacted_history` makes it from a path read with
+``types=HISTORY_ENTRY_TYPES``, :func:`read_compacted_history` reads it. When the newest
+compaction names no first kept entry, or one that is no longer on the branch, its summary stands
+in for everything before it. Older compactions are superseded by the newest; events are never
+part of the view.
+
+:class:`HistoryReader` reads the newest part of the view that a budget can hold, paging back
+with ``get_path(before=<entry id>)``, so a build costs the same on a long thread as on a short
+one. It remembers per thread the compaction in effect below the newest entry it saw, so it
+looks the compaction up again only when the branch moved under it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import NotFoundError
+from ..result import MemoryResult, ok, unwrap
+from ..stores.base import MemoryAdapter
+from ..tokens import count_entry_tokens
+from ..types import HISTORY_ENTRY_TYPES, CompactionEvent, MemoryEntry, Message, ToolResult
+
+#: How the compaction summary is introduced in the messages.
+SUMMARY_HEADING = "Summary of the earlier conversation:"
+
+
+def compaction_of(entry: MemoryEntry) -> CompactionEvent | None:
+    """The compaction payload of a compaction entry, else ``None``."""
+    if entry.type == "compaction" and isinstance(entry.event, CompactionEvent):
+        return entry.event
+    return None
+
+
+def compacted_history(path: Sequence[MemoryEntry]) -> list[MemoryEntry]:
+    """The compacted view of a branch read oldest first with ``types=HISTORY_ENTRY_TYPES``.
+
+    Without a compaction: the conversation entries as they are. With one: the newest compaction
+    entry (its summary stands in for what it covers), then the entries from its first kept
+    entry on, then everything after it; events are left out.
+    """
+    last = -1
+    for i in range(len(path) - 1, -1, -1):
+        if compaction_of(path[i]) is not None:
+            last = i
+            break
+    if last < 0:
+        return [e for e in path if not e.is_event]
+    compaction = path[last]
+    event = compaction_of(compaction)
+    assert event is not None
+    start = last
+    if event.first_kept_entry_id is not None:
+        for i in range(last - 1, -1, -1):
+            if path[i].id == event.first_kept_entry_id:
+                start = i
+                break
+    kept = [e for e in path[start:last] if not e.is_event]
+    after = [e for e in path[last + 1 :] if not e.is_event]
+    return [compaction, *kept, *after]
+
+
+async def read_compacted_history(
+    memory: MemoryAdapter, *, thread_id: str, leaf_id: str | None = None
+) -> MemoryResult[list[MemoryEntry]]:
+    """The whole compacted view of the active branch (or of ``leaf_id``), tool calls included."""
+    result = await memory.get_path(
+        thread_id=thread_id, leaf_id=leaf_id, types=HISTORY_ENTRY_TYPES, include_tool_calls=True
+    )
+    if not result.success:
+        return result
+    return ok(compacted_history(result.data or []))
+
+
+def summary_message(compaction: MemoryEntry) -> Message:
+    """The message a compaction's summary is sent as (a user message, after the system message)."""
+    event = compaction_of(compaction)
+    summary = event.summary if event is not None else ""
+    return Message(role="user", content=f"{SUMMARY_HEADING}\n{summary}")
+
+
+def _result_text(result: ToolResult) -> str:
+    if result.error:
+        return f"Error: {result.error}"
+    value = result.result
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def entry_messages(entry: MemoryEntry, *, copy: bool = True) -> list[Message]:
+    """The messages an entry is sent as.
+
+    The entry's message with the tool calls it carries (on the message or on the entry); an
+    assistant entry that also holds the results of its calls is followed by one tool message per
+    result. Events give nothing (a compaction is sent through :func:`summary_message`). With
+    ``copy=False`` the entry's own message object is returned when it needs no change (for an
+    entry just read, which nobody else holds).
+    """
+    message = entry.message
+    if message is None:
+        return []
+    update: dict[str, Any] = {}
+    if not message.tool_calls and entry.tool_calls:
+        update["tool_calls"] = [c.model_copy() for c in entry.tool_calls]
+    first = message if not (update or copy) else message.model_copy(update=update)
+    out = [first]
+    if entry.tool_results and message.role == "assistant":
+        for result in entry.tool_results:
+            out.append(
+                Message(role="tool", content=_result_text(result), tool_call_id=result.call_id, name=result.name)
+            )
+    return out
+
+
+def is_tool_result(entry: MemoryEntry) -> bool:
+    """Whether the entry answers a tool call (a ``tool_result`` entry or a ``tool`` message)."""
+    return entry.type == "tool_result" or (entry.message is not None and entry.message.role == "tool")
+
+
+def tool_note(entry: MemoryEntry, tokens: int) -> MemoryEntry | None:
+    """The entry with its tool output replaced by a short note, or ``None`` when it holds none.
+
+    Used for a tool result too large for the room left: the note keeps the call id, so the
+    call it answers stays answered.
+    """
+    note = f"[tool result omitted: {tokens} tokens, too large for the context]"
+    message = entry.message
+    if is_tool_result(entry) and message is not None:
+        results = None
+        if entry.tool_results:
+            results = [ToolResult(call_id=r.call_id, name=r.name, result=note) for r in entry.tool_results]
+        return entry.model_copy(
+            update={"message": message.model_copy(update={"content": note}), "tool_results": results}
+        )
+    if entry.tool_results and message is not None and message.role == "assistant":
+        results = [ToolResult(call_id=r.call_id, name=r.name, result=note) for r in entry.tool_results]
+        return entry.model_copy(update={"tool_results": results})
+    return None
+
+
+class TokenCache:
+    """Tokens of entries as a prompt carries them (text, tool-call arguments, tool results,
+    images), counted once per entry and content.
+
+    The saved ``token_count`` is not trusted: writers may save 0 or a count of other text, and a
+    redaction leaves it as it was. Keys hold the entry id and its text, so a redacted entry is
+    counted again. Bounded: cleared when it holds ``max_items``.
+    """
+
+    def __init__(self, max_items: int = 50_000) -> None:
+        self.max_items = max_items
+        self._counts: dict[tuple[str, str, int], int] = {}
+
+    def tokens(self, entry: MemoryEntry) -> int:
+        """The entry's tokens."""
+        message = entry.message
+        text = message.text if message is not None else ""
+        key = (entry.id, text, len(entry.tool_results or ()) + len(entry.tool_calls or ()))
+        found = self._counts.get(key)
+        if found is None:
+            found = count_entry_tokens(entry)
+            if len(self._counts) >= self.max_items:
+                self._counts.clear()
+            self._counts[key] = found
+        return found
+
+
+@dataclass(slots=True)
+class HistoryWindow:
+    """The newest part of a branch's compacted view.
+
+    ``summary`` is the compaction in effect (``None`` without one); ``entries`` the conversation
+    entries read, oldest first; ``complete`` whether they reach the start of the view (nothing
+    older is left out); ``read`` how many entries the store returned.
+    """
+
+    summary: MemoryEntry | None = None
+    entries: list[MemoryEntry] = field(default_factory=list)
+    complete: bool = True
+    read: int = 0
+    #: The tokens of each entry read, by entry id.
+    tokens: dict[str, int] = field(default_factory=dict)
+
+
+class HistoryReader:
+    """Reads the newest part of the compacted view that a budget can hold (see the module docs).
+
+    Remembers, for up to ``max_threads`` threads, the compaction in effect below the newest
+    entry it saw.
+    """
+
+    def __init__(self, max_threads: int = 1024) -> None:
+        self.max_threads = max_threads
+        #: The mean cost of the entries read lately, to size the first page of a read.
+        self.mean_cost = 40.0
+        self._known: OrderedDict[str, tuple[str, MemoryEntry | None]] = OrderedDict()
+
+    def forget(self, thread_id: str | None = None) -> None:
+        """Forget what is known of a thread (of every thread with ``None``)."""
+        if thread_id is None:
+            self._known.clear()
+        else:
+            self._known.pop(thread_id, None)
+
+    async def read(
+        self,
+        memory: MemoryAdapter,
+        thread_id: str,
+        leaf_id: str | None = None,
+        *,
+        tokens: Callable[[MemoryEntry], int],
+        token_limit: int | None = None,
+        count_limit: int | None = None,
+        tool_cap: int | None = None,
+    ) -> HistoryWindow:
+        """The newest entries of the view, until they hold more than ``token_limit`` tokens (one
+        entry past it is read, so a caller knows there is more) or ``count_limit`` entries.
+        ``tool_cap`` caps what a tool result counts toward the limit (one larger is sent as a
+        short note, so reading goes on past it).
+
+        Raises the store's error (``NotFoundError`` for a missing thread or leaf).
+        """
+        if count_limit is not None:
+            page_size = count_limit + 4
+        elif token_limit is not None:
+            page_size = max(8, int(token_limit / self.mean_cost * 1.1) + 4)
+        else:
+            page_size = 500
+        page_size = min(page_size, 1000)
+        window = HistoryWindow(complete=False)
+        newest: list[MemoryEntry] = []  # newest first
+        used = 0
+        compaction: MemoryEntry | None = None
+        stop_at: str | None = None
+        seen_ids: set[str] = set()
+        first_page_newest: str | None = None
+        before: str | None = None
+        done = False
+        while not done:
+            page: list[MemoryEntry] = unwrap(
+                await memory.get_path(
+                    thread_id=thread_id,
+                    leaf_id=leaf_id if before is None else None,
+                    limit=page_size,
+                    before=before,
+                    types=HISTORY_ENTRY_TYPES,
+                    include_tool_calls=True,
+                )
+            )
+            window.read += len(page)
+            if before is None and page:
+                first_page_newest = page[-1].id
+            for entry in reversed(page):
+                seen_ids.add(entry.id)
+                event = compaction_of(entry)
+                if event is not None:
+                    if compaction is None:
+                        compaction = entry
+                        stop_at = event.first_kept_entry_id
+                        if stop_at is not None:  # a first kept entry that is gone: the summary covers all
+                            kept = await memory.get_entry(stop_at)
+                            if kept.success and kept.data is None:
+                                stop_at = None
+                        if stop_at is None:
+                            window.complete = True
+                            done = True
+                            break
+                    continue
+                if entry.is_event:
+                    continue
+                newest.append(entry)
+                cost = window.tokens[entry.id] = tokens(entry)
+                if tool_cap is not None and cost > tool_cap and is_tool_result(entry):
+                    cost = tool_cap
+                used += cost
+                if compaction is not None and entry.id == stop_at:
+                    window.complete = True
+                    done = True
+                    break
+                if (token_limit is not None and used > token_limit) or (
+                    count_limit is not None and len(newest) >= count_limit
+                ):
+                    done = True
+                    break
+            if done:
+                break
+            if len(page) < page_size:
+                window.complete = True
+                break
+            before = page[0].id
+            page_size = min(page_size * 2, 2000)
+        if compaction is None and not window.complete:
+            compaction = await self._compaction_below(memory, thread_id, leaf_id, seen_ids)
+        elif compaction is None:
+            compaction = None
+        if first_page_newest is not None:
+            self._known[thread_id] = (first_page_newest, compaction)
+            self._known.move_to_end(thread_id)
+            while len(self._known) > self.max_threads:
+                self._known.popitem(last=False)
+        if newest and token_limit is not None:
+            self.mean_cost = 0.7 * self.mean_cost + 0.3 * max(1.0, used / len(newest))
+        newest.reverse()
+        window.entries = newest
+        window.summary = compaction
+        return window
+
+    async def _compaction_below(
+        self, memory: MemoryAdapter, thread_id: str, leaf_id: str | None, seen: set[str]
+    ) -> MemoryEntry | None:
+        """The newest compaction of the branch, older than everything read."""
+        known = self._known.get(thread_id)
+        if known is not None and known[0] in seen:
+            cached = known[1]
+            if cached is None:
+                return None
+            still = await memory.get_entry(cached.id)
+            if still.success and still.data is not None:
+                return cached
+        found = await memory.get_path(thread_id=thread_id, leaf_id=leaf_id, limit=1, types=["compaction"])
+        if not found.success:
+            if found.error_type is NotFoundError:
+                return None
+            unwrap(found)
+        return found.data[0] if found.data else None
+
+
+__all__ = [
+    "SUMMARY_HEADING",
+    "HistoryReader",
+    "HistoryWindow",
+    "TokenCache",
+    "compacted_history",
+    "compaction_of",
+    "entry_messages",
+    "is_tool_result",
+    "read_compacted_history",
+    "summary_message",
+    "tool_note",
+]

@@ -1,0 +1,450 @@
+"""``MessageIndex``: the vectors of a thread's messages, kept in an embedding store in the background.
+
+``attach(memory)`` listens to the thread store's changes: each new message or tool result is
+embedded once, in the background, and stored with ``metadata.index = "messages"`` and the
+thread's ``thread_id``, ``agent_id`` and ``user_id`` (from the thread's metadata); a deleted or
+redacted entry loses its vector, a cleared or deleted thread all of its vectors. With an index,
+the ``relevant`` strategy finds older entries of the whole thread by a search of the store.
+
+The background work is one task per index with a bounded queue (``queue_size``). When the queue
+is full, the change listener hands the store a coroutine that waits for room (the store runs it
+as a task), and :meth:`MessageIndex.index_entry` waits for room itself: back-pressure, not an
+ever-growing backlog. Entries are embedded in batches; an embedding or store error is retried
+with exponential backoff (``max_retries``), and a batch that still fails is counted in
+``failed`` and logged, the index going on. :meth:`MessageIndex.flush` waits until everything
+queued so far is done.
+
+``vectors_kept`` bounds an index kept in the process (an :class:`InMemoryEmbeddingAdapter`) to
+about that many vectors, of the threads used lately: past it, the vectors of the thread used
+least lately are deleted, and a build that uses that thread again has it indexed again. A thread
+the index has not seen since it started (entries written before ``attach``, another process)
+is checked when a build first uses it, and its entries without a vector are embedded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..embeddings.base import EmbeddingService, EmbeddingServiceError
+from ..errors import ConflictError, InvalidArgumentError
+from ..result import unwrap
+from ..stores.base import MemoryAdapter
+from ..types import INDEX_KEY, USER_ID_KEY, ChangeEvent, MemoryEntry
+
+if TYPE_CHECKING:
+    from ..vectors.base import EmbeddingAdapter
+    from ..vectors.records import ScoredEmbedding
+
+logger = logging.getLogger("cogitator_memory")
+
+#: ``metadata.index`` of every vector the index writes.
+MESSAGES_INDEX = "messages"
+#: Longest text (characters) embedded for one entry.
+MAX_EMBED_CHARS = 8000
+
+
+def vector_id(entry_id: str) -> str:
+    """The id of an entry's vector (one per entry, so an entry is never embedded twice)."""
+    return f"msg_{entry_id}"
+
+
+def entry_text(entry: MemoryEntry) -> str:
+    """The text an entry is embedded by: its message text, tool calls and tool results."""
+    parts: list[str] = []
+    message = entry.message
+    if message is not None and message.text.strip():
+        parts.append(message.text)
+    calls = (message.tool_calls if message is not None else None) or entry.tool_calls or []
+    for call in calls:
+        parts.append(f"{call.name}({json.dumps(call.arguments, ensure_ascii=False, default=str)})")
+    for result in entry.tool_results or []:
+        value = result.error or result.result
+        parts.append(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str))
+    return "\n".join(parts)[:MAX_EMBED_CHARS]
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    kind: str  # add | delete | clear | reindex
+    thread_id: str
+    entry: MemoryEntry | None = None
+    entry_id: str | None = None
+
+
+class MessageIndex:
+    """Embeds each entry of the attached thread store once, in the background (see the module docs).
+
+    ``store`` is any embedding store, ``embedding`` any embedding service. ``vectors_kept``
+    (optional) bounds the vectors kept; ``queue_size`` the jobs waiting; ``batch_size`` the
+    entries embedded per request; ``max_retries`` and ``retry_delay`` (seconds, doubled each
+    time up to ``max_retry_delay``) how failures are retried.
+    """
+
+    def __init__(
+        self,
+        *,
+        store: EmbeddingAdapter,
+        embedding: EmbeddingService,
+        vectors_kept: int | None = None,
+        queue_size: int = 1024,
+        batch_size: int = 64,
+        max_retries: int = 4,
+        retry_delay: float = 0.5,
+        max_retry_delay: float = 30.0,
+    ) -> None:
+        if store is None or not hasattr(store, "search"):
+            raise InvalidArgumentError("store", "must be an embedding store (EmbeddingAdapter)")
+        if embedding is None or not hasattr(embedding, "embed_batch"):
+            raise InvalidArgumentError("embedding", "must be an embedding service (EmbeddingService)")
+        for name, value in (("queue_size", queue_size), ("batch_size", batch_size)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidArgumentError(name, f"must be a positive integer, got {value!r}")
+        if vectors_kept is not None and (
+            isinstance(vectors_kept, bool) or not isinstance(vectors_kept, int) or vectors_kept < 1
+        ):
+            raise InvalidArgumentError("vectors_kept", f"must be a positive integer or None, got {vectors_kept!r}")
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise InvalidArgumentError("max_retries", f"must be an integer of 0 or more, got {max_retries!r}")
+        for name, delay in (("retry_delay", retry_delay), ("max_retry_delay", max_retry_delay)):
+            if isinstance(delay, bool) or not isinstance(delay, int | float) or delay < 0:
+                raise InvalidArgumentError(name, f"must be a number of seconds >= 0, got {delay!r}")
+        self.store = store
+        self.embedding = embedding
+        self.vectors_kept = vectors_kept
+        self.queue_size = queue_size
+        self.batch_size = batch_size
+        self.max_retries = max_retries
+        self.retry_delay = float(retry_delay)
+        self.max_retry_delay = float(max_retry_delay)
+        #: Entries embedded and stored since the index started.
+        self.indexed = 0
+        #: Entries whose embedding or storing failed after every retry.
+        self.failed = 0
+        #: The last error the background work met (``None`` while all went well).
+        self.last_error: BaseException | None = None
+        self._memory: MemoryAdapter | None = None
+        self._unsubscribe: Callable[[], None] | None = None
+        self._queue: asyncio.Queue[_Job] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._worker: asyncio.Task[None] | None = None
+        self._pending = 0
+        self._idle: asyncio.Event | None = None
+        self._scopes: dict[str, dict[str, str]] = {}
+        self._kept: OrderedDict[str, int] = OrderedDict()  # thread -> vectors kept, least lately used first
+        self._dropped: set[str] = set()
+        self._seen: set[str] = set()
+        self._waiting: set[asyncio.Future[Any]] = set()
+
+    # ----- wiring ----------------------------------------------------------------------------
+
+    def attach(self, memory: MemoryAdapter) -> Callable[[], None]:
+        """Index the entries ``memory`` adds from now on; returns the function that detaches."""
+        if memory is None or not hasattr(memory, "on_change"):
+            raise InvalidArgumentError("memory", "must be a thread store with on_change()")
+        self.detach()
+        self._memory = memory
+        self._unsubscribe = memory.on_change(self._on_change)
+        return self.detach
+
+    def detach(self) -> None:
+        """Stop listening to the attached store (queued work still runs)."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+    @property
+    def pending(self) -> int:
+        """Jobs queued or running (entries to embed, vectors to delete)."""
+        return self._pending
+
+    def _ensure_worker(self) -> asyncio.Queue[_Job]:
+        loop = asyncio.get_running_loop()
+        if self._queue is None or self._loop is not loop:
+            self._loop = loop
+            self._queue = asyncio.Queue(self.queue_size)
+            self._idle = asyncio.Event()
+            self._idle.set()
+            self._pending = 0
+            self._worker = None
+        if self._worker is None or self._worker.done():
+            self._worker = loop.create_task(self._run(self._queue), name="cogitator-memory message index")
+        return self._queue
+
+    def _submit(self, job: _Job) -> Any:
+        """Queue ``job``; when the queue is full, return the coroutine that waits for room."""
+        queue = self._ensure_worker()
+        self._pending += 1
+        assert self._idle is not None
+        self._idle.clear()
+        try:
+            queue.put_nowait(job)
+        except asyncio.QueueFull:
+            return queue.put(job)
+        return None
+
+    def _on_change(self, event: ChangeEvent) -> Any:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            logger.warning("message index: a change outside an event loop is not indexed (%s)", event.type)
+            return None
+        tid = event.thread_id
+        if event.type == "entry-added":
+            entry = event.entry
+            if entry is None or entry.is_event:
+                return None
+            self._seen.add(tid)
+            return self._submit(_Job("add", tid, entry=entry))
+        if event.type in ("entry-deleted", "entry-redacted") and event.entry_id is not None:
+            return self._submit(_Job("delete", tid, entry_id=event.entry_id))
+        if event.type in ("thread-cleared", "thread-deleted"):
+            return self._submit(_Job("clear", tid))
+        return None
+
+    async def index_entry(self, entry: MemoryEntry) -> None:
+        """Queue one entry for embedding, waiting while the queue is full."""
+        if not isinstance(entry, MemoryEntry):
+            raise InvalidArgumentError("entry", f"must be a MemoryEntry, got {type(entry).__name__}")
+        if entry.is_event:
+            return
+        waiting = self._submit(_Job("add", entry.thread_id, entry=entry))
+        if waiting is not None:
+            await waiting
+
+    def use(self, thread_id: str) -> None:
+        """Note that a build uses ``thread_id``: it becomes the thread used most lately, and it is
+        indexed again when its vectors were dropped (or checked, when not seen before)."""
+        if thread_id in self._kept:
+            self._kept.move_to_end(thread_id)
+        if self._memory is None:
+            return
+        if thread_id in self._dropped or thread_id not in self._seen:
+            self._dropped.discard(thread_id)
+            self._seen.add(thread_id)
+            waiting = self._submit(_Job("reindex", thread_id))
+            if waiting is not None:
+                task = asyncio.ensure_future(waiting)
+                self._waiting.add(task)
+                task.add_done_callback(self._waiting.discard)
+
+    async def flush(self) -> None:
+        """Wait until every job queued so far is done."""
+        if self._idle is None or self._loop is not asyncio.get_running_loop():
+            return
+        await self._idle.wait()
+
+    async def close(self) -> None:
+        """Detach, finish the queued work and stop the background task."""
+        self.detach()
+        await self.flush()
+        if self._worker is not None:
+            self._worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._worker
+            self._worker = None
+
+    # ----- reads for the builder -------------------------------------------------------------
+
+    async def search(self, thread_id: str, vector: Sequence[float], *, limit: int = 50) -> list[ScoredEmbedding]:
+        """The vectors of the thread's entries most similar to ``vector``, best first (raises the
+        store's error)."""
+        return unwrap(
+            await self.store.search(
+                vector,
+                limit=limit,
+                threshold=-1.0,
+                filter={"thread_id": thread_id, "metadata": {INDEX_KEY: MESSAGES_INDEX}},
+            )
+        )
+
+    async def vectors_of(self, entry_ids: Sequence[str]) -> dict[str, list[float]]:
+        """The stored vectors of these entries, by entry id (entries not indexed yet are missing)."""
+        if not entry_ids:
+            return {}
+        found = unwrap(await self.store.get_by_sources(list(entry_ids)))
+        return {e.source_id: e.vector for e in found if e.metadata.get(INDEX_KEY) == MESSAGES_INDEX}
+
+    # ----- background work -------------------------------------------------------------------
+
+    def _done(self, count: int = 1) -> None:
+        self._pending = max(0, self._pending - count)
+        if self._pending == 0 and self._idle is not None:
+            self._idle.set()
+
+    async def _run(self, queue: asyncio.Queue[_Job]) -> None:
+        while True:
+            job = await queue.get()
+            batch = [job]
+            if job.kind == "add":
+                while len(batch) < self.batch_size:
+                    try:
+                        nxt = queue.get_nowait()
+                    except asyncio.QueueEmpty:
+                        break
+                    batch.append(nxt)
+                    if nxt.kind != "add":
+                        break
+            try:
+                adds = [j.entry for j in batch if j.kind == "add" and j.entry is not None]
+                if adds:
+                    await self._add(adds)
+                for other in batch:
+                    if other.kind != "add":
+                        await self._apply(other)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the index goes on whatever one job met
+                self.last_error = exc
+                logger.exception("message index job failed")
+            finally:
+                self._done(len(batch))
+
+    async def _retrying(self, what: str, call: Callable[[], Any]) -> Any:
+        delay = self.retry_delay
+        attempt = 0
+        while True:
+            try:
+                return await call()
+            except (InvalidArgumentError, ConflictError):
+                raise
+            except Exception as exc:
+                retryable = not isinstance(exc, EmbeddingServiceError) or exc.retryable
+                if attempt >= self.max_retries or not retryable:
+                    raise
+                attempt += 1
+                self.last_error = exc
+                logger.warning("message index: %s failed (%s), retry %d in %.2fs", what, exc, attempt, delay)
+                await asyncio.sleep(delay)
+                delay = min(self.max_retry_delay, delay * 2 if delay else 0.0)
+
+    async def _scope(self, thread_id: str) -> dict[str, str]:
+        scope = self._scopes.get(thread_id)
+        if scope is None:
+            scope = {"thread_id": thread_id}
+            if self._memory is not None:
+                found = await self._memory.get_thread(thread_id)
+                thread = found.data if found.success else None
+                if thread is not None:
+                    scope["agent_id"] = thread.agent_id
+                    user = thread.metadata.get(USER_ID_KEY)
+                    if isinstance(user, str) and user:
+                        scope["user_id"] = user
+                    self._scopes[thread_id] = scope
+        return scope
+
+    async def _add(self, entries: list[MemoryEntry]) -> None:
+        chosen = [(e, entry_text(e)) for e in entries]
+        chosen = [(e, t) for e, t in chosen if t.strip()]
+        if not chosen:
+            return
+        try:
+            vectors: list[list[float]] = await self._retrying(
+                "embedding", lambda: self.embedding.embed_batch([t for _, t in chosen])
+            )
+        except Exception as exc:
+            self.failed += len(chosen)
+            self.last_error = exc
+            logger.error("message index: embedding %d entries failed: %s", len(chosen), exc)
+            return
+        records: list[dict[str, Any]] = []
+        for (entry, text), vector in zip(chosen, vectors, strict=True):
+            metadata: dict[str, Any] = {INDEX_KEY: MESSAGES_INDEX, **(await self._scope(entry.thread_id))}
+            metadata["entry_seq"] = entry.seq
+            records.append(
+                {
+                    "id": vector_id(entry.id),
+                    "source_id": entry.id,
+                    "source_type": "message",
+                    "content": text,
+                    "vector": vector,
+                    "metadata": metadata,
+                }
+            )
+        stored = await self._store(records)
+        for record in stored:
+            self._count(record["metadata"]["thread_id"], 1)
+        self.indexed += len(stored)
+        failed = len(records) - len(stored)
+        if failed:
+            self.failed += failed
+        await self._evict()
+
+    async def _store(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Store the records; one already stored (its entry embedded before) is skipped."""
+        try:
+            await self._retrying("storing vectors", lambda: self._add_all(records))
+            return records
+        except ConflictError:
+            pass
+        except Exception as exc:
+            self.last_error = exc
+            logger.error("message index: storing %d vectors failed: %s", len(records), exc)
+            return []
+        stored: list[dict[str, Any]] = []
+        for record in records:
+            try:
+                await self._retrying("storing a vector", lambda r=record: self._add_all([r]))  # type: ignore[misc]
+                stored.append(record)
+            except ConflictError:
+                continue
+            except Exception as exc:
+                self.last_error = exc
+        return stored
+
+    async def _add_all(self, records: list[dict[str, Any]]) -> None:
+        unwrap(await self.store.add_embeddings(records))
+
+    def _count(self, thread_id: str, delta: int) -> None:
+        self._kept[thread_id] = max(0, self._kept.get(thread_id, 0) + delta)
+        self._kept.move_to_end(thread_id)
+
+    async def _evict(self) -> None:
+        if self.vectors_kept is None:
+            return
+        while sum(self._kept.values()) > self.vectors_kept and len(self._kept) > 1:
+            thread_id, _count = next(iter(self._kept.items()))
+            del self._kept[thread_id]
+            await self._delete_thread_vectors(thread_id)
+            self._dropped.add(thread_id)
+
+    async def _delete_thread_vectors(self, thread_id: str) -> None:
+        unwrap(await self.store.delete_by_filter(thread_id=thread_id, metadata={INDEX_KEY: MESSAGES_INDEX}))
+
+    async def _apply(self, job: _Job) -> None:
+        if job.kind == "delete" and job.entry_id is not None:
+            unwrap(await self.store.delete_embedding(vector_id(job.entry_id)))
+            if self._kept.get(job.thread_id):
+                self._kept[job.thread_id] -= 1
+        elif job.kind == "clear":
+            await self._delete_thread_vectors(job.thread_id)
+            self._kept.pop(job.thread_id, None)
+            self._scopes.pop(job.thread_id, None)
+        elif job.kind == "reindex":
+            await self._reindex(job.thread_id)
+
+    async def _reindex(self, thread_id: str) -> None:
+        if self._memory is None:
+            return
+        found = await self._memory.get_entries(thread_id=thread_id, include_tool_calls=True)
+        if not found.success:
+            return
+        entries = found.data or []
+        have: set[str] = set()
+        for start in range(0, len(entries), 5000):
+            chunk = [e.id for e in entries[start : start + 5000]]
+            have.update((await self.vectors_of(chunk)).keys())
+        if have:
+            self._kept[thread_id] = len(have)
+        missing = [e for e in entries if e.id not in have]
+        for start in range(0, len(missing), self.batch_size):
+            await self._add(missing[start : start + self.batch_size])
+
+
+__all__ = ["MAX_EMBED_CHARS", "MESSAGES_INDEX", "MessageIndex", "entry_text", "vector_id"]

@@ -1,0 +1,134 @@
+"""What a build returns: :class:`BuiltContext`, what it left out, and the parts that failed.
+
+These are results, not stored records, so they are plain dataclasses (cheap to make on every
+turn). Entries, messages and embeddings inside them are the package's pydantic records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+from ..types import MemoryEntry, Message
+from .config import ContextPartition
+
+DropReason: TypeAlias = Literal["budget", "duplicate", "not-selected", "oversized"]
+ContextErrorSource: TypeAlias = Literal["history", "facts", "semantic", "graph", "relevance"]
+
+
+@dataclass(slots=True)
+class ContextBlock:
+    """One piece a partition may hold: its text, its tokens, and what it stands for.
+
+    ``source_id`` names where it comes from (an entry, a fact, an embedding); ``item`` is that
+    thing itself (a :class:`~cogitator_memory.MemoryEntry`, a fact, a search result); ``score``
+    ranks it where the strategy ranks (relevance), ``None`` elsewhere.
+    """
+
+    partition: ContextPartition
+    text: str
+    tokens: int
+    source_id: str | None = None
+    item: Any = None
+    score: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DroppedBlock:
+    """A block left out: its partition, why (``budget``, ``duplicate``, ``not-selected``,
+    ``oversized``), its tokens and where it came from."""
+
+    partition: ContextPartition
+    reason: DropReason
+    tokens: int
+    source_id: str | None = None
+
+
+@dataclass(slots=True)
+class DroppedContext:
+    """Everything left out of a context.
+
+    ``entries`` is the history left out, in conversation order, of what the build read (on a long
+    thread the builder reads only what the budget can hold, so older entries are not listed);
+    ``facts``, ``semantic_results`` and ``graph_nodes`` what did not fit; ``token_count`` the
+    tokens of all of it; ``blocks`` every block with its partition and reason.
+    """
+
+    entries: list[MemoryEntry] = field(default_factory=list)
+    facts: list[Any] = field(default_factory=list)
+    semantic_results: list[Any] = field(default_factory=list)
+    graph_nodes: list[Any] = field(default_factory=list)
+    token_count: int = 0
+    blocks: list[DroppedBlock] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ContextBuildError:
+    """A part of the context that failed to load and was left out (a record, not an exception).
+
+    ``source`` is ``history``, ``facts``, ``semantic``, ``graph`` or ``relevance``; ``error`` the
+    exception it failed with.
+    """
+
+    source: ContextErrorSource
+    error: BaseException
+
+    @property
+    def message(self) -> str:
+        """The error's text."""
+        return str(self.error) or type(self.error).__name__
+
+
+@dataclass(slots=True)
+class BuiltContextMetadata:
+    """Counts of a build: history entries read and sent, facts, search results, graph items."""
+
+    original_message_count: int = 0
+    included_message_count: int = 0
+    facts_included: int = 0
+    semantic_results_included: int = 0
+    graph_nodes_included: int = 0
+    graph_edges_included: int = 0
+
+
+@dataclass(slots=True)
+class BuiltContext:
+    """A built context, ready to send.
+
+    ``messages`` is ordered for the prompt cache: one system message (system prompt, pinned,
+    index), the compaction summary and the history (``cache_breakpoint`` on its last message and
+    on the last message of the turn before), then one user message holding ``memory_context``
+    (brief, facts, relevant context, recall) in a ``<memory_context>`` block. ``partitions``
+    gives the tokens per partition, the input (``final``) included; ``token_count`` the tokens of
+    the messages, the input not included. ``truncated`` says history entries were left out.
+    """
+
+    messages: list[Message]
+    memory_context: str | None = None
+    partitions: dict[ContextPartition, int] = field(default_factory=dict)
+    facts: list[Any] = field(default_factory=list)
+    semantic_results: list[Any] = field(default_factory=list)
+    recalled: dict[str, list[Any]] | None = None
+    graph_context: Any = None
+    token_count: int = 0
+    truncated: bool = False
+    dropped: DroppedContext = field(default_factory=DroppedContext)
+    errors: list[ContextBuildError] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    metadata: BuiltContextMetadata = field(default_factory=BuiltContextMetadata)
+    #: The history entries sent, in conversation order (the summary not included).
+    entries: list[MemoryEntry] = field(default_factory=list)
+    #: The strategy that chose the history (``recent`` when relevance fell back).
+    strategy: str = "recent"
+
+
+__all__ = [
+    "BuiltContext",
+    "BuiltContextMetadata",
+    "ContextBlock",
+    "ContextBuildError",
+    "ContextErrorSource",
+    "DropReason",
+    "DroppedBlock",
+    "DroppedContext",
+]

@@ -1,0 +1,182 @@
+"""How the history partition is chosen: the ``recent`` run and the ``relevant`` ranking.
+
+Both are fitters for :meth:`ContextAssembler.assemble <cogitator_memory.context.ContextAssembler.assemble>`:
+they get the history blocks in conversation order and the room of the ``recent`` partition.
+
+- :func:`fit_recent` keeps the newest entries as one unbroken run back from the newest. A tool
+  result too large for the room left stays as a short note in its place and the run goes on;
+  any other entry that does not fit ends the run. When the run is cut, it starts at a user
+  message, so a reply never appears without the message it answers (a run holding no user
+  message at all, as in a long tool loop, starts at its first message that is not a tool result).
+- :func:`fit_relevant` ranks units (an entry, or an assistant's tool calls with their results) by
+  their similarity to the input, keeps the best that fit and returns them in conversation order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from ..types import MemoryEntry
+from .assembler import Fit
+from .history import TokenCache, is_tool_result, tool_note
+from .records import ContextBlock, DropReason
+
+#: A unit scoring below this similarity is ``not-selected`` by ``relevant`` (it points away from
+#: the input); every other unit is kept while it fits.
+MIN_RELEVANCE = 0.0
+
+
+def _is_user(block: ContextBlock) -> bool:
+    entries = block.item if isinstance(block.item, list) else [block.item]
+    first = entries[0] if entries else None
+    return isinstance(first, MemoryEntry) and first.message is not None and first.message.role == "user"
+
+
+def _is_tool(block: ContextBlock) -> bool:
+    return isinstance(block.item, MemoryEntry) and is_tool_result(block.item)
+
+
+def fit_recent(blocks: Sequence[ContextBlock], room: int, *, complete: bool, counter: TokenCache) -> Fit:
+    """The unbroken run of the newest blocks that fits ``room`` (blocks in conversation order,
+    each holding one entry). ``complete`` says the blocks reach the start of the history; when
+    they do not, the run is treated as cut even if every block fits."""
+    fit = Fit()
+    kept_rev: list[ContextBlock] = []
+    left = max(0, room)
+    i = len(blocks) - 1
+    while i >= 0:
+        block = blocks[i]
+        if block.tokens <= left:
+            kept_rev.append(block)
+            left -= block.tokens
+            i -= 1
+            continue
+        entry = block.item
+        if isinstance(entry, MemoryEntry):
+            shrunk = tool_note(entry, block.tokens)
+            if shrunk is not None:
+                tokens = counter.tokens(shrunk)
+                if tokens <= left:
+                    note = ContextBlock(
+                        "recent", shrunk.message.text if shrunk.message else "", tokens, block.source_id, shrunk
+                    )
+                    kept_rev.append(note)
+                    fit.dropped.append((block, "oversized"))
+                    left -= tokens
+                    i -= 1
+                    continue
+        break
+    cut = i >= 0 or not complete
+    for block in blocks[: i + 1]:
+        fit.dropped.append((block, "oversized" if block.tokens > room else "budget"))
+    kept = kept_rev[::-1]
+    if cut and kept:
+        start = next((j for j, b in enumerate(kept) if _is_user(b)), None)
+        if start is None:
+            start = next((j for j, b in enumerate(kept) if not _is_tool(b)), len(kept))
+        for block in kept[:start]:
+            fit.dropped.append((block, "budget"))
+        kept = kept[start:]
+    fit.kept = kept
+    fit.used = sum(b.tokens for b in kept)
+    return fit
+
+
+def group_units(entries: Sequence[MemoryEntry]) -> list[list[MemoryEntry]]:
+    """Entries in conversation order, grouped so that a tool result stays with the call it answers."""
+    units: list[list[MemoryEntry]] = []
+    open_calls: set[str] = set()
+    for entry in entries:
+        message = entry.message
+        if is_tool_result(entry) and units and message is not None and message.tool_call_id in open_calls:
+            units[-1].append(entry)
+            continue
+        units.append([entry])
+        calls = (message.tool_calls if message is not None else None) or entry.tool_calls or []
+        open_calls = {c.id for c in calls}
+    return units
+
+
+def fit_relevant(blocks: Sequence[ContextBlock], room: int) -> Fit:
+    """The best-scoring blocks that fit ``room``, returned in the order given (conversation
+    order). Blocks scoring below :data:`MIN_RELEVANCE` are ``not-selected``; on equal scores the
+    newer block goes first."""
+    fit = Fit()
+    left = max(0, room)
+    order = sorted(range(len(blocks)), key=lambda i: (-(blocks[i].score or 0.0), -i))
+    chosen: list[int] = []
+    for i in order:
+        block = blocks[i]
+        reason: DropReason | None = None
+        if (block.score if block.score is not None else 0.0) < MIN_RELEVANCE:
+            reason = "not-selected"
+        elif block.tokens > left:
+            reason = "oversized" if block.tokens > room else "budget"
+        if reason is not None:
+            fit.dropped.append((block, reason))
+            continue
+        chosen.append(i)
+        left -= block.tokens
+    chosen.sort()
+    fit.kept = [blocks[i] for i in chosen]
+    fit.used = sum(b.tokens for b in fit.kept)
+    return fit
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine similarity of two vectors of the same size (0 when either is all zeros)."""
+    dot = 0.0
+    na = 0.0
+    nb = 0.0
+    for x, y in zip(a, b, strict=True):
+        dot += x * y
+        na += x * x
+        nb += y * y
+    if na == 0.0 or nb == 0.0:
+        return 0.0
+    return dot / math.sqrt(na * nb)
+
+
+def _numpy() -> Any:
+    try:
+        import numpy
+    except ImportError:  # pragma: no cover - numpy is there in the test environment
+        return None
+    return numpy
+
+
+def as_array(vector: Sequence[float]) -> Any:
+    """The vector as a unit-length float32 numpy array when numpy is installed, else a list."""
+    np = _numpy()
+    if np is None:  # pragma: no cover
+        return list(vector)
+    arr = np.asarray(vector, dtype=np.float32)
+    norm = float(np.linalg.norm(arr))
+    return arr / norm if norm > 0 else arr
+
+
+def cosines(query: Sequence[float], vectors: Sequence[Sequence[float]]) -> list[float]:
+    """Cosine of ``query`` with each vector (numpy when installed). Vectors of another size than
+    the query raise ``ValueError``."""
+    if not vectors:
+        return []
+    size = len(query)
+    for v in vectors:
+        if len(v) != size:
+            raise ValueError(f"vector size mismatch: the input has {size} dimensions, an entry {len(v)}")
+    np = _numpy()
+    if np is None:  # pragma: no cover
+        return [cosine(query, v) for v in vectors]
+    q = np.asarray(query, dtype=np.float32)
+    m = np.stack([np.asarray(v, dtype=np.float32) for v in vectors])
+    qn = float(np.linalg.norm(q))
+    if qn == 0.0:
+        return [0.0] * len(vectors)
+    norms = np.linalg.norm(m, axis=1)
+    norms[norms == 0.0] = 1.0
+    return [float(x) for x in (m @ q) / (norms * qn)]
+
+
+__all__ = ["MIN_RELEVANCE", "as_array", "cosine", "cosines", "fit_recent", "fit_relevant", "group_units"]

@@ -1,0 +1,346 @@
+"""``ScriptedServer``: a real HTTP server on 127.0.0.1 that answers from a script, for offline tests.
+
+It listens on a free loopback port in a background thread, so sync and async clients alike talk
+to it over real HTTP. Each path has a queue of answers (status, headers, a JSON or raw body, an
+optional delay, or a dropped connection); when a path's queue is empty its fallback answers, and
+without one the server answers 404 naming the path. Every request is recorded (method, path,
+query, headers, body) for the test to inspect.
+
+Fallbacks that speak the embedding APIs of OpenAI, Ollama and Google with deterministic
+vectors (:class:`~cogitator_memory.embeddings.HashingEmbedder`) come with it, so code that embeds
+can be tested without a network::
+
+    with ScriptedServer() as server:
+        server.fallback("/v1/embeddings", openai_embeddings_handler(dimensions=8))
+        server.enqueue("/v1/embeddings", status=429, headers={"Retry-After": "0"})
+        service = OpenAIEmbeddingService(base_url=server.url + "/v1", model="m", dimensions=8)
+        ...
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json as jsonlib
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..errors import InvalidArgumentError
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request the server received."""
+
+    method: str
+    path: str
+    query: str
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        """The body parsed as JSON."""
+        return jsonlib.loads(self.body)
+
+    def header(self, name: str) -> str | None:
+        """A header's value by case-insensitive name, or ``None``."""
+        return self.headers.get(name.lower())
+
+
+@dataclass(frozen=True)
+class ScriptedResponse:
+    """One scripted answer.
+
+    ``json`` is sent as ``application/json``; ``body`` (bytes or text) is sent as is, for
+    malformed answers. ``delay`` seconds pass before the answer (a client timeout test);
+    ``drop`` closes the connection without answering (a connection error).
+    """
+
+    status: int = 200
+    json: Any = None
+    body: bytes | str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    drop: bool = False
+
+
+Handler = Callable[[RecordedRequest], ScriptedResponse]
+"""A function that makes the answer to a request (a path's fallback, or a queued item)."""
+
+
+class ScriptedServer:
+    """A threaded HTTP/1.1 server on ``127.0.0.1`` and a free port, answering from scripts.
+
+    Use it as a context manager (sync or async) or call :meth:`start` and :meth:`close`.
+    ``url`` is ``http://127.0.0.1:PORT``; ``requests`` lists what it received, in order.
+    """
+
+    def __init__(self) -> None:
+        self._queues: dict[str, deque[ScriptedResponse | Handler]] = {}
+        self._fallbacks: dict[str, Handler] = {}
+        self._requests: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- scripting -----------------------------------------------------------------------
+
+    def enqueue(
+        self,
+        path: str,
+        response: ScriptedResponse | Handler | None = None,
+        *,
+        status: int = 200,
+        json: Any = None,
+        body: bytes | str | None = None,
+        headers: dict[str, str] | None = None,
+        delay: float = 0.0,
+        drop: bool = False,
+    ) -> None:
+        """Queue one answer for ``path``: a ``ScriptedResponse``, a handler, or the fields of one."""
+        if not path.startswith("/"):
+            raise InvalidArgumentError("path", f"must start with '/', got {path!r}")
+        item = response or ScriptedResponse(status, json, body, dict(headers or {}), delay, drop)
+        with self._lock:
+            self._queues.setdefault(path, deque()).append(item)
+
+    def fallback(self, path: str, handler: Handler) -> None:
+        """Answer ``path`` with ``handler`` whenever its queue is empty."""
+        if not path.startswith("/"):
+            raise InvalidArgumentError("path", f"must start with '/', got {path!r}")
+        with self._lock:
+            self._fallbacks[path] = handler
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """A copy of the requests received so far."""
+        with self._lock:
+            return list(self._requests)
+
+    def requests_to(self, path: str) -> list[RecordedRequest]:
+        """The requests received for ``path``."""
+        return [r for r in self.requests if r.path == path]
+
+    def pending(self, path: str) -> int:
+        """How many queued answers for ``path`` are still unused."""
+        with self._lock:
+            return len(self._queues.get(path, ()))
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT`` (the server must be started)."""
+        if self._httpd is None:
+            raise RuntimeError("ScriptedServer is not started")
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    def start(self) -> ScriptedServer:
+        """Bind a free port on 127.0.0.1 and serve in a daemon thread."""
+        if self._httpd is not None:
+            return self
+        server = self
+
+        class _Handler(_RequestHandler):
+            owner = server
+
+        httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        httpd.daemon_threads = True
+        httpd.block_on_close = False
+        self._httpd = httpd
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="scripted-server", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        """Stop serving and release the port; answers still waiting on a delay are abandoned."""
+        httpd, self._httpd = self._httpd, None
+        if httpd is None:
+            return
+        self._closing.set()
+        httpd.shutdown()
+        httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> ScriptedServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> ScriptedServer:
+        return self.start()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- serving -------------------------------------------------------------------------
+
+    def _answer(self, request: RecordedRequest) -> ScriptedResponse:
+        with self._lock:
+            self._requests.append(request)
+            queue = self._queues.get(request.path)
+            item: ScriptedResponse | Handler | None = queue.popleft() if queue else None
+            if item is None:
+                item = self._fallbacks.get(request.path)
+        if item is None:
+            return ScriptedResponse(
+                404, {"error": {"message": f"no scripted answer for {request.method} {request.path}"}}
+            )
+        if isinstance(item, ScriptedResponse):
+            return item
+        try:
+            return item(request)
+        except Exception as exc:
+            return ScriptedResponse(500, {"error": {"message": f"handler failed: {type(exc).__name__}: {exc}"}})
+
+
+class _RequestHandler(BaseHTTPRequestHandler):
+    owner: ScriptedServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+    def _handle(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        body = self.rfile.read(length) if length else b""
+        parts = urlsplit(self.path)
+        request = RecordedRequest(
+            method=self.command,
+            path=parts.path,
+            query=parts.query,
+            headers={k.lower(): v for k, v in self.headers.items()},
+            body=body,
+        )
+        answer = self.owner._answer(request)
+        if answer.delay and self.owner._closing.wait(answer.delay):
+            self.close_connection = True
+            return
+        if answer.drop:
+            self.close_connection = True
+            return
+        if answer.body is not None:
+            payload = answer.body.encode() if isinstance(answer.body, str) else answer.body
+            content_type = "text/plain; charset=utf-8"
+        elif answer.json is not None:
+            payload = jsonlib.dumps(answer.json).encode()
+            content_type = "application/json"
+        else:
+            payload = b""
+            content_type = "application/json"
+        try:
+            self.send_response(answer.status)
+            names = {k.lower() for k in answer.headers}
+            if "content-type" not in names:
+                self.send_header("Content-Type", content_type)
+            for key, value in answer.headers.items():
+                self.send_header(key, value)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _handle
+
+    def handle(self) -> None:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError, TimeoutError):
+            super().handle()
+
+
+def _texts_of(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise ValueError("input must be a string or a list of strings")
+
+
+def _bad_request(message: str) -> ScriptedResponse:
+    return ScriptedResponse(400, {"error": {"message": message}})
+
+
+def openai_embeddings_handler(dimensions: int = 8) -> Handler:
+    """A fallback that answers OpenAI ``/v1/embeddings`` requests with hashing vectors.
+
+    Honours the ``dimensions`` field of the request when present; answers 400 for an empty input.
+    """
+    from ..embeddings.hashing import HashingEmbedder
+
+    def handle(request: RecordedRequest) -> ScriptedResponse:
+        payload = request.json()
+        try:
+            texts = _texts_of(payload.get("input"))
+        except ValueError as exc:
+            return _bad_request(str(exc))
+        if any(not t for t in texts):
+            return _bad_request("'$.input' is invalid: empty strings are not allowed")
+        embedder = HashingEmbedder(int(payload.get("dimensions") or dimensions))
+        data = [{"object": "embedding", "index": i, "embedding": embedder.vector(t)} for i, t in enumerate(texts)]
+        usage = {
+            "prompt_tokens": sum(len(t.split()) for t in texts),
+            "total_tokens": sum(len(t.split()) for t in texts),
+        }
+        return ScriptedResponse(200, {"object": "list", "data": data, "model": payload.get("model"), "usage": usage})
+
+    return handle
+
+
+def ollama_embed_handler(dimensions: int = 8) -> Handler:
+    """A fallback that answers Ollama ``/api/embed`` requests with hashing vectors."""
+    from ..embeddings.hashing import HashingEmbedder
+
+    embedder = HashingEmbedder(dimensions)
+
+    def handle(request: RecordedRequest) -> ScriptedResponse:
+        payload = request.json()
+        try:
+            texts = _texts_of(payload.get("input"))
+        except ValueError as exc:
+            return _bad_request(str(exc))
+        return ScriptedResponse(
+            200, {"model": payload.get("model"), "embeddings": [embedder.vector(t or " ") for t in texts]}
+        )
+
+    return handle
+
+
+def google_batch_embed_handler(dimensions: int = 8, api_key: str | None = None) -> Handler:
+    """A fallback that answers Gemini ``models/{model}:batchEmbedContents`` with hashing vectors.
+
+    With ``api_key`` set, a request whose ``x-goog-api-key`` differs gets 400 as Google answers.
+    """
+    from ..embeddings.hashing import HashingEmbedder
+
+    def handle(request: RecordedRequest) -> ScriptedResponse:
+        if api_key is not None and request.header("x-goog-api-key") != api_key:
+            return _bad_request("API key not valid. Please pass a valid API key.")
+        payload = request.json()
+        out = []
+        for item in payload.get("requests", []):
+            text = "".join(part.get("text", "") for part in item["content"]["parts"])
+            size = int(item.get("outputDimensionality") or dimensions)
+            out.append({"values": HashingEmbedder(size).vector(text or " ")})
+        return ScriptedResponse(200, {"embeddings": out})
+
+    return handle
+
+
+__all__ = [
+    "Handler",
+    "RecordedRequest",
+    "ScriptedResponse",
+    "ScriptedServer",
+    "google_batch_embed_handler",
+    "ollama_embed_handler",
+    "openai_embeddings_handler",
+]
