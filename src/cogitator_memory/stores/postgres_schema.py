@@ -1,0 +1,334 @@
+"""The PostgreSQL schema as named migrations, tracked in ``<schema>.cogitator_schema_migrations``.
+
+Migration ``n`` moves a schema from version ``n - 1`` to ``n``. :func:`migrate` first reads the
+version without taking any lock or changing anything; only when it is behind does it take a
+transaction-scoped advisory lock on the schema (``pg_advisory_xact_lock``), read the version
+again (another process may have upgraded it meanwhile) and apply what is still pending, each
+migration recorded with its name in the same transaction. So a ``connect()`` changes tables
+only after an upgrade, and two processes connecting at once to a new database do not race:
+one migrates, the other waits on the lock and then finds nothing to do.
+
+Versions:
+
+1. ``m001_initial``: threads and entries, entries ordered by ``seq`` (no tree yet).
+2. ``m002_trees``: ``entries.parent_id``, ``threads.active_leaf_id`` and ``threads.next_seq``;
+   the entries written before trees are chained in the order they were added and each thread's
+   active leaf becomes its newest entry.
+
+The SQL here (the migrations, and :class:`ThreadSql`, the statements of the thread store) is
+plain text built from a quoted schema name; nothing in this module but :func:`migrate`,
+:func:`schema_version` and :func:`applied_migrations` does I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidArgumentError, StoreUnavailableError
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+
+MIGRATIONS_TABLE = "cogitator_schema_migrations"
+#: First key of the advisory lock a migration holds (the second is a hash of the schema name).
+ADVISORY_LOCK_CLASS = 0x636F67  # "cog"
+
+_SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]{0,62}$")
+
+
+def check_schema_name(name: object) -> str:
+    """A schema name: a letter or ``_``, then letters, digits, ``_`` or ``$``; at most 63 characters."""
+    if not isinstance(name, str) or not _SCHEMA_NAME.match(name):
+        raise InvalidArgumentError(
+            "schema", f"must be a PostgreSQL identifier (letters, digits, _ and $, at most 63), got {name!r}"
+        )
+    return name
+
+
+def quote_ident(name: str) -> str:
+    """``name`` as a quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One step of the schema: its version, its name, and the statements it runs (``{s}`` is the schema)."""
+
+    version: int
+    name: str
+    statements: tuple[str, ...]
+
+    def sql(self, schema: str) -> list[str]:
+        """The statements with the quoted schema filled in."""
+        quoted = quote_ident(schema)
+        return [statement.replace("{s}", quoted) for statement in self.statements]
+
+
+M001_INITIAL = Migration(
+    1,
+    "m001_initial",
+    (
+        """CREATE TABLE {s}.threads (
+            id text PRIMARY KEY,
+            agent_id text NOT NULL,
+            metadata jsonb NOT NULL DEFAULT '{}'::jsonb,
+            created_at timestamptz NOT NULL,
+            updated_at timestamptz NOT NULL
+        )""",
+        "CREATE INDEX threads_by_update ON {s}.threads (updated_at DESC, id DESC)",
+        "CREATE INDEX threads_by_agent ON {s}.threads (agent_id, updated_at DESC, id DESC)",
+        """CREATE TABLE {s}.entries (
+            id text PRIMARY KEY,
+            thread_id text NOT NULL,
+            seq bigint NOT NULL,
+            type text NOT NULL,
+            content jsonb NOT NULL,
+            created_at timestamptz NOT NULL
+        )""",
+        "CREATE UNIQUE INDEX entries_by_thread ON {s}.entries (thread_id, seq)",
+    ),
+)
+
+M002_TREES = Migration(
+    2,
+    "m002_trees",
+    (
+        "ALTER TABLE {s}.entries ADD COLUMN parent_id text",
+        "ALTER TABLE {s}.threads ADD COLUMN active_leaf_id text, ADD COLUMN next_seq bigint NOT NULL DEFAULT 1",
+        # Entries written before trees: chained in the order they were added.
+        """UPDATE {s}.entries AS e SET parent_id = chained.prev_id
+           FROM (SELECT id, lag(id) OVER (PARTITION BY thread_id ORDER BY seq) AS prev_id FROM {s}.entries) AS chained
+           WHERE e.id = chained.id AND chained.prev_id IS NOT NULL""",
+        """UPDATE {s}.threads AS t SET active_leaf_id = newest.id, next_seq = newest.seq + 1
+           FROM (SELECT DISTINCT ON (thread_id) thread_id, id, seq FROM {s}.entries
+                 ORDER BY thread_id, seq DESC) AS newest
+           WHERE t.id = newest.thread_id""",
+        "CREATE INDEX entries_by_parent ON {s}.entries (parent_id) WHERE parent_id IS NOT NULL",
+    ),
+)
+
+MIGRATIONS: tuple[Migration, ...] = (M001_INITIAL, M002_TREES)
+SCHEMA_VERSION = MIGRATIONS[-1].version
+
+
+def _table_sql(schema: str) -> str:
+    return (
+        f"CREATE TABLE IF NOT EXISTS {quote_ident(schema)}.{MIGRATIONS_TABLE} ("
+        " version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+    )
+
+
+async def schema_version(conn: AsyncConnection[Any], schema: str) -> int:
+    """The schema's version: 0 when it has no migrations table (or does not exist)."""
+    cur = await conn.execute("SELECT to_regclass(%s)", (f"{quote_ident(schema)}.{MIGRATIONS_TABLE}",))
+    row = await cur.fetchone()
+    if row is None or row[0] is None:
+        return 0
+    cur = await conn.execute(f"SELECT coalesce(max(version), 0) FROM {quote_ident(schema)}.{MIGRATIONS_TABLE}")
+    found = await cur.fetchone()
+    return int(found[0]) if found is not None else 0
+
+
+async def migrate(
+    conn: AsyncConnection[Any], schema: str, migrations: Sequence[Migration] = MIGRATIONS
+) -> tuple[int, int]:
+    """Bring ``schema`` to the newest version of ``migrations``; returns (version before, after).
+
+    ``conn`` must be in autocommit mode. Nothing is written when the schema is up to date; a
+    schema newer than this package knows is refused, since an older process would misread it.
+    """
+    newest = migrations[-1].version if migrations else 0
+    start = await schema_version(conn, schema)
+    if start > newest:
+        raise StoreUnavailableError(
+            f"postgres schema {schema!r} is at version {start}, newer than this cogitator-memory knows "
+            f"({newest}): upgrade the package"
+        )
+    if start == newest:
+        return start, start
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (ADVISORY_LOCK_CLASS, schema))
+        await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {quote_ident(schema)}")
+        await conn.execute(_table_sql(schema))
+        current = await schema_version(conn, schema)
+        if current > newest:
+            raise StoreUnavailableError(f"postgres schema {schema!r} was moved to version {current} meanwhile")
+        for migration in migrations:
+            if migration.version <= current:
+                continue
+            for statement in migration.sql(schema):
+                await conn.execute(statement)
+            await conn.execute(
+                f"INSERT INTO {quote_ident(schema)}.{MIGRATIONS_TABLE} (version, name) VALUES (%s, %s)",
+                (migration.version, migration.name),
+            )
+    return start, newest
+
+
+#: Columns every thread read selects, in the order ``thread_from_row`` expects.
+THREAD_COLUMNS = "id, agent_id, metadata, created_at, updated_at, active_leaf_id"
+#: Columns every entry read selects, in the order ``entry_from_row`` expects.
+ENTRY_COLUMNS = "id, thread_id, parent_id, seq, created_at, content"
+
+
+class ThreadSql:
+    """The thread-store statements of one schema, built once (plain strings, so psycopg prepares them)."""
+
+    def __init__(self, schema: str) -> None:
+        s = quote_ident(schema)
+        self.threads = f"{s}.threads"
+        self.entries = f"{s}.entries"
+        self.upsert_thread = (
+            f"INSERT INTO {s}.threads AS t (id, agent_id, metadata, created_at, updated_at)"
+            " VALUES (%s, %s, %s::jsonb, %s, %s)"
+            " ON CONFLICT (id) DO UPDATE SET metadata = t.metadata || EXCLUDED.metadata, updated_at = EXCLUDED.updated_at"
+            f" RETURNING {THREAD_COLUMNS}"
+        )
+        self.get_thread = f"SELECT {THREAD_COLUMNS} FROM {s}.threads WHERE id = %s"
+        self.lock_thread = f"SELECT {THREAD_COLUMNS} FROM {s}.threads WHERE id = %s FOR UPDATE"
+        self.update_thread = (
+            f"UPDATE {s}.threads SET metadata = CASE WHEN %s THEN %s::jsonb ELSE metadata || %s::jsonb END,"
+            f" updated_at = %s WHERE id = %s RETURNING {THREAD_COLUMNS}"
+        )
+        self.add_entry = f"""
+            WITH t AS (
+                SELECT active_leaf_id, next_seq FROM {s}.threads WHERE id = %(tid)s FOR UPDATE
+            ), p AS (
+                SELECT coalesce(%(parent)s::text, t.active_leaf_id) AS parent_id, t.next_seq AS seq,
+                       (SELECT e.thread_id FROM {s}.entries e WHERE e.id = %(parent)s::text) AS parent_owner
+                FROM t
+            ), ins AS (
+                INSERT INTO {s}.entries (id, thread_id, parent_id, seq, type, content, created_at)
+                SELECT %(id)s, %(tid)s, p.parent_id, p.seq, %(type)s, %(content)s::jsonb, %(now)s FROM p
+                WHERE %(parent)s::text IS NULL OR p.parent_owner = %(tid)s
+                RETURNING seq
+            ), upd AS (
+                UPDATE {s}.threads AS th SET next_seq = ins.seq + 1,
+                    active_leaf_id = CASE WHEN %(activate)s THEN %(id)s ELSE th.active_leaf_id END
+                FROM ins WHERE th.id = %(tid)s
+                RETURNING 1
+            )
+            SELECT p.parent_id, p.seq, p.parent_owner, (SELECT count(*) FROM upd) FROM p"""
+        self.get_entry = f"SELECT {ENTRY_COLUMNS} FROM {s}.entries WHERE id = %s"
+        self.entry_owner = f"SELECT thread_id FROM {s}.entries WHERE id = %s"
+        self.thread_exists = f"SELECT active_leaf_id FROM {s}.threads WHERE id = %s"
+        self.lock_entry_thread = (
+            f"SELECT t.id FROM {s}.threads t JOIN {s}.entries e ON e.thread_id = t.id WHERE e.id = %s FOR UPDATE OF t"
+        )
+        self.delete_entry = f"DELETE FROM {s}.entries WHERE id = %s RETURNING {ENTRY_COLUMNS}"
+        self.reparent = f"UPDATE {s}.entries SET parent_id = %s WHERE thread_id = %s AND parent_id = %s"
+        self.move_leaf = f"UPDATE {s}.threads SET active_leaf_id = %s WHERE id = %s AND active_leaf_id = %s"
+        self.delete_entries = f"DELETE FROM {s}.entries WHERE thread_id = %s"
+        self.delete_thread = f"DELETE FROM {s}.threads WHERE id = %s"
+        self.clear_leaf = f"UPDATE {s}.threads SET active_leaf_id = NULL WHERE id = %s"
+        self.set_leaf = f"UPDATE {s}.threads SET active_leaf_id = %s WHERE id = %s RETURNING {THREAD_COLUMNS}"
+        self.is_ancestor = (
+            f"WITH RECURSIVE up(id, parent_id) AS ("
+            f" SELECT id, parent_id FROM {s}.entries WHERE id = %s AND thread_id = %s"
+            f" UNION ALL SELECT e.id, e.parent_id FROM {s}.entries e JOIN up ON e.id = up.parent_id"
+            f") SELECT 1 FROM up WHERE id = %s LIMIT 1"
+        )
+        self.replace_entry = f"UPDATE {s}.entries SET content = %s::jsonb WHERE id = %s"
+        self.insert_fork = (
+            f"INSERT INTO {s}.threads (id, agent_id, metadata, created_at, updated_at, active_leaf_id, next_seq)"
+            f" VALUES (%s, %s, %s::jsonb, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING RETURNING {THREAD_COLUMNS}"
+        )
+        self.insert_entry = (
+            f"INSERT INTO {s}.entries (id, thread_id, parent_id, seq, type, content, created_at)"
+            " VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s)"
+        )
+        self.set_metadata = f"UPDATE {s}.threads SET metadata = %s::jsonb, updated_at = %s WHERE id = %s"
+        self._cache: dict[tuple[Any, ...], str] = {}
+
+    def path(self, *, by_leaf: bool, typed: bool, before: bool, limited: bool) -> str:
+        """The recursive read of one branch, leaf first, with the filters asked for."""
+        key = ("path", by_leaf, typed, before, limited)
+        found = self._cache.get(key)
+        if found is not None:
+            return found
+        if by_leaf:
+            anchor = f"SELECT {ENTRY_COLUMNS}, type FROM {self.entries} WHERE id = %(leaf)s AND thread_id = %(tid)s"
+        else:
+            anchor = (
+                f"SELECT {ENTRY_COLUMNS}, type FROM {self.entries}"
+                f" WHERE id = (SELECT active_leaf_id FROM {self.threads} WHERE id = %(tid)s) AND thread_id = %(tid)s"
+            )
+        cols = ", ".join(f"e.{c.strip()}" for c in ENTRY_COLUMNS.split(","))
+        sql = (
+            f"WITH RECURSIVE path AS ({anchor}"
+            f" UNION ALL SELECT {cols}, e.type FROM {self.entries} e"
+            f" JOIN path p ON e.id = p.parent_id AND e.thread_id = p.thread_id"
+            f") SELECT {ENTRY_COLUMNS} FROM path WHERE true"
+        )
+        if typed:
+            sql += " AND type = ANY(%(types)s::text[])"
+        if before:
+            sql += " AND created_at < %(before)s"
+        if limited:
+            sql += " LIMIT %(limit)s"
+        self._cache[key] = sql
+        return sql
+
+    def entries_of(self, *, typed: bool, after: bool, before: bool, limited: bool) -> str:
+        """The read of a thread's entries (every branch), newest first when limited."""
+        key = ("entries", typed, after, before, limited)
+        found = self._cache.get(key)
+        if found is not None:
+            return found
+        sql = f"SELECT {ENTRY_COLUMNS} FROM {self.entries} WHERE thread_id = %(tid)s"
+        if typed:
+            sql += " AND type = ANY(%(types)s::text[])"
+        if after:
+            sql += " AND created_at > %(after)s"
+        if before:
+            sql += " AND created_at < %(before)s"
+        sql += " ORDER BY seq DESC LIMIT %(limit)s" if limited else " ORDER BY seq"
+        self._cache[key] = sql
+        return sql
+
+    def scan_threads(self, *, agent: bool, after_t: bool, before_t: bool, cursor: bool) -> str:
+        """A page of threads in (updated_at desc, id desc) order."""
+        key = ("scan", agent, after_t, before_t, cursor)
+        found = self._cache.get(key)
+        if found is not None:
+            return found
+        sql = f"SELECT {THREAD_COLUMNS} FROM {self.threads} WHERE true"
+        if agent:
+            sql += " AND agent_id = %(agent)s"
+        if after_t:
+            sql += " AND updated_at > %(updated_after)s"
+        if before_t:
+            sql += " AND updated_at < %(updated_before)s"
+        if cursor:
+            sql += " AND (updated_at, id) < (%(cursor_t)s, %(cursor_id)s)"
+        sql += " ORDER BY updated_at DESC, id DESC LIMIT %(limit)s"
+        self._cache[key] = sql
+        return sql
+
+
+async def applied_migrations(conn: AsyncConnection[Any], schema: str) -> list[tuple[int, str]]:
+    """The (version, name) of every migration the schema went through, oldest first."""
+    if await schema_version(conn, schema) == 0:
+        return []
+    cur = await conn.execute(f"SELECT version, name FROM {quote_ident(schema)}.{MIGRATIONS_TABLE} ORDER BY version")
+    return [(int(v), str(n)) for v, n in await cur.fetchall()]
+
+
+__all__ = [
+    "ADVISORY_LOCK_CLASS",
+    "ENTRY_COLUMNS",
+    "MIGRATIONS",
+    "MIGRATIONS_TABLE",
+    "SCHEMA_VERSION",
+    "THREAD_COLUMNS",
+    "Migration",
+    "ThreadSql",
+    "applied_migrations",
+    "check_schema_name",
+    "migrate",
+    "quote_ident",
+    "schema_version",
+]

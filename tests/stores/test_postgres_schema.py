@@ -1,0 +1,242 @@
+"""The Postgres schema versions: each named migration from the version before, no DDL when up to
+date, concurrent first connects that do not race, and a newer schema refused."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import subprocess
+import sys
+import textwrap
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
+
+import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
+
+from cogitator_memory import unwrap
+from cogitator_memory.stores.postgres import PostgresAdapter
+from cogitator_memory.stores.postgres_schema import (
+    ADVISORY_LOCK_CLASS,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    applied_migrations,
+    check_schema_name,
+    migrate,
+    quote_ident,
+    schema_version,
+)
+from cogitator_memory.testing import service_url
+
+
+def new_schema() -> str:
+    """A schema name no other test uses."""
+    return f"cogmem_t_{secrets.token_hex(6)}"
+
+
+async def drop_schema(url: str, schema: str) -> None:
+    """Drop a test's schema and everything in it."""
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture(scope="module")
+def pg_url() -> Iterator[str]:
+    """A database of this module's own on the test server, dropped at the end."""
+    admin = service_url("COGMEM_TEST_POSTGRES_URL")
+    name = f"cogmem_pgtest_{secrets.token_hex(4)}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield make_conninfo(admin, dbname=name)
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+async def schema(pg_url: str) -> AsyncIterator[str]:
+    name = new_schema()
+    yield name
+    await drop_schema(pg_url, name)
+
+
+async def connect(url: str) -> psycopg.AsyncConnection:
+    return await psycopg.AsyncConnection.connect(url, autocommit=True)
+
+
+def test_migrations_are_named_and_numbered() -> None:
+    assert [m.version for m in MIGRATIONS] == list(range(1, len(MIGRATIONS) + 1))
+    assert [m.name for m in MIGRATIONS] == ["m001_initial", "m002_trees"]
+    assert SCHEMA_VERSION == 2
+    assert quote_ident('a"b') == '"a""b"'
+    assert MIGRATIONS[0].sql("x")[0].startswith('CREATE TABLE "x".threads')
+    with pytest.raises(ValueError, match="schema"):
+        check_schema_name("1abc")
+
+
+async def test_m001_initial_from_an_empty_database(pg_url: str, schema: str) -> None:
+    async with await connect(pg_url) as conn:
+        assert await schema_version(conn, schema) == 0
+        assert await migrate(conn, schema, MIGRATIONS[:1]) == (0, 1)
+        assert await applied_migrations(conn, schema) == [(1, "m001_initial")]
+        cur = await conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s ORDER BY 1", (schema,)
+        )
+        assert [r[0] for r in await cur.fetchall()] == ["cogitator_schema_migrations", "entries", "threads"]
+
+
+async def test_m002_trees_chains_entries_written_before_trees(pg_url: str, schema: str) -> None:
+    s = quote_ident(schema)
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    async with await connect(pg_url) as conn:
+        await migrate(conn, schema, MIGRATIONS[:1])
+        for tid in ("thread_a", "thread_b", "thread_empty"):
+            await conn.execute(
+                f"INSERT INTO {s}.threads (id, agent_id, metadata, created_at, updated_at)"
+                " VALUES (%s, 'agent', '{}', %s, %s)",
+                (tid, t0, t0),
+            )
+        # same created_at on purpose: the order is seq, not time
+        for tid, n in (("thread_a", 3), ("thread_b", 2)):
+            for seq in range(1, n + 1):
+                await conn.execute(
+                    f"INSERT INTO {s}.entries (id, thread_id, seq, type, content, created_at)"
+                    " VALUES (%s, %s, %s, 'message', %s::jsonb, %s)",
+                    (
+                        f"{tid}_e{seq}",
+                        tid,
+                        seq,
+                        f'{{"type":"message","token_count":1,"message":{{"role":"user","content":"{tid} {seq}"}}}}',
+                        t0 + timedelta(seconds=10 - seq),
+                    ),
+                )
+    async with PostgresAdapter(url=pg_url, schema=schema) as memory:
+        async with await connect(pg_url) as conn:
+            assert await applied_migrations(conn, schema) == [(1, "m001_initial"), (2, "m002_trees")]
+        a = unwrap(await memory.get_thread("thread_a"))
+        assert a is not None and a.active_leaf_id == "thread_a_e3"
+        path = unwrap(await memory.get_path(thread_id="thread_a"))
+        assert [e.id for e in path] == ["thread_a_e1", "thread_a_e2", "thread_a_e3"]
+        assert [e.parent_id for e in path] == [None, "thread_a_e1", "thread_a_e2"]
+        b_path = unwrap(await memory.get_path(thread_id="thread_b"))
+        assert [e.id for e in b_path] == ["thread_b_e1", "thread_b_e2"]
+        empty = unwrap(await memory.get_thread("thread_empty"))
+        assert empty is not None and empty.active_leaf_id is None
+        # the next entry continues the chain with the next seq
+        added = unwrap(await memory.add_entry({"thread_id": "thread_a", "message": {"role": "user", "content": "4"}}))
+        assert (added.seq, added.parent_id) == (4, "thread_a_e3")
+        first = unwrap(
+            await memory.add_entry({"thread_id": "thread_empty", "message": {"role": "user", "content": "1"}})
+        )
+        assert (first.seq, first.parent_id) == (1, None)
+
+
+async def test_connect_when_up_to_date_changes_nothing(pg_url: str, schema: str) -> None:
+    async with PostgresAdapter(url=pg_url, schema=schema):
+        pass
+    async with await connect(pg_url) as conn:
+        cur = await conn.execute(
+            f"SELECT version, name, applied_at FROM {quote_ident(schema)}.cogitator_schema_migrations"
+        )
+        before = await cur.fetchall()
+    # hold the migration lock: a connect that wanted to migrate would wait on it and time out
+    async with await connect(pg_url) as holder, holder.transaction():
+        await holder.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (ADVISORY_LOCK_CLASS, schema))
+        memory = PostgresAdapter(url=pg_url, schema=schema, command_timeout=2)
+        result = await memory.connect()
+        assert result.success, result.error
+        await memory.disconnect()
+    async with await connect(pg_url) as conn:
+        cur = await conn.execute(
+            f"SELECT version, name, applied_at FROM {quote_ident(schema)}.cogitator_schema_migrations"
+        )
+        assert await cur.fetchall() == before
+
+
+async def test_a_pending_upgrade_waits_for_the_lock(pg_url: str, schema: str) -> None:
+    async with await connect(pg_url) as conn:
+        await migrate(conn, schema, MIGRATIONS[:1])
+    async with await connect(pg_url) as holder:
+        async with holder.transaction():
+            await holder.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (ADVISORY_LOCK_CLASS, schema))
+            memory = PostgresAdapter(url=pg_url, schema=schema)
+            pending = asyncio.ensure_future(memory.connect())
+            await asyncio.sleep(0.5)
+            assert not pending.done(), "the upgrade must wait for the lock another process holds"
+        result = await asyncio.wait_for(pending, 10)
+        assert result.success, result.error
+        await memory.disconnect()
+    async with await connect(pg_url) as conn:
+        assert await schema_version(conn, schema) == SCHEMA_VERSION
+
+
+async def test_concurrent_first_connects_in_one_process(pg_url: str, schema: str) -> None:
+    stores = [PostgresAdapter(url=pg_url, schema=schema, pool_size=2) for _ in range(8)]
+    results = await asyncio.gather(*(s.connect() for s in stores))
+    assert all(r.success for r in results), [r.error for r in results if not r.success]
+    threads = await asyncio.gather(*(s.create_thread(f"agent-{i}") for i, s in enumerate(stores)))
+    assert all(t.success for t in threads)
+    for s in stores:
+        await s.disconnect()
+    async with await connect(pg_url) as conn:
+        assert await applied_migrations(conn, schema) == [(1, "m001_initial"), (2, "m002_trees")]
+
+
+def test_two_processes_connecting_to_a_new_database_do_not_race() -> None:
+    """Four processes connect at once to a database that has nothing yet (no pgvector, no
+    tables): each succeeds, the migrations run once, the extension and tables are made once."""
+    admin = service_url("COGMEM_TEST_POSTGRES_URL")
+    database = f"cogmem_pgtest_{secrets.token_hex(4)}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{database}"')
+    url = make_conninfo(admin, dbname=database)
+    script = textwrap.dedent(
+        """
+        import asyncio, sys
+        from cogitator_memory import unwrap
+        from cogitator_memory.stores.postgres import PostgresAdapter
+
+        async def main():
+            async with PostgresAdapter(url=sys.argv[1], schema="app", pool_size=1, dimensions=8) as memory:
+                thread = unwrap(await memory.create_thread("agent"))
+                unwrap(await memory.add_entry({"thread_id": thread.id, "message": {"role": "user", "content": "hi"}}))
+                assert memory.vector_status()["available"], memory.vector_status()
+            print("ok")
+
+        asyncio.run(main())
+        """
+    )
+    try:
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", script, url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+            for _ in range(4)
+        ]
+        outputs = [p.communicate(timeout=60) for p in procs]
+        assert [p.returncode for p in procs] == [0, 0, 0, 0], [err for _, err in outputs]
+        assert all(out.strip() == "ok" for out, _ in outputs)
+        with psycopg.connect(url) as conn:
+            rows = conn.execute("SELECT version, name FROM app.cogitator_schema_migrations ORDER BY version").fetchall()
+            assert rows == [(1, "m001_initial"), (2, "m002_trees")]
+            assert conn.execute("SELECT count(*) FROM app.entries").fetchone() == (4,)
+            assert conn.execute("SELECT count(*) FROM pg_extension WHERE extname = 'vector'").fetchone() == (1,)
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+
+
+async def test_a_newer_schema_is_refused(pg_url: str, schema: str) -> None:
+    async with PostgresAdapter(url=pg_url, schema=schema):
+        pass
+    async with await connect(pg_url) as conn:
+        await conn.execute(
+            f"INSERT INTO {quote_ident(schema)}.cogitator_schema_migrations (version, name) VALUES (99, 'm099_future')"
+        )
+    memory = PostgresAdapter(url=pg_url, schema=schema)
+    result = await memory.connect()
+    assert not result.success
+    assert "version 99" in (result.error or "") and "upgrade" in (result.error or "")
+    assert not memory.connected
