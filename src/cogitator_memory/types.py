@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from .clock import to_utc
 
@@ -257,15 +257,14 @@ class EntryContent(Record):
     tool_calls: list[ToolCall] | None = None
     tool_results: list[ToolResult] | None = None
 
-    @model_validator(mode="before")
+    @field_validator("event", mode="before")
     @classmethod
-    def _event_by_type(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("event") is not None:
-            entry_type = data.get("type", "message")
-            if isinstance(entry_type, str) and entry_type in EVENT_PAYLOADS:
-                data = dict(data)
-                data["event"] = _coerce_event(entry_type, data["event"])
-        return data
+    def _event_by_type(cls, event: Any, info: ValidationInfo) -> Any:
+        # `type` is declared before `event`, so it has been validated already.
+        entry_type = info.data.get("type", "message")
+        if event is not None and entry_type in EVENT_PAYLOADS:
+            return _coerce_event(entry_type, event)
+        return event
 
     @model_validator(mode="after")
     def _check_shape(self) -> EntryContent:
