@@ -14,6 +14,7 @@ embedding whose ``metadata["agent_id"]`` names another agent is left out, and on
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -146,6 +147,11 @@ def check_vector(name: str, value: object, dimensions: int | None) -> list[float
         raise InvalidArgumentError(name, "must not be empty")
     if len(value) > MAX_DIMENSIONS:
         raise InvalidArgumentError(name, f"has {len(value)} dimensions, more than the {MAX_DIMENSIONS} allowed")
+    np = sys.modules.get("numpy")  # loaded by every vector store on connect; never imported here
+    if np is not None and all(type(x) is float for x in value):  # the common case, checked by numpy
+        fast = _numpy_vector(name, np.asarray(value, dtype=np.float64), dimensions)
+        if fast is not None:
+            return fast
     out: list[float] = []
     nonzero = False
     for i, x in enumerate(value):
