@@ -25,7 +25,7 @@ class _Node:
     id: str
     parent_id: str | None
     type: str
-    created_us: int
+    created_at: datetime
     blob: bytes
 
     def entry(self) -> MemoryEntry:
@@ -154,7 +154,7 @@ class InMemoryAdapter(BaseMemoryAdapter):
         created = build_entry(entry, entry_id, parent, state.next_seq, token_count, now)
         blob = created.model_dump_json(exclude_none=True).encode()
         state.next_seq += 1
-        state.nodes[entry_id] = _Node(entry_id, parent, entry.type, to_micros(now), blob)
+        state.nodes[entry_id] = _Node(entry_id, parent, entry.type, now, blob)
         if parent is not None:
             state.children.setdefault(parent, []).append(entry_id)
         self._entry_thread[entry_id] = entry.thread_id
@@ -233,14 +233,13 @@ class InMemoryAdapter(BaseMemoryAdapter):
         state = self._threads.get(thread_id)
         if state is None:
             return None
-        low = to_micros(after) if after else None
-        high = to_micros(before) if before else None
+        low, high = after, before
         picked: list[_Node] = []
         nodes = reversed(state.nodes.values()) if limit else iter(state.nodes.values())
         for node in nodes:
             if not type_allowed(node.type, types):
                 continue
-            if (low is not None and node.created_us <= low) or (high is not None and node.created_us >= high):
+            if (low is not None and node.created_at <= low) or (high is not None and node.created_at >= high):
                 continue
             picked.append(node)
             if limit and len(picked) >= limit:
@@ -291,12 +290,12 @@ class InMemoryAdapter(BaseMemoryAdapter):
             leaf_id = state.leaf
         elif leaf_id not in state.nodes:
             raise NotFoundError(f"entry {leaf_id} is not an entry of thread {thread_id}")
-        high = to_micros(before) if before else None
+        high = before
         picked: list[_Node] = []
         for node in self._walk(state, leaf_id):
             if not type_allowed(node.type, types):
                 continue
-            if high is not None and node.created_us >= high:
+            if high is not None and node.created_at >= high:
                 continue
             picked.append(node)
             if limit and len(picked) >= limit:
@@ -331,7 +330,7 @@ class InMemoryAdapter(BaseMemoryAdapter):
         )
         for entry in entries:
             blob = entry.model_dump_json(exclude_none=True).encode()
-            state.nodes[entry.id] = _Node(entry.id, entry.parent_id, entry.type, to_micros(entry.created_at), blob)
+            state.nodes[entry.id] = _Node(entry.id, entry.parent_id, entry.type, entry.created_at, blob)
             if entry.parent_id is not None:
                 state.children.setdefault(entry.parent_id, []).append(entry.id)
             self._entry_thread[entry.id] = fork.id
