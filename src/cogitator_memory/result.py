@@ -11,9 +11,9 @@ T = TypeVar("T")
 U = TypeVar("U")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class MemoryResult(Generic[T]):
-    """The outcome of a store call.
+    """The outcome of a store call (treat it as read-only; it is not frozen, which keeps it cheap).
 
     ``success`` tells which of ``data`` (on success) or ``error`` (a message naming the cause,
     on failure) is meaningful. ``error_type`` keeps the class of the error the failure stands

@@ -20,6 +20,11 @@ from .tree import build_entry, type_allowed, with_fork_listed
 DEFAULT_MAX_ENTRIES = 10_000
 
 
+def _to_json(entry: MemoryEntry) -> bytes:
+    """The entry as JSON bytes, unset fields left out (what the store keeps)."""
+    return MemoryEntry.__pydantic_serializer__.to_json(entry, exclude_none=True)
+
+
 @dataclass(slots=True)
 class _Node:
     id: str
@@ -152,7 +157,7 @@ class InMemoryAdapter(BaseMemoryAdapter):
                 raise ConflictError(f"parent {parent} is an entry of another thread, not of {entry.thread_id}")
             raise NotFoundError(f"parent entry not found: {parent}")
         created = build_entry(entry, entry_id, parent, state.next_seq, token_count, now)
-        blob = created.model_dump_json(exclude_none=True).encode()
+        blob = _to_json(created)
         state.next_seq += 1
         state.nodes[entry_id] = _Node(entry_id, parent, entry.type, now, blob)
         if parent is not None:
@@ -207,7 +212,7 @@ class InMemoryAdapter(BaseMemoryAdapter):
             child = state.nodes[child_id]
             entry = child.entry().model_copy(update={"parent_id": node.parent_id})
             child.parent_id = node.parent_id
-            child.blob = entry.model_dump_json(exclude_none=True).encode()
+            child.blob = _to_json(entry)
         if node.parent_id is not None:
             siblings = state.children.get(node.parent_id, [])
             if entry_id in siblings:
@@ -319,7 +324,7 @@ class InMemoryAdapter(BaseMemoryAdapter):
         node = state.nodes.get(entry.id)
         if node is None:
             raise NotFoundError(f"entry not found: {entry.id}")
-        node.blob = entry.model_dump_json(exclude_none=True).encode()
+        node.blob = _to_json(entry)
 
     async def _write_fork(self, origin_id: str, fork: Thread, entries: list[MemoryEntry], now: datetime) -> Thread:
         origin = self._state(origin_id)
@@ -329,7 +334,7 @@ class InMemoryAdapter(BaseMemoryAdapter):
             thread=fork, updated_us=to_micros(now), leaf=fork.active_leaf_id, next_seq=len(entries) + 1
         )
         for entry in entries:
-            blob = entry.model_dump_json(exclude_none=True).encode()
+            blob = _to_json(entry)
             state.nodes[entry.id] = _Node(entry.id, entry.parent_id, entry.type, entry.created_at, blob)
             if entry.parent_id is not None:
                 state.children.setdefault(entry.parent_id, []).append(entry.id)

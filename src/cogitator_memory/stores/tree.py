@@ -200,22 +200,21 @@ def build_entry(
     new: NewMemoryEntry, entry_id: str, parent_id: str | None, seq: int, token_count: int, now: datetime
 ) -> MemoryEntry:
     """The stored entry :meth:`add_entry` makes of ``new`` at its place in the tree."""
-    return MemoryEntry.model_validate(
-        {
-            "id": entry_id,
-            "thread_id": new.thread_id,
-            "parent_id": parent_id,
-            "seq": seq,
-            "type": new.type,
-            "message": new.message,
-            "token_count": token_count,
-            "created_at": now,
-            "metadata": new.metadata,
-            "event": new.event,
-            "tool_calls": new.tool_calls,
-            "tool_results": new.tool_results,
-        }
-    )
+    fields: dict[str, Any] = {
+        "id": entry_id,
+        "thread_id": new.thread_id,
+        "parent_id": parent_id,
+        "seq": seq,
+        "type": new.type,
+        "message": new.message,
+        "token_count": token_count,
+        "created_at": now,
+    }
+    for name in ("metadata", "event", "tool_calls", "tool_results"):  # unset fields stay unset
+        value = getattr(new, name)
+        if value is not None:
+            fields[name] = value
+    return MemoryEntry.model_validate(fields)
 
 
 def redacted_entry(entry: MemoryEntry, redaction: EntryRedaction) -> MemoryEntry:
