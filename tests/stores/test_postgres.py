@@ -8,56 +8,21 @@ from __future__ import annotations
 import asyncio
 import re
 import runpy
-import secrets
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import psycopg
 import pytest
-from psycopg.conninfo import make_conninfo
 
 from cogitator_memory import unwrap
 from cogitator_memory.errors import InvalidArgumentError
 from cogitator_memory.stores.factory import create_memory_adapter
 from cogitator_memory.stores.postgres import PostgresAdapter
-from cogitator_memory.testing import ConformanceCase, memory_adapter_conformance_cases, service_url
+from cogitator_memory.testing import ConformanceCase, memory_adapter_conformance_cases
 
 CASES = memory_adapter_conformance_cases()
-
-
-def new_schema() -> str:
-    """A schema name no other test uses."""
-    return f"cogmem_t_{secrets.token_hex(6)}"
-
-
-async def drop_schema(url: str, schema: str) -> None:
-    """Drop a test's schema and everything in it."""
-    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-        await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-
-
-@pytest.fixture(scope="module")
-def pg_url() -> Iterator[str]:
-    """A database of this module's own on the test server (so pgvector is created there, not in
-    the shared database), dropped at the end."""
-    admin = service_url("COGMEM_TEST_POSTGRES_URL")
-    name = f"cogmem_pgtest_{secrets.token_hex(4)}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_conninfo(admin, dbname=name)
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-@pytest.fixture
-async def schema(pg_url: str) -> AsyncIterator[str]:
-    name = new_schema()
-    yield name
-    await drop_schema(pg_url, name)
 
 
 @pytest.fixture

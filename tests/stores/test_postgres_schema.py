@@ -8,7 +8,6 @@ import secrets
 import subprocess
 import sys
 import textwrap
-from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 
 import psycopg
@@ -28,38 +27,6 @@ from cogitator_memory.stores.postgres_schema import (
     schema_version,
 )
 from cogitator_memory.testing import service_url
-
-
-def new_schema() -> str:
-    """A schema name no other test uses."""
-    return f"cogmem_t_{secrets.token_hex(6)}"
-
-
-async def drop_schema(url: str, schema: str) -> None:
-    """Drop a test's schema and everything in it."""
-    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-        await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-
-
-@pytest.fixture(scope="module")
-def pg_url() -> Iterator[str]:
-    """A database of this module's own on the test server, dropped at the end."""
-    admin = service_url("COGMEM_TEST_POSTGRES_URL")
-    name = f"cogmem_pgtest_{secrets.token_hex(4)}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_conninfo(admin, dbname=name)
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-@pytest.fixture
-async def schema(pg_url: str) -> AsyncIterator[str]:
-    name = new_schema()
-    yield name
-    await drop_schema(pg_url, name)
 
 
 async def connect(url: str) -> psycopg.AsyncConnection:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 import secrets
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import psycopg
 import pytest
@@ -32,32 +32,6 @@ from cogitator_memory.vectors import EmbeddingAdapter
 from cogitator_memory.vectors.records import DeletionFilter, EmbeddingFilter
 
 CASES = embedding_adapter_conformance_cases()
-
-
-@pytest.fixture(scope="module")
-def admin_url() -> str:
-    return service_url("COGMEM_TEST_POSTGRES_URL")
-
-
-@pytest.fixture(scope="module")
-def pg_url(admin_url: str) -> Iterator[str]:
-    """A database of this module's own (pgvector gets created there), dropped at the end."""
-    name = f"cogmem_pgtest_{secrets.token_hex(4)}"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_conninfo(admin_url, dbname=name)
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-@pytest.fixture
-def schema(pg_url: str) -> Iterator[str]:
-    name = f"cogmem_v_{secrets.token_hex(6)}"
-    yield name
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
 
 
 @pytest.fixture(params=["configured", "adopted"])

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import InvalidArgumentError, MemoryStoreError
@@ -91,6 +91,24 @@ def check_texts(texts: Sequence[str], argument: str = "texts") -> list[str]:
             raise InvalidArgumentError(f"{argument}[{i}]", "is empty; embedding services need some text")
         out.append(text)
     return out
+
+
+def resolve_model(
+    model: object, dimensions: int | None, known: Mapping[str, int], key: str | None = None
+) -> tuple[str, int, int | None]:
+    """``(model, dimensions, native size)`` of a provider's model.
+
+    ``model`` must be a non-empty string; ``dimensions`` defaults to the model's native size from
+    ``known`` (looked up by ``key``, default the model name) and is required when that is unknown.
+    """
+    if not isinstance(model, str) or not model:
+        raise InvalidArgumentError("model", "must be a non-empty string")
+    native = known.get(key if key is not None else model)
+    if dimensions is None:
+        if native is None:
+            raise InvalidArgumentError("dimensions", f"is required for model '{model}', whose size is not known")
+        dimensions = native
+    return model, dimensions, native
 
 
 def check_positive(argument: str, value: Any) -> int:

@@ -12,8 +12,7 @@ from typing import Any
 
 import httpx
 
-from ..errors import InvalidArgumentError
-from .base import EmbeddingServiceError, parse_vector
+from .base import EmbeddingServiceError, parse_vector, resolve_model
 from .http import HttpEmbeddingService, RetryPolicy
 
 GOOGLE_MODEL_DIMENSIONS: dict[str, int] = {
@@ -51,14 +50,9 @@ class GoogleEmbeddingService(HttpEmbeddingService):
         retry: RetryPolicy | None = None,
         http_client: httpx.AsyncClient | None = None,
     ) -> None:
-        if not isinstance(model, str) or not model:
-            raise InvalidArgumentError("model", "must be a non-empty string")
-        model = model.removeprefix("models/")
-        native = GOOGLE_MODEL_DIMENSIONS.get(model)
-        if dimensions is None:
-            if native is None:
-                raise InvalidArgumentError("dimensions", f"is required for model '{model}', whose size is not known")
-            dimensions = native
+        if isinstance(model, str):
+            model = model.removeprefix("models/")
+        model, dimensions, native = resolve_model(model, dimensions, GOOGLE_MODEL_DIMENSIONS)
         super().__init__(
             dimensions=dimensions, batch_size=batch_size, timeout=timeout, retry=retry, http_client=http_client
         )

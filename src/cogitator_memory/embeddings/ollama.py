@@ -10,8 +10,7 @@ from typing import Any
 
 import httpx
 
-from ..errors import InvalidArgumentError
-from .base import EmbeddingServiceError, parse_vector
+from .base import EmbeddingServiceError, parse_vector, resolve_model
 from .http import HttpEmbeddingService, RetryPolicy
 
 OLLAMA_MODEL_DIMENSIONS: dict[str, int] = {
@@ -50,12 +49,8 @@ class OllamaEmbeddingService(HttpEmbeddingService):
         retry: RetryPolicy | None = None,
         http_client: httpx.AsyncClient | None = None,
     ) -> None:
-        if not isinstance(model, str) or not model:
-            raise InvalidArgumentError("model", "must be a non-empty string")
-        if dimensions is None:
-            dimensions = OLLAMA_MODEL_DIMENSIONS.get(model.split(":", 1)[0])
-            if dimensions is None:
-                raise InvalidArgumentError("dimensions", f"is required for model '{model}', whose size is not known")
+        key = model.split(":", 1)[0] if isinstance(model, str) else None
+        model, dimensions, _ = resolve_model(model, dimensions, OLLAMA_MODEL_DIMENSIONS, key)
         super().__init__(
             dimensions=dimensions, batch_size=batch_size, timeout=timeout, retry=retry, http_client=http_client
         )

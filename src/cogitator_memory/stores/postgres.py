@@ -358,16 +358,7 @@ class PostgresAdapter(PostgresVectors, BaseMemoryAdapter):
         return await self.run(op)
 
     async def _delete_thread(self, thread_id: str) -> bool:
-        async def op(conn: AsyncConnection[Any]) -> bool:
-            async with conn.transaction():
-                cur = await conn.execute(self._sql.lock_thread, (thread_id,))
-                if await cur.fetchone() is None:
-                    return False
-                await conn.execute(self._sql.delete_entries, (thread_id,))
-                await conn.execute(self._sql.delete_thread, (thread_id,))
-                return True
-
-        return await self.run(op)
+        return await self._drop_entries(thread_id, self._sql.delete_thread)
 
     async def _scan_threads(
         self,
@@ -492,13 +483,18 @@ class PostgresAdapter(PostgresVectors, BaseMemoryAdapter):
         return await self.run(op)
 
     async def _clear_thread(self, thread_id: str) -> bool:
+        return await self._drop_entries(thread_id, self._sql.clear_leaf)
+
+    async def _drop_entries(self, thread_id: str, then: str) -> bool:
+        """Delete the thread's entries and run ``then`` on it, under its row lock; whether it exists."""
+
         async def op(conn: AsyncConnection[Any]) -> bool:
             async with conn.transaction():
                 cur = await conn.execute(self._sql.lock_thread, (thread_id,))
                 if await cur.fetchone() is None:
                     return False
                 await conn.execute(self._sql.delete_entries, (thread_id,))
-                await conn.execute(self._sql.clear_leaf, (thread_id,))
+                await conn.execute(then, (thread_id,))
                 return True
 
         return await self.run(op)
