@@ -7,6 +7,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -164,3 +165,30 @@ async def test_factory_builds_the_embedded_stores(tmp_path: Path) -> None:
         create_memory_adapter({"provider": "cassandra"})
     with pytest.raises(InvalidArgumentError, match="config"):
         create_memory_adapter({"provider": "memory", "no_such_option": 1})
+
+
+async def test_processes_opening_a_new_file_at_once_all_connect(tmp_path: Path) -> None:
+    # Switching a new file to WAL needs it alone, and SQLite may answer "locked" at once (without
+    # its busy wait) to a process that opens the file in that moment: connect() must wait it out.
+    script = textwrap.dedent(
+        """
+        import asyncio, sys, time
+        from cogitator_memory import SQLiteAdapter, unwrap
+
+        async def main() -> None:
+            start = float(sys.argv[3])
+            for k in range(15):
+                time.sleep(max(0.0, start + 0.05 * k - time.time()))  # every process opens file k at once
+                async with SQLiteAdapter(path=f"{sys.argv[1]}/new-{k}.db") as memory:
+                    unwrap(await memory.create_thread("agent", None, "t-" + sys.argv[2]))
+
+        asyncio.run(main())
+        """
+    )
+    start = time.time() + 2.0
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path), str(n), str(start)]) for n in range(4)]
+    codes = [proc.wait(timeout=120) for proc in procs]
+    assert codes == [0, 0, 0, 0]
+    async with SQLiteAdapter(path=tmp_path / "new-14.db") as memory:
+        page = unwrap(await memory.list_threads())
+        assert sorted(t.id for t in page.threads) == ["t-0", "t-1", "t-2", "t-3"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,15 +30,30 @@ def open_database(path: str, *, wal_mode: bool = True, busy_timeout: float = 5.0
         path, isolation_level=None, check_same_thread=False, timeout=busy_timeout, uri=path.startswith("file:")
     )
     try:
-        if wal_mode and path != ":memory:":
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
         db.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
+        if wal_mode and path != ":memory:":
+            _enable_wal(db, busy_timeout)
+            db.execute("PRAGMA synchronous=NORMAL")
         migrate(db)
     except BaseException:
         db.close()
         raise
     return db
+
+
+def _enable_wal(db: sqlite3.Connection, busy_timeout: float) -> None:
+    """Switch to WAL. Switching needs the file to itself and SQLite answers "locked" at once,
+    without waiting, when another process opens the same new file at that moment: retry until
+    ``busy_timeout``."""
+    deadline = time.monotonic() + busy_timeout
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
 
 
 @contextmanager
