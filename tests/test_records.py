@@ -21,6 +21,7 @@ from cogitator_memory import (
     ok,
     unwrap,
 )
+from cogitator_memory.types import copy_entry, copy_message
 
 
 def test_ok_and_unwrap() -> None:
@@ -112,3 +113,46 @@ def test_redaction_time_is_utc() -> None:
     local = datetime(2026, 1, 1, 12, 0, tzinfo=timezone(timedelta(hours=2)))
     assert EntryRedaction(at=local).at == datetime(2026, 1, 1, 10, 0, tzinfo=UTC)
     assert EntryRedaction(at=datetime(2026, 1, 1)).at.tzinfo is not None
+
+
+def test_copy_message_shares_nothing_mutable() -> None:
+    plain = Message(role="user", content="hello", name="ana")
+    copied = copy_message(plain)
+    assert copied == plain and copied is not plain
+    assert copied.model_dump(exclude_unset=True) == plain.model_dump(exclude_unset=True)
+    copied.content = "changed"
+    copied.cache_breakpoint = True
+    assert plain.content == "hello" and plain.cache_breakpoint is None
+    assert "cache_breakpoint" not in plain.model_fields_set
+
+    rich = Message.model_validate(
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "see"}],
+            "tool_calls": [{"id": "c1", "name": "fetch", "arguments": {"url": "x"}}],
+        }
+    )
+    deep = copy_message(rich)
+    assert deep == rich
+    deep.tool_calls[0].arguments["url"] = "y"  # type: ignore[index]
+    deep.content[0].text = "changed"  # type: ignore[union-attr,index]
+    assert rich.tool_calls[0].arguments == {"url": "x"}  # type: ignore[index]
+    assert rich.text == "see"
+
+
+def test_copy_entry_shares_nothing() -> None:
+    entry = MemoryEntry.model_validate(
+        {
+            "id": "e1",
+            "thread_id": "t1",
+            "seq": 1,
+            "created_at": "2026-01-01T00:00:00Z",
+            "message": {"role": "user", "content": "hi"},
+            "metadata": {"tags": ["a"]},
+        }
+    )
+    copied = copy_entry(entry)
+    assert copied == entry
+    copied.metadata["tags"].append("b")  # type: ignore[index]
+    copied.message.content = "changed"  # type: ignore[union-attr]
+    assert entry.metadata == {"tags": ["a"]} and entry.message.content == "hi"  # type: ignore[union-attr]

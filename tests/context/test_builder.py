@@ -426,3 +426,66 @@ async def test_the_builder_agrees_with_the_view_when_the_first_kept_entry_is_gon
     context = await builder(memory).build(thread.id, max_tokens=1000)
     assert [e.id for e in context.entries] == [last.id]
     assert context.messages[0].text.endswith("\nS")
+
+
+async def test_a_build_hands_out_copies_that_change_nothing(memory: BaseMemoryAdapter) -> None:
+    # The in-memory store lets the builder read its own entry objects (get_path(copy=False)):
+    # everything a build hands out must still be the caller's own.
+    thread = unwrap(await memory.create_thread("agent"))
+    await conversation(memory, thread.id, [f"turn {i} {WORDS}" for i in range(40)])
+    await say(memory, thread.id, "user", "look it up", name="ana")
+    call = {"id": "call_1", "name": "fetch", "arguments": {"url": "x"}}
+    unwrap(
+        await memory.add_entry(
+            {
+                "thread_id": thread.id,
+                "message": {"role": "assistant", "content": "", "tool_calls": [call]},
+                "metadata": {"tags": ["a"]},
+            }
+        )
+    )
+    unwrap(
+        await memory.add_entry(
+            {
+                "thread_id": thread.id,
+                "type": "tool_result",
+                "message": {"role": "tool", "content": "page", "tool_call_id": "call_1"},
+                "tool_results": [{"call_id": "call_1", "name": "fetch", "result": {"status": 200}}],
+            }
+        )
+    )
+    await say(memory, thread.id, "assistant", "done")
+    b = builder(memory, max_tokens=600, reserve_tokens=0)
+    first = await b.build(thread.id, system_prompt="Be brief.")
+    assert first.truncated and first.dropped.entries and first.entries
+    before = [m.model_dump() for m in first.messages]
+    path_before = unwrap(await memory.get_path(thread_id=thread.id, include_tool_calls=True))
+    for message in first.messages:
+        message.content = "changed"
+        message.name = "mallory"
+        for tool_call in message.tool_calls or []:
+            tool_call.arguments["url"] = "changed"
+    for entry in [*first.entries, *first.dropped.entries]:
+        assert entry.message is not None
+        entry.message.content = "changed"
+        for tool_call in entry.message.tool_calls or []:
+            tool_call.arguments["url"] = "changed"
+        for result in entry.tool_results or []:
+            result.result = "changed"
+        if entry.metadata is not None:
+            entry.metadata.setdefault("tags", []).append("changed")
+    again = await b.build(thread.id, system_prompt="Be brief.")
+    assert [m.model_dump() for m in again.messages] == before
+    assert unwrap(await memory.get_path(thread_id=thread.id, include_tool_calls=True)) == path_before
+    assert unwrap(await memory.get_path(thread_id=thread.id, include_tool_calls=True, copy=False)) == path_before
+
+
+async def test_a_redacted_entry_is_counted_and_sent_as_redacted(memory: BaseMemoryAdapter) -> None:
+    thread = unwrap(await memory.create_thread("agent"))
+    entries = await conversation(memory, thread.id, [f"turn {i} {WORDS} {WORDS}" for i in range(6)])
+    b = builder(memory, max_tokens=4000)
+    first = await b.build(thread.id)
+    unwrap(await memory.redact_entry(entries[-1].id, {"at": entries[-1].created_at}))
+    again = await b.build(thread.id)
+    assert WORDS in first.messages[-1].text and WORDS not in again.messages[-1].text
+    assert again.partitions["recent"] < first.partitions["recent"]

@@ -21,8 +21,8 @@ from typing import Any
 from ..errors import InvalidArgumentError, NotFoundError
 from ..result import MemoryResult, unwrap
 from ..stores import tree
-from ..tokens import MESSAGE_OVERHEAD, count_tokens
-from ..types import CONVERSATION_ENTRY_TYPES, MemoryEntry, Message
+from ..tokens import MESSAGE_OVERHEAD
+from ..types import CONVERSATION_ENTRY_TYPES, MemoryEntry, Message, copy_message
 from .assembler import Assembly, ContextAssembler, Fitter
 from .config import (
     ContextBuilderConfig,
@@ -42,6 +42,7 @@ from .history import (
     TokenCache,
     compaction_of,
     entry_messages,
+    reads_shared,
     summary_message,
 )
 from .message_index import entry_text
@@ -193,10 +194,15 @@ class ContextBuilder:
 
         loaded = _Loaded()
         by_count = relevance and self.deps.message_index is None
-        history_job = self._load_history(tid, leaf, room, by_count, loaded, errors, warnings)
-        facts_job = self._load_facts(tid, agent, user, loaded, errors)
-        vector_job = self._load_vector(text_input or "", loaded, errors, relevance, semantic)
-        await asyncio.gather(history_job, facts_job, vector_job)
+        jobs = [self._load_history(tid, leaf, room, by_count, loaded, errors, warnings)]
+        if cfg.include_facts and self.deps.fact_adapter is not None:
+            jobs.append(self._load_facts(tid, agent, user, loaded, errors))
+        if relevance or semantic:
+            jobs.append(self._load_vector(text_input or "", loaded, errors, relevance, semantic))
+        if len(jobs) == 1:  # most builds: no task to schedule
+            await jobs[0]
+        else:
+            await asyncio.gather(*jobs)
 
         window = loaded.window
         candidates: list[ContextBlock] | None = None
@@ -250,7 +256,7 @@ class ContextBuilder:
                 memory,
                 thread_id,
                 leaf_id,
-                tokens=self._tokens.tokens,
+                tokens=self._tokens.held_tokens if reads_shared(memory) else self._tokens.tokens,
                 tool_cap=TOOL_NOTE_TOKENS,
                 token_limit=None if by_count else room,
                 count_limit=RELEVANT_WINDOW if by_count else None,
@@ -294,8 +300,7 @@ class ContextBuilder:
         errors: list[ContextBuildError],
     ) -> None:
         source = self.deps.fact_adapter
-        if not self.config.include_facts or source is None:
-            return
+        assert source is not None
         try:
             agent, user = await self._thread_scope(thread_id, agent_id, user_id)
             if agent is None:
@@ -310,8 +315,7 @@ class ContextBuilder:
         self, text: str, loaded: _Loaded, errors: list[ContextBuildError], relevance: bool, semantic: bool
     ) -> None:
         service = self.deps.embedding_service
-        if not (relevance or semantic) or service is None:
-            return
+        assert service is not None
         cached = self._inputs.get(text)
         if cached is not None:
             self._inputs.move_to_end(text)
@@ -499,14 +503,15 @@ class ContextBuilder:
         overhead: dict[ContextPartition, int] = {}
         if self.config.include_system_prompt and prompt and prompt.strip():
             blocks["system"] = [
-                ContextBlock("system", prompt, count_tokens(prompt) + MESSAGE_OVERHEAD, "system_prompt")
+                ContextBlock("system", prompt, self._tokens.text_tokens(prompt) + MESSAGE_OVERHEAD, "system_prompt")
             ]
         if pins:
             blocks["pinned"] = [
-                ContextBlock("pinned", text, count_tokens(text) + 1, f"pinned:{i}") for i, text in enumerate(pins)
+                ContextBlock("pinned", text, self._tokens.text_tokens(text) + 1, f"pinned:{i}")
+                for i, text in enumerate(pins)
             ]
         if index_text and index_text.strip():
-            blocks["index"] = [ContextBlock("index", index_text, count_tokens(index_text) + 1, "index")]
+            blocks["index"] = [ContextBlock("index", index_text, self._tokens.text_tokens(index_text) + 1, "index")]
         if "system" not in blocks:
             first: ContextPartition | None = (
                 "pinned" if "pinned" in blocks else ("index" if "index" in blocks else None)
@@ -514,10 +519,12 @@ class ContextBuilder:
             if first is not None:
                 overhead[first] = MESSAGE_OVERHEAD
         if brief and brief.strip():
-            blocks["brief"] = [ContextBlock("brief", brief, count_tokens(brief) + 1, "brief")]
+            blocks["brief"] = [ContextBlock("brief", brief, self._tokens.text_tokens(brief) + 1, "brief")]
         if text_input and text_input.strip():
             blocks["final"] = [
-                ContextBlock("final", text_input, count_tokens(text_input) + MESSAGE_OVERHEAD, "current_input")
+                ContextBlock(
+                    "final", text_input, self._tokens.text_tokens(text_input) + MESSAGE_OVERHEAD, "current_input"
+                )
             ]
         return blocks, overhead
 
@@ -534,21 +541,28 @@ class ContextBuilder:
             text = summary_message(window.summary).text
             blocks["summaries"] = [
                 ContextBlock(
-                    "summaries", text, count_tokens(text) + MESSAGE_OVERHEAD, window.summary.id, window.summary
+                    "summaries",
+                    text,
+                    self._tokens.text_tokens(text) + MESSAGE_OVERHEAD,
+                    window.summary.id,
+                    window.summary,
                 )
             ]
         if facts:
             blocks["facts"] = [
-                ContextBlock("facts", f.content, count_tokens(f.content) + 2, str(getattr(f, "id", "")) or None, f)
+                ContextBlock(
+                    "facts", f.content, self._tokens.text_tokens(f.content) + 2, str(getattr(f, "id", "")) or None, f
+                )
                 for f in facts
             ]
-            overhead["facts"] = overhead.get("facts", 0) + count_tokens(FACTS_HEADING) + 1
+            overhead["facts"] = overhead.get("facts", 0) + self._tokens.text_tokens(FACTS_HEADING) + 1
         if hits:
             blocks["recall"] = [
-                ContextBlock("recall", h.content, count_tokens(h.content) + 2, h.id, h, float(h.score)) for h in hits
+                ContextBlock("recall", h.content, self._tokens.text_tokens(h.content) + 2, h.id, h, float(h.score))
+                for h in hits
             ]
-            overhead["recall"] = overhead.get("recall", 0) + count_tokens(SEMANTIC_HEADING) + 1
-        framing = count_tokens(OPEN_TAG) + count_tokens(CLOSE_TAG) + MESSAGE_OVERHEAD + 1
+            overhead["recall"] = overhead.get("recall", 0) + self._tokens.text_tokens(SEMANTIC_HEADING) + 1
+        framing = self._tokens.text_tokens(OPEN_TAG) + self._tokens.text_tokens(CLOSE_TAG) + MESSAGE_OVERHEAD + 1
         if "brief" in blocks:
             overhead["brief"] = overhead.get("brief", 0) + framing
         else:
@@ -581,10 +595,16 @@ class ContextBuilder:
         if summary_kept and window.summary is not None:
             history.append(summary_message(window.summary))
         included: list[MemoryEntry] = []
+        shared = window.shared
         for block in kept.get("recent", ()):
-            for entry in block.item if isinstance(block.item, list) else [block.item]:
+            item = block.item
+            for entry in item if isinstance(item, list) else (item,):
                 included.append(entry)
-                history.extend(entry_messages(entry, copy=False))
+                message = entry.message
+                if message is not None and not entry.tool_results and not entry.tool_calls:
+                    history.append(copy_message(message) if shared else message)  # most entries
+                else:
+                    history.extend(entry_messages(entry, copy=shared))
         mark_turn_ends(history)
         messages.extend(history)
         sections: list[str | None] = [kept["brief"][0].text if kept.get("brief") else None]
@@ -613,10 +633,10 @@ class ContextBuilder:
                 dropped.facts.append(block.item)
             elif block.partition == "recall":
                 dropped.semantic_results.append(block.item)
-        dropped.entries = sorted(lost.values(), key=lambda e: e.seq)
+        dropped._hold(sorted(lost.values(), key=lambda e: e.seq), shared=window.shared)
         partitions = {p: t for p, t in assembly.tokens.items() if t > 0}
-        original = len({e.id for b in assembly.dropped if b[0].partition == "recent" for e in _items(b[0])} | sent)
-        return BuiltContext(
+        original = len(sent) + len(lost)
+        built = BuiltContext(
             messages=messages,
             memory_context=memory_context,
             partitions=partitions,
@@ -633,13 +653,10 @@ class ContextBuilder:
                 facts_included=len(facts),
                 semantic_results_included=len(semantic),
             ),
-            entries=included,
             strategy=strategy,
         )
-
-
-def _items(block: ContextBlock) -> list[MemoryEntry]:
-    return block.item if isinstance(block.item, list) else [block.item]
+        built._hold(included, shared=window.shared)
+        return built
 
 
 def mark_turn_ends(history: list[Message]) -> None:

@@ -20,13 +20,12 @@ import json
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..errors import NotFoundError
 from ..result import MemoryResult, ok, unwrap
-from ..stores.base import MemoryAdapter
-from ..tokens import count_entry_tokens
-from ..types import HISTORY_ENTRY_TYPES, CompactionEvent, MemoryEntry, Message, ToolResult
+from ..stores.base import BaseMemoryAdapter, MemoryAdapter
+from ..tokens import count_entry_tokens, count_tokens
+from ..types import HISTORY_ENTRY_TYPES, CompactionEvent, MemoryEntry, Message, ToolResult, copy_message
 
 #: How the compaction summary is introduced in the messages.
 SUMMARY_HEADING = "Summary of the earlier conversation:"
@@ -103,17 +102,19 @@ def entry_messages(entry: MemoryEntry, *, copy: bool = True) -> list[Message]:
 
     The entry's message with the tool calls it carries (on the message or on the entry); an
     assistant entry that also holds the results of its calls is followed by one tool message per
-    result. Events give nothing (a compaction is sent through :func:`summary_message`). With
-    ``copy=False`` the entry's own message object is returned when it needs no change (for an
-    entry just read, which nobody else holds).
+    result. Events give nothing (a compaction is sent through :func:`summary_message`). The
+    messages share nothing with the entry, unless ``copy=False``: then the entry's own message
+    object is returned when it needs no change (for an entry just read, which nobody else holds).
     """
     message = entry.message
     if message is None:
         return []
-    update: dict[str, Any] = {}
+    first = message
     if not message.tool_calls and entry.tool_calls:
-        update["tool_calls"] = [c.model_copy() for c in entry.tool_calls]
-    first = message if not (update or copy) else message.model_copy(update=update)
+        calls = [c.model_copy(deep=copy) for c in entry.tool_calls]
+        first = message.model_copy(update={"tool_calls": calls}, deep=copy)
+    elif copy:
+        first = copy_message(message)
     out = [first]
     if entry.tool_results and message.role == "assistant":
         for result in entry.tool_results:
@@ -125,7 +126,10 @@ def entry_messages(entry: MemoryEntry, *, copy: bool = True) -> list[Message]:
 
 def is_tool_result(entry: MemoryEntry) -> bool:
     """Whether the entry answers a tool call (a ``tool_result`` entry or a ``tool`` message)."""
-    return entry.type == "tool_result" or (entry.message is not None and entry.message.role == "tool")
+    if entry.type == "tool_result":
+        return True
+    message = entry.message
+    return message is not None and message.role == "tool"
 
 
 def tool_note(entry: MemoryEntry, tokens: int) -> MemoryEntry | None:
@@ -149,6 +153,37 @@ def tool_note(entry: MemoryEntry, tokens: int) -> MemoryEntry | None:
     return None
 
 
+def reads_shared(memory: MemoryAdapter) -> bool:
+    """Whether the history a :class:`HistoryReader` reads from ``memory`` holds the store's own
+    entry objects (``get_path(copy=False)`` on a store that shares them, such as the in-memory
+    one): nothing may change them, and what is handed on is copied."""
+    return isinstance(memory, BaseMemoryAdapter) and memory.shares_entries
+
+
+async def _history_page(
+    memory: MemoryAdapter, thread_id: str, leaf_id: str | None, limit: int, before: str | None
+) -> MemoryResult[list[MemoryEntry]]:
+    """One page of the branch for a :class:`HistoryReader` (which changes nothing it reads)."""
+    if isinstance(memory, BaseMemoryAdapter):  # only the built-in stores take copy=False
+        return await memory.get_path(
+            thread_id=thread_id,
+            leaf_id=leaf_id,
+            limit=limit,
+            before=before,
+            types=HISTORY_ENTRY_TYPES,
+            include_tool_calls=True,
+            copy=False,
+        )
+    return await memory.get_path(
+        thread_id=thread_id,
+        leaf_id=leaf_id,
+        limit=limit,
+        before=before,
+        types=HISTORY_ENTRY_TYPES,
+        include_tool_calls=True,
+    )
+
+
 class TokenCache:
     """Tokens of entries as a prompt carries them (text, tool-call arguments, tool results,
     images), counted once per entry and content.
@@ -161,6 +196,32 @@ class TokenCache:
     def __init__(self, max_items: int = 50_000) -> None:
         self.max_items = max_items
         self._counts: dict[tuple[str, str, int], int] = {}
+        self._held: dict[str, tuple[MemoryEntry, int]] = {}
+        self._texts: dict[str, int] = {}
+
+    def text_tokens(self, text: str) -> int:
+        """The tokens of a text that comes back turn after turn (a system prompt, pinned texts,
+        facts, headings), counted once while it is among the last 1,024 counted."""
+        found = self._texts.get(text)
+        if found is None:
+            found = count_tokens(text)
+            if len(self._texts) >= 1024:
+                self._texts.clear()
+            self._texts[text] = found
+        return found
+
+    def held_tokens(self, entry: MemoryEntry) -> int:
+        """The tokens of an entry that is a store's own object (see :func:`reads_shared`): such
+        an object never changes (a changed entry is a new object), so it is counted once per
+        object, found again by identity without looking at its text."""
+        held = self._held.get(entry.id)
+        if held is not None and held[0] is entry:
+            return held[1]
+        found = self.tokens(entry)
+        if len(self._held) >= self.max_items:
+            self._held.clear()
+        self._held[entry.id] = (entry, found)
+        return found
 
     def tokens(self, entry: MemoryEntry) -> int:
         """The entry's tokens."""
@@ -182,13 +243,16 @@ class HistoryWindow:
 
     ``summary`` is the compaction in effect (``None`` without one); ``entries`` the conversation
     entries read, oldest first; ``complete`` whether they reach the start of the view (nothing
-    older is left out); ``read`` how many entries the store returned.
+    older is left out); ``read`` how many entries the store returned; ``shared`` whether the
+    entries are the store's own objects (read with ``get_path(copy=False)`` from a store that
+    shares them): nothing may change them, and what is handed on is copied.
     """
 
     summary: MemoryEntry | None = None
     entries: list[MemoryEntry] = field(default_factory=list)
     complete: bool = True
     read: int = 0
+    shared: bool = False
     #: The tokens of each entry read, by entry id.
     tokens: dict[str, int] = field(default_factory=dict)
 
@@ -238,34 +302,26 @@ class HistoryReader:
         else:
             page_size = 500
         page_size = min(page_size, 1000)
-        window = HistoryWindow(complete=False)
+        window = HistoryWindow(complete=False, shared=reads_shared(memory))
+        costs = window.tokens
         newest: list[MemoryEntry] = []  # newest first
+        pages: list[list[MemoryEntry]] = []
         used = 0
         compaction: MemoryEntry | None = None
         stop_at: str | None = None
-        seen_ids: set[str] = set()
-        first_page_newest: str | None = None
         before: str | None = None
         done = False
         while not done:
-            page: list[MemoryEntry] = unwrap(
-                await memory.get_path(
-                    thread_id=thread_id,
-                    leaf_id=leaf_id if before is None else None,
-                    limit=page_size,
-                    before=before,
-                    types=HISTORY_ENTRY_TYPES,
-                    include_tool_calls=True,
-                )
+            page = unwrap(
+                await _history_page(memory, thread_id, leaf_id if before is None else None, page_size, before)
             )
+            pages.append(page)
             window.read += len(page)
-            if before is None and page:
-                first_page_newest = page[-1].id
             for entry in reversed(page):
-                seen_ids.add(entry.id)
-                event = compaction_of(entry)
-                if event is not None:
-                    if compaction is None:
+                kind = entry.type
+                if kind != "message" and kind != "tool_result":  # a compaction or another event
+                    event = compaction_of(entry)
+                    if event is not None and compaction is None:
                         compaction = entry
                         stop_at = event.first_kept_entry_id
                         if stop_at is not None:  # a first kept entry that is gone: the summary covers all
@@ -277,14 +333,12 @@ class HistoryReader:
                             done = True
                             break
                     continue
-                if entry.is_event:
-                    continue
                 newest.append(entry)
-                cost = window.tokens[entry.id] = tokens(entry)
+                cost = costs[entry.id] = tokens(entry)
                 if tool_cap is not None and cost > tool_cap and is_tool_result(entry):
-                    cost = tool_cap
+                    cost = tool_cap  # sent as a short note when it does not fit
                 used += cost
-                if compaction is not None and entry.id == stop_at:
+                if stop_at is not None and entry.id == stop_at:
                     window.complete = True
                     done = True
                     break
@@ -301,11 +355,9 @@ class HistoryReader:
             before = page[0].id
             page_size = min(page_size * 2, 2000)
         if compaction is None and not window.complete:
-            compaction = await self._compaction_below(memory, thread_id, leaf_id, seen_ids)
-        elif compaction is None:
-            compaction = None
-        if first_page_newest is not None:
-            self._known[thread_id] = (first_page_newest, compaction)
+            compaction = await self._compaction_below(memory, thread_id, leaf_id, pages)
+        if pages and pages[0]:
+            self._known[thread_id] = (pages[0][-1].id, compaction)
             self._known.move_to_end(thread_id)
             while len(self._known) > self.max_threads:
                 self._known.popitem(last=False)
@@ -317,11 +369,11 @@ class HistoryReader:
         return window
 
     async def _compaction_below(
-        self, memory: MemoryAdapter, thread_id: str, leaf_id: str | None, seen: set[str]
+        self, memory: MemoryAdapter, thread_id: str, leaf_id: str | None, pages: list[list[MemoryEntry]]
     ) -> MemoryEntry | None:
-        """The newest compaction of the branch, older than everything read."""
+        """The newest compaction of the branch, older than everything read (``pages``)."""
         known = self._known.get(thread_id)
-        if known is not None and known[0] in seen:
+        if known is not None and any(e.id == known[0] for page in pages for e in reversed(page)):
             cached = known[1]
             if cached is None:
                 return None
@@ -346,6 +398,7 @@ __all__ = [
     "entry_messages",
     "is_tool_result",
     "read_compacted_history",
+    "reads_shared",
     "summary_message",
     "tool_note",
 ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-from ..types import MemoryEntry, Message
+from ..types import MemoryEntry, Message, copy_entry
 from .config import ContextPartition
 
 DropReason: TypeAlias = Literal["budget", "duplicate", "not-selected", "oversized"]
@@ -44,8 +44,37 @@ class DroppedBlock:
     source_id: str | None = None
 
 
+class _HoldsEntries:
+    """The ``entries`` of a result: when the builder read them as a store's own objects (see
+    ``BaseMemoryAdapter.get_path(copy=False)``), they are copied on first access, so a build
+    pays for copies only when somebody looks and the caller never holds the store's objects."""
+
+    __slots__ = ("_entries", "_entries_shared")
+
+    def __post_init__(self) -> None:
+        self._entries: list[MemoryEntry] = []
+        self._entries_shared = False
+
+    @property
+    def entries(self) -> list[MemoryEntry]:
+        """The entries (see the class docs of the result)."""
+        if self._entries_shared:
+            self._entries = [copy_entry(e) for e in self._entries]
+            self._entries_shared = False
+        return self._entries
+
+    @entries.setter
+    def entries(self, value: list[MemoryEntry]) -> None:
+        self._entries = list(value)
+        self._entries_shared = False
+
+    def _hold(self, entries: list[MemoryEntry], *, shared: bool) -> None:
+        self._entries = entries
+        self._entries_shared = shared
+
+
 @dataclass(slots=True)
-class DroppedContext:
+class DroppedContext(_HoldsEntries):
     """Everything left out of a context.
 
     ``entries`` is the history left out, in conversation order, of what the build read (on a long
@@ -54,7 +83,6 @@ class DroppedContext:
     tokens of all of it; ``blocks`` every block with its partition and reason.
     """
 
-    entries: list[MemoryEntry] = field(default_factory=list)
     facts: list[Any] = field(default_factory=list)
     semantic_results: list[Any] = field(default_factory=list)
     graph_nodes: list[Any] = field(default_factory=list)
@@ -92,7 +120,7 @@ class BuiltContextMetadata:
 
 
 @dataclass(slots=True)
-class BuiltContext:
+class BuiltContext(_HoldsEntries):
     """A built context, ready to send.
 
     ``messages`` is ordered for the prompt cache: one system message (system prompt, pinned,
@@ -101,6 +129,8 @@ class BuiltContext:
     (brief, facts, relevant context, recall) in a ``<memory_context>`` block. ``partitions``
     gives the tokens per partition, the input (``final``) included; ``token_count`` the tokens of
     the messages, the input not included. ``truncated`` says history entries were left out.
+    ``entries`` are the history entries sent, in conversation order (the summary not included).
+    Every record in it is the caller's own: changing one changes no store.
     """
 
     messages: list[Message]
@@ -116,8 +146,6 @@ class BuiltContext:
     errors: list[ContextBuildError] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     metadata: BuiltContextMetadata = field(default_factory=BuiltContextMetadata)
-    #: The history entries sent, in conversation order (the summary not included).
-    entries: list[MemoryEntry] = field(default_factory=list)
     #: The strategy that chose the history (``recent`` when relevance fell back).
     strategy: str = "recent"
 

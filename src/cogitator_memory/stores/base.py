@@ -195,6 +195,9 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
     provider: ClassVar[str] = "custom"
     #: What the store supports beyond the thread contract.
     capabilities: ClassVar[frozenset[Capability]] = frozenset({"branches", "redaction", "health"})
+    #: Whether ``get_path(copy=False)`` may return the store's own entry objects (see
+    #: :meth:`_get_path_shared`); readers that hand entries on copy them when it does.
+    shares_entries: ClassVar[bool] = False
 
     # ----- engine primitives ---------------------------------------------------------------
 
@@ -275,6 +278,19 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
         """The branch from the root to ``leaf_id`` (the active leaf when ``None``), oldest first,
         the newest ``limit`` matching entries when > 0, reading no other branch. ``None`` when
         the thread is missing; ``NotFoundError`` when the leaf is not an entry of the thread."""
+
+    async def _get_path_shared(
+        self,
+        thread_id: str,
+        leaf_id: str | None,
+        *,
+        limit: int,
+        before: datetime | None,
+        types: frozenset[str] | None,
+    ) -> list[MemoryEntry] | None:
+        """:meth:`_get_path` for a reader that changes nothing: a store that keeps entries as
+        objects may return its own instead of copies. By default, :meth:`_get_path`."""
+        return await self._get_path(thread_id, leaf_id, limit=limit, before=before, types=types)
 
     @abstractmethod
     async def _set_active_leaf(self, thread_id: str, entry_id: str, *, on_active_path: bool, now: datetime) -> Thread:
@@ -508,6 +524,7 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
         before: datetime | str | None = None,
         types: TypesArg = None,
         include_tool_calls: bool = False,
+        copy: bool = True,
     ) -> MemoryResult[list[MemoryEntry]]:
         """One branch, oldest first: from the root to ``leaf_id`` (the active leaf by default).
 
@@ -515,6 +532,10 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
         id reads the branch above that entry (pass the first entry of a page to get the page
         before it); a datetime keeps entries created before it. ``types`` and
         ``include_tool_calls`` work as in :meth:`get_entries`. Reads no other branch.
+
+        ``copy=False`` is for readers that change nothing (the context builder): the entries may
+        then be the store's own objects (the in-memory store shares them; the others always
+        return fresh ones), and changing one would change what later such reads see.
         """
         try:
             self._require_connected()
@@ -534,7 +555,8 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
                 leaf = anchor.parent_id
             else:
                 before_t = tree.check_datetime("before", before)
-            entries = await self._get_path(tid, leaf, limit=size, before=before_t, types=chosen)
+            read = self._get_path if copy else self._get_path_shared
+            entries = await read(tid, leaf, limit=size, before=before_t, types=chosen)
             if entries is None:
                 raise NotFoundError(f"thread not found: {tid}")
             if not include_tool_calls:

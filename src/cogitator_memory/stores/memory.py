@@ -1,7 +1,9 @@
 """``InMemoryAdapter``: threads and entries in the process, for tests and short-lived agents.
 
 Entries are kept as their JSON, so every read builds fresh objects and nothing a caller holds
-can change the store. Each primitive runs without awaiting, so each call is atomic.
+can change the store. A reader that changes nothing (``get_path(copy=False)``, which the context
+builder uses) gets the entry parsed once and kept beside its JSON until the entry changes.
+Each primitive runs without awaiting, so each call is atomic.
 """
 
 from __future__ import annotations
@@ -32,9 +34,25 @@ class _Node:
     type: str
     created_at: datetime
     blob: bytes
+    #: The entry parsed from ``blob`` for readers that change nothing (set on first use; every
+    #: change of ``blob`` goes through :meth:`store`, which drops it).
+    shared: MemoryEntry | None = None
 
     def entry(self) -> MemoryEntry:
+        """A fresh copy of the entry."""
         return MemoryEntry.model_validate_json(self.blob)
+
+    def view(self) -> MemoryEntry:
+        """The entry as kept for readers that promise not to change it."""
+        shared = self.shared
+        if shared is None:
+            shared = self.shared = MemoryEntry.model_validate_json(self.blob)
+        return shared
+
+    def store(self, entry: MemoryEntry) -> None:
+        """Keep ``entry`` as the node's content."""
+        self.blob = _to_json(entry)
+        self.shared = None
 
 
 @dataclass(slots=True)
@@ -58,6 +76,7 @@ class InMemoryAdapter(BaseMemoryAdapter):
     """
 
     provider: ClassVar[str] = "memory"
+    shares_entries: ClassVar[bool] = True
 
     def __init__(self, *, max_entries: int = DEFAULT_MAX_ENTRIES, provider: str | None = None) -> None:
         super().__init__()
@@ -212,7 +231,7 @@ class InMemoryAdapter(BaseMemoryAdapter):
             child = state.nodes[child_id]
             entry = child.entry().model_copy(update={"parent_id": node.parent_id})
             child.parent_id = node.parent_id
-            child.blob = _to_json(entry)
+            child.store(entry)
         if node.parent_id is not None:
             siblings = state.children.get(node.parent_id, [])
             if entry_id in siblings:
@@ -288,6 +307,30 @@ class InMemoryAdapter(BaseMemoryAdapter):
         before: datetime | None,
         types: frozenset[str] | None,
     ) -> list[MemoryEntry] | None:
+        nodes = self._path_nodes(thread_id, leaf_id, limit=limit, before=before, types=types)
+        return None if nodes is None else [node.entry() for node in nodes]
+
+    async def _get_path_shared(
+        self,
+        thread_id: str,
+        leaf_id: str | None,
+        *,
+        limit: int,
+        before: datetime | None,
+        types: frozenset[str] | None,
+    ) -> list[MemoryEntry] | None:
+        nodes = self._path_nodes(thread_id, leaf_id, limit=limit, before=before, types=types)
+        return None if nodes is None else [node.shared or node.view() for node in nodes]
+
+    def _path_nodes(
+        self,
+        thread_id: str,
+        leaf_id: str | None,
+        *,
+        limit: int,
+        before: datetime | None,
+        types: frozenset[str] | None,
+    ) -> list[_Node] | None:
         state = self._threads.get(thread_id)
         if state is None:
             return None
@@ -297,8 +340,14 @@ class InMemoryAdapter(BaseMemoryAdapter):
             raise NotFoundError(f"entry {leaf_id} is not an entry of thread {thread_id}")
         high = before
         picked: list[_Node] = []
-        for node in self._walk(state, leaf_id):
-            if not type_allowed(node.type, types):
+        nodes = state.nodes
+        current = leaf_id
+        while current is not None:
+            node = nodes.get(current)
+            if node is None:
+                break
+            current = node.parent_id
+            if types is not None and node.type not in types:
                 continue
             if high is not None and node.created_at >= high:
                 continue
@@ -306,7 +355,7 @@ class InMemoryAdapter(BaseMemoryAdapter):
             if limit and len(picked) >= limit:
                 break
         picked.reverse()
-        return [node.entry() for node in picked]
+        return picked
 
     async def _set_active_leaf(self, thread_id: str, entry_id: str, *, on_active_path: bool, now: datetime) -> Thread:
         state = self._state(thread_id)
@@ -324,7 +373,7 @@ class InMemoryAdapter(BaseMemoryAdapter):
         node = state.nodes.get(entry.id)
         if node is None:
             raise NotFoundError(f"entry not found: {entry.id}")
-        node.blob = _to_json(entry)
+        node.store(entry)
 
     async def _write_fork(self, origin_id: str, fork: Thread, entries: list[MemoryEntry], now: datetime) -> Thread:
         origin = self._state(origin_id)

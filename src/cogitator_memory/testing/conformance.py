@@ -23,7 +23,7 @@ from typing import Any
 from ..clock import frozen_clock
 from ..errors import ConflictError, InvalidArgumentError, NotFoundError
 from ..result import MemoryResult, unwrap
-from ..stores.base import MemoryAdapter
+from ..stores.base import BaseMemoryAdapter, MemoryAdapter
 from ..stores.tree import REDACTED_TEXT
 from ..types import (
     FORK_OF_KEY,
@@ -343,6 +343,40 @@ async def case_returned_objects_are_copies(store: MemoryAdapter) -> None:
     listed[0].metadata["k"].append(3)  # type: ignore[index]
     _eq(unwrap(await store.get_entry(entry.id)).metadata, {"k": [1]}, "entries of get_entries are copies")  # type: ignore[union-attr]
     _eq(unwrap(await store.get_thread(thread.id)).metadata, {"tags": ["a"]}, "threads returned are copies")  # type: ignore[union-attr]
+
+
+@_case
+async def case_read_only_paths_see_every_change(store: MemoryAdapter) -> None:
+    """``get_path(copy=False)`` (stores built on ``BaseMemoryAdapter``) reads what ``get_path()``
+    reads, and sees every later write; a store that does not share its objects returns copies."""
+    if not isinstance(store, BaseMemoryAdapter):
+        return  # the option belongs to the base class; other stores are read with get_path()
+    thread = await _thread(store)
+    q = await _say(store, thread.id, "Where is the museum?", metadata={"k": [1]})
+    a = await _say(store, thread.id, "Near the station", role="assistant")
+    q2 = await _say(store, thread.id, "And the hotel?")
+
+    async def shared() -> list[MemoryEntry]:
+        return unwrap(await store.get_path(thread_id=thread.id, include_tool_calls=True, copy=False))
+
+    copies = unwrap(await store.get_path(thread_id=thread.id, include_tool_calls=True))
+    _eq(await shared(), copies, "copy=False reads the same entries as get_path()")
+    copies[0].metadata["k"].append(2)  # type: ignore[index]
+    copies[0].message.content = "changed"  # type: ignore[union-attr]
+    _eq((await shared())[0], q, "changing what get_path() returned changes no later read")
+    if not store.shares_entries:
+        mine = await shared()
+        mine[0].message.content = "changed"  # type: ignore[union-attr]
+        _eq((await shared())[0], q, "a store that does not share its objects returns copies")
+    unwrap(await store.redact_entry(a.id, {"at": T0}))
+    _eq([e.message.text for e in await shared()][1], REDACTED_TEXT, "a redaction is seen")  # type: ignore[union-attr]
+    unwrap(await store.delete_entry(a.id))
+    after = await shared()
+    _eq([e.id for e in after], [q.id, q2.id], "a deletion is seen")
+    _eq(after[1].parent_id, q.id, "the spliced entry's new parent is seen")
+    q3 = await _say(store, thread.id, "Thanks")
+    _eq([e.id for e in await shared()], [q.id, q2.id, q3.id], "a new entry is seen")
+    _eq(await shared(), unwrap(await store.get_path(thread_id=thread.id, include_tool_calls=True)), "still the same")
 
 
 @_case
