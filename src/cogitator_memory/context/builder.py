@@ -70,6 +70,8 @@ FACTS_HEADING = "Known facts:"
 #: About what the note of an oversized tool result costs (the history read counts no more).
 TOOL_NOTE_TOKENS = 30
 SEMANTIC_HEADING = "Relevant context:"
+#: History blocks kept per builder for entries read as a store's own objects (cleared when full).
+MAX_HELD_BLOCKS = 50_000
 
 
 @dataclass(slots=True)
@@ -111,6 +113,7 @@ class ContextBuilder:
         self._vectors: OrderedDict[str, tuple[str, Any]] = OrderedDict()
         self._inputs: OrderedDict[str, list[float]] = OrderedDict()
         self._branches: OrderedDict[str, _Branch] = OrderedDict()
+        self._held_blocks: dict[str, ContextBlock] = {}
         self.max_cached_vectors = 20_000
 
     # ----- the build -------------------------------------------------------------------------
@@ -571,6 +574,18 @@ class ContextBuilder:
                     overhead[part] = overhead.get(part, 0) + framing
         if candidates is not None:
             blocks["recent"] = candidates
+        elif window.shared:  # the store's own objects, which never change: one block per object
+            known = window.tokens
+            held = self._held_blocks
+            if len(held) > MAX_HELD_BLOCKS:
+                held.clear()
+            recent: list[ContextBlock] = []
+            for e in window.entries:
+                block = held.get(e.id)
+                if block is None or block.item is not e:
+                    block = held[e.id] = ContextBlock("recent", "", known.get(e.id) or self._tokens.tokens(e), e.id, e)
+                recent.append(block)
+            blocks["recent"] = recent
         else:
             known = window.tokens
             blocks["recent"] = [
