@@ -20,6 +20,7 @@ import json
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import NotFoundError
 from ..result import MemoryResult, ok, unwrap
@@ -164,24 +165,17 @@ async def _history_page(
     memory: MemoryAdapter, thread_id: str, leaf_id: str | None, limit: int, before: str | None
 ) -> MemoryResult[list[MemoryEntry]]:
     """One page of the branch for a :class:`HistoryReader` (which changes nothing it reads)."""
+    where: dict[str, Any] = {
+        "thread_id": thread_id,
+        "leaf_id": leaf_id,
+        "limit": limit,
+        "before": before,
+        "types": HISTORY_ENTRY_TYPES,
+        "include_tool_calls": True,
+    }
     if isinstance(memory, BaseMemoryAdapter):  # only the built-in stores take copy=False
-        return await memory.get_path(
-            thread_id=thread_id,
-            leaf_id=leaf_id,
-            limit=limit,
-            before=before,
-            types=HISTORY_ENTRY_TYPES,
-            include_tool_calls=True,
-            copy=False,
-        )
-    return await memory.get_path(
-        thread_id=thread_id,
-        leaf_id=leaf_id,
-        limit=limit,
-        before=before,
-        types=HISTORY_ENTRY_TYPES,
-        include_tool_calls=True,
-    )
+        return await memory.get_path(**where, copy=False)
+    return await memory.get_path(**where)
 
 
 class TokenCache:

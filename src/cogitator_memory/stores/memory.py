@@ -307,7 +307,7 @@ class InMemoryAdapter(BaseMemoryAdapter):
         before: datetime | None,
         types: frozenset[str] | None,
     ) -> list[MemoryEntry] | None:
-        nodes = self._path_nodes(thread_id, leaf_id, limit=limit, before=before, types=types)
+        nodes = self._path_nodes(thread_id, leaf_id, limit, before, types)
         return None if nodes is None else [node.entry() for node in nodes]
 
     async def _get_path_shared(
@@ -319,18 +319,13 @@ class InMemoryAdapter(BaseMemoryAdapter):
         before: datetime | None,
         types: frozenset[str] | None,
     ) -> list[MemoryEntry] | None:
-        nodes = self._path_nodes(thread_id, leaf_id, limit=limit, before=before, types=types)
-        return None if nodes is None else [node.shared or node.view() for node in nodes]
+        nodes = self._path_nodes(thread_id, leaf_id, limit, before, types)
+        return None if nodes is None else [node.view() for node in nodes]
 
     def _path_nodes(
-        self,
-        thread_id: str,
-        leaf_id: str | None,
-        *,
-        limit: int,
-        before: datetime | None,
-        types: frozenset[str] | None,
+        self, thread_id: str, leaf_id: str | None, limit: int, high: datetime | None, types: frozenset[str] | None
     ) -> list[_Node] | None:
+        """The nodes :meth:`_get_path` reads, oldest first (``None`` for a missing thread)."""
         state = self._threads.get(thread_id)
         if state is None:
             return None
@@ -338,7 +333,6 @@ class InMemoryAdapter(BaseMemoryAdapter):
             leaf_id = state.leaf
         elif leaf_id not in state.nodes:
             raise NotFoundError(f"entry {leaf_id} is not an entry of thread {thread_id}")
-        high = before
         picked: list[_Node] = []
         nodes = state.nodes
         current = leaf_id
