@@ -84,6 +84,10 @@ def canonical(thread: Thread, entries: list[MemoryEntry]) -> dict[str, Any]:
         dumped = e.dump()
         for key in ("id", "thread_id", "parent_id", "seq"):
             dumped.pop(key, None)
+        event = dumped.get("event") or {}
+        for key in ("first_kept_entry_id", "target_id"):  # entries an event names, by position
+            if event.get(key) in position:
+                event[key] = ("entry at", position[event[key]])
         rows.append((position.get(e.parent_id) if e.parent_id else None, dumped))
     return {
         "agent_id": thread.agent_id,
@@ -464,14 +468,16 @@ async def _rich_tree(store: SQLiteAdapter) -> None:
     )
     gone = await add({"type": "approval", "event": {"approved": True, "tool_call_id": "c1"}}, 5)
     await add({"message": {"role": "assistant", "content": "answer A"}, "token_count": 77}, 6)
-    await add({"type": "compaction", "event": {"summary": "s", "tokens_before": 10}}, 7)
+    await add({"type": "compaction", "event": {"summary": "s", "tokens_before": 10, "first_kept_entry_id": call.id}}, 7)
     branch = await add({"parent_id": call.id, "activate": False, "message": {"role": "assistant", "content": "B"}}, 8)
     await add({"parent_id": branch.id, "type": "interrupt", "event": {"reason": "pause"}, "activate": False}, 8)
     await add(
         {"parent_id": branch.id, "type": "custom", "event": {"name": "x", "data": {"a": [1]}}, "activate": False}, 9
     )
     late = await add({"parent_id": root.id, "activate": False, "message": {"role": "user", "content": "C"}}, 9)
-    await add({"parent_id": late.id, "activate": False, "type": "label", "event": {"label": "here"}}, 9)
+    await add(
+        {"parent_id": late.id, "activate": False, "type": "label", "event": {"label": "here", "target_id": late.id}}, 9
+    )
     unwrap(await store.redact_entry(ask.id, EntryRedaction(at=datetime(2026, 3, 2, tzinfo=UTC), reason="pii")))
     unwrap(await store.delete_entry(gone.id))
     unwrap(await store.checkout(t, branch.id))
@@ -497,6 +503,10 @@ def test_export_then_import_gives_the_same_tree(capsys: pytest.CaptureFixture[st
     code, out, _ = cli(capsys, "import", str(saved), "--db", str(other))
     assert code == 0 and "into thread rich (a new thread of agent planner)" in out
     assert canonical(*tree_of(other, "rich")) == original, "same shape, records, times and active leaf"
+    compactions = [e for e in tree_of(other, "rich")[1] if e.type == "compaction"]
+    assert [e.event.first_kept_entry_id for e in compactions] == [  # type: ignore[union-attr]
+        e.id for e in tree_of(other, "rich")[1] if e.message is not None and e.message.tool_calls
+    ], "the compaction names the imported copy of its first kept entry"
 
     code, _, err = cli(capsys, "import", str(saved), "--db", str(db))
     assert_one_error_line(code, err, "rich already exists", "--thread")
@@ -506,10 +516,23 @@ def test_export_then_import_gives_the_same_tree(capsys: pytest.CaptureFixture[st
     # and round again: the export of the copy holds the same tree
     code, out, _ = cli(capsys, "export", "copy", "--db", str(db))
     again = json.loads(out)
-    strip = [{k: v for k, v in e.items() if k not in ("id", "parent_id", "thread_id", "seq")} for e in again["entries"]]
-    assert strip == [
-        {k: v for k, v in e.items() if k not in ("id", "parent_id", "thread_id", "seq")} for e in document["entries"]
-    ]
+    assert _without_ids(again["entries"]) == _without_ids(document["entries"])
+
+
+def _without_ids(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Exported entries without their ids; an entry an event names is given by its position."""
+    position = {e["id"]: i for i, e in enumerate(entries)}
+    out = []
+    for e in entries:
+        row = {k: v for k, v in e.items() if k not in ("id", "parent_id", "thread_id", "seq")}
+        event = dict(row.get("event") or {})
+        for key in ("first_kept_entry_id", "target_id"):
+            if event.get(key) in position:
+                event[key] = ("entry at", position[event[key]])
+        if event:
+            row["event"] = event
+        out.append(row)
+    return out
 
 
 def test_an_export_imported_into_an_existing_thread_hangs_under_its_active_leaf(

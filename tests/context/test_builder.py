@@ -489,3 +489,25 @@ async def test_a_redacted_entry_is_counted_and_sent_as_redacted(memory: BaseMemo
     again = await b.build(thread.id)
     assert WORDS in first.messages[-1].text and WORDS not in again.messages[-1].text
     assert again.partitions["recent"] < first.partitions["recent"]
+
+
+async def test_a_fork_of_a_compacted_thread_builds_the_same_history(memory: BaseMemoryAdapter) -> None:
+    thread = unwrap(await memory.create_thread("agent"))
+    entries = await conversation(memory, thread.id, [f"message {i}" for i in range(6)])
+    unwrap(
+        await memory.add_entry(
+            {
+                "thread_id": thread.id,
+                "type": "compaction",
+                "event": {"summary": "they met", "first_kept_entry_id": entries[4].id},
+            }
+        )
+    )
+    last = await say(memory, thread.id, "user", "and then?")
+    fork = unwrap(await memory.fork_thread(thread.id, last.id))
+    b = builder(memory, max_tokens=4000)
+    origin = await b.build(thread.id)
+    copy = await b.build(fork.id)
+    texts = [m.text for m in origin.messages]
+    assert texts == [m.text for m in copy.messages]
+    assert texts[1:] == ["message 4", "message 5", "and then?"] and "they met" in texts[0]

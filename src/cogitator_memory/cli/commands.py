@@ -21,6 +21,7 @@ from typing import Any, NoReturn, TypeVar
 from .. import __version__
 from ..clock import frozen_clock
 from ..result import MemoryResult
+from ..stores import tree
 from ..stores.sqlite import DEFAULT_PATH, SQLiteAdapter
 from ..types import MemoryEntry, NewMemoryEntry, Thread
 from . import render
@@ -367,7 +368,9 @@ async def import_export(
     """Recreate an exported tree: every branch, the active leaf, the times of the records.
 
     Into a new thread (the exported id, or ``--thread``), or, when ``--thread`` names an
-    existing thread, after its active leaf. Entry ids are new: the store gives them.
+    existing thread, after its active leaf. Entry ids are new: the store gives them, and an event
+    that names an entry written before it (a compaction's first kept entry, a label's target) names
+    its copy.
     """
     source = exported.thread
     thread_id = args.thread or source.id
@@ -395,7 +398,7 @@ async def import_export(
                 activate=False,
                 type=entry.type,
                 message=entry.message,
-                event=entry.event,
+                event=tree.with_entry_ids_mapped(entry.event, new_ids),
                 metadata=entry.metadata,
                 tool_calls=entry.tool_calls,
                 tool_results=entry.tool_results,

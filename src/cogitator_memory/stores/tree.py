@@ -26,7 +26,10 @@ from ..types import (
     FORKED_FROM_KEY,
     FORKS_KEY,
     REDACTED_KEY,
+    CompactionEvent,
     EntryRedaction,
+    EventPayload,
+    LabelEvent,
     MemoryEntry,
     Message,
     NewMemoryEntry,
@@ -265,35 +268,51 @@ def _redact_results(results: list[ToolResult] | None) -> list[ToolResult] | None
     return [ToolResult(call_id=r.call_id, name=r.name, result=REDACTED_TEXT) for r in results]
 
 
+def with_entry_ids_mapped(event: EventPayload | None, ids: Mapping[str, str]) -> EventPayload | None:
+    """``event`` with the entries it names (a compaction's first kept entry, a label's target)
+    renamed by ``ids`` (old id -> new id), for copies of a branch; ids not in ``ids`` are kept."""
+    if isinstance(event, CompactionEvent):
+        kept = event.first_kept_entry_id
+        if kept is not None and kept in ids:
+            return event.model_copy(update={"first_kept_entry_id": ids[kept]})
+    elif isinstance(event, LabelEvent):
+        target = event.target_id
+        if target is not None and target in ids:
+            return event.model_copy(update={"target_id": ids[target]})
+    return event
+
+
 def fork_records(
     origin: Thread, path: Sequence[MemoryEntry], new_thread_id: str, now: datetime
 ) -> tuple[Thread, list[MemoryEntry]]:
     """The new thread and the copied entries of a fork of ``origin`` along ``path``.
 
     Each copy gets a new id, keeps its type, message, event and tool data, and names its
-    original in ``metadata["fork_of"]``; the thread names its origin in ``metadata["forked_from"]``.
+    original in ``metadata["fork_of"]``; events that name an entry of the path (a compaction's
+    first kept entry, a label's target) name its copy. The thread names its origin in
+    ``metadata["forked_from"]``.
     """
     metadata = {k: v for k, v in origin.metadata.items() if k not in FORK_DROPPED_KEYS}
     at_entry = path[-1].id if path else None
     metadata[FORKED_FROM_KEY] = {"thread_id": origin.id, "entry_id": at_entry}
+    ids = {entry.id: new_entry_id() for entry in path}
     copies: list[MemoryEntry] = []
     parent: str | None = None
     for seq, entry in enumerate(path, start=1):
-        copy_id = new_entry_id()
+        copy_id = ids[entry.id]
         entry_metadata = dict(entry.metadata or {})
         entry_metadata[FORK_OF_KEY] = entry.id
-        copies.append(
-            entry.model_copy(
-                update={
-                    "id": copy_id,
-                    "thread_id": new_thread_id,
-                    "parent_id": parent,
-                    "seq": seq,
-                    "metadata": entry_metadata,
-                },
-                deep=True,
-            )
-        )
+        update: dict[str, Any] = {
+            "id": copy_id,
+            "thread_id": new_thread_id,
+            "parent_id": parent,
+            "seq": seq,
+            "metadata": entry_metadata,
+        }
+        event = with_entry_ids_mapped(entry.event, ids)
+        if event is not entry.event:
+            update["event"] = event
+        copies.append(entry.model_copy(update=update, deep=True))
         parent = copy_id
     thread = Thread(
         id=new_thread_id,

@@ -661,6 +661,41 @@ async def case_fork_thread(store: MemoryAdapter) -> None:
 
 
 @_case
+async def case_fork_renames_the_entries_its_events_name(store: MemoryAdapter) -> None:
+    thread = await _thread(store)
+    first = await _say(store, thread.id, "first")
+    kept = await _say(store, thread.id, "kept", role="assistant")
+    compaction = unwrap(
+        await store.add_entry(
+            {
+                "thread_id": thread.id,
+                "type": "compaction",
+                "event": {"summary": "earlier", "first_kept_entry_id": kept.id, "tokens_before": 9},
+            }
+        )
+    )
+    label = unwrap(
+        await store.add_entry({"thread_id": thread.id, "type": "label", "event": {"label": "x", "target_id": first.id}})
+    )
+    outside = unwrap(
+        await store.add_entry(
+            {"thread_id": thread.id, "type": "label", "event": {"label": "y", "target_id": "entry_elsewhere"}}
+        )
+    )
+    fork = unwrap(await store.fork_thread(thread.id, outside.id))
+    copies = {e.metadata[FORK_OF_KEY]: e for e in await _all_entries(store, fork.id)}  # type: ignore[index]
+    event, marked = copies[compaction.id].event, copies[label.id].event
+    assert isinstance(event, CompactionEvent) and isinstance(marked, LabelEvent)
+    _eq(event.first_kept_entry_id, copies[kept.id].id, "a compaction names the copy of its first kept entry")
+    _eq((event.summary, event.tokens_before), ("earlier", 9), "the rest of the compaction is kept")
+    _eq(marked.target_id, copies[first.id].id, "a label names the copy of its target")
+    _eq(copies[outside.id].event.target_id, "entry_elsewhere", "an id off the branch is kept")  # type: ignore[union-attr]
+    origin = unwrap(await store.get_entry(compaction.id))
+    assert origin is not None and isinstance(origin.event, CompactionEvent)
+    _eq(origin.event.first_kept_entry_id, kept.id, "the origin's events are left as they were")
+
+
+@_case
 async def case_fork_failures_write_nothing(store: MemoryAdapter) -> None:
     thread = await _thread(store)
     e = await _say(store, thread.id, "x")
