@@ -9,7 +9,8 @@ import pytest
 from ctx_helpers import conversation, say
 
 from cogitator_memory import unwrap
-from cogitator_memory.context import ContextBuilder, ContextBuildError
+from cogitator_memory.context import ContextBuilder, ContextBuildError, read_compacted_history
+from cogitator_memory.context.history import SUMMARY_HEADING
 from cogitator_memory.errors import InvalidArgumentError
 from cogitator_memory.result import MemoryResult, err, ok
 from cogitator_memory.stores.base import BaseMemoryAdapter
@@ -511,3 +512,27 @@ async def test_a_fork_of_a_compacted_thread_builds_the_same_history(memory: Base
     texts = [m.text for m in origin.messages]
     assert texts == [m.text for m in copy.messages]
     assert texts[1:] == ["message 4", "message 5", "and then?"] and "they met" in texts[0]
+
+
+async def test_a_compaction_naming_an_entry_of_another_thread_covers_everything_before_it(
+    memory: BaseMemoryAdapter,
+) -> None:
+    # As in a fork written before forks renamed the entries their events name.
+    other = unwrap(await memory.create_thread("agent"))
+    elsewhere = await say(memory, other.id, "user", "in another thread")
+    thread = unwrap(await memory.create_thread("agent"))
+    await conversation(memory, thread.id, [f"message {i}" for i in range(4)])
+    unwrap(
+        await memory.add_entry(
+            {
+                "thread_id": thread.id,
+                "type": "compaction",
+                "event": {"summary": "s", "first_kept_entry_id": elsewhere.id},
+            }
+        )
+    )
+    await say(memory, thread.id, "user", "after")
+    context = await builder(memory, max_tokens=4000).build(thread.id)
+    view = unwrap(await read_compacted_history(memory, thread_id=thread.id))
+    assert [m.text for m in context.messages] == [f"{SUMMARY_HEADING}\ns", "after"]
+    assert [e.type for e in view] == ["compaction", "message"], "the same view as the whole-branch reader"

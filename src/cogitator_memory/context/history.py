@@ -318,9 +318,14 @@ class HistoryReader:
                     if event is not None and compaction is None:
                         compaction = entry
                         stop_at = event.first_kept_entry_id
-                        if stop_at is not None:  # a first kept entry that is gone: the summary covers all
+                        if stop_at is not None:
+                            # A first kept entry that is gone, or that is no older entry of this
+                            # thread (so not on the branch): the summary covers everything before it.
                             kept = await memory.get_entry(stop_at)
-                            if kept.success and kept.data is None:
+                            found = kept.data
+                            if kept.success and (
+                                found is None or found.thread_id != entry.thread_id or found.seq >= entry.seq
+                            ):
                                 stop_at = None
                         if stop_at is None:
                             window.complete = True
