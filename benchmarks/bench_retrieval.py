@@ -15,7 +15,9 @@ question that names evidence (``source_chat_ids``) is asked three ways, 20 hits 
   normalisation lets long replies win most keyword searches.
 
 The fusion and BM25 settings were chosen on chats 1-10 and are checked on chats 11-20 (the rows
-``held-out``), so the figures are not tuned per question or per chat.
+``held-out``), so the figures are not tuned per question or per chat. ``bm25*`` and ``hybrid*``
+are measured again on the ``SQLiteEmbeddingAdapter`` (same BM25, a file per chat), beside the
+in-memory figures (``--store sqlite`` runs every mode there).
 
 recall@k is the share of the question's evidence messages among the first k hits, averaged over
 questions, overall and per question type. Vectors are cached under ``benchmarks/results/cache/``
@@ -30,7 +32,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -80,10 +84,20 @@ async def evaluate(
     fusion: dict[str, float] | None = None,
     tuned_bm25: dict[str, float] | None = None,
     progress: bool = False,
+    store_kind: str = "memory",
 ) -> list[Record]:
-    """Recall@5/10/20 of every question with evidence, for every mode."""
+    """Recall@5/10/20 of every question with evidence, for every mode, on the in-memory
+    (``store_kind="memory"``) or the SQLite embedding store (``"sqlite"``, a file per chat)."""
     from cogitator_memory.search import BM25, HybridSearch
-    from cogitator_memory.vectors import MAX_CONTENT_CHARS, InMemoryEmbeddingAdapter
+    from cogitator_memory.vectors import MAX_CONTENT_CHARS, InMemoryEmbeddingAdapter, SQLiteEmbeddingAdapter
+    from cogitator_memory.vectors.base import BaseEmbeddingAdapter
+
+    folder = Path(tempfile.mkdtemp(prefix="beam-"))
+
+    def new_store(name: str, bm25: BM25 | None = None) -> BaseEmbeddingAdapter:
+        if store_kind == "sqlite":
+            return SQLiteEmbeddingAdapter(path=folder / f"{name}.db", dimensions=service.dimensions, bm25=bm25)
+        return InMemoryEmbeddingAdapter(dimensions=service.dimensions, bm25=bm25)
 
     fusion = fusion or FUSION
     tuned = tuned_bm25 or TUNED_BM25
@@ -92,7 +106,7 @@ async def evaluate(
     for chat in chats:
         started = time.perf_counter()
         vectors = await chat_vectors(chat, service)
-        store = InMemoryEmbeddingAdapter(dimensions=service.dimensions)
+        store = new_store(f"{chat.name}-default")
         await store.connect()
         rows = [
             {
@@ -114,7 +128,7 @@ async def evaluate(
             k=fusion["rrf_k"],
             candidates=CANDIDATES,
         )
-        tuned_store = InMemoryEmbeddingAdapter(dimensions=service.dimensions, bm25=BM25(k1=tuned["k1"], b=tuned["b"]))
+        tuned_store = new_store(f"{chat.name}-tuned", BM25(k1=tuned["k1"], b=tuned["b"]))
         await tuned_store.connect()
         (await tuned_store.add_embeddings(rows)).unwrap()
         tuned_hybrid = HybridSearch(
@@ -151,6 +165,7 @@ async def evaluate(
                 f"chat {chat.name}: {len(chat.messages)} messages, {time.perf_counter() - started:.1f}s",
                 file=sys.stderr,
             )
+    shutil.rmtree(folder, ignore_errors=True)
     return records
 
 
@@ -249,6 +264,23 @@ async def run(quick: bool) -> list[Row]:
             )
         )
     print(markdown(summary), file=sys.stderr)
+    # The SQLite store takes the same BM25 and must rank as the in-memory store does.
+    on_sqlite = summarise(await evaluate(chats, service, progress=True, store_kind="sqlite"))["overall"]
+    for mode in ("bm25*", "hybrid*"):
+        for i, k in enumerate(KS):
+            rows.append(
+                Row(
+                    "retrieval",
+                    f"beam-100k recall@{k} {mode} on the SQLite store",
+                    on_sqlite[mode][i],
+                    "recall",
+                    baseline=overall[mode][i],
+                    baseline_name="the same on the in-memory store",
+                    ratio=on_sqlite[mode][i] / overall[mode][i] if overall[mode][i] else None,
+                    target="the same recall",
+                    passed=abs(on_sqlite[mode][i] - overall[mode][i]) < 0.005,
+                )
+            )
     return rows
 
 
@@ -263,12 +295,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--k1", type=float, default=TUNED_BM25["k1"], help="k1 of the bm25* channel")
     parser.add_argument("--b", type=float, default=TUNED_BM25["b"], help="b of the bm25* channel")
     parser.add_argument("--json", default=None, help="write the summary here")
+    parser.add_argument("--store", choices=("memory", "sqlite"), default="memory", help="the embedding store")
     args = parser.parse_args(argv)
     chats = load_chats(args.data, limit=args.chats)
     service = LocalEmbeddingService(batch_size=16)
     fusion = {"vector_weight": args.vector_weight, "keyword_weight": args.keyword_weight, "rrf_k": args.rrf_k}
     records = asyncio.run(
-        evaluate(chats, service, fusion=fusion, tuned_bm25={"k1": args.k1, "b": args.b}, progress=True)
+        evaluate(
+            chats,
+            service,
+            fusion=fusion,
+            tuned_bm25={"k1": args.k1, "b": args.b},
+            progress=True,
+            store_kind=args.store,
+        )
     )
     summary = summarise(records)
     print(markdown(summary))

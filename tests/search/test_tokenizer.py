@@ -50,3 +50,69 @@ def test_stopwords() -> None:
 def test_bad_mode() -> None:
     with pytest.raises(ValueError, match="cjk"):
         tokenize("x", cjk="words")  # type: ignore[arg-type]
+
+
+def test_the_fast_split_gives_what_reading_char_by_char_gives() -> None:
+    # Text without CJK characters or combining marks is split with str.translate; every text
+    # must come out as the character-by-character reading gives it.
+    import random
+    import unicodedata
+
+    from cogitator_memory.search.tokenizer import _tokenize_chars
+
+    pieces = [
+        "abc",
+        "Hello",
+        "WORLD",
+        "42",
+        "3.14",
+        "don't",
+        "e-mail",
+        "snake_case",
+        "  ",
+        "\t",
+        "\n",
+        ",",
+        "!",
+        "café",
+        "naïve",
+        "Straße",
+        "ﬁne",
+        "ＦＵＬＬ",
+        "İstanbul",
+        "Ωμέγα",
+        "привет",
+        "مرحبا",
+        "नमस्ते",
+        "한국어",
+        "東京都",
+        "カタカナ",
+        "ひらがな",
+        "😀",
+        "👍🏽",
+        "½",
+        "²",
+        "Ⅻ",
+        "\u00a0",
+        "\u2003",
+        "\u200b",
+        "e\u0301",
+        "\u0301",
+        "a\u0308b",
+        "#",
+        "—",
+        "“quoted”",
+        "x̃",
+        "ก่อน",
+        "ລາວ",
+        "1,000",
+        "the",
+        "and",
+    ]
+    rng = random.Random(7)
+    for _ in range(4000):
+        text = "".join(rng.choice(pieces) + rng.choice(["", " ", "-", "/"]) for _ in range(rng.randint(0, 12)))
+        normal = unicodedata.normalize("NFKC", text).casefold()
+        for cjk in ("bigrams", "chars"):
+            assert tokenize(text, cjk=cjk) == _tokenize_chars(normal, cjk, frozenset()), text
+        assert index_terms(text) == _tokenize_chars(normal, "bigrams", ENGLISH_STOPWORDS), text

@@ -125,6 +125,28 @@ def tokenize(text: str, *, cjk: CJKMode = "bigrams", stopwords: Iterable[str] | 
         raise ValueError(f"cjk must be 'bigrams' or 'chars', got {cjk!r}")
     stop = frozenset(stopwords) if stopwords is not None else frozenset()
     normal = unicodedata.normalize("NFKC", text).casefold()
+    separators = _separators(normal)
+    if separators is not None:  # no CJK, no combining marks: split at everything else
+        words = normal.translate(separators).split()
+        return [w for w in words if w not in stop] if stop else words
+    return _tokenize_chars(normal, cjk, stop)
+
+
+def _separators(normal: str) -> dict[int, str] | None:
+    """A table that turns every character of ``normal`` that is no letter or digit into a space,
+    or ``None`` when it holds CJK characters or combining marks (tokenized char by char)."""
+    table: dict[int, str] = {}
+    for char in set(normal):
+        kind = unicodedata.category(char)[0]
+        if kind == "M" or is_cjk(char):
+            return None
+        if kind != "L" and kind != "N":
+            table[ord(char)] = " "
+    return table
+
+
+def _tokenize_chars(normal: str, cjk: CJKMode, stop: frozenset[str]) -> list[str]:
+    """:func:`tokenize` of normalised text, character by character (any text)."""
     tokens: list[str] = []
     word: list[str] = []
     run: list[str] = []

@@ -9,11 +9,13 @@ migrate it. Later capabilities (memory items, files, vectors) append migrations 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ..errors import StoreUnavailableError
+from ..search.tokenizer import index_terms
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,9 +94,58 @@ def _m002_embeddings(db: sqlite3.Connection) -> None:
         db.execute(statement)
 
 
+def index_embedding_terms(db: sqlite3.Connection, rows: Iterable[tuple[int, list[str]]]) -> None:
+    """Index embeddings for keyword search, given as ``(rowid, terms of the content)``: one
+    ``embedding_terms`` row per distinct term with its count (their length in terms goes in
+    ``embeddings.term_count``, which the caller writes)."""
+    db.executemany(
+        "INSERT INTO embedding_terms (term, rid, tf) VALUES (?, ?, ?)",
+        [(term, rowid, tf) for rowid, terms in rows for term, tf in Counter(terms).items()],
+    )
+
+
+def drop_embedding_terms(db: sqlite3.Connection, rows: Iterable[tuple[int, str]]) -> None:
+    """Take embeddings (``(rowid, content)`` pairs) out of the keyword index (their terms are
+    found again from their content, so each goes by its primary key)."""
+    db.executemany(
+        "DELETE FROM embedding_terms WHERE term = ? AND rid = ?",
+        [(term, rowid) for rowid, content in rows for term in set(index_terms(content))],
+    )
+
+
+def _m003_keyword_index(db: sqlite3.Connection) -> None:
+    """Keyword search ranked by the package's own BM25, whose ``k1`` and ``b`` can be chosen
+    (FTS5's ``bm25()`` fixes them): ``embedding_terms`` holds how often each term occurs in each
+    embedding, ``embeddings.term_count`` each embedding's length in terms. They replace the FTS5
+    table of m002; the embeddings already stored are indexed from their content.
+    """
+    db.execute(
+        """CREATE TABLE embedding_terms (
+            term TEXT NOT NULL,
+            rid INTEGER NOT NULL,
+            tf INTEGER NOT NULL,
+            PRIMARY KEY (term, rid)
+        ) WITHOUT ROWID"""
+    )
+    db.execute("ALTER TABLE embeddings ADD COLUMN term_count INTEGER NOT NULL DEFAULT 0")
+    last = 0
+    while True:
+        chunk = db.execute(
+            "SELECT rowid, content FROM embeddings WHERE rowid > ? ORDER BY rowid LIMIT 1000", (last,)
+        ).fetchall()
+        if not chunk:
+            break
+        indexed = [(rowid, index_terms(content)) for rowid, content in chunk]
+        index_embedding_terms(db, indexed)
+        db.executemany("UPDATE embeddings SET term_count = ? WHERE rowid = ?", [(len(t), r) for r, t in indexed])
+        last = chunk[-1][0]
+    db.execute("DROP TABLE embeddings_fts")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "m001_initial", _m001_initial),
     Migration(2, "m002_embeddings", _m002_embeddings),
+    Migration(3, "m003_keyword_index", _m003_keyword_index),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -139,4 +190,12 @@ def applied_migrations(db: sqlite3.Connection) -> list[tuple[int, str]]:
     return [(int(v), str(n)) for v, n in db.execute("SELECT version, name FROM cogitator_migrations ORDER BY version")]
 
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "applied_migrations", "migrate"]
+__all__ = [
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "Migration",
+    "applied_migrations",
+    "drop_embedding_terms",
+    "index_embedding_terms",
+    "migrate",
+]

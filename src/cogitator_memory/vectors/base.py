@@ -32,6 +32,7 @@ from ..errors import ConflictError, InvalidArgumentError
 from ..ids import new_id
 from ..lifecycle import Capability, StoreLifecycle
 from ..result import MemoryResult, err, ok, ok_none
+from ..search.bm25 import BM25
 from ..search.tokenizer import index_terms
 from ..stores import tree
 from .records import (
@@ -129,6 +130,15 @@ class EmbeddingAdapter(Protocol):
     async def get_by_sources(self, source_ids: Sequence[str]) -> MemoryResult[list[Embedding]]:
         """The embeddings of these sources, in their order."""
         ...
+
+
+def check_bm25(value: object) -> BM25:
+    """The keyword scoring a store was given (``None``: ``BM25()``, k1=1.2 and b=0.75)."""
+    if value is None:
+        return BM25()
+    if not isinstance(value, BM25):
+        raise InvalidArgumentError("bm25", f"must be a BM25 (its k1 and b), got {type(value).__name__}")
+    return value
 
 
 def check_dimensions(value: object) -> int | None:
@@ -414,5 +424,6 @@ __all__ = [
     "FilterInput",
     "NewEmbedding",
     "ScoredEmbedding",
+    "check_bm25",
     "check_dimensions",
 ]

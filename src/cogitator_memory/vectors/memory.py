@@ -14,7 +14,7 @@ from ..errors import ConflictError, InvalidArgumentError
 from ..search.bm25 import BM25, BM25Index
 from ..search.tokenizer import index_terms
 from ._matrix import Matrix, ScopeCache, VectorMatrix, load_numpy, unit_rows
-from .base import BaseEmbeddingAdapter
+from .base import BaseEmbeddingAdapter, check_bm25
 from .records import (
     DeletionFilter,
     Embedding,
@@ -47,14 +47,13 @@ class InMemoryEmbeddingAdapter(BaseEmbeddingAdapter):
     def __init__(self, *, dimensions: int | None = None, bm25: BM25 | None = None, provider: str | None = None) -> None:
         if provider not in (None, "memory"):
             raise InvalidArgumentError("provider", f"must be 'memory', got {provider!r}")
-        if bm25 is not None and not isinstance(bm25, BM25):
-            raise InvalidArgumentError("bm25", f"must be a BM25 (its k1 and b), got {type(bm25).__name__}")
+        scoring = check_bm25(bm25)
         super().__init__(dimensions=dimensions)
         self._items: dict[str, Embedding] = {}
         self._units: dict[str, Matrix] = {}
         self._terms: dict[str, list[str]] = {}
         self._by_source: dict[str, list[str]] = {}
-        self._index: BM25Index[str] = BM25Index(bm25=bm25)
+        self._index: BM25Index[str] = BM25Index(bm25=scoring)
         self._cache = ScopeCache()
 
     async def _connect(self) -> None:

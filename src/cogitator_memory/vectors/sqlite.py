@@ -5,7 +5,8 @@ The table comes from migration ``m002_embeddings`` of
 are float32 BLOBs (a vector reads back rounded to float32); search is numpy brute force over
 the matrix of the searched scope, cached per store and reloaded when the file's embedding
 generation (moved by every write, of any connection or process) changes. Keyword search is
-FTS5 with ``bm25()`` over the tokenized content.
+BM25 computed in SQL over the package's own term index (``embedding_terms``, migration
+``m003_keyword_index``), so it scores exactly as the in-memory store does, with any ``k1`` and ``b``.
 
 ``sqlite-vec`` is used only when ``vector_backend="sqlite-vec"`` is asked for and the
 extension loads; the default ``"auto"`` uses numpy, which measured faster (see
@@ -24,11 +25,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ..clock import from_micros, to_micros
 from ..errors import ConflictError, InvalidArgumentError, MemoryStoreError, NotConnectedError, StoreUnavailableError
+from ..search.bm25 import BM25
 from ..search.tokenizer import index_terms
 from ..stores.sqlite_db import normalize_path, open_database, write_transaction
-from ..stores.sqlite_schema import migrate
+from ..stores.sqlite_schema import drop_embedding_terms, index_embedding_terms, migrate
 from ._matrix import ScopeCache, VectorMatrix, load_numpy, unit_rows
-from .base import BaseEmbeddingAdapter
+from .base import BaseEmbeddingAdapter, check_bm25
 from .records import SCOPE_KEYS, DeletionFilter, Embedding, EmbeddingFilter, MetadataValue, ScoredEmbedding
 
 if TYPE_CHECKING:
@@ -87,8 +89,10 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
 
     Give ``path`` (its own connection, WAL mode) or ``store``, a :class:`SQLiteAdapter` whose open
     connection it shares (connect the store first). ``dimensions`` fixes the vector size;
-    otherwise the file's stored size, or the first vector added, sets it. Needs numpy (the
-    ``[vectors]`` extra).
+    otherwise the file's stored size, or the first vector added, sets it. ``bm25`` sets the
+    keyword scoring, as on the in-memory store (default ``BM25(k1=1.2, b=0.75)``; for chat
+    messages of very uneven length ``BM25(k1=3, b=1)`` measured better, see
+    ``docs/embeddings.md``). Needs numpy (the ``[vectors]`` extra).
     """
 
     provider: ClassVar[str] = "sqlite"
@@ -102,6 +106,7 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
         busy_timeout: float = 5.0,
         vector_backend: VectorBackend = "auto",
         cache_scopes: int = 32,
+        bm25: BM25 | None = None,
         provider: str | None = None,
     ) -> None:
         if provider not in (None, "sqlite"):
@@ -114,7 +119,10 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
             raise InvalidArgumentError("vector_backend", f"must be auto, numpy or sqlite-vec, got {vector_backend!r}")
         if isinstance(cache_scopes, bool) or not isinstance(cache_scopes, int) or cache_scopes < 1:
             raise InvalidArgumentError("cache_scopes", f"must be a positive integer, got {cache_scopes!r}")
+        scoring = check_bm25(bm25)
         super().__init__(dimensions=dimensions)
+        #: The keyword scoring (its ``k1`` and ``b``).
+        self.bm25 = scoring
         self.path = None if path is None else normalize_path(path)
         self.store = store
         self.busy_timeout = float(busy_timeout)
@@ -125,6 +133,8 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
         self._owns_db = False
         self._cache = ScopeCache(cache_scopes)
         self._cache_generation = -1
+        #: Documents and their total length in terms, for BM25, and the generation they are of.
+        self._corpus: tuple[int, int, int] | None = None
 
     # ----- lifecycle -------------------------------------------------------------------------
 
@@ -244,10 +254,12 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
                 db.execute("INSERT INTO embedding_state (key, value) VALUES ('dimensions', ?)", (dims,))
             elif int(stored[0]) != dims:
                 raise ConflictError(f"the file holds vectors of {stored[0]} dimensions, not {dims}")
+            indexed: list[tuple[int, list[str]]] = []
             for e in embeddings:
+                terms = index_terms(e.content)
                 cur = db.execute(
                     "INSERT INTO embeddings (id, source_id, source_type, content, vector, metadata,"
-                    " agent_id, user_id, thread_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " agent_id, user_id, thread_id, created_at, term_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         e.id,
                         e.source_id,
@@ -257,26 +269,28 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
                         json.dumps(e.metadata),
                         *(e.metadata.get(k) for k in SCOPE_KEYS),
                         to_micros(e.created_at),
+                        len(terms),
                     ),
                 )
-                db.execute(
-                    "INSERT INTO embeddings_fts (rowid, terms) VALUES (?, ?)",
-                    (cur.lastrowid, " ".join(index_terms(e.content))),
-                )
+                assert cur.lastrowid is not None
+                indexed.append((cur.lastrowid, terms))
+            index_embedding_terms(db, indexed)
 
     async def _delete_embedding(self, embedding_id: str) -> bool:
         with self._write() as db:
-            row = db.execute("SELECT rowid FROM embeddings WHERE id = ?", (embedding_id,)).fetchone()
+            row = db.execute("SELECT rowid, content FROM embeddings WHERE id = ?", (embedding_id,)).fetchone()
             if row is None:
                 return False
-            db.execute("DELETE FROM embeddings_fts WHERE rowid = ?", (row[0],))
+            drop_embedding_terms(db, [row])
             db.execute("DELETE FROM embeddings WHERE rowid = ?", (row[0],))
             return True
 
     async def _delete_by_filter(self, flt: DeletionFilter) -> int:
         where, args = where_clause(source_type=flt.source_type, scope={}, exact=flt.exact_metadata())
         with self._write() as db:
-            db.execute(f"DELETE FROM embeddings_fts WHERE rowid IN (SELECT rowid FROM embeddings WHERE {where})", args)
+            drop_embedding_terms(
+                db, db.execute(f"SELECT rowid, content FROM embeddings WHERE {where}", args).fetchall()
+            )
             return db.execute(f"DELETE FROM embeddings WHERE {where}", args).rowcount
 
     # ----- reads -----------------------------------------------------------------------------
@@ -338,16 +352,43 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
         rows = self.connection.execute(sql, [blob, *args, blob, threshold, limit]).fetchall()
         return [self._scored(r, float(r[7])) for r in rows]
 
+    def _corpus_size(self) -> tuple[int, int]:
+        """How many embeddings the file holds and their total length in terms (BM25's ``N`` and
+        ``avgdl`` cover the whole store, as on the in-memory store), read again after a write."""
+        generation = self._generation()
+        if self._corpus is None or self._corpus[0] != generation:
+            count, total = self.connection.execute("SELECT count(*), total(term_count) FROM embeddings").fetchone()
+            self._corpus = (generation, int(count), int(total))
+        return self._corpus[1], self._corpus[2]
+
     async def _keyword_search(self, terms: list[str], limit: int, flt: EmbeddingFilter) -> list[ScoredEmbedding]:
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        db = self.connection
+        n_docs, total = self._corpus_size()
+        if n_docs == 0:
+            return []
+        marks = ",".join("?" * len(terms))
+        found = db.execute(f"SELECT term, count(*) FROM embedding_terms WHERE term IN ({marks}) GROUP BY term", terms)
+        doc_freq = dict(found.fetchall())
+        present = [t for t in terms if doc_freq.get(t)]
+        if not present:
+            return []
+        scoring = self.bm25
+        avg = total / n_docs
+        # term_score of BM25: idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg))
+        per_length = scoring.b / avg if avg > 0 else 0.0
+        fixed = 1.0 - scoring.b + (0.0 if avg > 0 else scoring.b)
+        idfs = [x for t in present for x in (t, BM25.idf(n_docs, doc_freq[t]))]
         where, args = _search_where(flt, alias="e")
         sql = (
-            f"SELECT {_E_COLUMNS}, -bm25(embeddings_fts) AS score FROM embeddings_fts"
-            f" JOIN embeddings e ON e.rowid = embeddings_fts.rowid"
-            f" WHERE embeddings_fts MATCH ? AND {where} ORDER BY bm25(embeddings_fts) LIMIT ?"
+            f"WITH q (term, idf) AS (VALUES {','.join('(?, ?)' for _ in present)}),"
+            f" top AS (SELECT t.rid AS rid, sum(q.idf * t.tf * ? / (t.tf + ? * (? + ? * e.term_count))) AS score"
+            f" FROM q JOIN embedding_terms t ON t.term = q.term JOIN embeddings e ON e.rowid = t.rid"
+            f" WHERE {where} GROUP BY t.rid ORDER BY score DESC, min(e.id) LIMIT ?)"
+            f" SELECT {_E_COLUMNS}, top.score FROM top JOIN embeddings e ON e.rowid = top.rid"
         )
-        rows = self.connection.execute(sql, [match, *args, limit]).fetchall()
-        return [self._scored(r, float(r[7])) for r in rows]
+        params = [*idfs, scoring.k1 + 1.0, scoring.k1, fixed, per_length, *args, limit]
+        rows = db.execute(sql, params).fetchall()
+        return [self._scored(r, float(r[7])) for r in rows if r[7] > 0]
 
     async def _get_embedding(self, embedding_id: str) -> Embedding | None:
         row = self.connection.execute(f"SELECT {_COLUMNS} FROM embeddings WHERE id = ?", (embedding_id,)).fetchone()
