@@ -98,10 +98,9 @@ def index_embedding_terms(db: sqlite3.Connection, rows: Iterable[tuple[int, list
     """Index embeddings for keyword search, given as ``(rowid, terms of the content)``: one
     ``embedding_terms`` row per distinct term with its count (their length in terms goes in
     ``embeddings.term_count``, which the caller writes)."""
-    db.executemany(
-        "INSERT INTO embedding_terms (term, rid, tf) VALUES (?, ?, ?)",
-        [(term, rowid, tf) for rowid, terms in rows for term, tf in Counter(terms).items()],
-    )
+    postings = [(term, rowid, tf) for rowid, terms in rows for term, tf in Counter(terms).items()]
+    postings.sort()  # in key order: a batch then walks the index once instead of jumping about
+    db.executemany("INSERT INTO embedding_terms (term, rid, tf) VALUES (?, ?, ?)", postings)
 
 
 def drop_embedding_terms(db: sqlite3.Connection, rows: Iterable[tuple[int, str]]) -> None:

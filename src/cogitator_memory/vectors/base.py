@@ -208,7 +208,10 @@ class EmbeddingStoreMixin(ABC):
 
     @abstractmethod
     async def _add_embeddings(self, embeddings: list[Embedding]) -> None:
-        """Store every embedding or none (one transaction); ``ConflictError`` when an id is taken."""
+        """Store every embedding or none (one transaction); ``ConflictError`` when an id is taken.
+
+        The objects are handed back to the caller afterwards: a store that keeps objects keeps
+        copies of them (as the in-memory store does), never these."""
 
     @abstractmethod
     async def _search(
@@ -292,7 +295,7 @@ class EmbeddingStoreMixin(ABC):
             await self._add_embeddings(prepared)
             if self._dimensions is None:
                 self._dimensions = len(prepared[0].vector)
-            return ok([e.model_copy(deep=True) for e in prepared])
+            return ok(prepared)  # the caller's: stores keep rows or copies of their own
         except Exception as exc:
             return self._fail("add_embeddings", exc)
 

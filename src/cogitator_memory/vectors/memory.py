@@ -34,6 +34,11 @@ def _copy_json(value: Any) -> Any:
     return value
 
 
+def _copy(embedding: Embedding) -> Embedding:
+    """A copy sharing nothing mutable with ``embedding`` (its floats and strings are immutable)."""
+    return embedding.model_copy(update={"vector": list(embedding.vector), "metadata": _copy_json(embedding.metadata)})
+
+
 class InMemoryEmbeddingAdapter(BaseEmbeddingAdapter):
     """An embedding store in the process's memory (needs numpy, the ``[vectors]`` extra).
 
@@ -70,7 +75,7 @@ class InMemoryEmbeddingAdapter(BaseEmbeddingAdapter):
             raise ConflictError(f"embedding id(s) already stored: {', '.join(taken)}")
         units = unit_rows([e.vector for e in embeddings])
         for row, emb in enumerate(embeddings):
-            stored = emb.model_copy(deep=True)
+            stored = _copy(emb)
             self._items[emb.id] = stored
             self._units[emb.id] = units[row]
             terms = index_terms(emb.content)
@@ -152,10 +157,10 @@ class InMemoryEmbeddingAdapter(BaseEmbeddingAdapter):
 
     async def _get_embedding(self, embedding_id: str) -> Embedding | None:
         found = self._items.get(embedding_id)
-        return None if found is None else found.model_copy(deep=True)
+        return None if found is None else _copy(found)
 
     async def _get_by_sources(self, source_ids: list[str]) -> list[Embedding]:
-        return [self._items[i].model_copy(deep=True) for sid in source_ids for i in self._by_source.get(sid, ())]
+        return [_copy(self._items[i]) for sid in source_ids for i in self._by_source.get(sid, ())]
 
     @property
     def size(self) -> int:
