@@ -105,7 +105,9 @@ def index_embedding_terms(db: sqlite3.Connection, rows: Iterable[tuple[int, list
 
 def drop_embedding_terms(db: sqlite3.Connection, rows: Iterable[tuple[int, str]]) -> None:
     """Take embeddings (``(rowid, content)`` pairs) out of the keyword index (their terms are
-    found again from their content, so each goes by its primary key)."""
+    found again from their content, so each goes by its primary key). Stored terms must match
+    what :func:`index_terms` gives today: a change of the tokenizer needs a migration that
+    indexes every embedding again (queries are tokenized the same way, too)."""
     db.executemany(
         "DELETE FROM embedding_terms WHERE term = ? AND rid = ?",
         [(term, rowid) for rowid, content in rows for term in set(index_terms(content))],
