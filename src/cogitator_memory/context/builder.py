@@ -259,7 +259,7 @@ class ContextBuilder:
                 memory,
                 thread_id,
                 leaf_id,
-                tokens=self._tokens.held_tokens if reads_shared(memory) else self._tokens.tokens,
+                tokens=self._held_tokens if reads_shared(memory) else self._tokens.tokens,
                 tool_cap=TOOL_NOTE_TOKENS,
                 token_limit=None if by_count else room,
                 count_limit=RELEVANT_WINDOW if by_count else None,
@@ -497,6 +497,18 @@ class ContextBuilder:
             self._branches.popitem(last=False)
         return branch
 
+    def _held_tokens(self, entry: MemoryEntry) -> int:
+        """The tokens of an entry that is a store's own object (see ``reads_shared``): such an
+        object never changes (a changed entry is a new object), so its history block, tokens
+        included, is made once per object and found again by identity."""
+        held = self._held_blocks
+        block = held.get(entry.id)
+        if block is None or block.item is not entry:
+            if len(held) >= MAX_HELD_BLOCKS:
+                held.clear()
+            block = held[entry.id] = ContextBlock("recent", "", self._tokens.tokens(entry), entry.id, entry)
+        return block.tokens
+
     # ----- assembly --------------------------------------------------------------------------
 
     def _required_blocks(
@@ -574,16 +586,13 @@ class ContextBuilder:
                     overhead[part] = overhead.get(part, 0) + framing
         if candidates is not None:
             blocks["recent"] = candidates
-        elif window.shared:  # the store's own objects, which never change: one block per object
-            known = window.tokens
+        elif window.shared:  # the blocks the reader kept while counting (see _held_tokens)
             held = self._held_blocks
-            if len(held) > MAX_HELD_BLOCKS:
-                held.clear()
             recent: list[ContextBlock] = []
             for e in window.entries:
                 block = held.get(e.id)
-                if block is None or block.item is not e:
-                    block = held[e.id] = ContextBlock("recent", "", known.get(e.id) or self._tokens.tokens(e), e.id, e)
+                if block is None or block.item is not e:  # dropped when the cache was cleared
+                    block = ContextBlock("recent", "", self._tokens.tokens(e), e.id, e)
                 recent.append(block)
             blocks["recent"] = recent
         else:

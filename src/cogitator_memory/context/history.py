@@ -190,7 +190,6 @@ class TokenCache:
     def __init__(self, max_items: int = 50_000) -> None:
         self.max_items = max_items
         self._counts: dict[tuple[str, str, int], int] = {}
-        self._held: dict[str, tuple[MemoryEntry, int]] = {}
         self._texts: dict[str, int] = {}
 
     def text_tokens(self, text: str) -> int:
@@ -202,19 +201,6 @@ class TokenCache:
             if len(self._texts) >= 1024:
                 self._texts.clear()
             self._texts[text] = found
-        return found
-
-    def held_tokens(self, entry: MemoryEntry) -> int:
-        """The tokens of an entry that is a store's own object (see :func:`reads_shared`): such
-        an object never changes (a changed entry is a new object), so it is counted once per
-        object, found again by identity without looking at its text."""
-        held = self._held.get(entry.id)
-        if held is not None and held[0] is entry:
-            return held[1]
-        found = self.tokens(entry)
-        if len(self._held) >= self.max_items:
-            self._held.clear()
-        self._held[entry.id] = (entry, found)
         return found
 
     def tokens(self, entry: MemoryEntry) -> int:
