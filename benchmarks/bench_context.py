@@ -21,7 +21,7 @@ from typing import Any
 from cogitator_memory import InMemoryAdapter, SQLiteAdapter, unwrap
 from cogitator_memory.context import ContextBuilder, MessageIndex
 from cogitator_memory.embeddings import HashingEmbedder
-from cogitator_memory.stores.base import BaseMemoryAdapter
+from cogitator_memory.threads.base import BaseMemoryAdapter
 from cogitator_memory.vectors import SQLiteEmbeddingAdapter
 
 from .common import Row, percentiles, time_async

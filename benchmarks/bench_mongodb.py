@@ -36,8 +36,8 @@ from typing import Any
 from pymongo import AsyncMongoClient, ReturnDocument
 
 from cogitator_memory.clock import to_micros
+from cogitator_memory.engines.mongodb.threads import MongoDBAdapter
 from cogitator_memory.result import unwrap
-from cogitator_memory.stores.mongodb import MongoDBAdapter
 
 from .common import Row, percentiles, time_async
 

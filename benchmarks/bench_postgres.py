@@ -31,10 +31,10 @@ import psycopg
 from psycopg.conninfo import make_conninfo
 
 from cogitator_memory.clock import now
+from cogitator_memory.engines.postgres.adapter import PostgresAdapter, entry_content
 from cogitator_memory.ids import entry_id as new_entry_id
 from cogitator_memory.result import unwrap
-from cogitator_memory.stores.postgres import PostgresAdapter, entry_content
-from cogitator_memory.types import NewMemoryEntry
+from cogitator_memory.threads.records import NewMemoryEntry
 
 from .common import Row, percentiles, time_async
 

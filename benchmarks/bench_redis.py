@@ -20,8 +20,8 @@ import time
 import uuid
 from typing import Any
 
+from cogitator_memory.engines.redis.threads import RedisAdapter
 from cogitator_memory.result import unwrap
-from cogitator_memory.stores.redis import RedisAdapter
 
 from .common import Row, percentiles, time_async
 

@@ -25,8 +25,8 @@ from threadpoolctl import threadpool_limits
 from benchmarks.common import Row, percentiles, time_sync
 from cogitator_memory import unwrap
 from cogitator_memory.vectors import InMemoryEmbeddingAdapter, QdrantAdapter, SQLiteEmbeddingAdapter
-from cogitator_memory.vectors._matrix import single_blas_thread
 from cogitator_memory.vectors.base import BaseEmbeddingAdapter
+from cogitator_memory.vectors.matrix import single_blas_thread
 
 DIMS = 384
 AGENTS = 50

@@ -13,9 +13,11 @@ import pytest
 import cogitator_memory
 import cogitator_memory.context
 import cogitator_memory.embeddings
+import cogitator_memory.engines
+import cogitator_memory.engines.factory
 import cogitator_memory.search
-import cogitator_memory.stores
 import cogitator_memory.testing
+import cogitator_memory.threads
 import cogitator_memory.vectors
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,7 +47,8 @@ PACKAGES = [
     cogitator_memory.context,
     cogitator_memory.embeddings,
     cogitator_memory.search,
-    cogitator_memory.stores,
+    cogitator_memory.threads,
+    cogitator_memory.engines.factory,
     cogitator_memory.testing,
     cogitator_memory.vectors,
 ]

@@ -21,7 +21,7 @@ from cogitator_memory import (
     ok,
     unwrap,
 )
-from cogitator_memory.types import copy_entry, copy_message
+from cogitator_memory.threads.records import copy_entry, copy_message
 
 
 def test_ok_and_unwrap() -> None:

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from cogitator_memory import tokens
+from cogitator_memory.threads.records import EntryContent, Message, NewMemoryEntry, ToolCall, ToolResult
 from cogitator_memory.tokens import (
     IMAGE_TOKENS_HIGH,
     IMAGE_TOKENS_LOW,
@@ -22,7 +23,6 @@ from cogitator_memory.tokens import (
     count_tool_results_tokens,
     truncate_to_tokens,
 )
-from cogitator_memory.types import EntryContent, Message, NewMemoryEntry, ToolCall, ToolResult
 
 PROSE = (
     "Certainly! To create an effective schedule leading up to the deadline, we'll need to break "

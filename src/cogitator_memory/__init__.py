@@ -42,6 +42,15 @@ from .embeddings import (
     OpenAIEmbeddingService,
     create_embedding_service,
 )
+from .engines.factory import create_embedding_adapter, create_memory_adapter
+from .engines.memory.threads import InMemoryAdapter
+from .engines.memory.vectors import InMemoryEmbeddingAdapter
+from .engines.mongodb.threads import MongoDBAdapter
+from .engines.postgres.adapter import PostgresAdapter
+from .engines.qdrant.vectors import QdrantAdapter
+from .engines.redis.threads import RedisAdapter
+from .engines.sqlite.threads import SQLiteAdapter
+from .engines.sqlite.vectors import SQLiteEmbeddingAdapter
 from .errors import (
     ConflictError,
     InvalidArgumentError,
@@ -63,20 +72,8 @@ from .search import (
     reciprocal_rank_fusion,
     tokenize,
 )
-from .stores.base import BaseMemoryAdapter, ChangeListener, ChangeReportingMemoryAdapter, MemoryAdapter
-from .stores.factory import create_memory_adapter
-from .stores.memory import InMemoryAdapter
-from .stores.sqlite import SQLiteAdapter
-from .stores.tree import REDACTED_TEXT, redacted_entry
-from .tokens import (
-    count_entry_tokens,
-    count_message_tokens,
-    count_messages_tokens,
-    count_tokens,
-    count_tool_calls_tokens,
-    truncate_to_tokens,
-)
-from .types import (
+from .threads.base import BaseMemoryAdapter, ChangeListener, ChangeReportingMemoryAdapter, MemoryAdapter
+from .threads.records import (
     CONVERSATION_ENTRY_TYPES,
     FORK_OF_KEY,
     FORKED_FROM_KEY,
@@ -108,18 +105,23 @@ from .types import (
     ToolCall,
     ToolResult,
 )
+from .threads.tree import REDACTED_TEXT, redacted_entry
+from .tokens import (
+    count_entry_tokens,
+    count_message_tokens,
+    count_messages_tokens,
+    count_tokens,
+    count_tool_calls_tokens,
+    truncate_to_tokens,
+)
 from .vectors import (
     BaseEmbeddingAdapter,
     Embedding,
     EmbeddingAdapter,
     EmbeddingFilter,
     EmbeddingStoreMixin,
-    InMemoryEmbeddingAdapter,
     NewEmbedding,
-    QdrantAdapter,
     ScoredEmbedding,
-    SQLiteEmbeddingAdapter,
-    create_embedding_adapter,
 )
 
 __version__ = "0.1.0"
@@ -191,13 +193,16 @@ __all__ = [
     "MessageIndex",
     "MissingDriverError",
     "ModelChangeEvent",
+    "MongoDBAdapter",
     "NewEmbedding",
     "NewMemoryEntry",
     "NotConnectedError",
     "NotFoundError",
     "OllamaEmbeddingService",
     "OpenAIEmbeddingService",
+    "PostgresAdapter",
     "QdrantAdapter",
+    "RedisAdapter",
     "SQLiteAdapter",
     "SQLiteEmbeddingAdapter",
     "ScoredEmbedding",

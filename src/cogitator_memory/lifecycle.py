@@ -1,6 +1,6 @@
 """What every store shares: connecting, disconnecting, health checks and failure mapping.
 
-:class:`StoreLifecycle` is the base of :class:`~cogitator_memory.stores.base.BaseMemoryAdapter`
+:class:`StoreLifecycle` is the base of :class:`~cogitator_memory.threads.base.BaseMemoryAdapter`
 and :class:`~cogitator_memory.vectors.base.BaseEmbeddingAdapter`; an engine implements
 ``_connect``, ``_disconnect`` and optionally ``_ping`` and ``_map_error``.
 """

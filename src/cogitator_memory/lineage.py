@@ -1,6 +1,6 @@
 """Lineage: check that what memory derived quotes what the conversation said.
 
-A piece of :class:`~cogitator_memory.types.Evidence` is ``verified`` when its quote is in the
+A piece of :class:`~cogitator_memory.threads.records.Evidence` is ``verified`` when its quote is in the
 text of the entry it names (whitespace aside: runs of whitespace compare equal, and the case
 must match), else ``suggested``: a quote that is not found, an entry that is gone, evidence
 without an ``entry_id``.
@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .result import MemoryResult, err, ok
-from .types import CheckedEvidence, EntryContent, Evidence, EvidenceStatus
+from .threads.records import CheckedEvidence, EntryContent, Evidence, EvidenceStatus
 
 _SPACE = re.compile(r"\s+")
 

@@ -33,7 +33,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
-from .types import (
+from .threads.records import (
     CompactionEvent,
     CustomEvent,
     EntryContent,

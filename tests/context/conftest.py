@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cogitator_memory import InMemoryAdapter, SQLiteAdapter
-from cogitator_memory.stores.base import BaseMemoryAdapter
+from cogitator_memory.threads.base import BaseMemoryAdapter
 
 
 @pytest.fixture(params=["memory", "sqlite"])

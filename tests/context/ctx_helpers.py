@@ -7,7 +7,7 @@ from typing import Any
 
 from cogitator_memory import MemoryEntry, unwrap
 from cogitator_memory.embeddings import HashingEmbedder
-from cogitator_memory.stores.base import BaseMemoryAdapter
+from cogitator_memory.threads.base import BaseMemoryAdapter
 
 
 class CountingEmbedder(HashingEmbedder):

@@ -13,7 +13,7 @@ from cogitator_memory.context import ContextBuilder, ContextBuildError, read_com
 from cogitator_memory.context.history import SUMMARY_HEADING
 from cogitator_memory.errors import InvalidArgumentError
 from cogitator_memory.result import MemoryResult, err, ok
-from cogitator_memory.stores.base import BaseMemoryAdapter
+from cogitator_memory.threads.base import BaseMemoryAdapter
 from cogitator_memory.tokens import count_entry_tokens, count_tokens
 
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau"

@@ -13,8 +13,8 @@ from cogitator_memory.context import ContextBuilder, MessageIndex
 from cogitator_memory.context.message_index import vector_id
 from cogitator_memory.embeddings import OpenAIEmbeddingService, RetryPolicy
 from cogitator_memory.errors import InvalidArgumentError
-from cogitator_memory.stores.base import BaseMemoryAdapter
 from cogitator_memory.testing.scripted_server import ScriptedServer, openai_embeddings_handler
+from cogitator_memory.threads.base import BaseMemoryAdapter
 from cogitator_memory.vectors import InMemoryEmbeddingAdapter
 
 

@@ -10,8 +10,8 @@ from ctx_helpers import CountingEmbedder, conversation, say
 from cogitator_memory import SQLiteAdapter, unwrap
 from cogitator_memory.context import ContextBuilder, MessageIndex
 from cogitator_memory.embeddings import HashingEmbedder, OpenAIEmbeddingService, RetryPolicy
-from cogitator_memory.stores.base import BaseMemoryAdapter
 from cogitator_memory.testing.scripted_server import ScriptedResponse, ScriptedServer
+from cogitator_memory.threads.base import BaseMemoryAdapter
 from cogitator_memory.tokens import count_tokens
 from cogitator_memory.vectors import InMemoryEmbeddingAdapter, SQLiteEmbeddingAdapter
 

@@ -25,10 +25,8 @@ from typing import Any
 import pytest
 
 from cogitator_memory.clock import to_micros
-from cogitator_memory.errors import InvalidArgumentError, StoreUnavailableError
-from cogitator_memory.result import unwrap
-from cogitator_memory.stores.factory import create_memory_adapter
-from cogitator_memory.stores.mongodb import (
+from cogitator_memory.engines.factory import create_memory_adapter
+from cogitator_memory.engines.mongodb.threads import (
     DEFAULT_URI,
     MongoDBAdapter,
     entries_filter,
@@ -40,8 +38,10 @@ from cogitator_memory.stores.mongodb import (
     thread_document,
     thread_from_document,
 )
+from cogitator_memory.errors import InvalidArgumentError, StoreUnavailableError
+from cogitator_memory.result import unwrap
 from cogitator_memory.testing import ConformanceCase, memory_adapter_conformance_cases, service_url
-from cogitator_memory.types import MemoryEntry, Thread
+from cogitator_memory.threads.records import MemoryEntry, Thread
 
 #: Cases not repeated with transactions forced: 10,000 sequential adds take minutes on mongoeco
 #: (it scans every stored document on each insert) and exercise no transaction-specific code.
@@ -149,10 +149,10 @@ def test_options_are_checked() -> None:
 def test_missing_driver_fails_connect_with_the_pip_command() -> None:
     code = (
         "import asyncio, sys\n"
-        "import cogitator_memory, cogitator_memory.stores.mongodb\n"
+        "import cogitator_memory, cogitator_memory.engines.mongodb.threads\n"
         "print('imported:', 'pymongo' in sys.modules)\n"
         "sys.modules['pymongo'] = None  # this interpreter has no pymongo\n"
-        "from cogitator_memory.stores.mongodb import MongoDBAdapter\n"
+        "from cogitator_memory.engines.mongodb.threads import MongoDBAdapter\n"
         "adapter = MongoDBAdapter()\n"
         "result = asyncio.run(adapter.connect())\n"
         "print(result.success, result.error_type.__name__, adapter.connected, result.error)\n"

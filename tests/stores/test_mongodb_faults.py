@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from cogitator_memory.engines.mongodb.threads import MongoDBAdapter
 from cogitator_memory.errors import StoreUnavailableError
 from cogitator_memory.result import MemoryResult, unwrap
-from cogitator_memory.stores.mongodb import MongoDBAdapter
 from cogitator_memory.testing import service_url
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "mongoeco_server.py"

@@ -17,9 +17,9 @@ import psycopg
 import pytest
 
 from cogitator_memory import unwrap
+from cogitator_memory.engines.factory import create_memory_adapter
+from cogitator_memory.engines.postgres.adapter import PostgresAdapter
 from cogitator_memory.errors import InvalidArgumentError
-from cogitator_memory.stores.factory import create_memory_adapter
-from cogitator_memory.stores.postgres import PostgresAdapter
 from cogitator_memory.testing import ConformanceCase, memory_adapter_conformance_cases
 
 CASES = memory_adapter_conformance_cases()
@@ -199,7 +199,7 @@ def test_a_missing_driver_fails_connect_with_the_pip_command() -> None:
     script = (
         "import asyncio, sys\n"
         "sys.modules['psycopg'] = None  # as if psycopg were not installed\n"
-        "from cogitator_memory.stores.postgres import PostgresAdapter\n"
+        "from cogitator_memory.engines.postgres.adapter import PostgresAdapter\n"
         "result = asyncio.run(PostgresAdapter(url='postgresql://x/y').connect())\n"
         "print(result.success, result.error_type.__name__, result.error)\n"
     )

@@ -21,8 +21,8 @@ import psycopg
 import pytest
 
 from cogitator_memory import unwrap
+from cogitator_memory.engines.postgres.adapter import HEALTH_TIMEOUT, PostgresAdapter
 from cogitator_memory.result import MemoryResult
-from cogitator_memory.stores.postgres import HEALTH_TIMEOUT, PostgresAdapter
 from cogitator_memory.testing import service_url
 
 

@@ -15,8 +15,8 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 from cogitator_memory import unwrap
-from cogitator_memory.stores.postgres import PostgresAdapter
-from cogitator_memory.stores.postgres_schema import (
+from cogitator_memory.engines.postgres.adapter import PostgresAdapter
+from cogitator_memory.engines.postgres.schema import (
     ADVISORY_LOCK_CLASS,
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -163,7 +163,7 @@ def test_two_processes_connecting_to_a_new_database_do_not_race() -> None:
         """
         import asyncio, sys
         from cogitator_memory import unwrap
-        from cogitator_memory.stores.postgres import PostgresAdapter
+        from cogitator_memory.engines.postgres.adapter import PostgresAdapter
 
         async def main():
             async with PostgresAdapter(url=sys.argv[1], schema="app", pool_size=1, dimensions=8) as memory:

@@ -13,8 +13,8 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from cogitator_memory import unwrap
-from cogitator_memory.stores.postgres import PostgresAdapter
-from cogitator_memory.stores.postgres_vectors import (
+from cogitator_memory.engines.postgres.adapter import PostgresAdapter
+from cogitator_memory.engines.postgres.vectors import (
     VectorLayout,
     deletion_filter_sql,
     search_filter_sql,

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
+from cogitator_memory.engines.factory import create_memory_adapter
+from cogitator_memory.engines.redis.threads import RedisAdapter, cluster_prefix, parse_node
 from cogitator_memory.errors import ConflictError, InvalidArgumentError, NotFoundError
 from cogitator_memory.result import unwrap
-from cogitator_memory.stores.factory import create_memory_adapter
-from cogitator_memory.stores.redis import RedisAdapter, cluster_prefix, parse_node
 from cogitator_memory.testing import ConformanceCase, memory_adapter_conformance_cases, service_url
 
 TOPOLOGIES = ["standalone", "cluster"]

@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
+from cogitator_memory.engines.redis.threads import RedisAdapter
 from cogitator_memory.errors import StoreUnavailableError
 from cogitator_memory.result import MemoryResult, unwrap
-from cogitator_memory.stores.redis import RedisAdapter
 
 #: Every call in these tests must come back within this many seconds (no hangs).
 CALL_DEADLINE = 8.0
@@ -185,7 +185,7 @@ async def test_connect_to_a_closed_port_fails_and_can_be_retried(private_redis: 
 SUBPROCESS_CONNECT = textwrap.dedent(
     """
     import asyncio, sys
-    from cogitator_memory.stores.redis import RedisAdapter
+    from cogitator_memory.engines.redis.threads import RedisAdapter
 
     async def main():
         options = {"connect_timeout": 1, "socket_timeout": 1, "retries": 1}
@@ -223,7 +223,7 @@ def test_missing_driver_names_the_pip_command() -> None:
     script = textwrap.dedent(
         """
         import asyncio, sys
-        import cogitator_memory.stores.redis as store
+        import cogitator_memory.engines.redis.threads as store
         assert "redis" not in sys.modules, "importing the store must not import the driver"
         sys.modules["redis"] = None  # what Python does for a package that is not installed
         result = asyncio.run(store.RedisAdapter(host="127.0.0.1").connect())

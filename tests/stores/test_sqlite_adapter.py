@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cogitator_memory import InvalidArgumentError, SQLiteAdapter, create_memory_adapter, unwrap
-from cogitator_memory.stores.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, applied_migrations
+from cogitator_memory.engines.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, applied_migrations
 
 
 async def test_creates_parent_folders_and_uses_wal(tmp_path: Path) -> None:

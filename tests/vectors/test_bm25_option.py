@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from cogitator_memory import BM25, InMemoryEmbeddingAdapter, InvalidArgumentError, unwrap
+from cogitator_memory.engines.sqlite.schema import MIGRATIONS, applied_migrations, migrate
 from cogitator_memory.search.tokenizer import index_terms
-from cogitator_memory.stores.sqlite_schema import MIGRATIONS, applied_migrations, migrate
 from cogitator_memory.vectors import SQLiteEmbeddingAdapter
 from cogitator_memory.vectors.base import BaseEmbeddingAdapter
 from cogitator_memory.vectors.records import ScoredEmbedding

@@ -8,6 +8,7 @@ import textwrap
 
 import pytest
 
+from cogitator_memory.engines.sqlite.vectors import where_clause
 from cogitator_memory.errors import InvalidArgumentError
 from cogitator_memory.vectors import (
     EmbeddingAdapter,
@@ -19,7 +20,6 @@ from cogitator_memory.vectors import (
     filter_matches,
 )
 from cogitator_memory.vectors.records import check_deletion, check_filter, check_vector, deletion_matches
-from cogitator_memory.vectors.sqlite import where_clause
 
 
 def test_factory_providers(tmp_path) -> None:
@@ -46,9 +46,9 @@ def test_capabilities_are_declared() -> None:
 @pytest.mark.parametrize(
     ("module", "cls", "extra", "driver", "kwargs"),
     [
-        ("cogitator_memory.vectors.qdrant", "QdrantAdapter", "qdrant", "qdrant_client", 'url=":memory:"'),
-        ("cogitator_memory.vectors.memory", "InMemoryEmbeddingAdapter", "vectors", "numpy", ""),
-        ("cogitator_memory.vectors.sqlite", "SQLiteEmbeddingAdapter", "vectors", "numpy", 'path=":memory:"'),
+        ("cogitator_memory.engines.qdrant.vectors", "QdrantAdapter", "qdrant", "qdrant_client", 'url=":memory:"'),
+        ("cogitator_memory.engines.memory.vectors", "InMemoryEmbeddingAdapter", "vectors", "numpy", ""),
+        ("cogitator_memory.engines.sqlite.vectors", "SQLiteEmbeddingAdapter", "vectors", "numpy", 'path=":memory:"'),
     ],
 )
 def test_missing_driver_names_the_pip_command(module: str, cls: str, extra: str, driver: str, kwargs: str) -> None:

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from cogitator_memory import unwrap
+from cogitator_memory.engines.qdrant.vectors import POINT_NAMESPACE, point_id, qdrant_filter
 from cogitator_memory.testing.embedding import axis_vector, embedding_adapter_conformance_cases
 from cogitator_memory.testing.services import service_url
 from cogitator_memory.vectors import QdrantAdapter, create_embedding_adapter
-from cogitator_memory.vectors.qdrant import POINT_NAMESPACE, point_id, qdrant_filter
 
 CASES = embedding_adapter_conformance_cases()
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cogitator_memory import SQLiteAdapter, unwrap
-from cogitator_memory.stores.sqlite_schema import applied_migrations
+from cogitator_memory.engines.sqlite.schema import applied_migrations
 from cogitator_memory.testing.embedding import axis_vector, embedding_adapter_conformance_cases, seeded_vector
 from cogitator_memory.vectors import SQLiteEmbeddingAdapter
 

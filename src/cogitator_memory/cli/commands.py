@@ -20,10 +20,10 @@ from typing import Any, NoReturn, TypeVar
 
 from .. import __version__
 from ..clock import frozen_clock
+from ..engines.sqlite.threads import DEFAULT_PATH, SQLiteAdapter
 from ..result import MemoryResult
-from ..stores import tree
-from ..stores.sqlite import DEFAULT_PATH, SQLiteAdapter
-from ..types import MemoryEntry, NewMemoryEntry, Thread
+from ..threads import tree
+from ..threads.records import MemoryEntry, NewMemoryEntry, Thread
 from . import render
 from .demo import DEMO_FORK, DEMO_THREAD, write_demo
 from .formats import CliError, ExportedThread, entry_json, export_document, openai_messages_to_entries, read_import_file

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from ..result import MemoryResult
-from ..stores.base import BaseMemoryAdapter
-from ..types import MemoryEntry, Thread
+from ..threads.base import BaseMemoryAdapter
+from ..threads.records import MemoryEntry, Thread
 from .formats import CliError
 
 T = TypeVar("T")

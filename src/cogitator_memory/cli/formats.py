@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from .. import __version__
-from ..types import ImageURL, ImageURLPart, MemoryEntry, Message, NewMemoryEntry, TextPart, Thread, ToolCall
+from ..threads.records import ImageURL, ImageURLPart, MemoryEntry, Message, NewMemoryEntry, TextPart, Thread, ToolCall
 
 #: The ``format`` field of an export file.
 EXPORT_FORMAT = "cogitator-memory/thread"

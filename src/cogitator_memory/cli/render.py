@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any, TextIO
 
 from ..clock import to_utc
-from ..types import (
+from ..threads.records import (
     ApprovalEvent,
     CompactionEvent,
     CustomEvent,

@@ -20,9 +20,9 @@ from typing import Any
 
 from ..errors import InvalidArgumentError, NotFoundError
 from ..result import MemoryResult, unwrap
-from ..stores import tree
+from ..threads import tree
+from ..threads.records import CONVERSATION_ENTRY_TYPES, MemoryEntry, Message, copy_message
 from ..tokens import MESSAGE_OVERHEAD
-from ..types import CONVERSATION_ENTRY_TYPES, MemoryEntry, Message, copy_message
 from .assembler import Assembly, ContextAssembler, Fitter
 from .config import (
     ContextBuilderConfig,

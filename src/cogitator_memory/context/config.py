@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import InvalidArgumentError
-from ..stores import tree
+from ..threads import tree
 
 ContextStrategy: TypeAlias = Literal["recent", "relevant", "hybrid"]
 ContextPartition: TypeAlias = Literal[

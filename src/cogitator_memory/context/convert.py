@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import InvalidArgumentError
-from ..types import ImageBase64Part, ImageURLPart, Message, TextPart
+from ..threads.records import ImageBase64Part, ImageURLPart, Message, TextPart
 
 _EPHEMERAL = {"type": "ephemeral"}
 

@@ -24,9 +24,9 @@ from typing import Any
 
 from ..errors import NotFoundError
 from ..result import MemoryResult, ok, unwrap
-from ..stores.base import BaseMemoryAdapter, MemoryAdapter
+from ..threads.base import BaseMemoryAdapter, MemoryAdapter
+from ..threads.records import HISTORY_ENTRY_TYPES, CompactionEvent, MemoryEntry, Message, ToolResult, copy_message
 from ..tokens import count_entry_tokens, count_tokens
-from ..types import HISTORY_ENTRY_TYPES, CompactionEvent, MemoryEntry, Message, ToolResult, copy_message
 
 #: How the compaction summary is introduced in the messages.
 SUMMARY_HEADING = "Summary of the earlier conversation:"

@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any
 from ..embeddings.base import EmbeddingService, EmbeddingServiceError
 from ..errors import ConflictError, InvalidArgumentError
 from ..result import unwrap
-from ..stores.base import MemoryAdapter
-from ..types import INDEX_KEY, USER_ID_KEY, ChangeEvent, MemoryEntry
+from ..threads.base import MemoryAdapter
+from ..threads.records import INDEX_KEY, USER_ID_KEY, ChangeEvent, MemoryEntry
 
 if TYPE_CHECKING:
     from ..vectors.base import EmbeddingAdapter

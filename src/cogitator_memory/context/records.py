@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-from ..types import MemoryEntry, Message, copy_entry
+from ..threads.records import MemoryEntry, Message, copy_entry
 from .config import ContextPartition
 
 DropReason: TypeAlias = Literal["budget", "duplicate", "not-selected", "oversized"]

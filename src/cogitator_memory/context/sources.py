@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from ..embeddings.base import EmbeddingService
 from ..errors import InvalidArgumentError
 from ..result import MemoryResult
-from ..stores.base import MemoryAdapter
+from ..threads.base import MemoryAdapter
 
 if TYPE_CHECKING:
     from ..vectors.base import EmbeddingAdapter

@@ -18,7 +18,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ..types import MemoryEntry
+from ..threads.records import MemoryEntry
 from .assembler import Fit
 from .history import TokenCache, is_tool_result, tool_note
 from .records import ContextBlock, DropReason

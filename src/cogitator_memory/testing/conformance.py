@@ -23,9 +23,8 @@ from typing import Any
 from ..clock import frozen_clock
 from ..errors import ConflictError, InvalidArgumentError, NotFoundError
 from ..result import MemoryResult, unwrap
-from ..stores.base import BaseMemoryAdapter, MemoryAdapter
-from ..stores.tree import REDACTED_TEXT
-from ..types import (
+from ..threads.base import BaseMemoryAdapter, MemoryAdapter
+from ..threads.records import (
     FORK_OF_KEY,
     FORKED_FROM_KEY,
     FORKS_KEY,
@@ -36,6 +35,7 @@ from ..types import (
     MemoryEntry,
     Thread,
 )
+from ..threads.tree import REDACTED_TEXT
 
 Case = Callable[[MemoryAdapter], Awaitable[None]]
 

@@ -1,9 +1,14 @@
-"""Embedding stores: the :class:`EmbeddingAdapter` contract and its stores.
+"""Vectors: the embedding-store capability.
 
-``InMemoryEmbeddingAdapter`` (numpy), ``SQLiteEmbeddingAdapter`` (the same file as
-``SQLiteAdapter``) and ``QdrantAdapter`` (``qdrant-client``), created directly or with
-:func:`create_embedding_adapter`. Importing this package imports no driver. See ``docs/vectors.md``.
+:mod:`.records` holds its records and filter rules, :mod:`.base` the ``EmbeddingAdapter`` protocol
+and the ``BaseEmbeddingAdapter`` store authors subclass, :mod:`.matrix` the numpy matrix the
+embedded engines search with. The stores themselves live in the engines
+(``InMemoryEmbeddingAdapter``, ``SQLiteEmbeddingAdapter``, ``QdrantAdapter``, ``PostgresAdapter``)
+and are imported from ``cogitator_memory``. See ``docs/vectors.md``.
 """
+
+import importlib
+from typing import Any
 
 from .base import (
     BaseEmbeddingAdapter,
@@ -13,9 +18,6 @@ from .base import (
     FilterInput,
     check_dimensions,
 )
-from .factory import EMBEDDING_PROVIDERS, create_embedding_adapter
-from .memory import InMemoryEmbeddingAdapter
-from .qdrant import QdrantAdapter
 from .records import (
     MAX_CONTENT_CHARS,
     MAX_DIMENSIONS,
@@ -29,10 +31,8 @@ from .records import (
     deletion_matches,
     filter_matches,
 )
-from .sqlite import SQLiteEmbeddingAdapter
 
 __all__ = [
-    "EMBEDDING_PROVIDERS",
     "MAX_CONTENT_CHARS",
     "MAX_DIMENSIONS",
     "MAX_SEARCH_LIMIT",
@@ -45,13 +45,26 @@ __all__ = [
     "EmbeddingInput",
     "EmbeddingStoreMixin",
     "FilterInput",
-    "InMemoryEmbeddingAdapter",
     "NewEmbedding",
-    "QdrantAdapter",
-    "SQLiteEmbeddingAdapter",
     "ScoredEmbedding",
     "check_dimensions",
-    "create_embedding_adapter",
     "deletion_matches",
     "filter_matches",
 ]
+
+#: Names this package exported before the stores moved to ``cogitator_memory.engines``: still
+#: importable from here (loaded on first use, so importing the contract imports no engine).
+_MOVED = {
+    "EMBEDDING_PROVIDERS": "cogitator_memory.engines.factory",
+    "create_embedding_adapter": "cogitator_memory.engines.factory",
+    "InMemoryEmbeddingAdapter": "cogitator_memory.engines.memory.vectors",
+    "SQLiteEmbeddingAdapter": "cogitator_memory.engines.sqlite.vectors",
+    "QdrantAdapter": "cogitator_memory.engines.qdrant.vectors",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MOVED.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

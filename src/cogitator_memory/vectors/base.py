@@ -15,7 +15,7 @@ are excluded and those without one (absent or ``None``) are shared and found; th
 Store authors subclass :class:`BaseEmbeddingAdapter` (a standalone store) or mix
 :class:`EmbeddingStoreMixin` into a thread store that also keeps vectors (it needs the
 ``provider``, ``_require_connected()`` and ``_fail()`` of
-:class:`~cogitator_memory.stores.base.BaseMemoryAdapter`). Either way the public methods below
+:class:`~cogitator_memory.threads.base.BaseMemoryAdapter`). Either way the public methods below
 are written once; the engine implements the underscore primitives, each atomic, each receiving
 checked arguments.
 """
@@ -34,7 +34,7 @@ from ..lifecycle import Capability, StoreLifecycle
 from ..result import MemoryResult, err, ok, ok_none
 from ..search.bm25 import BM25
 from ..search.tokenizer import index_terms
-from ..stores import tree
+from ..threads import tree
 from .records import (
     MAX_CONTENT_CHARS,
     MAX_DIMENSIONS,

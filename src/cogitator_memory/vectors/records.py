@@ -22,8 +22,8 @@ from typing import Any
 from pydantic import Field, ValidationError
 
 from ..errors import InvalidArgumentError
-from ..stores import tree
-from ..types import AGENT_ID_KEY, THREAD_ID_KEY, USER_ID_KEY, Record
+from ..threads import tree
+from ..threads.records import AGENT_ID_KEY, THREAD_ID_KEY, USER_ID_KEY, Record
 
 #: Longest ``content`` (characters) an embedding or a keyword query may have.
 MAX_CONTENT_CHARS = 100_000
@@ -182,7 +182,7 @@ def check_text(name: str, value: object, *, allow_empty: bool = True) -> str:
 
 
 def check_scope_metadata(name: str, value: object) -> dict[str, Any]:
-    """Metadata as :func:`~cogitator_memory.stores.tree.check_metadata`, with string scope keys."""
+    """Metadata as :func:`~cogitator_memory.threads.tree.check_metadata`, with string scope keys."""
     meta = tree.check_metadata(name, value)
     for key in SCOPE_KEYS:
         if meta.get(key) is not None and not isinstance(meta[key], str):

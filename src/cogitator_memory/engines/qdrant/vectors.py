@@ -29,12 +29,12 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ..clock import from_micros, to_micros
-from ..errors import ConflictError, InvalidArgumentError, MissingDriverError, NotConnectedError
-from ..search.bm25 import BM25
-from ..search.tokenizer import index_terms
-from .base import BaseEmbeddingAdapter
-from .records import (
+from ...clock import from_micros, to_micros
+from ...errors import ConflictError, InvalidArgumentError, MissingDriverError, NotConnectedError
+from ...search.bm25 import BM25
+from ...search.tokenizer import index_terms
+from ...vectors.base import BaseEmbeddingAdapter
+from ...vectors.records import (
     SCOPE_KEYS,
     DeletionFilter,
     Embedding,

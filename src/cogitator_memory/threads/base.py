@@ -34,7 +34,8 @@ from ..ids import thread_id as make_thread_id
 from ..lifecycle import Capability, StoreLifecycle
 from ..result import MemoryResult, ok, ok_none
 from ..tokens import count_entry_tokens
-from ..types import (
+from . import tree
+from .records import (
     ChangeEvent,
     EntryRedaction,
     MemoryEntry,
@@ -42,7 +43,6 @@ from ..types import (
     Thread,
     ThreadPage,
 )
-from . import tree
 
 logger = logging.getLogger("cogitator_memory")
 

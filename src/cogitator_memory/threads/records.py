@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from .clock import to_utc
+from ..clock import to_utc
 
 # Well-known metadata keys (snake_case strings, constants for code that reads them).
 USER_ID_KEY = "user_id"

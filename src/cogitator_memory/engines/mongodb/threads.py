@@ -28,8 +28,8 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from ..clock import from_micros, to_micros
-from ..errors import (
+from ...clock import from_micros, to_micros
+from ...errors import (
     ConflictError,
     InvalidArgumentError,
     MemoryStoreError,
@@ -38,9 +38,9 @@ from ..errors import (
     NotFoundError,
     StoreUnavailableError,
 )
-from ..types import FORKS_KEY, MemoryEntry, NewMemoryEntry, Thread
-from .base import BaseMemoryAdapter
-from .tree import type_allowed
+from ...threads.base import BaseMemoryAdapter
+from ...threads.records import FORKS_KEY, MemoryEntry, NewMemoryEntry, Thread
+from ...threads.tree import type_allowed
 
 if TYPE_CHECKING:
     from pymongo.asynchronous.client_session import AsyncClientSession

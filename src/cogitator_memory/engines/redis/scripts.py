@@ -1,4 +1,4 @@
-"""The Lua scripts of :class:`~cogitator_memory.stores.redis.RedisAdapter`, one per write or branch read.
+"""The Lua scripts of :class:`~cogitator_memory.engines.redis.threads.RedisAdapter`, one per write or branch read.
 
 Each script runs atomically on the server, so a write touching several keys is all or nothing,
 and an ``add_entry`` is one round trip. Every script takes the key prefix as ``ARGV[1]`` and the

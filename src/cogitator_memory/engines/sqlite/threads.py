@@ -4,7 +4,7 @@ One file (or ``:memory:``) holds threads and entries. WAL mode by default, so re
 wait for the writer and a committed write survives a killed process. Every write is one
 ``BEGIN IMMEDIATE`` transaction, so processes sharing the file stay consistent; the schema
 version is ``PRAGMA user_version``, moved forward by the named migrations of
-:mod:`cogitator_memory.stores.sqlite_schema`.
+:mod:`cogitator_memory.engines.sqlite.schema`.
 
 Calls run on the event loop's thread: SQLite answers these queries in microseconds, and a
 thread hop per call would cost more than the query. A write waiting for another process's
@@ -21,8 +21,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..clock import from_micros, to_micros
-from ..errors import (
+from ...clock import from_micros, to_micros
+from ...errors import (
     ConflictError,
     InvalidArgumentError,
     MemoryStoreError,
@@ -30,10 +30,10 @@ from ..errors import (
     NotFoundError,
     StoreUnavailableError,
 )
-from ..types import MemoryEntry, NewMemoryEntry, Thread
-from .base import BaseMemoryAdapter
-from .sqlite_db import normalize_path, open_database, write_transaction
-from .tree import build_entry, with_fork_listed
+from ...threads.base import BaseMemoryAdapter
+from ...threads.records import MemoryEntry, NewMemoryEntry, Thread
+from ...threads.tree import build_entry, with_fork_listed
+from .db import normalize_path, open_database, write_transaction
 
 DEFAULT_PATH = "cogitator-memory.db"
 

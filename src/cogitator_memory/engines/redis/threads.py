@@ -21,8 +21,8 @@ from datetime import datetime
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-from ..clock import from_micros, to_micros
-from ..errors import (
+from ...clock import from_micros, to_micros
+from ...errors import (
     ConflictError,
     InvalidArgumentError,
     MemoryStoreError,
@@ -31,9 +31,9 @@ from ..errors import (
     NotFoundError,
     StoreUnavailableError,
 )
-from ..types import FORKED_FROM_KEY, FORKS_KEY, MemoryEntry, NewMemoryEntry, Thread
-from . import redis_scripts as lua
-from .base import BaseMemoryAdapter
+from ...threads.base import BaseMemoryAdapter
+from ...threads.records import FORKED_FROM_KEY, FORKS_KEY, MemoryEntry, NewMemoryEntry, Thread
+from . import scripts as lua
 
 DEFAULT_KEY_PREFIX = "cogitator:"
 DEFAULT_PORT = 6379

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ..errors import ConflictError, InvalidArgumentError
-from ..search.bm25 import BM25, BM25Index
-from ..search.tokenizer import index_terms
-from ._matrix import Matrix, ScopeCache, VectorMatrix, load_numpy, unit_rows
-from .base import BaseEmbeddingAdapter, check_bm25
-from .records import (
+from ...errors import ConflictError, InvalidArgumentError
+from ...search.bm25 import BM25, BM25Index
+from ...search.tokenizer import index_terms
+from ...vectors.base import BaseEmbeddingAdapter, check_bm25
+from ...vectors.matrix import Matrix, ScopeCache, VectorMatrix, load_numpy, unit_rows
+from ...vectors.records import (
     DeletionFilter,
     Embedding,
     EmbeddingFilter,

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
 
-from ..clock import to_micros
-from ..errors import ConflictError, InvalidArgumentError, NotFoundError
-from ..types import ChangeEvent, MemoryEntry, NewMemoryEntry, Thread
-from .base import BaseMemoryAdapter
-from .tree import build_entry, type_allowed, with_fork_listed
+from ...clock import to_micros
+from ...errors import ConflictError, InvalidArgumentError, NotFoundError
+from ...threads.base import BaseMemoryAdapter
+from ...threads.records import ChangeEvent, MemoryEntry, NewMemoryEntry, Thread
+from ...threads.tree import build_entry, type_allowed, with_fork_listed
 
 DEFAULT_MAX_ENTRIES = 10_000
 

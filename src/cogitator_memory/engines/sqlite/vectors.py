@@ -1,7 +1,7 @@
 """``SQLiteEmbeddingAdapter``: embeddings in the same SQLite file as :class:`~cogitator_memory.SQLiteAdapter`.
 
 The table comes from migration ``m002_embeddings`` of
-:mod:`cogitator_memory.stores.sqlite_schema`, so one file holds threads and vectors. Vectors
+:mod:`cogitator_memory.engines.sqlite.schema`, so one file holds threads and vectors. Vectors
 are float32 BLOBs (a vector reads back rounded to float32); search is numpy brute force over
 the matrix of the searched scope, cached per store and reloaded when the file's embedding
 generation (moved by every write, of any connection or process) changes. Keyword search is
@@ -23,18 +23,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from ..clock import from_micros, to_micros
-from ..errors import ConflictError, InvalidArgumentError, MemoryStoreError, NotConnectedError, StoreUnavailableError
-from ..search.bm25 import BM25
-from ..search.tokenizer import index_terms
-from ..stores.sqlite_db import normalize_path, open_database, write_transaction
-from ..stores.sqlite_schema import drop_embedding_terms, index_embedding_terms, migrate
-from ._matrix import ScopeCache, VectorMatrix, load_numpy, unit_rows
-from .base import BaseEmbeddingAdapter, check_bm25
-from .records import SCOPE_KEYS, DeletionFilter, Embedding, EmbeddingFilter, MetadataValue, ScoredEmbedding
+from ...clock import from_micros, to_micros
+from ...errors import ConflictError, InvalidArgumentError, MemoryStoreError, NotConnectedError, StoreUnavailableError
+from ...search.bm25 import BM25
+from ...search.tokenizer import index_terms
+from ...vectors.base import BaseEmbeddingAdapter, check_bm25
+from ...vectors.matrix import ScopeCache, VectorMatrix, load_numpy, unit_rows
+from ...vectors.records import SCOPE_KEYS, DeletionFilter, Embedding, EmbeddingFilter, MetadataValue, ScoredEmbedding
+from .db import normalize_path, open_database, write_transaction
+from .schema import drop_embedding_terms, index_embedding_terms, migrate
 
 if TYPE_CHECKING:
-    from ..stores.sqlite import SQLiteAdapter
+    from .threads import SQLiteAdapter
 
 VectorBackend = Literal["auto", "numpy", "sqlite-vec"]
 

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidArgumentError, StoreUnavailableError
+from ...errors import InvalidArgumentError, StoreUnavailableError
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection

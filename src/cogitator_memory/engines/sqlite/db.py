@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .sqlite_schema import migrate
+from .schema import migrate
 
 
 def normalize_path(path: str | Path) -> str:

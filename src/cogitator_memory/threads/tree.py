@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from ..clock import to_micros, to_utc
 from ..errors import InvalidArgumentError
 from ..ids import entry_id as new_entry_id
-from ..types import (
+from .records import (
     CONVERSATION_ENTRY_TYPES,
     ENTRY_TYPES,
     EVENT_TYPES,

@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from ..errors import StoreUnavailableError
-from ..search.tokenizer import index_terms
+from ...errors import StoreUnavailableError
+from ...search.tokenizer import index_terms
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +61,7 @@ def _m001_initial(db: sqlite3.Connection) -> None:
 
 
 def _m002_embeddings(db: sqlite3.Connection) -> None:
-    """The embedding store of :class:`~cogitator_memory.vectors.sqlite.SQLiteEmbeddingAdapter`.
+    """The embedding store of :class:`~cogitator_memory.engines.sqlite.vectors.SQLiteEmbeddingAdapter`.
 
     Vectors are float32 BLOBs; the scope keys of the metadata are copied into columns so that
     scoped searches use indexes; ``embeddings_fts`` (FTS5) holds the tokenized content under

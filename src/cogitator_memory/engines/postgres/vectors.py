@@ -1,4 +1,4 @@
-"""The pgvector embedding store of :class:`~cogitator_memory.stores.postgres.PostgresAdapter`.
+"""The pgvector embedding store of :class:`~cogitator_memory.engines.postgres.adapter.PostgresAdapter`.
 
 Embeddings live in ``<schema>.embeddings`` beside the threads: the vector in a pgvector column
 (``vector(n)``; ``halfvec(n)`` for 2,001 to 4,000 dimensions, which ``vector`` cannot index), an
@@ -31,11 +31,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict, TypeVar
 
-from ..errors import ConflictError, StoreUnavailableError
-from ..search.tokenizer import index_terms
-from ..vectors.base import EmbeddingStoreMixin
-from ..vectors.records import SCOPE_KEYS, DeletionFilter, Embedding, EmbeddingFilter, ScoredEmbedding
-from .postgres_schema import ADVISORY_LOCK_CLASS, quote_ident
+from ...errors import ConflictError, StoreUnavailableError
+from ...search.tokenizer import index_terms
+from ...vectors.base import EmbeddingStoreMixin
+from ...vectors.records import SCOPE_KEYS, DeletionFilter, Embedding, EmbeddingFilter, ScoredEmbedding
+from .schema import ADVISORY_LOCK_CLASS, quote_ident
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -260,9 +260,9 @@ def scored_from_row(row: Sequence[Any], *, cosine: bool) -> ScoredEmbedding:
 
 
 class PostgresVectors(EmbeddingStoreMixin):
-    """The embedding half of :class:`~cogitator_memory.stores.postgres.PostgresAdapter`.
+    """The embedding half of :class:`~cogitator_memory.engines.postgres.adapter.PostgresAdapter`.
 
-    Mixed into the adapter before :class:`~cogitator_memory.stores.base.BaseMemoryAdapter`; it
+    Mixed into the adapter before :class:`~cogitator_memory.threads.base.BaseMemoryAdapter`; it
     uses the adapter's ``run`` (a call on a pooled connection within its deadline) and ``schema``.
     """
 

@@ -1,0 +1,1 @@
+"""The in-memory engine: threads (:mod:`.threads`) and embeddings (:mod:`.vectors`) in process memory."""

@@ -1,0 +1,1 @@
+"""The MongoDB engine: threads (:mod:`.threads`)."""

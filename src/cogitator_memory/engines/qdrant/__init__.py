@@ -1,0 +1,1 @@
+"""The Qdrant engine: embeddings (:mod:`.vectors`) through ``qdrant-client``."""
