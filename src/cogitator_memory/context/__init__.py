@@ -5,7 +5,8 @@
 the prompt cache. :class:`ContextAssembler`, :data:`DEFAULT_PARTITIONS` and :func:`fit_in_order`
 assemble contexts of your own; :class:`MessageIndex` keeps message vectors in an embedding
 store; :func:`to_openai_messages` and :func:`to_anthropic_request` convert messages to request
-shapes. See ``docs/context.md``.
+shapes, :func:`from_openai_messages` and :func:`from_anthropic_messages` turn the SDKs' messages
+into entries. See ``docs/context.md`` and ``docs/convert.md``.
 """
 
 from .assembler import DEFAULT_PARTITIONS, Assembly, ContextAssembler, Fit, Fitter, default_partitions, fit_in_order
@@ -18,7 +19,7 @@ from .config import (
     ContextPartitionBudget,
     ContextStrategy,
 )
-from .convert import to_anthropic_request, to_openai_messages
+from .convert import from_anthropic_messages, from_openai_messages, to_anthropic_request, to_openai_messages
 from .history import (
     HistoryReader,
     HistoryWindow,
@@ -73,6 +74,8 @@ __all__ = [
     "extend_turn_context",
     "fit_in_order",
     "format_turn_context",
+    "from_anthropic_messages",
+    "from_openai_messages",
     "mark_turn_ends",
     "read_compacted_history",
     "summary_message",
