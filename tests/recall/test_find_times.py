@@ -61,6 +61,7 @@ def found(text: str, zone: str = "UTC") -> list[str]:
         ("It's the 2020s; in 2023 Q4 revenue grew, compared with Q1 2022.", ["the 2020s", "2023 Q4", "Q1 2022"]),
         ("the nineties, in their sixties, the sixties", ["the nineties", "the sixties"]),
         ("Right now I'm busy; now and then I read.", ["Right now"]),
+        ("For April 6-7 and the 8th, then March 26–27 for revisions.", ["April 6-7", "March 26–27"]),
         ("Nothing here at all.", []),
         ("", []),
     ],

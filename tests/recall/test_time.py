@@ -80,6 +80,8 @@ ABSOLUTE = [
     ("2024-Q2", "2024-04-01", "2024-07-01", "quarter"),
     ("the first quarter of 2023", "2023-01-01", "2023-04-01", "quarter"),
     ("Christmas 2022", "2022-12-25", "2022-12-26", "day"),
+    ("March 26–27, 2023", "2023-03-26", "2023-03-28", "day"),  # a run of days, both ends included
+    ("6-8 May 2024", "2024-05-06", "2024-05-09", "day"),
     ("Valentine's Day 2025", "2025-02-14", "2025-02-15", "day"),
 ]
 
@@ -100,6 +102,7 @@ RECURRING = [
     ("3 May", "2024-05-03", "2024-05-04", "day"),  # 51 days ahead beats 316 back
     ("December 25", "2023-12-25", "2023-12-26", "day"),  # 79 days back beats 287 ahead
     ("3/4", "2024-04-03", "2024-04-04", "day"),
+    ("April 6-7", "2024-04-06", "2024-04-08", "day"),
     ("March", "2024-03-01", "2024-04-01", "month"),  # holds the session
     ("in May", "2024-05-01", "2024-06-01", "month"),
     ("October", "2023-10-01", "2023-11-01", "month"),  # ended 134 days ago, the next starts in 202
@@ -589,6 +592,8 @@ def test_zone_hemisphere(zone: str, hemisphere: str) -> None:
         "29 February 2023",
         "2023-02-29",
         "31/04/2024",
+        "April 7-6",
+        "February 28-30 2023",
         "2024-13",
         "2024-W54",
         "25:00",

@@ -140,6 +140,23 @@ def named_date(m: re.Match[str], st: State) -> Piece | None:
     return _choose_day(month, day, st)
 
 
+def named_day_range(m: re.Match[str], st: State) -> Piece | None:
+    """ "April 6-7", "6–8 May 2024": the days from the first to the last, both included."""
+    month = MONTHS[m.group("mon").lower().rstrip(".")]
+    first, last = int(m.group("d1")), int(m.group("d2"))
+    if last <= first:
+        return None
+    if m.group("y"):
+        start = _safe_date(int(m.group("y")), month, first)
+    else:
+        chosen = _choose_day(month, first, st)
+        start = chosen.day if chosen else None
+    end = _safe_date(start.year, month, last) if start else None
+    if start is None or end is None:
+        return None
+    return span_of_days((start, end + timedelta(days=1)), "day", st.ctx)
+
+
 def day_of_month(m: re.Match[str], st: State) -> Piece | None:
     """ "the 15th": the occurrence of that day of a month chosen by the preference."""
     if not st.cue or (m.group("dw") and not st.strict):
@@ -558,6 +575,22 @@ ATOMS: list[tuple[re.Pattern[str], Handler]] = [
             + rf"(?![:.]?\d)(?:\s*,?\s*{YEAR})?"
         ),
         named_date,
+    ),
+    (
+        _c(
+            month_pattern("mon")
+            + r"\s+(?P<d1>\d{1,2})(?:st|nd|rd|th)?\s*[-–—]\s*(?P<d2>\d{1,2})(?:st|nd|rd|th)?(?![:.]?\d)"
+            + rf"(?:\s*,?\s*{YEAR})?"
+        ),
+        named_day_range,
+    ),
+    (
+        _c(
+            r"(?P<d1>\d{1,2})(?:st|nd|rd|th)?\s*[-–—]\s*(?P<d2>\d{1,2})(?:st|nd|rd|th)?(?:\s+of)?\s+"
+            + month_pattern("mon")
+            + rf"(?:\s*,?\s*{YEAR})?"
+        ),
+        named_day_range,
     ),
     (_c(r"(?:the\s+)?(?:(?P<d>\d{1,2})(?:st|nd|rd|th)|(?P<dw>" + ORDINAL_ALT + "))"), day_of_month),
     (_c(rf"(?:{MODIFIER}\s+)?{_HOLIDAY}(?:\s*,?\s*{YEAR})?"), holiday),

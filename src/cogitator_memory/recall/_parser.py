@@ -79,7 +79,40 @@ CUES = frozenset(
     ]
 )
 
-_WORD = re.compile(r"['’]?\w+")
+
+def _trie(words: list[str]) -> str:
+    """An alternation of ``words`` grouped by common prefix, which the regex engine tries fast."""
+    branches: dict[str, list[str]] = {}
+    ends = False
+    for word in words:
+        if word:
+            branches.setdefault(word[0], []).append(word[1:])
+        else:
+            ends = True
+    if not branches:
+        return ""
+    parts = [re.escape(first) + _trie(rest) for first, rest in sorted(branches.items())]
+    body = parts[0] if len(parts) == 1 else "(?:" + "|".join(parts) + ")"
+    return f"(?:{body})?" if ends else body
+
+
+#: Where a finder tries a reading: a number, or a trigger word standing alone.
+_CANDIDATE = re.compile(r"(?<![\w'’])(?:['’]?\d|" + _trie(sorted(TRIGGERS)) + r"(?!\w))", re.I)
+_LAST_WORD = re.compile(r"(\w+)\W*$")
+
+
+def _unnamed(pattern: str) -> str:
+    return re.sub(r"\(\?P<\w+>", "(?:", pattern).replace("(?P=sep)", r"[/.\-]")
+
+
+#: Matches wherever any reading could start: a cheap test before trying each atom.
+_START = re.compile(
+    "|".join(
+        f"(?:{_unnamed(p.pattern)})"
+        for p in [*(a[0] for a in ATOMS), *(c[0] for c in CLOCKS), _PART, _SINCE, _UNTIL, _FROM, _BETWEEN]
+    ),
+    re.I,
+)
 
 
 def _is_clock_like(span: Span) -> bool:
@@ -108,18 +141,23 @@ class Parser:
 
     # -- level 1: atoms and compounds ------------------------------------------------------------
 
-    def _days_at(self, pos: int, st: State) -> list[tuple[int, DayRef]]:
+    def _atoms_at(self, pos: int, st: State) -> tuple[list[Found], list[tuple[int, DayRef]]]:
+        """The spans and the dates (with a part of the day after them) that start at ``pos``."""
+        spans: list[Found] = []
         days: list[tuple[int, DayRef]] = []
         for pattern, handler in ATOMS:
             m = pattern.match(self.text, pos)
-            if m:
-                piece = handler(m, st)
-                if isinstance(piece, DayRef):
-                    days.append((m.end(), piece))
-                    part = DAY_PART.match(self.text, m.end()) if piece.pod is None else None
-                    if part:
-                        days.append((part.end(), DayRef(piece.day, part.group("pod").lower())))
-        return days
+            if m is None:
+                continue
+            piece = handler(m, st)
+            if isinstance(piece, Span):
+                spans.append((m.end(), piece))
+            elif isinstance(piece, DayRef):
+                days.append((m.end(), piece))
+                part = DAY_PART.match(self.text, m.end()) if piece.pod is None else None
+                if part:
+                    days.append((part.end(), DayRef(piece.day, part.group("pod").lower())))
+        return spans, days
 
     def _clocks_at(self, pos: int, st: State) -> list[tuple[int, ClockRef]]:
         clocks: list[tuple[int, ClockRef]] = []
@@ -137,13 +175,8 @@ class Parser:
 
     def compound(self, pos: int, cue: bool) -> Found | None:
         st = State(self.ctx, self.strict, cue)
-        found: list[Found] = []
-        for pattern, handler in ATOMS:
-            m = pattern.match(self.text, pos)
-            piece = handler(m, st) if m else None
-            if isinstance(piece, Span) and m:
-                found.append((m.end(), piece))
-        for end, day in self._days_at(pos, st):
+        found, days = self._atoms_at(pos, st)
+        for end, day in days:
             if (alone := finish(day, None, self.ctx)) is not None:
                 found.append((end, alone))
             gap = DAY_TO_CLOCK.match(self.text, end)
@@ -156,7 +189,7 @@ class Parser:
                 found.append((end, alone))
             gap = CLOCK_TO_DAY.match(self.text, end)
             if gap:
-                for day_end, day in self._days_at(gap.end(), State(self.ctx, self.strict, True)):
+                for day_end, day in self._atoms_at(gap.end(), State(self.ctx, self.strict, True))[1]:
                     if (both := finish(day, clock, self.ctx)) is not None:
                         found.append((day_end, both))
         return _longest(found)
@@ -232,21 +265,16 @@ class Parser:
         """Every expression in the text, left to right, none overlapping."""
         found: list[tuple[int, int, Span]] = []
         taken = 0
-        previous: str | None = None
-        for word in _WORD.finditer(self.text):
-            if word.start() < taken:
+        for candidate in _CANDIDATE.finditer(self.text):
+            pos = candidate.start()
+            if pos < taken or not _START.match(self.text, pos):
                 continue
-            lowered = word.group(0).lower()
-            bare = lowered.lstrip("'’")
-            if bare[:1].isdigit() or bare in TRIGGERS:
-                try:
-                    hit = self.parse(word.start(), previous in CUES)
-                except (ValueError, OverflowError):
-                    hit = None  # a date past year 1 or 9999
-                if hit is not None:
-                    found.append((word.start(), hit[0], hit[1]))
-                    taken = hit[0]
-                    previous = None
-                    continue
-            previous = bare
+            before = _LAST_WORD.search(self.text, max(taken, pos - 40), pos)
+            try:
+                hit = self.parse(pos, before is not None and before.group(1).lower() in CUES)
+            except (ValueError, OverflowError):
+                hit = None  # a date past year 1 or 9999
+            if hit is not None:
+                found.append((pos, hit[0], hit[1]))
+                taken = hit[0]
         return found
