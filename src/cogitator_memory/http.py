@@ -20,6 +20,7 @@ The embedding services and the chat model clients post JSON to their provider th
 from __future__ import annotations
 
 import asyncio
+import base64
 import email.utils
 import json
 import random
@@ -145,6 +146,8 @@ def url_secrets(url: str) -> list[str]:
     except ValueError:
         return []
     found = [parts.password or ""]
+    if parts.password:  # what httpx sends as Basic auth for user info in the URL
+        found.append(base64.b64encode(f"{parts.username or ''}:{parts.password}".encode()).decode())
     if parts.username and len(parts.username) >= 16:  # a token passed as the user name
         found.append(parts.username)
     for pair in parts.query.split("&"):
@@ -174,26 +177,28 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     return _SECRET_PARAM.sub(rf"\1{_MASK}", text)
 
 
-def error_text(response: httpx.Response) -> str:
-    """The provider's own error message from a failed answer, shortened.
+def error_text(response: httpx.Response, secrets: Iterable[str] = (), limit: int = 300) -> str:
+    """The provider's own error message from a failed answer, redacted, then shortened to ``limit``.
 
     Reads ``{"error": {"message": ...}}`` (OpenAI, Anthropic, Gemini), ``{"error": "..."}``
-    (Ollama) and ``{"message": ...}``; otherwise the body's first 300 characters.
+    (Ollama) and ``{"message": ...}``; otherwise the body itself. Credentials are masked before
+    the text is shortened, so a cut never leaves part of one.
     """
     try:
         body = response.json()
     except ValueError:
-        text = response.text.strip()
-        return text[:300] if text else response.reason_phrase
-    if isinstance(body, dict):
-        error = body.get("error")
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return str(error["message"])[:300]
-        if isinstance(error, str):
-            return error[:300]
-        if isinstance(body.get("message"), str):
-            return str(body["message"])[:300]
-    return json.dumps(body)[:300]
+        text = response.text.strip() or response.reason_phrase
+    else:
+        text = json.dumps(body)
+        if isinstance(body, dict):
+            error = body.get("error")
+            if isinstance(error, dict) and isinstance(error.get("message"), str):
+                text = error["message"]
+            elif isinstance(error, str):
+                text = error
+            elif isinstance(body.get("message"), str):
+                text = body["message"]
+    return redact(text, secrets)[:limit]
 
 
 def retryable_status(status: int) -> bool:
@@ -237,9 +242,14 @@ class JsonHttpClient:
         return self._client
 
     async def aclose(self) -> None:
-        """Close the HTTP client if this object created it; safe to call twice."""
+        """Close the HTTP client if this object created it; safe to call twice.
+
+        A client passed in stays open and in use: closing it is its owner's business.
+        """
+        if not self._owns_client:
+            return
         client, self._client = self._client, None
-        if client is not None and self._owns_client:
+        if client is not None:
             await client.aclose()
 
     async def post_json(self, url: str, payload: Mapping[str, Any], headers: Mapping[str, str]) -> tuple[int, Any]:
@@ -262,17 +272,16 @@ class JsonHttpClient:
             except httpx.TimeoutException as exc:
                 reason = f"request timed out after {self.timeout:g}s ({type(exc).__name__})"
             except httpx.TransportError as exc:
-                reason = f"cannot reach {shown_url}: {type(exc).__name__}: {exc}"
+                reason = f"cannot reach {shown_url}: {type(exc).__name__}: {redact(str(exc), secrets)}"
             else:
                 status = response.status_code
                 if status < 300:
                     try:
                         return status, response.json()
                     except ValueError:
-                        raise fail(
-                            status, f"malformed answer: body is not JSON: {response.text[:120]!r}", False, attempt
-                        ) from None
-                reason = error_text(response)
+                        start = redact(response.text, secrets)[:120]
+                        raise fail(status, f"malformed answer: body is not JSON: {start!r}", False, attempt) from None
+                reason = error_text(response, secrets)
                 if not retryable_status(status):
                     raise fail(status, reason, False, attempt)
                 wait = parse_retry_after(response.headers.get("retry-after"))

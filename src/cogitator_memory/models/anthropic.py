@@ -1,10 +1,12 @@
 """Anthropic's Messages API: ``POST {base_url}/v1/messages``.
 
-The key goes in ``x-api-key`` with ``anthropic-version``; the system prompt is the request's
+The key goes in ``x-api-key`` with ``anthropic-version`` (:data:`ANTHROPIC_VERSION` unless
+``version`` names another); the system prompt is the request's
 top-level ``system`` (a list of text blocks) and the conversation alternates ``user`` and
 ``assistant`` turns of content blocks, as
 :func:`~cogitator_memory.context.to_anthropic_request` lays them out (a message's
-``cache_breakpoint`` becomes ``cache_control``). ``max_tokens`` is always sent: the API requires it.
+``cache_breakpoint`` becomes ``cache_control``). ``max_tokens`` is always sent: the API requires it. ``temperature`` is sent only when set, since
+the newest Claude models refuse it.
 
 The answer's ``stop_reason`` maps ``end_turn`` and ``stop_sequence`` to ``stop``, ``max_tokens``
 and ``model_context_window_exceeded`` to ``length``, ``tool_use`` to ``tool_calls``, ``refusal``
@@ -29,7 +31,11 @@ from .records import ChatCompletion, FinishReason
 
 DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
-"""The ``anthropic-version`` header sent with every request."""
+"""The ``anthropic-version`` header sent by default: the version every model and gateway accepts.
+
+Newer versions change what a request may hold (``2026-10-21`` refuses ``temperature``, ``top_p``
+and ``top_k`` on every model); pass ``version`` to choose one.
+"""
 
 _FINISH: dict[str, FinishReason] = {
     "end_turn": "stop",
@@ -47,7 +53,8 @@ class AnthropicChatClient(BaseChatClient):
 
     ``api_key`` defaults to ``$ANTHROPIC_API_KEY``; a call without one fails before sending.
     ``base_url`` (default ``https://api.anthropic.com``, without ``/v1``) may point at a gateway;
-    ``beta`` features are sent as ``anthropic-beta``.
+    ``beta`` features are sent as ``anthropic-beta``; ``version`` is the ``anthropic-version``
+    header (default :data:`ANTHROPIC_VERSION`).
     """
 
     provider = "anthropic"
@@ -61,6 +68,7 @@ class AnthropicChatClient(BaseChatClient):
         max_tokens: int = DEFAULT_MAX_TOKENS,
         temperature: float | None = None,
         beta: list[str] | None = None,
+        version: str = ANTHROPIC_VERSION,
         timeout: float = DEFAULT_CHAT_TIMEOUT,
         retry: RetryPolicy | None = None,
         http_client: httpx.AsyncClient | None = None,
@@ -69,6 +77,9 @@ class AnthropicChatClient(BaseChatClient):
         if beta is not None and (not isinstance(beta, list) or not all(isinstance(b, str) and b for b in beta)):
             raise InvalidArgumentError("beta", "must be a list of feature names")
         self.beta = list(beta or [])
+        if not isinstance(version, str) or not version.strip():
+            raise InvalidArgumentError("version", f"must be an API version such as {ANTHROPIC_VERSION!r}")
+        self.version = version
         super().__init__(
             model=model,
             base_url=base_url,
@@ -107,7 +118,7 @@ class AnthropicChatClient(BaseChatClient):
             payload["temperature"] = temperature
         if stop:
             payload["stop_sequences"] = stop
-        own = {"x-api-key": self._api_key, "anthropic-version": ANTHROPIC_VERSION}
+        own = {"x-api-key": self._api_key, "anthropic-version": self.version}
         if self.beta:
             own["anthropic-beta"] = ",".join(self.beta)
         return f"{self.base_url}/v1/messages", payload, self._headers(own)

@@ -10,9 +10,11 @@ the middle of an element. :func:`read_json_array` reads what can be trusted from
 * Each finished element (one a comma or the closing ``]`` ends) is parsed as JSON on its own: an
   element that is not JSON (or, with ``objects=True``, not an object) is left out and counted in
   ``skipped``, and the others are kept.
-* An array is a span that keeps at least one element, or an empty ``[]``; a bracket around prose
-  (``[see above]``, or ``[3]`` when objects are asked for) is not one. Of several arrays the one
-  keeping the most elements is read (the longer one on a tie, then the first).
+* An array is a span that keeps at least one element, an empty ``[]``, or a span the text ends in
+  whose first element opened like one it would keep (an answer cut inside its first element); a
+  bracket around prose (``[see above]``, or ``[3]`` when objects are asked for) is not one, and
+  neither is a bracket inside an array. Of several arrays the one keeping the most elements is
+  read (the longer one on a tie, then the first).
 * When the text ends before the array's ``]``, the array is cut: ``complete`` is false and the
   elements finished so far are kept. The last, unfinished element is kept only when it is an
   object, array or string that closed before the cut, since a number or word may have been cut.
@@ -67,6 +69,9 @@ class JsonArrayRead:
         )
 
 
+_VALUE_START = frozenset('{["-0123456789tfn')
+
+
 @dataclass
 class _Span:
     start: int
@@ -75,10 +80,13 @@ class _Span:
     kept: list[Any]
     skipped: int
     empty: bool
+    opens_value: bool
 
     @property
     def is_array(self) -> bool:
-        return bool(self.kept) or self.empty
+        """Whether the span is an array: it keeps an element, is ``[]``, or was cut inside its
+        first element (which opened like one it would keep)."""
+        return bool(self.kept) or self.empty or (not self.closed and not self.skipped and self.opens_value)
 
 
 def _decode(text: str) -> Any:
@@ -150,7 +158,9 @@ def _scan(text: str, start: int, objects: bool) -> _Span:
                 kept.append(value)
         pos = end
     empty = closed and not any(p.strip() for p in pieces)
-    return _Span(start, pos, closed, kept, skipped, empty)
+    first = text[start + 1 : start + 80].lstrip()[:1]
+    opens_value = first == "{" if objects else first in _VALUE_START
+    return _Span(start, pos, closed, kept, skipped, empty, opens_value)
 
 
 def read_json_array(text: str, *, objects: bool = False) -> JsonArrayRead:

@@ -335,12 +335,283 @@ def google_batch_embed_handler(dimensions: int = 8, api_key: str | None = None) 
     return handle
 
 
+# -- chat model fallbacks -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScriptedChatRequest:
+    """A chat request as the chat fallbacks read it, the same for every provider.
+
+    ``provider`` is ``"openai"``, ``"anthropic"`` or ``"google"``; ``system`` the system text
+    (its parts joined by blank lines); ``messages`` the conversation as ``(role, text)`` pairs
+    with roles ``user``, ``assistant`` and ``tool``; ``max_tokens`` the answer limit the request
+    asked for; ``body`` the request's JSON as sent.
+    """
+
+    provider: str
+    model: str | None
+    system: str
+    messages: list[tuple[str, str]]
+    max_tokens: int | None
+    stop: list[str]
+    body: dict[str, Any]
+
+    @property
+    def last_user_text(self) -> str:
+        """The text of the last user message ("" when there is none)."""
+        return next((text for role, text in reversed(self.messages) if role == "user"), "")
+
+
+ChatAnswer = Callable[[ScriptedChatRequest], str]
+"""Makes the text a chat fallback answers with."""
+
+
+def _part_texts(parts: Any, key: str = "text") -> str:
+    if isinstance(parts, str):
+        return parts
+    if not isinstance(parts, list):
+        return ""
+    texts: list[str] = []
+    for part in parts:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, dict):
+            if isinstance(part.get(key), str):
+                texts.append(part[key])
+            elif isinstance(part.get("content"), str | list):  # Anthropic tool_result
+                texts.append(_part_texts(part["content"]))
+            elif isinstance(part.get("functionResponse"), dict):
+                texts.append(jsonlib.dumps(part["functionResponse"].get("response")))
+    return "\n".join(texts)
+
+
+def _scripted_answer(answer: ChatAnswer | str, chat: ScriptedChatRequest) -> tuple[str, str, int, int]:
+    """(text, "stop" | "stop_sequence" | "length", input tokens, output tokens) of an answer.
+
+    The text is cut at the first stop sequence it holds, then at ``max_tokens`` tokens (the
+    package's estimate, :func:`~cogitator_memory.tokens.count_tokens`), as a model would stop.
+    """
+    from ..tokens import count_tokens, truncate_to_tokens
+
+    text = answer if isinstance(answer, str) else answer(chat)
+    if not isinstance(text, str):
+        raise TypeError(f"the answer function returned {type(text).__name__}, not a string")
+    why = "stop"
+    for stop in chat.stop:
+        at = text.find(stop)
+        if at != -1:
+            text, why = text[:at], "stop_sequence"
+    if chat.max_tokens is not None and count_tokens(text) > chat.max_tokens:
+        text, why = truncate_to_tokens(text, chat.max_tokens), "length"
+    prompt = count_tokens(chat.system) + sum(count_tokens(t) + 4 for _, t in chat.messages)
+    return text, why, prompt, count_tokens(text)
+
+
+def _positive_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def openai_chat_handler(answer: ChatAnswer | str, *, api_key: str | None = None) -> Handler:
+    """A fallback that answers OpenAI ``/v1/chat/completions`` requests like the API does.
+
+    ``answer`` is the text, or a function of the :class:`ScriptedChatRequest` that makes it. The
+    text is cut at the request's ``max_completion_tokens`` (or ``max_tokens``) with
+    ``finish_reason: "length"``, and at a ``stop`` sequence. With ``api_key`` set, a request
+    without ``Authorization: Bearer <api_key>`` gets OpenAI's 401.
+    """
+
+    def handle(request: RecordedRequest) -> ScriptedResponse:
+        if api_key is not None and request.header("authorization") != f"Bearer {api_key}":
+            return ScriptedResponse(
+                401,
+                {
+                    "error": {
+                        "message": "Incorrect API key provided.",
+                        "type": "invalid_request_error",
+                        "param": None,
+                        "code": "invalid_api_key",
+                    }
+                },
+            )
+        payload = request.json()
+        messages = payload.get("messages")
+        if not isinstance(payload.get("model"), str) or not isinstance(messages, list) or not messages:
+            return _bad_request("'model' and a non-empty 'messages' list are required")
+        system = [_part_texts(m.get("content")) for m in messages if m.get("role") in ("system", "developer")]
+        turns = [
+            (m["role"], _part_texts(m.get("content"))) for m in messages if m.get("role") not in ("system", "developer")
+        ]
+        stop = payload.get("stop") or []
+        chat = ScriptedChatRequest(
+            provider="openai",
+            model=payload["model"],
+            system="\n\n".join(system),
+            messages=turns,
+            max_tokens=_positive_int(payload.get("max_completion_tokens")) or _positive_int(payload.get("max_tokens")),
+            stop=[stop] if isinstance(stop, str) else list(stop),
+            body=payload,
+        )
+        text, why, used_in, used_out = _scripted_answer(answer, chat)
+        return ScriptedResponse(
+            200,
+            {
+                "id": f"chatcmpl-scripted-{len(text)}",
+                "object": "chat.completion",
+                "created": 1_700_000_000,
+                "model": payload["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text, "refusal": None},
+                        "logprobs": None,
+                        "finish_reason": "length" if why == "length" else "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": used_in, "completion_tokens": used_out, "total_tokens": used_in + used_out},
+            },
+        )
+
+    return handle
+
+
+def _anthropic_error(status: int, kind: str, message: str) -> ScriptedResponse:
+    return ScriptedResponse(status, {"type": "error", "error": {"type": kind, "message": message}})
+
+
+def anthropic_messages_handler(answer: ChatAnswer | str, *, api_key: str | None = None) -> Handler:
+    """A fallback that answers Anthropic ``/v1/messages`` requests like the API does.
+
+    It wants ``anthropic-version`` and ``max_tokens`` (400 without them, as Anthropic answers),
+    and with ``api_key`` set that key as ``x-api-key`` or a bearer token (else 401). The text is cut at
+    ``max_tokens`` with ``stop_reason: "max_tokens"``, and at ``stop_sequences``.
+    """
+
+    def handle(request: RecordedRequest) -> ScriptedResponse:
+        if api_key is not None:
+            given = request.header("x-api-key")  # the API reads x-api-key first, then a bearer token
+            bearer = request.header("authorization") or ""
+            if (given if given is not None else bearer.removeprefix("Bearer ")) != api_key:
+                return _anthropic_error(401, "authentication_error", "invalid x-api-key")
+        if not request.header("anthropic-version"):
+            return _anthropic_error(400, "invalid_request_error", "anthropic-version: header is required")
+        payload = request.json()
+        if _positive_int(payload.get("max_tokens")) is None:
+            return _anthropic_error(400, "invalid_request_error", "max_tokens: Field required")
+        messages = payload.get("messages")
+        if not isinstance(messages, list) or not messages:
+            return _anthropic_error(400, "invalid_request_error", "messages: at least one message is required")
+        for i in range(1, len(messages)):
+            if messages[i].get("role") == messages[i - 1].get("role"):
+                return _anthropic_error(400, "invalid_request_error", "messages: roles must alternate")
+        system = payload.get("system")
+        chat = ScriptedChatRequest(
+            provider="anthropic",
+            model=payload.get("model"),
+            system="\n\n".join(_part_texts([b]) for b in system) if isinstance(system, list) else str(system or ""),
+            messages=[(m["role"], _part_texts(m.get("content"))) for m in messages],
+            max_tokens=payload["max_tokens"],
+            stop=list(payload.get("stop_sequences") or []),
+            body=payload,
+        )
+        text, why, used_in, used_out = _scripted_answer(answer, chat)
+        return ScriptedResponse(
+            200,
+            {
+                "id": f"msg_scripted{len(text)}",
+                "type": "message",
+                "role": "assistant",
+                "model": payload.get("model"),
+                "content": [{"type": "text", "text": text}],
+                "stop_reason": {"length": "max_tokens", "stop_sequence": "stop_sequence"}.get(why, "end_turn"),
+                "stop_sequence": None,
+                "usage": {
+                    "input_tokens": used_in,
+                    "output_tokens": used_out,
+                    "cache_creation_input_tokens": 0,
+                    "cache_read_input_tokens": 0,
+                },
+            },
+        )
+
+    return handle
+
+
+def gemini_generate_handler(answer: ChatAnswer | str, *, api_key: str | None = None) -> Handler:
+    """A fallback that answers Gemini ``models/{model}:generateContent`` requests like the API does.
+
+    Register it for the model's path (``/v1beta/models/gemini-2.5-flash:generateContent``). With
+    ``api_key`` set, a request whose ``x-goog-api-key`` differs gets Google's 400. The text is cut
+    at ``generationConfig.maxOutputTokens`` with ``finishReason: "MAX_TOKENS"``, and at
+    ``stopSequences``.
+    """
+
+    def handle(request: RecordedRequest) -> ScriptedResponse:
+        if api_key is not None and request.header("x-goog-api-key") != api_key:
+            return ScriptedResponse(
+                400,
+                {
+                    "error": {
+                        "code": 400,
+                        "message": "API key not valid. Please pass a valid API key.",
+                        "status": "INVALID_ARGUMENT",
+                    }
+                },
+            )
+        payload = request.json()
+        contents = payload.get("contents")
+        if not isinstance(contents, list) or not contents:
+            return ScriptedResponse(
+                400, {"error": {"code": 400, "message": "contents is not specified", "status": "INVALID_ARGUMENT"}}
+            )
+        model = request.path.rsplit("/", 1)[-1].split(":", 1)[0]
+        config = payload.get("generationConfig") or {}
+        instruction = payload.get("systemInstruction") or {}
+        chat = ScriptedChatRequest(
+            provider="google",
+            model=model,
+            system="\n\n".join(p["text"] for p in instruction.get("parts", []) if isinstance(p.get("text"), str)),
+            messages=[
+                ("assistant" if c.get("role") == "model" else "user", _part_texts(c.get("parts"))) for c in contents
+            ],
+            max_tokens=_positive_int(config.get("maxOutputTokens")),
+            stop=list(config.get("stopSequences") or []),
+            body=payload,
+        )
+        text, why, used_in, used_out = _scripted_answer(answer, chat)
+        return ScriptedResponse(
+            200,
+            {
+                "candidates": [
+                    {
+                        "content": {"parts": [{"text": text}], "role": "model"},
+                        "finishReason": "MAX_TOKENS" if why == "length" else "STOP",
+                        "index": 0,
+                    }
+                ],
+                "usageMetadata": {
+                    "promptTokenCount": used_in,
+                    "candidatesTokenCount": used_out,
+                    "totalTokenCount": used_in + used_out,
+                },
+                "modelVersion": model,
+                "responseId": f"scripted-{len(text)}",
+            },
+        )
+
+    return handle
+
+
 __all__ = [
+    "ChatAnswer",
     "Handler",
     "RecordedRequest",
+    "ScriptedChatRequest",
     "ScriptedResponse",
     "ScriptedServer",
+    "anthropic_messages_handler",
+    "gemini_generate_handler",
     "google_batch_embed_handler",
     "ollama_embed_handler",
+    "openai_chat_handler",
     "openai_embeddings_handler",
 ]

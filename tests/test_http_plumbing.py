@@ -1,0 +1,96 @@
+"""The shared HTTP plumbing of the provider clients: Retry-After, redaction, the retry policy."""
+
+from __future__ import annotations
+
+import base64
+import time
+from email.utils import formatdate
+
+import httpx
+import pytest
+
+from cogitator_memory.errors import InvalidArgumentError
+from cogitator_memory.http import (
+    JsonHttpClient,
+    RetryPolicy,
+    error_text,
+    header_secrets,
+    parse_retry_after,
+    redact,
+    redact_url,
+    url_secrets,
+)
+from cogitator_memory.testing.scripted_server import ScriptedServer
+
+
+def test_parse_retry_after() -> None:
+    now = time.time()
+    assert parse_retry_after("3") == 3.0
+    assert parse_retry_after(" 1.5 ") == 1.5
+    assert parse_retry_after("-4") == 0.0
+    assert parse_retry_after(None) is None and parse_retry_after("") is None
+    assert parse_retry_after("soon") is None and parse_retry_after("nan") is None and parse_retry_after("inf") is None
+    assert parse_retry_after(formatdate(now + 30, usegmt=True), now=now) == pytest.approx(30, abs=1)
+    assert parse_retry_after(formatdate(now - 30, usegmt=True), now=now) == 0.0
+
+
+def test_redact_url_and_secrets() -> None:
+    assert redact_url("https://user:secret@gateway.example:8443/v1?key=abc#frag") == "https://gateway.example:8443/v1"
+    assert redact_url("http://[::1]:11434/v1") == "http://[::1]:11434/v1"
+    assert redact_url("http://host:notaport/") == "http://host:notaport/"  # unreadable: left to redact()
+    assert url_secrets("https://bob:hunter22@x/v1?alt=json&key=AIzaSecretValue") == [
+        "hunter22",
+        base64.b64encode(b"bob:hunter22").decode(),
+        "AIzaSecretValue",
+    ]
+    assert url_secrets("https://x/v1?alt=json") == []
+    assert header_secrets({"Authorization": "Bearer sk-abcdef", "x-goog-api-key": "AIza123", "accept": "json"}) == [
+        "Bearer sk-abcdef",
+        "sk-abcdef",
+        "AIza123",
+    ]
+    text = "key sk-abcdef failed at https://u:p@h.example/x?token=t0ken&alt=json, see ?api_key=zzz"
+    assert redact(text, ["sk-abcdef", "ab"]) == (
+        "key *** failed at https://***@h.example/x?token=***&alt=json, see ?api_key=***"
+    )
+
+
+def test_error_text_redacts_before_it_shortens() -> None:
+    secret = "sk-" + "s" * 40
+    response = httpx.Response(401, json={"error": {"message": "x" * 280 + secret}})
+    shown = error_text(response, [secret])
+    assert shown == "x" * 280 + "***" and "sss" not in shown
+    assert error_text(httpx.Response(502, text="")) == "Bad Gateway"
+    assert error_text(httpx.Response(400, json={"error": "model 'x' not found"})) == "model 'x' not found"
+    assert error_text(httpx.Response(400, json={"message": "bad field"})) == "bad field"
+    assert error_text(httpx.Response(400, json=[1, 2])) == "[1, 2]"
+
+
+def test_retry_policy_is_checked() -> None:
+    for field, bad in [("max_retries", -1), ("max_retries", 1.5), ("backoff_base", -1), ("jitter", "x")]:
+        with pytest.raises(InvalidArgumentError, match=f"'{field}'"):
+            RetryPolicy(**{field: bad})  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="'timeout'"):
+        JsonHttpClient(error=lambda *a: RuntimeError(), timeout=float("inf"))
+
+
+async def test_the_error_factory_makes_every_failure_and_a_passed_client_stays_open() -> None:
+    made: list[tuple[int | None, str, bool, int]] = []
+
+    def error(status: int | None, detail: str, retryable: bool, attempts: int) -> Exception:
+        made.append((status, detail, retryable, attempts))
+        return LookupError(detail)
+
+    with ScriptedServer() as server:
+        server.enqueue("/x", status=404, json={"error": {"message": "no such model"}})
+        server.enqueue("/x", json={"ok": True})
+        async with httpx.AsyncClient() as shared:
+            client = JsonHttpClient(error=error, http_client=shared, retry=RetryPolicy(max_retries=0))
+            with pytest.raises(LookupError, match="no such model"):
+                await client.post_json(server.url + "/x", {"a": 1}, {"x-api-key": "k-123456"})
+            await client.aclose()
+            assert not shared.is_closed
+            assert await client.post_json(server.url + "/x", {"a": 2}, {}) == (200, {"ok": True})
+            assert client._client is shared  # still the shared one, no client of its own was made
+    assert made == [(404, "no such model", False, 1)]
+    assert [r.json() for r in server.requests] == [{"a": 1}, {"a": 2}]
