@@ -34,6 +34,7 @@ RUNNABLE_PAGES = [
     "search.md",
     "context.md",
     "embeddings.md",
+    "time.md",
 ]
 
 
