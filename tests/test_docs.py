@@ -35,6 +35,7 @@ RUNNABLE_PAGES = [
     "context.md",
     "embeddings.md",
     "time.md",
+    "models.md",
 ]
 
 
