@@ -619,6 +619,7 @@ def test_text_that_is_not_a_time_gives_none(expression: str) -> None:
         (lambda: resolve_time(None, SESSION_UTC), "expression"),  # type: ignore[arg-type]
         (lambda: resolve_time("today", "2024-03-13"), "session_at"),  # type: ignore[arg-type]
         (lambda: resolve_time("today", date(2024, 3, 13)), "session_at"),  # type: ignore[arg-type]
+        (lambda: resolve_time("today", datetime(9999, 12, 31, 23, tzinfo=UTC), "Pacific/Auckland"), "session_at"),
         (lambda: resolve_time("today", SESSION_UTC, "Mars/Olympus_Mons"), "time_zone"),
         (lambda: resolve_time("today", SESSION_UTC, ""), "time_zone"),
         (lambda: resolve_time("today", SESSION_UTC, "../../etc/passwd"), "time_zone"),

@@ -138,10 +138,14 @@ def _context(session_at: object, time_zone: object, prefer: object, day_first: o
     if hemisphere not in (None, "north", "south"):
         raise InvalidArgumentError("hemisphere", f"must be 'north', 'south' or None, got {hemisphere!r}")
     session = session_at.replace(tzinfo=UTC) if session_at.tzinfo is None else session_at.astimezone(UTC)
+    try:
+        local = session.astimezone(zone).replace(tzinfo=None)
+    except OverflowError:
+        raise InvalidArgumentError("session_at", "is out of the datetime range in that time zone") from None
     return Context(
         zone=zone,
         session=session,
-        local=session.astimezone(zone).replace(tzinfo=None),
+        local=local,
         prefer=prefer,
         day_first=day_first,
         hemisphere=hemisphere or zone_hemisphere(zone),
@@ -184,7 +188,8 @@ def resolve_time(
             found = None  # a date past year 1 or 9999
         if found is not None and found[0] == len(text):
             span = found[1]
-            return TimeInterval(span.start, span.end, span.precision)
+            # a day a zone skipped (Samoa's 30 December 2011) lasts no time at all
+            return TimeInterval(span.start, span.end, span.precision) if span.start < span.end else None
         filler = _FILLER.match(text)
         if not filler:
             return None
@@ -216,7 +221,10 @@ def find_times(
     ctx = _context(session_at, time_zone, prefer, day_first, hemisphere)
     mentions: list[TimeMention] = []
     for start, end, span in Parser(text, ctx, strict=False).scan():
-        mentions.append(TimeMention(text[start:end], (start, end), TimeInterval(span.start, span.end, span.precision)))
+        if span.start < span.end:
+            mentions.append(
+                TimeMention(text[start:end], (start, end), TimeInterval(span.start, span.end, span.precision))
+            )
     return mentions
 
 
