@@ -18,6 +18,7 @@ from ...errors import ConflictError, InvalidArgumentError, NotFoundError
 from ...threads.base import BaseMemoryAdapter
 from ...threads.records import ChangeEvent, MemoryEntry, NewMemoryEntry, Thread
 from ...threads.tree import build_entry, type_allowed, with_fork_listed
+from .items import InMemoryItems
 
 DEFAULT_MAX_ENTRIES = 10_000
 
@@ -67,7 +68,7 @@ class _ThreadState:
     active_path: set[str] | None = None
 
 
-class InMemoryAdapter(BaseMemoryAdapter):
+class InMemoryAdapter(InMemoryItems, BaseMemoryAdapter):
     """A thread store in the process's memory. Nothing survives the process.
 
     ``max_entries`` (default 10,000) bounds each thread on its own: a full thread drops the

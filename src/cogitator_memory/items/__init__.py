@@ -1,0 +1,63 @@
+"""Memory items: what conversations established, with quotes, trust, scope and times.
+
+:mod:`.records` holds the records (``MemoryItem``, ``NewMemoryItem``, ``MemoryScope``,
+``MemoryItemFilter``, ``ItemUpdate``) and the keys engines index by, :mod:`.base` the
+``MemoryItemAdapter`` protocol and the ``MemoryItemStoreMixin`` engines mix into their adapter
+class, :mod:`.rules` the rules without I/O (same value, layout by time, trust, activation,
+bitemporal reads). Engines implement it in ``cogitator_memory.engines.<engine>.items``; nothing
+here imports an engine. See ``docs/items.md``.
+"""
+
+from . import rules
+from .base import (
+    BaseMemoryItemAdapter,
+    ItemFilterInput,
+    ItemInput,
+    MemoryItemAdapter,
+    MemoryItemStoreMixin,
+    UpdateInput,
+    is_memory_item_adapter,
+)
+from .records import (
+    ITEM_KINDS,
+    ITEM_STATUSES,
+    TRUST_ORDER,
+    ItemEvidence,
+    ItemKind,
+    ItemQuery,
+    ItemStatus,
+    ItemUpdate,
+    MemoryItem,
+    MemoryItemFilter,
+    MemoryScope,
+    NewMemoryItem,
+    Slot,
+    Trust,
+)
+from .rules import same_value
+
+__all__ = [
+    "ITEM_KINDS",
+    "ITEM_STATUSES",
+    "TRUST_ORDER",
+    "BaseMemoryItemAdapter",
+    "ItemEvidence",
+    "ItemFilterInput",
+    "ItemInput",
+    "ItemKind",
+    "ItemQuery",
+    "ItemStatus",
+    "ItemUpdate",
+    "MemoryItem",
+    "MemoryItemAdapter",
+    "MemoryItemFilter",
+    "MemoryItemStoreMixin",
+    "MemoryScope",
+    "NewMemoryItem",
+    "Slot",
+    "Trust",
+    "UpdateInput",
+    "is_memory_item_adapter",
+    "rules",
+    "same_value",
+]

@@ -1,0 +1,286 @@
+"""The item-store contract: :class:`MemoryItemAdapter` for users, :class:`MemoryItemStoreMixin` for engines.
+
+Users (and :class:`~cogitator_memory.items.service.MemoryItems`) type against the
+:class:`MemoryItemAdapter` protocol; :func:`is_memory_item_adapter` tells whether a store keeps
+items. Every built-in thread store keeps them: the engine mixes :class:`MemoryItemStoreMixin`
+into its adapter class, in which every public call is written once (argument checks, copies,
+result wrapping), and implements six underscore primitives:
+
+- ``_add_items(items)``: insert every item or none; ``ConflictError`` when an id is taken.
+- ``_get_items(ids)``: the stored items with those ids (any order, missing ones left out).
+- ``_query_items(query)``: the items :meth:`ItemQuery.matches
+  <cogitator_memory.items.records.ItemQuery.matches>` accepts, filtered by the store itself on
+  indexed fields (scope key, slot, status, times), ordered by ``(recorded_at, id)``, the newest
+  ``query.limit`` when it is > 0.
+- ``_update_items(updates)``: apply every update or none, each only when the stored
+  item's version is its ``expected_version`` (``ConflictError`` otherwise, ``NotFoundError``
+  for a missing id); versions move on by one.
+- ``_delete_items(ids)``: delete them; how many existed.
+- ``_count_retrieved(ids, at)``: in one atomic step, add one to ``times_retrieved`` of each
+  item and set ``last_retrieved_at`` to ``at`` unless it is later already; the version does
+  not move (counting never conflicts with a layout); how many items were counted.
+
+Each primitive receives checked arguments and runs as one atomic operation on the engine.
+Returned items are the store's copies: changing one never changes the store, and the store
+never keeps an object it was handed.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+
+from .. import clock
+from ..errors import InvalidArgumentError
+from ..lifecycle import Capability, StoreLifecycle
+from ..result import MemoryResult, ok
+from ..threads import tree
+from .records import (
+    MAX_BATCH,
+    ItemQuery,
+    ItemUpdate,
+    MemoryItem,
+    MemoryItemFilter,
+    check_filter,
+    check_item,
+    check_update,
+    item_order,
+)
+
+ItemInput = MemoryItem | dict[str, Any]
+UpdateInput = ItemUpdate | dict[str, Any]
+ItemFilterInput = MemoryItemFilter | dict[str, Any]
+
+
+@runtime_checkable
+class MemoryItemAdapter(Protocol):
+    """What every store of memory items offers. All calls return a :class:`~cogitator_memory.MemoryResult`.
+
+    These are the raw records; :class:`~cogitator_memory.items.service.MemoryItems` keeps the
+    rules (merging, layout by time, activation) on top. :mod:`cogitator_memory.testing.items`
+    checks the contract.
+    """
+
+    @property
+    def provider(self) -> str:
+        """The engine's name."""
+        ...
+
+    async def add_items(self, items: Sequence[ItemInput]) -> MemoryResult[list[MemoryItem]]:
+        """Store complete items, all or nothing; a taken id is refused."""
+        ...
+
+    async def get_items(self, ids: Sequence[str]) -> MemoryResult[list[MemoryItem]]:
+        """The items with these ids, in the order asked, missing ones left out."""
+        ...
+
+    async def query_items(self, filter: ItemFilterInput) -> MemoryResult[list[MemoryItem]]:
+        """The items passing ``filter``, oldest recorded first."""
+        ...
+
+    async def update_items(self, updates: Sequence[UpdateInput]) -> MemoryResult[list[MemoryItem]]:
+        """Change items at the versions the caller read, all or nothing."""
+        ...
+
+    async def delete_items(self, ids: Sequence[str]) -> MemoryResult[int]:
+        """Delete items (purge); how many existed."""
+        ...
+
+
+def is_memory_item_adapter(value: object) -> bool:
+    """Whether ``value`` keeps memory items (has the calls of :class:`MemoryItemAdapter`)."""
+    return isinstance(value, MemoryItemAdapter)
+
+
+def check_ids(name: str, value: object) -> list[str]:
+    """A list of item ids (duplicates dropped, order kept), at most :data:`MAX_BATCH`."""
+    if isinstance(value, str | bytes | dict) or not isinstance(value, Sequence | set | frozenset):
+        raise InvalidArgumentError(name, "must be a list of item ids")
+    ids = list(dict.fromkeys(tree.check_id(f"{name}[{i}]", v) for i, v in enumerate(value)))
+    if len(ids) > MAX_BATCH:
+        raise InvalidArgumentError(name, f"must hold at most {MAX_BATCH} ids, got {len(ids)}")
+    return ids
+
+
+def _batch(name: str, value: object) -> list[Any]:
+    if isinstance(value, str | bytes | dict) or not isinstance(value, Sequence):
+        raise InvalidArgumentError(name, "must be a list")
+    if len(value) > MAX_BATCH:
+        raise InvalidArgumentError(name, f"must hold at most {MAX_BATCH} elements, got {len(value)}")
+    return list(value)
+
+
+class MemoryItemStoreMixin(ABC):
+    """The public item calls, written once over the engine's underscore primitives (see the module docstring).
+
+    Mixed into a thread store's class before its base
+    (``class SQLiteAdapter(SQLiteItems, BaseMemoryAdapter)``), it needs ``provider``,
+    ``_require_connected()`` and ``_fail(operation, exc)`` from that base, and adds ``"items"``
+    to the class's ``capabilities``.
+    """
+
+    provider: ClassVar[str]
+    capabilities: ClassVar[frozenset[Any]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        existing = getattr(cls, "capabilities", None)
+        if isinstance(existing, frozenset) and "items" not in existing:
+            cls.capabilities = existing | {"items"}
+
+    if TYPE_CHECKING:  # provided by the class the mixin goes into
+
+        def _require_connected(self) -> None: ...
+        def _fail(self, operation: str, exc: Exception) -> MemoryResult[Any]: ...
+
+    # ----- engine primitives ---------------------------------------------------------------
+
+    @abstractmethod
+    async def _add_items(self, items: list[MemoryItem]) -> None:
+        """Insert every item or none; ``ConflictError`` when an id is taken. Keep copies, never these objects."""
+
+    @abstractmethod
+    async def _get_items(self, ids: list[str]) -> list[MemoryItem]:
+        """The stored items with these ids, in any order."""
+
+    @abstractmethod
+    async def _query_items(self, query: ItemQuery) -> list[MemoryItem]:
+        """The items ``query.matches``, ordered by ``(recorded_at, id)``, the newest ``query.limit`` when > 0."""
+
+    @abstractmethod
+    async def _update_items(self, updates: list[ItemUpdate]) -> list[MemoryItem]:
+        """Apply every update or none (versions checked, ``ConflictError``/``NotFoundError``); the
+        updated items, in the order of ``updates``."""
+
+    @abstractmethod
+    async def _delete_items(self, ids: list[str]) -> int:
+        """Delete the items; how many existed."""
+
+    @abstractmethod
+    async def _count_retrieved(self, ids: list[str], at: datetime) -> int:
+        """Atomically count one retrieval of each item at ``at`` (version unchanged); how many existed."""
+
+    # ----- public calls --------------------------------------------------------------------
+
+    async def add_items(self, items: Sequence[ItemInput]) -> MemoryResult[list[MemoryItem]]:
+        """Store complete :class:`MemoryItem` records (or dicts of their fields), all or nothing.
+
+        Each is checked whole (an invalid one names its field, ``items[3].kind``); an id given
+        twice or already stored is refused and nothing is written. Stored items start at
+        version 1. Returns the stored items (copies of what the store keeps).
+        """
+        try:
+            self._require_connected()
+            batch = _batch("items", items)
+            prepared: list[MemoryItem] = []
+            seen: set[str] = set()
+            for i, value in enumerate(batch):
+                item = check_item(f"items[{i}]", value)
+                if item.id in seen:
+                    raise InvalidArgumentError(f"items[{i}].id", f"{item.id} appears twice in one batch")
+                seen.add(item.id)
+                if item.version != 1:
+                    item = item.model_copy(update={"version": 1})
+                prepared.append(item)
+            if prepared:
+                await self._add_items(prepared)
+            return ok(prepared)  # fresh objects built by check_item: the store kept copies of its own
+        except Exception as exc:
+            return self._fail("add_items", exc)
+
+    async def get_items(self, ids: Sequence[str]) -> MemoryResult[list[MemoryItem]]:
+        """The items with these ids, in the order of ``ids``; ids with no item are left out."""
+        try:
+            self._require_connected()
+            wanted = check_ids("ids", ids)
+            if not wanted:
+                return ok([])
+            found = {item.id: item for item in await self._get_items(wanted)}
+            return ok([found[i] for i in wanted if i in found])
+        except Exception as exc:
+            return self._fail("get_items", exc)
+
+    async def query_items(self, filter: ItemFilterInput) -> MemoryResult[list[MemoryItem]]:
+        """The items passing ``filter`` (a :class:`MemoryItemFilter` or a dict of its fields),
+        oldest recorded first; ``filter.limit`` keeps the newest (0: all)."""
+        try:
+            self._require_connected()
+            query = check_filter(filter)
+            found = await self._query_items(query)
+            found.sort(key=item_order)
+            if query.limit and len(found) > query.limit:
+                found = found[-query.limit :]
+            return ok(found)
+        except Exception as exc:
+            return self._fail("query_items", exc)
+
+    async def update_items(self, updates: Sequence[UpdateInput]) -> MemoryResult[list[MemoryItem]]:
+        """Apply :class:`ItemUpdate` changes, all or nothing.
+
+        Each changes the fields it gives, and only when the item is still at its
+        ``expected_version``: an item changed since it was read fails the whole call with a
+        ``ConflictError`` (read it again and retry), a missing one with a ``NotFoundError``.
+        Fields that make an item what it is (kind, subject, attribute, value, entity, scope,
+        recorded_at) cannot change. Returns the updated items, versions moved on by one.
+        """
+        try:
+            self._require_connected()
+            batch = _batch("updates", updates)
+            checked: list[ItemUpdate] = []
+            seen: set[str] = set()
+            for i, value in enumerate(batch):
+                update = check_update(f"updates[{i}]", value)
+                if update.id in seen:
+                    raise InvalidArgumentError(f"updates[{i}].id", f"{update.id} appears twice in one batch")
+                seen.add(update.id)
+                checked.append(update)
+            if not checked:
+                return ok([])
+            return ok(await self._update_items(checked))
+        except Exception as exc:
+            return self._fail("update_items", exc)
+
+    async def delete_items(self, ids: Sequence[str]) -> MemoryResult[int]:
+        """Delete items for good (what a cascade purges); how many existed. Missing ids are fine."""
+        try:
+            self._require_connected()
+            wanted = check_ids("ids", ids)
+            return ok(await self._delete_items(wanted) if wanted else 0)
+        except Exception as exc:
+            return self._fail("delete_items", exc)
+
+    async def count_retrieved(self, ids: Sequence[str], at: datetime | None = None) -> MemoryResult[int]:
+        """Count one retrieval of each item (``times_retrieved`` + 1, ``last_retrieved_at`` =
+        ``at`` unless later already) in one step of the store; versions do not move. Returns how
+        many of the items exist; missing ids are fine. ``at`` defaults to now."""
+        try:
+            self._require_connected()
+            wanted = check_ids("ids", ids)
+            when = tree.check_datetime("at", at) or clock.now()
+            return ok(await self._count_retrieved(wanted, when) if wanted else 0)
+        except Exception as exc:
+            return self._fail("count_retrieved", exc)
+
+
+class BaseMemoryItemAdapter(StoreLifecycle, MemoryItemStoreMixin):
+    """Base class of a standalone item store (one that keeps no threads): lifecycle and the
+    public calls written once. A subclass implements ``_connect``, ``_disconnect`` (see
+    :class:`~cogitator_memory.lifecycle.StoreLifecycle`) and the item primitives."""
+
+    provider: ClassVar[str] = "custom"
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({"items", "health"})
+    store_kind: ClassVar[str] = "item store"
+
+
+__all__ = [
+    "BaseMemoryItemAdapter",
+    "ItemFilterInput",
+    "ItemInput",
+    "MemoryItemAdapter",
+    "MemoryItemStoreMixin",
+    "UpdateInput",
+    "check_ids",
+    "is_memory_item_adapter",
+]
