@@ -217,19 +217,21 @@ class Parser:
     # -- level 3: ranges -------------------------------------------------------------------------
 
     def _range(self, first: Span, second_at: int, second: Found) -> Found | None:
-        end_span = second[1]
-        if end_span.end <= first.start:
+        """``first`` to ``second``: from the start of one to the end of the other (to the start
+        of a time of day)."""
+        if second[1].end <= first.start:
             # "from Friday to Monday": read the end again from the start, looking ahead.
             local = first.start.astimezone(self.ctx.zone).replace(tzinfo=None)
             anchored = replace(self.ctx, session=first.start, local=local, prefer="future")
             again = Parser(self.text, anchored, strict=self.strict).part(second_at, True)
             if again is None:
                 return None
-            end_span = again[1]
-        end = end_span.start if _is_clock_like(end_span) else end_span.end
+            second = again
+        last = second[1]
+        end = last.start if _is_clock_like(last) else last.end
         if end <= first.start:
             return None
-        return second[0], Span(first.start, end, _coarser(first, end_span).precision)
+        return second[0], Span(first.start, end, _coarser(first, last).precision)
 
     def parse(self, pos: int, cue: bool) -> Found | None:
         """The longest reading at ``pos``, or ``None``."""
