@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 
 from cogitator_memory import unwrap
-from cogitator_memory.engines.qdrant.vectors import POINT_NAMESPACE, point_id, qdrant_filter
+from cogitator_memory.engines.qdrant.vectors import (
+    POINT_NAMESPACE,
+    metadata_term,
+    metadata_terms,
+    point_id,
+    qdrant_filter,
+)
 from cogitator_memory.testing.embedding import axis_vector, embedding_adapter_conformance_cases
 from cogitator_memory.testing.services import service_url
 from cogitator_memory.vectors import QdrantAdapter, create_embedding_adapter
@@ -101,11 +107,35 @@ def test_filter_translation() -> None:
     from qdrant_client import models
 
     assert qdrant_filter(models) is None
-    flt = qdrant_filter(models, source_type="fact", scope={"agent_id": "a"}, exact={"page": 3, "odd key": "x"})
-    assert flt is not None and len(flt.must) == 3  # the key with a space is checked on the points returned
+    flt = qdrant_filter(models, source_type="fact", scope={"agent_id": "a"}, exact={"page": 3, "odd key.x": "x"})
+    assert flt is not None and len(flt.must) == 4  # every condition goes to the server
     scope = flt.must[1]
     assert isinstance(scope, models.Filter) and len(scope.should) == 2
-    assert flt.must[2].key == "metadata.page"
+    assert [(c.key, c.match.value) for c in flt.must[2:]] == [
+        ("metadata_terms", '["page",3]'),
+        ("metadata_terms", '["odd key.x","x"]'),
+    ]
+
+
+def test_metadata_terms_hold_the_values_a_filter_can_ask_for() -> None:
+    meta = {"b": True, "a": 1, "s": "x", "f": 1.5, "l": ["x"], "o": {"k": "x"}, "n": None, "ключ": "значение"}
+    assert metadata_terms(meta) == ['["a",1]', '["b",true]', '["s","x"]', '["ключ","значение"]']
+    assert metadata_term("a", True) != metadata_term("a", 1)
+
+
+async def test_a_collection_written_before_metadata_terms_gets_them_at_connect(tmp_path: Path) -> None:
+    path = str(tmp_path / "old")
+    async with QdrantAdapter(path=path, collection="c") as store:
+        kept = unwrap(await store.add_embedding({**_doc("tagged"), "metadata": {"odd key": "x", "n": 2}}))
+        unwrap(await store.add_embedding({**_doc("plain"), "metadata": {"tags": ["x"]}}))
+        client = store._client
+        points, _ = await client.scroll("c", limit=10)
+        await client.delete_payload("c", keys=["metadata_terms"], points=[p.id for p in points])  # as written before
+        assert unwrap(await store.search(axis_vector(0), filter={"metadata": {"odd key": "x"}})) == []
+    async with QdrantAdapter(path=path, collection="c") as again:
+        hits = unwrap(await again.search(axis_vector(0), filter={"metadata": {"odd key": "x", "n": 2}}))
+        assert [h.id for h in hits] == [kept.id]
+        assert unwrap(await again.search(axis_vector(0), filter={"metadata": {"tags": "x"}})) == []
 
 
 async def test_factory_makes_a_qdrant_store() -> None:

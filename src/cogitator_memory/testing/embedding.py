@@ -272,6 +272,100 @@ async def _filters(store: EmbeddingAdapter) -> None:
     assert kw == [flagged.id]
 
 
+async def _filters_before_the_limit(store: EmbeddingAdapter) -> None:
+    """Filters narrow the candidates before the ``limit`` best are taken, whatever the key (dots,
+    spaces, quotes, non-Latin letters) and whatever else the key holds elsewhere (a list holding
+    the value, a nested object, ``1`` for ``True``): a store that filtered after its top ``limit``
+    returns fewer hits than match."""
+    keys = ["plain_key", "dotted.key", "with space", 'quo"te', "ключ", "a.b"]
+    decoys = []
+    for i, key in enumerate(keys):  # closer to the query than any match, and never matching
+        decoys += [
+            _new(f"decoy list {i}", blend({0: 1, 1: 0.01 * i}), metadata={key: ["x", "y"]}),
+            _new(f"decoy other {i}", blend({0: 1, 1: 0.01 * i + 0.001}), metadata={key: "other"}),
+            _new(f"decoy missing {i}", blend({0: 1, 1: 0.01 * i + 0.002})),
+        ]
+    decoys += [
+        _new("decoy nested", axis_vector(0), metadata={"a": {"b": "x"}}),
+        _new("decoy one", axis_vector(0), metadata={"flag": 1}),
+        _new("decoy true", axis_vector(0), metadata={"count": True}),
+        _new("decoy float", axis_vector(0), metadata={"count": 1.5}),
+    ]
+    await _add(store, *decoys)
+    for key in keys:
+        matches = await _add(
+            store,
+            *[_new(f"match {key} {i} needle", blend({0: 1, 1: 1 + i}), metadata={key: "x"}) for i in range(3)],
+        )
+        wanted = [m.id for m in matches]
+        flt = {"metadata": {key: "x"}}
+        assert await _ids(store.search(axis_vector(0), limit=3, filter=flt)) == wanted, f"search on {key!r}"
+        kw = await _ids(store.keyword_search("needle", limit=3, filter=flt))
+        assert set(kw) == set(wanted), f"keyword_search on {key!r}: {kw}"
+    flag, count = await _add(
+        store,
+        _new("flag true", blend({0: 1, 1: 5}), metadata={"flag": True}),
+        _new("count one", blend({0: 1, 1: 5}), metadata={"count": 1}),
+    )
+    assert await _ids(store.search(axis_vector(0), limit=1, filter={"metadata": {"flag": True}})) == [flag.id]
+    assert await _ids(store.search(axis_vector(0), limit=1, filter={"metadata": {"count": 1}})) == [count.id]
+    assert _ok(await store.delete_by_filter(metadata={"with space": "x"}), "delete_by_filter") == 3
+    assert _ok(await store.delete_by_filter(metadata={"flag": True}), "delete_by_filter") == 1
+
+
+async def _keyword_long_query(store: EmbeddingAdapter) -> None:
+    """A query as long as a query may be, with about 100,000 distinct terms (CJK text gives one
+    per character pair), is searched, not refused or failed: a text-search expression that nests
+    one level per term overflows PostgreSQL's stack."""
+    target, kiwi = await _add(store, _new("zebra migration report"), _new("a note about kiwis"))
+    rng = random.Random(7)
+    cjk = "".join(chr(rng.randint(0x4E00, 0x9FFF)) for _ in range(MAX_CONTENT_CHARS - 20))
+    query = f"{cjk} zebra"
+    hits = _ok(await store.keyword_search(query), "keyword_search (a long CJK query)")
+    assert [h.id for h in hits] == [target.id]
+    words = " ".join(_letters(i) for i in range(16_000))  # 16,000 distinct Latin terms
+    hits = _ok(await store.keyword_search(f"kiwis {words} zebra"), "keyword_search (a long Latin query)")
+    assert {h.id for h in hits} == {target.id, kiwi.id}
+
+
+def _letters(n: int) -> str:
+    """A made-up word per number (``qaaaa``, ``qaaab``...): letters only, never a stopword."""
+    out = ""
+    for _ in range(4):
+        out = "abcdefghijklmnopqrstuvwxyz"[n % 26] + out
+        n //= 26
+    return "q" + out
+
+
+async def _hits_without_vectors(store: EmbeddingAdapter) -> None:
+    """``include_vectors=False`` leaves the vectors out of the hits; ids, scores and the rest stay."""
+    added = await _add(
+        store,
+        _new("vectors left out", axis_vector(0), metadata={"agent_id": "a"}),
+        _new("vectors left out too", blend({0: 1, 1: 1})),
+    )
+    full = _ok(await store.search(axis_vector(0), filter={"agent_id": "a"}), "search")
+    bare = _ok(await store.search(axis_vector(0), filter={"agent_id": "a"}, include_vectors=False), "search")
+    assert [h.id for h in bare] == [h.id for h in full] == [e.id for e in added]
+    for with_vector, without in zip(full, bare, strict=True):
+        assert without.vector == [] and len(with_vector.vector) == CONFORMANCE_DIMENSIONS
+        assert abs(without.score - with_vector.score) < 1e-6
+        assert (without.content, without.metadata, without.source_id) == (
+            with_vector.content,
+            with_vector.metadata,
+            with_vector.source_id,
+        )
+    kw_full = _ok(await store.keyword_search("vectors"), "keyword_search")
+    kw_bare = _ok(await store.keyword_search("vectors", include_vectors=False), "keyword_search")
+    assert [h.id for h in kw_bare] == [h.id for h in kw_full] and len(kw_bare) == 2
+    assert all(h.vector == [] for h in kw_bare) and all(len(h.vector) == CONFORMANCE_DIMENSIONS for h in kw_full)
+    assert [h.score for h in kw_bare] == [h.score for h in kw_full]
+    _failed(await store.search(axis_vector(0), include_vectors="no"), "include_vectors='no'", "include_vectors")  # type: ignore[arg-type]
+    _failed(await store.keyword_search("x", include_vectors=None), "include_vectors=None", "include_vectors")  # type: ignore[arg-type]
+    got = _ok(await store.get_embedding(added[0].id), "get_embedding")
+    _same_direction(got.vector, axis_vector(0))  # the stored vector is still there
+
+
 async def _unknown_filter_keys(store: EmbeddingAdapter) -> None:
     await _add(store, _new("x"))
     _failed(await store.search(axis_vector(0), filter={"agentId": "a"}), "search(agentId)", "filter", "agentId")
@@ -486,10 +580,13 @@ _CASES: tuple[tuple[str, Callable[[EmbeddingAdapter], Awaitable[None]]], ...] = 
     ("writes_invalidate_search", _writes_invalidate_search),
     ("scoping", _scoping),
     ("filters", _filters),
+    ("filters_before_the_limit", _filters_before_the_limit),
     ("unknown_filter_keys", _unknown_filter_keys),
     ("keyword_ranking", _keyword_ranking),
     ("keyword_unicode", _keyword_unicode),
     ("keyword_scoping", _keyword_scoping),
+    ("keyword_long_query", _keyword_long_query),
+    ("hits_without_vectors", _hits_without_vectors),
     ("delete_embedding", _delete_embedding),
     ("delete_by_filter", _delete_by_filter),
     ("get_by_sources", _get_by_sources),

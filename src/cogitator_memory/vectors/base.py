@@ -47,6 +47,7 @@ from .records import (
     ScoredEmbedding,
     check_deletion,
     check_filter,
+    check_include_vectors,
     check_limit,
     check_new_embedding,
     check_source_ids,
@@ -54,6 +55,7 @@ from .records import (
     check_threshold,
     check_vector,
     sort_hits,
+    without_vectors,
 )
 
 logger = logging.getLogger("cogitator_memory")
@@ -97,15 +99,23 @@ class EmbeddingAdapter(Protocol):
         ...
 
     async def search(
-        self, vector: Sequence[float], *, limit: int = 10, threshold: float = 0.0, filter: FilterInput = None
+        self,
+        vector: Sequence[float],
+        *,
+        limit: int = 10,
+        threshold: float = 0.0,
+        filter: FilterInput = None,
+        include_vectors: bool = True,
     ) -> MemoryResult[list[ScoredEmbedding]]:
-        """The most similar embeddings by cosine (in [-1, 1], best first), scoped by ``filter``."""
+        """The most similar embeddings by cosine (in [-1, 1], best first), scoped by ``filter``;
+        with ``include_vectors=False`` the hits come without their vectors."""
         ...
 
     async def keyword_search(
-        self, query: str, *, limit: int = 10, filter: FilterInput = None
+        self, query: str, *, limit: int = 10, filter: FilterInput = None, include_vectors: bool = True
     ) -> MemoryResult[list[ScoredEmbedding]]:
-        """Embeddings holding the query's terms, ranked by BM25 (best first), scoped by ``filter``."""
+        """Embeddings holding the query's terms, ranked by BM25 (best first), scoped by ``filter``;
+        with ``include_vectors=False`` the hits come without their vectors."""
         ...
 
     async def get_embedding(self, embedding_id: str) -> MemoryResult[Embedding | None]:
@@ -224,6 +234,22 @@ class EmbeddingStoreMixin(ABC):
         """Up to ``limit`` embeddings passing ``flt`` holding any of ``terms`` (distinct, from
         :func:`~cogitator_memory.search.tokenizer.index_terms`), by BM25 score, best first."""
 
+    async def _search_hits(
+        self, vector: list[float], limit: int, threshold: float, flt: EmbeddingFilter, include_vectors: bool
+    ) -> list[ScoredEmbedding]:
+        """:meth:`_search`, its hits without vectors unless ``include_vectors``. An engine that can
+        leave the vectors unread (a server sending fewer bytes) overrides this."""
+        hits = await self._search(vector, limit, threshold, flt)
+        return hits if include_vectors else without_vectors(hits)
+
+    async def _keyword_hits(
+        self, terms: list[str], limit: int, flt: EmbeddingFilter, include_vectors: bool
+    ) -> list[ScoredEmbedding]:
+        """:meth:`_keyword_search`, its hits without vectors unless ``include_vectors`` (see
+        :meth:`_search_hits`)."""
+        hits = await self._keyword_search(terms, limit, flt)
+        return hits if include_vectors else without_vectors(hits)
+
     @abstractmethod
     async def _get_embedding(self, embedding_id: str) -> Embedding | None: ...
 
@@ -300,12 +326,20 @@ class EmbeddingStoreMixin(ABC):
             return self._fail("add_embeddings", exc)
 
     async def search(
-        self, vector: Sequence[float], *, limit: int = 10, threshold: float = 0.0, filter: FilterInput = None
+        self,
+        vector: Sequence[float],
+        *,
+        limit: int = 10,
+        threshold: float = 0.0,
+        filter: FilterInput = None,
+        include_vectors: bool = True,
     ) -> MemoryResult[list[ScoredEmbedding]]:
         """The ``limit`` embeddings most similar to ``vector`` by cosine (score in [-1, 1], best
         first), those with a score below ``threshold`` left out, narrowed by ``filter``.
 
         ``limit`` is 1..10,000; ``threshold`` in [-1, 1]. An empty store of unknown size finds nothing.
+        With ``include_vectors=False`` every hit's ``vector`` is empty (a server store then does not
+        send them).
         """
         try:
             self._require_connected()
@@ -313,31 +347,33 @@ class EmbeddingStoreMixin(ABC):
             size = check_limit(limit)
             floor = check_threshold(threshold)
             flt = check_filter(filter)
+            with_vectors = check_include_vectors(include_vectors)
             if self._dimensions is None:
                 return ok([])
-            return ok(sort_hits(await self._search(query, size, floor, flt), size))
+            return ok(sort_hits(await self._search_hits(query, size, floor, flt, with_vectors), size))
         except Exception as exc:
             return self._fail("search", exc)
 
     async def keyword_search(
-        self, query: str, *, limit: int = 10, filter: FilterInput = None
+        self, query: str, *, limit: int = 10, filter: FilterInput = None, include_vectors: bool = True
     ) -> MemoryResult[list[ScoredEmbedding]]:
         """Embeddings whose content holds any term of ``query``, ranked by BM25 (score = the BM25
         score, > 0, best first), narrowed by ``filter``.
 
         Terms come from :func:`~cogitator_memory.search.tokenizer.index_terms` (lower case,
         letters and digits of every script, CJK as bigrams, English stopwords dropped); a query
-        with no such term finds nothing.
+        with no such term finds nothing. ``include_vectors=False`` as in :meth:`search`.
         """
         try:
             self._require_connected()
             text = check_text("query", query)
             size = check_limit(limit)
             flt = check_filter(filter)
+            with_vectors = check_include_vectors(include_vectors)
             terms = list(dict.fromkeys(index_terms(text)))
             if not terms:
                 return ok([])
-            return ok(sort_hits(await self._keyword_search(terms, size, flt), size))
+            return ok(sort_hits(await self._keyword_hits(terms, size, flt, with_vectors), size))
         except Exception as exc:
             return self._fail("keyword_search", exc)
 

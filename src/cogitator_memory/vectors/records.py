@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from pydantic import Field, ValidationError
 
 from ..errors import InvalidArgumentError
-from ..threads import tree
+from ..threads import tree, values
 from ..threads.records import AGENT_ID_KEY, THREAD_ID_KEY, USER_ID_KEY, Record
 
 #: Longest ``content`` (characters) an embedding or a keyword query may have.
@@ -41,11 +41,25 @@ FILTER_KEYS: frozenset[str] = frozenset({*SCOPE_KEYS, "source_type", "metadata"}
 MetadataValue = str | int | bool
 
 
+class _VectorSize:
+    """What ``repr`` shows in place of a vector: its size, not hundreds of numbers."""
+
+    __slots__ = ("size",)
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    def __repr__(self) -> str:
+        return f"<{self.size} floats>" if self.size else "<no vector>"
+
+
 class Embedding(Record):
     """A stored embedding: the vector of ``content``, which comes from ``source_id`` of ``source_type``.
 
     ``metadata`` may scope it (``agent_id``, ``user_id``, ``thread_id``: strings) and holds any
-    other JSON. ``id`` is ``emb_...`` unless the writer chose another.
+    other JSON. ``id`` is ``emb_...`` unless the writer chose another. ``repr`` and ``str`` show
+    the vector's size (``vector=<384 floats>``), not its values; a search asked for hits without
+    vectors (``include_vectors=False``) returns them with an empty ``vector``.
     """
 
     id: str
@@ -55,6 +69,10 @@ class Embedding(Record):
     vector: list[float]
     metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: datetime
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        for name, value in super().__repr_args__():
+            yield (name, _VectorSize(len(value))) if name == "vector" else (name, value)
 
 
 class NewEmbedding(Record):
@@ -171,9 +189,9 @@ def check_vector(name: str, value: object, dimensions: int | None) -> list[float
 
 
 def check_text(name: str, value: object, *, allow_empty: bool = True) -> str:
-    """A string of at most :data:`MAX_CONTENT_CHARS` characters."""
-    if not isinstance(value, str):
-        raise InvalidArgumentError(name, f"must be a string, got {type(value).__name__}")
+    """A string of at most :data:`MAX_CONTENT_CHARS` characters, without lone surrogates."""
+    values.check_text(name, value)
+    assert isinstance(value, str)
     if len(value) > MAX_CONTENT_CHARS:
         raise InvalidArgumentError(name, f"has {len(value)} characters, more than the {MAX_CONTENT_CHARS} allowed")
     if not allow_empty and not value.strip():
@@ -204,6 +222,7 @@ def check_metadata_filter(name: str, value: object) -> dict[str, MetadataValue] 
             raise InvalidArgumentError(
                 f"{name}.{key}", f"must be a string, integer or boolean, got {type(item).__name__}"
             )
+        values.check_json(name, {key: item})
         out[key] = item
     return out
 
@@ -375,6 +394,18 @@ def sort_hits(hits: Sequence[ScoredEmbedding], limit: int) -> list[ScoredEmbeddi
     return sorted(hits, key=lambda h: (-h.score, h.id))[:limit]
 
 
+def without_vectors(hits: Sequence[ScoredEmbedding]) -> list[ScoredEmbedding]:
+    """The hits with an empty ``vector`` (what ``include_vectors=False`` returns)."""
+    return [h if not h.vector else h.model_copy(update={"vector": []}) for h in hits]
+
+
+def check_include_vectors(value: object) -> bool:
+    """The ``include_vectors`` flag of a search: a bool."""
+    if not isinstance(value, bool):
+        raise InvalidArgumentError("include_vectors", f"must be True or False, got {value!r}")
+    return value
+
+
 __all__ = [
     "FILTER_KEYS",
     "MAX_CONTENT_CHARS",
@@ -390,6 +421,7 @@ __all__ = [
     "ScoredEmbedding",
     "check_deletion",
     "check_filter",
+    "check_include_vectors",
     "check_limit",
     "check_metadata_filter",
     "check_new_embedding",
@@ -402,4 +434,5 @@ __all__ = [
     "filter_matches",
     "same_value",
     "sort_hits",
+    "without_vectors",
 ]

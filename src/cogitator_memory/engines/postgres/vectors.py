@@ -12,6 +12,12 @@ vector size. When pgvector cannot be had, or an existing table holds vectors of 
 the adapter was configured for, the store still connects: threads and entries work, every
 embedding call returns a failed result naming the reason, and :meth:`vector_status` says why.
 
+After a large write the table is analysed (``ANALYZE``) at once: when the rows this adapter
+added since the last analyse reach :data:`ANALYZE_MIN_ROWS` and a fifth of the table. Until a
+table has statistics the planner guesses how many rows a filter keeps, and right after a bulk
+load it took the HNSW index for a selective filter, which found 90% of the matching rows;
+autovacuum analyses only a minute or more later.
+
 Searches run with ``hnsw.ef_search`` = ``ef_search`` (default 100), raised to the requested limit
 when larger (at most 1,000, pgvector's ceiling), and, on pgvector 0.8+, with iterative index scans
 (``relaxed_order``, the hits re-sorted after),
@@ -58,6 +64,12 @@ DEFAULT_EF_SEARCH = 100
 MAX_TERM_CHARS = 256
 #: tsvector positions stop at 16,383.
 MAX_POSITION = 16383
+#: Most terms in one ``tsquery`` of a keyword search (see :func:`keyword_query_sql`).
+TSQUERY_CHUNK = 2000
+#: The table is analysed when the rows this adapter added since the last analyse reach both this
+#: many and :data:`ANALYZE_GROWTH` of the rows the table had then (see ``_analyze_if_grown``).
+ANALYZE_MIN_ROWS = 1000
+ANALYZE_GROWTH = 0.2
 
 Storage = Literal["vector", "halfvec"]
 
@@ -178,9 +190,50 @@ def tsvector_literal(text: str) -> str:
     return " ".join(f"{_lexeme(term)}:{','.join(map(str, dict.fromkeys(p)))}" for term, p in positions.items())
 
 
+def _query_lexemes(terms: Sequence[str]) -> list[str]:
+    return [_lexeme(term) for term in dict.fromkeys(t[:MAX_TERM_CHARS] for t in terms)]
+
+
+def _balanced_or(level: list[str]) -> str:
+    while len(level) > 2:
+        paired = [f"({level[i]} | {level[i + 1]})" for i in range(0, len(level) - 1, 2)]
+        if len(level) % 2:
+            paired.append(level[-1])
+        level = paired
+    return " | ".join(level)
+
+
 def tsquery_literal(terms: Sequence[str]) -> str:
-    """A ``tsquery`` matching any of ``terms`` (already normalized by ``index_terms``)."""
-    return " | ".join(_lexeme(term) for term in dict.fromkeys(t[:MAX_TERM_CHARS] for t in terms))
+    """A ``tsquery`` matching any of ``terms`` (already normalized by ``index_terms``).
+
+    The ORs are grouped as a balanced tree (``('a' | 'b') | ('c' | 'd')``), so the expression
+    nests about log2(terms) deep: PostgreSQL walks a tsquery recursively, and a flat chain of
+    ``|`` (which it nests one level per term) overflows its stack at some 50,000 terms, which a
+    query of CJK text (a term per character pair) reaches."""
+    return _balanced_or(_query_lexemes(terms))
+
+
+def keyword_query_sql(terms: Sequence[str]) -> tuple[str, str, str, dict[str, Any]]:
+    """The parts of a keyword search for ``terms``: FROM items, the match condition, the score
+    and their parameters.
+
+    The terms go in ``tsquery`` values of at most :data:`TSQUERY_CHUNK` terms each (PostgreSQL
+    parses a tsquery in time growing with the square of its terms: 100,000 terms take seconds
+    as one, a tenth of a second in chunks). A row matches when it matches any chunk; its score is
+    the ``ts_rank`` of the whole query, which for a query of ORs is the sum over the query's terms
+    divided by their number, so the chunks' ranks weighted by their sizes add up to it.
+    """
+    lexemes = _query_lexemes(terms)
+    chunks = [lexemes[i : i + TSQUERY_CHUNK] for i in range(0, len(lexemes), TSQUERY_CHUNK)]
+    params: dict[str, Any] = {f"kq{i}": _balanced_or(chunk) for i, chunk in enumerate(chunks)}
+    froms = ", ".join(f"CAST(%(kq{i})s AS tsquery) AS kq{i}" for i in range(len(chunks)))
+    match = "(" + " OR ".join(f"terms @@ kq{i}" for i in range(len(chunks))) + ")"
+    if len(chunks) == 1:
+        score = "ts_rank(terms, kq0)"
+    else:
+        weighted = " + ".join(f"ts_rank(terms, kq{i}) * {len(chunk)}" for i, chunk in enumerate(chunks))
+        score = f"({weighted}) / {len(lexemes)}.0"
+    return froms, match, score, params
 
 
 # --- filters --------------------------------------------------------------------------------
@@ -270,6 +323,9 @@ class PostgresVectors(EmbeddingStoreMixin):
     _vector_reason: str | None = "not connected"
     #: The ``hnsw.ef_search`` of every search; a larger ``limit`` raises it for that search.
     ef_search: int = DEFAULT_EF_SEARCH
+    _rows_at_analyze: float = 0.0
+    _rows_since_analyze: int = 0
+    _analyzing: bool = False
 
     if TYPE_CHECKING:
         schema: str
@@ -312,6 +368,8 @@ class PostgresVectors(EmbeddingStoreMixin):
         self._layout = None
         self._vector_reason = "not connected"
         self._dimensions = self._configured_dimensions
+        self._rows_at_analyze = 0.0
+        self._rows_since_analyze = 0
 
     async def _setup_vectors(self, conn: AsyncConnection[Any]) -> None:
         """At connect, on the migration connection (autocommit): find or make pgvector and the table.
@@ -386,6 +444,39 @@ class PostgresVectors(EmbeddingStoreMixin):
         self._layout = existing
         self._vector_reason = None
         self._dimensions = existing.dimensions
+        self._rows_at_analyze = await self._analyzed_rows(conn, existing)
+
+    @staticmethod
+    async def _analyzed_rows(conn: AsyncConnection[Any], layout: VectorLayout) -> float:
+        """The rows the table had when it was last analysed (0 when never: ``reltuples`` is -1)."""
+        cur = await conn.execute("SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)", (layout.table,))
+        row = await cur.fetchone()
+        return max(0.0, float(row[0])) if row is not None else 0.0
+
+    async def _analyze_if_grown(self, added: int) -> None:
+        """Count ``added`` rows; past the bar (:data:`ANALYZE_MIN_ROWS` and :data:`ANALYZE_GROWTH`
+        of the table) analyse the table. Never raises: the rows are committed already, and a
+        failed analyse (a lock held elsewhere, no ownership) is logged and tried at the next write."""
+        self._rows_since_analyze += added
+        bar = max(ANALYZE_MIN_ROWS, ANALYZE_GROWTH * self._rows_at_analyze)
+        layout = self._layout
+        if self._rows_since_analyze < bar or self._analyzing or layout is None:
+            return
+        self._analyzing = True
+
+        async def op(conn: AsyncConnection[Any]) -> float:
+            async with conn.transaction():
+                await conn.execute("SET LOCAL lock_timeout = '2s'")
+                await conn.execute(f"ANALYZE {layout.table}")
+                return await self._analyzed_rows(conn, layout)
+
+        try:
+            self._rows_at_analyze = await self.run(op)
+            self._rows_since_analyze = 0
+        except Exception as exc:
+            logger.warning("postgres: analysing %s after a large write failed: %s", layout.table, exc)
+        finally:
+            self._analyzing = False
 
     async def _configure_vectors(self, conn: AsyncConnection[Any]) -> None:
         """On each new pooled connection: ``hnsw.ef_search`` and iterative index scans (pgvector
@@ -454,6 +545,7 @@ class PostgresVectors(EmbeddingStoreMixin):
                 raise ConflictError(f"embedding id already stored: {detail}") from None
 
         await self.run(op)
+        await self._analyze_if_grown(len(rows))
 
     async def _search(
         self, vector: list[float], limit: int, threshold: float, flt: EmbeddingFilter
@@ -487,12 +579,13 @@ class PostgresVectors(EmbeddingStoreMixin):
     async def _keyword_search(self, terms: list[str], limit: int, flt: EmbeddingFilter) -> list[ScoredEmbedding]:
         layout = self._vectors()
         where, params = search_filter_sql(flt)
+        froms, match, score, query_params = keyword_query_sql(terms)
         sql = (
-            f"SELECT {_EMB_COLS}, ts_rank(terms, query) AS score"
-            f" FROM {layout.table}, CAST(%(query)s AS tsquery) AS query"
-            f" WHERE terms @@ query AND {where} ORDER BY score DESC, id LIMIT %(limit)s"
+            f"SELECT {_EMB_COLS}, {score} AS score FROM {layout.table}, {froms}"
+            f" WHERE {match} AND {where} ORDER BY score DESC, id LIMIT %(limit)s"
         )
-        params.update({"query": tsquery_literal(terms), "limit": limit})
+        params.update(query_params)
+        params["limit"] = limit
 
         async def op(conn: AsyncConnection[Any]) -> list[ScoredEmbedding]:
             cur = await conn.execute(sql, params)
@@ -542,15 +635,19 @@ class PostgresVectors(EmbeddingStoreMixin):
 
 
 __all__ = [
+    "ANALYZE_GROWTH",
+    "ANALYZE_MIN_ROWS",
     "DEFAULT_DIMENSIONS",
     "HALFVEC_INDEX_MAX",
     "PGVECTOR_MAX",
+    "TSQUERY_CHUNK",
     "VECTOR_INDEX_MAX",
     "PostgresVectors",
     "VectorLayout",
     "VectorStatus",
     "deletion_filter_sql",
     "embedding_from_row",
+    "keyword_query_sql",
     "parse_version",
     "scored_from_row",
     "search_filter_sql",

@@ -4,17 +4,26 @@ Each embedding is a point whose id is a deterministic UUID of the embedding id
 (:func:`point_id`, ``uuid5``), since Qdrant accepts only unsigned integers and UUIDs; the
 ``emb_...`` id stays in ``payload["embedding_id"]`` and is what searches return. The payload
 also holds ``source_id``, ``source_type``, ``content``, ``metadata``, ``created_at`` (epoch
-microseconds), the scope keys copied to the top level (only when set) and ``terms`` (the
-tokenized content). Keyword payload indexes cover ``embedding_id``, ``source_id``,
-``source_type``, ``agent_id``, ``user_id``, ``thread_id`` and ``terms``.
+microseconds), the scope keys copied to the top level (only when set), ``terms`` (the
+tokenized content) and ``metadata_terms``: one string per top-level metadata key holding a
+string, an integer or a boolean, the JSON of ``[key, value]`` (:func:`metadata_term`). Keyword
+payload indexes cover ``embedding_id``, ``source_id``, ``source_type``, ``agent_id``,
+``user_id``, ``thread_id``, ``terms`` and ``metadata_terms``.
+
+Every filter runs on the server, so a search's top ``limit`` is taken among the matching points
+only. A metadata condition matches one ``metadata_terms`` string: any key works (dots, spaces,
+quotes: no payload path is parsed), a list value never equals a scalar (Qdrant's own match would
+find ``"x"`` in ``["x", "y"]``), and ``True`` is not ``1``. A collection written before
+``metadata_terms`` existed gets them at connect (:meth:`QdrantAdapter.connect`).
 
 Qdrant normalises cosine vectors when it stores them, so vectors read back with length 1.
 
 Keyword search: Qdrant has no BM25 over payload text, so the candidates (points in the filter
 holding a query term, found through the ``terms`` index) are scored here with
-:class:`~cogitator_memory.search.bm25.BM25`; ``N`` and each term's document frequency are
-exact counts over the filtered points, and the average document length is that of the
-candidates (Qdrant cannot sum a payload field).
+:class:`~cogitator_memory.search.bm25.BM25`; ``N`` is an exact count of the filtered points, each
+term's document frequency is counted over the candidates (which are every filtered point holding
+a term, so it is exact too), and the average document length is that of the candidates (Qdrant
+cannot sum a payload field).
 
 ``url=":memory:"`` (or ``location=":memory:"``) and ``path=`` run qdrant-client's local mode,
 an in-process re-implementation for tests.
@@ -22,7 +31,7 @@ an in-process re-implementation for tests.
 
 from __future__ import annotations
 
-import re
+import json
 import uuid
 import warnings
 from collections import Counter
@@ -41,15 +50,31 @@ from ...vectors.records import (
     EmbeddingFilter,
     MetadataValue,
     ScoredEmbedding,
-    deletion_matches,
-    filter_matches,
 )
 
 #: The namespace of :func:`point_id`.
 POINT_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://cogitator.ai/memory/embedding")
-INDEXED_FIELDS = ("embedding_id", "source_id", "source_type", *SCOPE_KEYS, "terms")
+#: The payload field of the exact metadata values (see :func:`metadata_term`).
+METADATA_TERMS = "metadata_terms"
+INDEXED_FIELDS = ("embedding_id", "source_id", "source_type", *SCOPE_KEYS, "terms", METADATA_TERMS)
 _SCROLL_PAGE = 1_000
-_PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def metadata_term(key: str, value: object) -> str | None:
+    """The string a metadata filter ``{key: value}`` matches: the JSON of ``[key, value]``.
+
+    Only strings, integers and booleans (what a filter may ask for) have one; other values
+    (floats, lists, objects, ``None``) give ``None``, so no filter matches them, as the
+    store-independent rule (:func:`~cogitator_memory.vectors.records.same_value`) says.
+    """
+    if not isinstance(value, str | int):  # bool is an int
+        return None
+    return json.dumps([key, value], ensure_ascii=False, separators=(",", ":"))
+
+
+def metadata_terms(metadata: dict[str, Any]) -> list[str]:
+    """The ``metadata_terms`` payload of an embedding's metadata, in key order."""
+    return [t for key in sorted(metadata) if (t := metadata_term(key, metadata[key])) is not None]
 
 
 def point_id(embedding_id: str) -> str:
@@ -71,14 +96,12 @@ def qdrant_filter(
     source_type: str | None = None,
     scope: dict[str, str] | None = None,
     exact: dict[str, MetadataValue] | None = None,
-    exact_top: dict[str, str] | None = None,
     any_terms: Sequence[str] | None = None,
 ) -> Any:
     """A ``models.Filter`` for the conditions (``None`` when there are none).
 
     ``scope`` keys follow the scoping rule (absent is shared); ``exact`` are metadata keys that
-    must hold the value; ``exact_top`` top-level payload keys; ``any_terms`` matches points
-    whose ``terms`` hold any of them.
+    must hold exactly that value (matched through ``metadata_terms``); ``any_terms`` matches points whose ``terms`` hold any of them.
     """
     must: list[Any] = []
     if source_type is not None:
@@ -92,11 +115,10 @@ def qdrant_filter(
                 ]
             )
         )
-    for key, value in (exact_top or {}).items():
-        must.append(models.FieldCondition(key=key, match=models.MatchValue(value=value)))
     for key, wanted in (exact or {}).items():
-        if _PLAIN_KEY.fullmatch(key):  # other keys are checked on the points returned
-            must.append(models.FieldCondition(key=f"metadata.{key}", match=models.MatchValue(value=wanted)))
+        term = metadata_term(key, wanted)
+        assert term is not None  # filters hold strings, integers and booleans only
+        must.append(models.FieldCondition(key=METADATA_TERMS, match=models.MatchValue(value=term)))
     if any_terms:
         must.append(models.FieldCondition(key="terms", match=models.MatchAny(any=list(any_terms))))
     return models.Filter(must=must) if must else None
@@ -175,6 +197,8 @@ class QdrantAdapter(BaseEmbeddingAdapter):
                     raise ConflictError(f"qdrant collection {self.collection} has named vectors; it needs one vector")
                 self._adopt_dimensions(int(size))
                 self._collection_ready = True
+                if METADATA_TERMS not in (info.payload_schema or {}):
+                    await self._add_metadata_terms()
             elif self._dimensions is not None:
                 await self._create_collection(self._dimensions)
         except BaseException:
@@ -208,6 +232,23 @@ class QdrantAdapter(BaseEmbeddingAdapter):
                 )
         self._collection_ready = True
 
+    async def _add_metadata_terms(self) -> None:
+        """Give the points of a collection written before ``metadata_terms`` existed theirs, then
+        index the field (a server's index is the mark that this was done; the local mode keeps no
+        indexes, so it looks for points without the field at every connect)."""
+        models = self._models
+        client = self._client
+        lacking = models.Filter(must=[models.IsEmptyCondition(is_empty=models.PayloadField(key=METADATA_TERMS))])
+        for point in await self._scroll(lacking, with_vectors=False, payload=["metadata"]):
+            terms = metadata_terms((point.payload or {}).get("metadata") or {})
+            if terms:
+                await client.set_payload(self.collection, payload={METADATA_TERMS: terms}, points=[point.id], wait=True)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Payload indexes have no effect")
+            await client.create_payload_index(
+                self.collection, METADATA_TERMS, field_schema=models.PayloadSchemaType.KEYWORD, wait=True
+            )
+
     async def _disconnect(self) -> None:
         client, self._client = self._client, None
         self._collection_ready = False
@@ -234,6 +275,7 @@ class QdrantAdapter(BaseEmbeddingAdapter):
             "metadata": e.metadata,
             "created_at": to_micros(e.created_at),
             "terms": sorted(set(index_terms(e.content))),
+            METADATA_TERMS: metadata_terms(e.metadata),
         }
         for key in SCOPE_KEYS:
             if e.metadata.get(key) is not None:
@@ -311,15 +353,8 @@ class QdrantAdapter(BaseEmbeddingAdapter):
     async def _delete_by_filter(self, flt: DeletionFilter) -> int:
         if not self._collection_ready:
             return 0
-        exact = dict(flt.metadata or {})
-        top = {k: v for k, v in (("agent_id", flt.agent_id), ("thread_id", flt.thread_id)) if v is not None}
-        condition = qdrant_filter(self._models, source_type=flt.source_type, exact=exact, exact_top=top)
-        points = await self._scroll(condition, with_vectors=False, payload=["source_type", "metadata"])
-        doomed = [
-            p.id
-            for p in points
-            if deletion_matches((p.payload or {}).get("source_type", ""), (p.payload or {}).get("metadata") or {}, flt)
-        ]
+        condition = qdrant_filter(self._models, source_type=flt.source_type, exact=flt.exact_metadata())
+        doomed = [p.id for p in await self._scroll(condition, with_vectors=False, payload=False)]
         if doomed:
             await self._c().delete(self.collection, points_selector=self._models.PointIdsList(points=doomed), wait=True)
         return len(doomed)
@@ -335,13 +370,13 @@ class QdrantAdapter(BaseEmbeddingAdapter):
             any_terms=any_terms,
         )
 
-    @staticmethod
-    def _passes(point: Any, flt: EmbeddingFilter) -> bool:
-        payload = point.payload or {}
-        return filter_matches(payload.get("source_type", ""), payload.get("metadata") or {}, flt)
-
     async def _search(
         self, vector: list[float], limit: int, threshold: float, flt: EmbeddingFilter
+    ) -> list[ScoredEmbedding]:
+        return await self._search_hits(vector, limit, threshold, flt, True)
+
+    async def _search_hits(
+        self, vector: list[float], limit: int, threshold: float, flt: EmbeddingFilter, include_vectors: bool
     ) -> list[ScoredEmbedding]:
         if not self._collection_ready:
             return []
@@ -353,43 +388,48 @@ class QdrantAdapter(BaseEmbeddingAdapter):
             score_threshold=None if threshold <= -1.0 else threshold - 1e-6,
             query_filter=self._search_filter(flt),
             with_payload=True,
-            with_vectors=True,
+            with_vectors=include_vectors,
         )
         hits = []
         for p in response.points:
             score = max(-1.0, min(1.0, float(p.score)))
-            if score >= threshold and self._passes(p, flt):
+            if score >= threshold:
                 hits.append(self._scored(p, score))
         return hits
 
     async def _keyword_search(self, terms: list[str], limit: int, flt: EmbeddingFilter) -> list[ScoredEmbedding]:
+        return await self._keyword_hits(terms, limit, flt, True)
+
+    async def _keyword_hits(
+        self, terms: list[str], limit: int, flt: EmbeddingFilter, include_vectors: bool
+    ) -> list[ScoredEmbedding]:
         if not self._collection_ready:
             return []
         client = self._c()
-        candidates = [
-            p
-            for p in await self._scroll(self._search_filter(flt, terms), with_vectors=False, payload=True)
-            if self._passes(p, flt)
-        ]
+        candidates = await self._scroll(self._search_filter(flt, terms), with_vectors=False, payload=True)
         if not candidates:
             return []
         scope = self._search_filter(flt)
         n_docs = (await client.count(self.collection, count_filter=scope, exact=True)).count
-        doc_freq: dict[str, int] = {}
-        for term in terms:
-            counted = await client.count(self.collection, count_filter=self._search_filter(flt, [term]), exact=True)
-            doc_freq[term] = counted.count
         token_lists = [index_terms((p.payload or {}).get("content", "")) for p in candidates]
+        # every point of the filter holding a term is a candidate, so the candidates give the
+        # exact document frequencies (no count request per term)
+        position = {term: i for i, term in enumerate(terms)}
+        doc_freq = Counter(t for tokens in token_lists for t in set(tokens) if t in position)
         avg_len = sum(len(t) for t in token_lists) / len(token_lists)
         scored = []
         for point, tokens in zip(candidates, token_lists, strict=True):
-            score = self.bm25.score(terms, Counter(tokens), n_docs=n_docs, avg_len=avg_len, doc_freq=doc_freq)
+            counts = Counter(tokens)
+            held = sorted((t for t in counts if t in position), key=position.__getitem__)  # query order
+            score = self.bm25.score(held, counts, n_docs=n_docs, avg_len=avg_len, doc_freq=doc_freq)
             if score > 0:
                 scored.append((score, point))
         scored.sort(key=lambda pair: (-pair[0], (pair[1].payload or {}).get("embedding_id", "")))
         top = scored[:limit]
         if not top:
             return []
+        if not include_vectors:
+            return [self._scored(p, s) for s, p in top]
         with_vectors = await client.retrieve(
             self.collection, ids=[p.id for _, p in top], with_payload=True, with_vectors=True
         )
@@ -412,4 +452,13 @@ class QdrantAdapter(BaseEmbeddingAdapter):
         return [self._embedding(p) for p in await self._scroll(condition, with_vectors=True)]
 
 
-__all__ = ["INDEXED_FIELDS", "POINT_NAMESPACE", "QdrantAdapter", "point_id", "qdrant_filter"]
+__all__ = [
+    "INDEXED_FIELDS",
+    "METADATA_TERMS",
+    "POINT_NAMESPACE",
+    "QdrantAdapter",
+    "metadata_term",
+    "metadata_terms",
+    "point_id",
+    "qdrant_filter",
+]
