@@ -120,3 +120,27 @@ def test_sqlite_where_clause() -> None:
     assert sql.startswith("e.source_type = ? AND (e.agent_id IS NULL OR e.agent_id = ?)")
     assert args == ["fact", "a", "page", "integer", 3, "ok", "true", 1]
     assert where_clause(source_type=None, scope={}, exact={}) == ("1", [])
+
+
+def test_embeddings_print_the_size_of_their_vector_not_its_values() -> None:
+    from datetime import UTC, datetime
+
+    from cogitator_memory.vectors import Embedding, ScoredEmbedding
+
+    hit = ScoredEmbedding(
+        id="emb_1",
+        source_id="s",
+        source_type="doc",
+        content="hello",
+        vector=[0.123456] * 384,
+        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+        score=0.5,
+    )
+    for text in (repr(hit), str(hit)):
+        assert "vector=<384 floats>" in text and "0.123456" not in text
+        assert "content='hello'" in text and "score=0.5" in text
+    bare = hit.model_copy(update={"vector": []})
+    assert "vector=<no vector>" in repr(bare)
+    stored = Embedding.model_validate(hit.model_dump(exclude={"score"}))
+    assert repr(stored).startswith("Embedding(id='emb_1'") and "<384 floats>" in repr(stored)
+    assert hit.vector[0] == 0.123456  # only the printing changed
