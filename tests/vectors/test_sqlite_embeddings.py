@@ -47,7 +47,7 @@ async def test_threads_and_vectors_share_one_file(tmp_path: Path) -> None:
         unwrap(await vectors.add_embedding({**_doc("hi there", axis_vector(0)), "source_id": entry.id}))
         assert vectors.connection is threads.connection
     db = sqlite3.connect(path)
-    assert [name for _, name in applied_migrations(db)] == ["m001_initial", "m002_embeddings", "m003_keyword_index"]
+    assert [name for _, name in applied_migrations(db)][:3] == ["m001_initial", "m002_embeddings", "m003_keyword_index"]
     assert db.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 1
     assert db.execute("SELECT count(*) FROM entries").fetchone()[0] == 1
     db.close()

@@ -143,10 +143,54 @@ def _m003_keyword_index(db: sqlite3.Connection) -> None:
     db.execute("DROP TABLE embeddings_fts")
 
 
+def _m004_memory_items(db: sqlite3.Connection) -> None:
+    """Memory items (:mod:`cogitator_memory.engines.sqlite.items`): the fields queries filter by as
+    indexed columns (times in microseconds; ``start_us`` is ``valid_from``, else ``recorded_at``),
+    the retrieval counters and version as columns, the rest as JSON in ``body``; and
+    ``memory_item_evidence``, which entries each item quotes, for the cascades that follow entries.
+    """
+    for statement in (
+        """CREATE TABLE memory_items (
+            rid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            agent_id TEXT NOT NULL,
+            user_id TEXT,
+            project_id TEXT,
+            thread_id TEXT,
+            scope_key TEXT NOT NULL,
+            subject_key TEXT NOT NULL,
+            slot_key TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            status TEXT NOT NULL,
+            start_us INTEGER NOT NULL,
+            valid_to_us INTEGER,
+            recorded_us INTEGER NOT NULL,
+            expired_us INTEGER,
+            times_retrieved INTEGER NOT NULL DEFAULT 0,
+            last_retrieved_us INTEGER,
+            version INTEGER NOT NULL,
+            body TEXT NOT NULL
+        )""",
+        "CREATE INDEX memory_items_by_scope ON memory_items (scope_key, recorded_us)",
+        "CREATE INDEX memory_items_by_slot ON memory_items (scope_key, slot_key)",
+        "CREATE INDEX memory_items_by_subject ON memory_items (scope_key, subject_key)",
+        "CREATE INDEX memory_items_by_agent ON memory_items (agent_id, user_id, recorded_us)",
+        "CREATE INDEX memory_items_by_thread ON memory_items (thread_id) WHERE thread_id IS NOT NULL",
+        """CREATE TABLE memory_item_evidence (
+            entry_id TEXT NOT NULL,
+            rid INTEGER NOT NULL,
+            PRIMARY KEY (entry_id, rid)
+        ) WITHOUT ROWID""",
+        "CREATE INDEX memory_item_evidence_by_item ON memory_item_evidence (rid)",
+    ):
+        db.execute(statement)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "m001_initial", _m001_initial),
     Migration(2, "m002_embeddings", _m002_embeddings),
     Migration(3, "m003_keyword_index", _m003_keyword_index),
+    Migration(4, "m004_memory_items", _m004_memory_items),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -1,0 +1,253 @@
+"""Memory items in SQLite: the primitives of :class:`~cogitator_memory.items.base.MemoryItemStoreMixin`
+as SQL, mixed into :class:`~cogitator_memory.engines.sqlite.threads.SQLiteAdapter`.
+
+An item is a row of ``memory_items`` (migration ``m004_memory_items``): the fields queries filter
+by are indexed columns (scope key, agent and its limits, subject and slot keys, kind, status,
+start, end, recorded and expired times in microseconds), the retrieval counters and the version
+are columns of their own, and the rest is one JSON column ``body``. ``memory_item_evidence`` maps
+each quoted entry to the items quoting it. Every write is one ``BEGIN IMMEDIATE`` transaction,
+so a batch is stored whole or not at all and a version check and its write cannot be split by
+another connection.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from ...clock import from_micros, to_micros
+from ...errors import ConflictError, NotFoundError
+from ...items.base import MemoryItemStoreMixin
+from ...items.records import ItemQuery, ItemUpdate, MemoryItem, scope_key
+from ...threads import tree
+
+#: Fields kept in columns of their own rather than in ``body``.
+_COLUMN_FIELDS = {"times_retrieved", "last_retrieved_at", "version"}
+_SELECT = "SELECT rid, body, times_retrieved, last_retrieved_us, version FROM memory_items"
+#: Ids per statement, well under SQLite's limit of bound parameters.
+_CHUNK = 500
+
+
+def _chunks(values: Sequence[str]) -> Iterator[Sequence[str]]:
+    for start in range(0, len(values), _CHUNK):
+        yield values[start : start + _CHUNK]
+
+
+def _marks(count: int) -> str:
+    return ",".join("?" * count)
+
+
+def _body(item: MemoryItem) -> str:
+    return item.model_dump_json(exclude_none=True, exclude=_COLUMN_FIELDS)
+
+
+def _item(row: Sequence[Any]) -> MemoryItem:
+    data = json.loads(row[1])
+    data["times_retrieved"] = row[2]
+    if row[3] is not None:
+        data["last_retrieved_at"] = from_micros(row[3])
+    data["version"] = row[4]
+    return MemoryItem.model_validate(data)
+
+
+def _micros(value: datetime | None) -> int | None:
+    return None if value is None else to_micros(value)
+
+
+def _row(item: MemoryItem) -> tuple[Any, ...]:
+    scope = item.scope
+    return (
+        item.id,
+        scope.agent_id,
+        scope.user_id,
+        scope.project_id,
+        scope.thread_id,
+        scope_key(scope),
+        item.subject_key,
+        item.slot_key,
+        item.kind,
+        item.status,
+        to_micros(item.start),
+        _micros(item.valid_to),
+        to_micros(item.recorded_at),
+        _micros(item.expired_at),
+        item.times_retrieved,
+        _micros(item.last_retrieved_at),
+        item.version,
+        _body(item),
+    )
+
+
+def _entry_rows(rid: int, item: MemoryItem) -> list[tuple[str, int]]:
+    return [(entry_id, rid) for entry_id in {e.entry_id for e in item.evidence if e.entry_id}]
+
+
+class SQLiteItems(MemoryItemStoreMixin):
+    """The item half of :class:`~cogitator_memory.engines.sqlite.threads.SQLiteAdapter`."""
+
+    if TYPE_CHECKING:  # provided by the adapter
+
+        @property
+        def connection(self) -> sqlite3.Connection: ...
+
+        def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
+
+    async def _add_items(self, items: list[MemoryItem]) -> None:
+        ids = [item.id for item in items]
+        with self._write() as db:
+            for chunk in _chunks(ids):
+                taken = db.execute(f"SELECT id FROM memory_items WHERE id IN ({_marks(len(chunk))})", chunk).fetchone()
+                if taken is not None:
+                    raise ConflictError(f"memory item id is taken: {taken[0]}")
+            evidence: list[tuple[str, int]] = []
+            for item in items:
+                cursor = db.execute(
+                    "INSERT INTO memory_items (id, agent_id, user_id, project_id, thread_id, scope_key, subject_key,"
+                    " slot_key, kind, status, start_us, valid_to_us, recorded_us, expired_us, times_retrieved,"
+                    " last_retrieved_us, version, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    _row(item),
+                )
+                assert cursor.lastrowid is not None
+                evidence.extend(_entry_rows(cursor.lastrowid, item))
+            if evidence:
+                db.executemany("INSERT INTO memory_item_evidence (entry_id, rid) VALUES (?, ?)", evidence)
+
+    async def _get_items(self, ids: list[str]) -> list[MemoryItem]:
+        db = self.connection
+        found: list[MemoryItem] = []
+        for chunk in _chunks(ids):
+            rows = db.execute(f"{_SELECT} WHERE id IN ({_marks(len(chunk))})", chunk).fetchall()
+            found.extend(map(_item, rows))
+        return found
+
+    async def _query_items(self, query: ItemQuery) -> list[MemoryItem]:
+        where: list[str] = []
+        params: list[Any] = []
+        if query.scope_keys is not None:
+            keys = sorted(query.scope_keys)
+            where.append(f"scope_key IN ({_marks(len(keys))})")
+            params.extend(keys)
+        else:
+            where.append("agent_id = ?")
+            params.append(query.agent_id)
+            within = query.within
+            assert within is not None
+            for column, value in (
+                ("user_id", within.user_id),
+                ("project_id", within.project_id),
+                ("thread_id", within.thread_id),
+            ):
+                if value is not None:
+                    where.append(f"{column} = ?")
+                    params.append(value)
+        for column, values in (("status", query.statuses), ("kind", query.kinds)):
+            if values is not None:
+                ordered = sorted(values)
+                where.append(f"{column} IN ({_marks(len(ordered))})")
+                params.extend(ordered)
+        if query.slot_key is not None:
+            where.append("slot_key = ?")
+            params.append(query.slot_key)
+        if query.subject_key is not None:
+            where.append("subject_key = ?")
+            params.append(query.subject_key)
+        if query.entry_ids is not None:
+            entries = sorted(query.entry_ids)
+            where.append(f"rid IN (SELECT rid FROM memory_item_evidence WHERE entry_id IN ({_marks(len(entries))}))")
+            params.extend(entries)
+        if query.as_of is not None:
+            at = to_micros(query.as_of)
+            where.append("start_us <= ? AND (valid_to_us IS NULL OR valid_to_us > ?)")
+            params.extend((at, at))
+        if query.known_at is not None:
+            at = to_micros(query.known_at)
+            where.append("recorded_us <= ? AND (expired_us IS NULL OR expired_us > ?)")
+            params.extend((at, at))
+        if query.recorded_after is not None:
+            where.append("recorded_us > ?")
+            params.append(to_micros(query.recorded_after))
+        sql = f"{_SELECT} WHERE {' AND '.join(where)}"
+        if query.limit:
+            rows = self.connection.execute(
+                f"{sql} ORDER BY recorded_us DESC, id DESC LIMIT ?", (*params, query.limit)
+            ).fetchall()
+            rows.reverse()
+        else:
+            rows = self.connection.execute(f"{sql} ORDER BY recorded_us, id", params).fetchall()
+        return list(map(_item, rows))
+
+    async def _update_items(self, updates: list[ItemUpdate]) -> list[MemoryItem]:
+        with self._write() as db:
+            current: dict[str, tuple[int, MemoryItem]] = {}
+            for chunk in _chunks([u.id for u in updates]):
+                for row in db.execute(f"{_SELECT} WHERE id IN ({_marks(len(chunk))})", chunk):
+                    item = _item(row)
+                    current[item.id] = (row[0], item)
+            changed: list[tuple[int, MemoryItem, bool]] = []
+            for update in updates:
+                if update.id not in current:
+                    raise NotFoundError(f"memory item not found: {update.id}")
+                rid, item = current[update.id]
+                if item.version != update.expected_version:
+                    raise ConflictError(
+                        f"memory item {update.id} is at version {item.version}, not {update.expected_version}: "
+                        "it changed since it was read"
+                    )
+                try:
+                    new = update.apply(item)
+                except ValidationError as exc:
+                    raise tree.validation_error("updates", exc) from None
+                changed.append((rid, new, "evidence" in update.model_fields_set))
+            for rid, new, evidence_changed in changed:
+                db.execute(
+                    "UPDATE memory_items SET status = ?, start_us = ?, valid_to_us = ?, expired_us = ?, version = ?,"
+                    " body = ? WHERE rid = ?",
+                    (
+                        new.status,
+                        to_micros(new.start),
+                        _micros(new.valid_to),
+                        _micros(new.expired_at),
+                        new.version,
+                        _body(new),
+                        rid,
+                    ),
+                )
+                if evidence_changed:
+                    db.execute("DELETE FROM memory_item_evidence WHERE rid = ?", (rid,))
+                    db.executemany(
+                        "INSERT INTO memory_item_evidence (entry_id, rid) VALUES (?, ?)", _entry_rows(rid, new)
+                    )
+        return [new for _, new, _ in changed]
+
+    async def _delete_items(self, ids: list[str]) -> int:
+        gone = 0
+        with self._write() as db:
+            for chunk in _chunks(ids):
+                marks = _marks(len(chunk))
+                db.execute(
+                    f"DELETE FROM memory_item_evidence WHERE rid IN (SELECT rid FROM memory_items WHERE id IN ({marks}))",
+                    chunk,
+                )
+                gone += db.execute(f"DELETE FROM memory_items WHERE id IN ({marks})", chunk).rowcount
+        return gone
+
+    async def _count_retrieved(self, ids: list[str], at: datetime) -> int:
+        stamp = to_micros(at)
+        counted = 0
+        with self._write() as db:
+            for chunk in _chunks(ids):
+                counted += db.execute(
+                    "UPDATE memory_items SET times_retrieved = times_retrieved + 1,"
+                    f" last_retrieved_us = max(coalesce(last_retrieved_us, ?), ?) WHERE id IN ({_marks(len(chunk))})",
+                    (stamp, stamp, *chunk),
+                ).rowcount
+        return counted
+
+
+__all__ = ["SQLiteItems"]

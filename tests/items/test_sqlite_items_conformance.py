@@ -1,0 +1,21 @@
+"""The memory item conformance suite on SQLiteAdapter, on a file (WAL) and on ':memory:'."""
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from cogitator_memory import SQLiteAdapter
+from cogitator_memory.testing.items import ItemConformanceCase, memory_item_adapter_conformance_cases
+
+
+@pytest.fixture(params=["file", "memory"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SQLiteAdapter]:
+    path = str(tmp_path / "nested" / "memory.db") if request.param == "file" else ":memory:"
+    async with SQLiteAdapter(path=path) as memory:
+        yield memory
+
+
+@pytest.mark.parametrize("case", memory_item_adapter_conformance_cases(), ids=str)
+async def test_item_conformance(case: ItemConformanceCase, store: SQLiteAdapter) -> None:
+    await case.run(store)
