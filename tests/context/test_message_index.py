@@ -86,6 +86,73 @@ async def test_entries_written_before_attach_are_indexed_when_a_build_uses_the_t
     await index.close()
 
 
+async def test_the_first_search_of_a_thread_finds_entries_written_before_attach(memory: BaseMemoryAdapter) -> None:
+    thread = unwrap(await memory.create_thread("agent"))
+    old = await conversation(memory, thread.id, ["red bicycle in the garage", "blue car", "green tram"])
+    store = await _store()
+    embedder = CountingEmbedder()
+    index = MessageIndex(store=store, embedding=embedder)
+    index.attach(memory)
+    new = await say(memory, thread.id, "user", "and a yellow boat")  # seen being added, the others not
+    hits = await index.search(thread.id, (await embedder.embed_batch(["red bicycle"]))[0], limit=10)
+    assert {h.source_id for h in hits} == {e.id for e in [*old, new]}
+    assert hits[0].source_id == old[0].id
+    assert all(h.vector == [] for h in hits)  # the builder needs ids and scores only
+    embedded = sorted(t for t in embedder.texts if t != "red bicycle")  # each entry once
+    assert embedded == sorted(["red bicycle in the garage", "blue car", "green tram", "and a yellow boat"])
+    await index.close()
+
+
+async def test_backfill_embeds_what_another_writer_added(memory: BaseMemoryAdapter, tmp_path: object) -> None:
+    store = await _store()
+    embedder = CountingEmbedder()
+    index = MessageIndex(store=store, embedding=embedder)
+    with pytest.raises(InvalidArgumentError, match="attach"):
+        await index.backfill("thread")
+    index.attach(memory)
+    thread = unwrap(await memory.create_thread("agent"))
+    first = await conversation(memory, thread.id, ["one", "two"])
+    await index.flush()
+    assert await index.backfill(thread.id) == 0  # seen from its first entry: nothing missing
+    index.detach()  # what follows is written as by another process: no change events
+    later = await conversation(memory, thread.id, ["three", "four", "five"])
+    index.attach(memory)
+    assert unwrap(await store.get_by_sources([e.id for e in later])) == []
+    assert await index.backfill(thread.id) == 3
+    stored = unwrap(await store.get_by_sources([e.id for e in [*first, *later]]))
+    assert len(stored) == 5 and embedder.texts.count("three") == 1
+    assert await index.backfill(thread.id) == 0
+    with pytest.raises(InvalidArgumentError, match="thread_id"):
+        await index.backfill("")
+    await index.close()
+
+
+async def test_a_failed_backfill_is_raised_and_tried_again(memory: BaseMemoryAdapter) -> None:
+    class FlakyEmbedder(CountingEmbedder):
+        fail = True
+
+        async def _embed_chunk(self, texts: list[str]) -> list[list[float]]:
+            if self.fail:
+                raise InvalidArgumentError("texts", "refused for the test")
+            return await super()._embed_chunk(texts)
+
+    thread = unwrap(await memory.create_thread("agent"))
+    entries = await conversation(memory, thread.id, ["alpha", "beta"])
+    store = await _store()
+    embedder = FlakyEmbedder()
+    index = MessageIndex(store=store, embedding=embedder, max_retries=0)
+    index.attach(memory)
+    with pytest.raises(InvalidArgumentError, match="refused"):
+        await index.backfill(thread.id)
+    vector = [1.0] + [0.0] * 63
+    assert await index.search(thread.id, vector) == []  # logged; the search still answers
+    embedder.fail = False
+    index.use(thread.id)  # the failed thread is checked again at its next use
+    hits = await index.search(thread.id, vector)
+    assert {h.source_id for h in hits} == {e.id for e in entries}
+    await index.close()
+
+
 async def test_vectors_kept_bounds_the_index_and_a_used_thread_is_indexed_again(memory: BaseMemoryAdapter) -> None:
     store = await _store()
     embedder = CountingEmbedder()

@@ -16,9 +16,14 @@ queued so far is done.
 
 ``vectors_kept`` bounds an index kept in the process (an :class:`InMemoryEmbeddingAdapter`) to
 about that many vectors, of the threads used lately: past it, the vectors of the thread used
-least lately are deleted, and a build that uses that thread again has it indexed again. A thread
-the index has not seen since it started (entries written before ``attach``, another process)
-is checked when a build first uses it, and its entries without a vector are embedded.
+least lately are deleted, and a build that uses that thread again has it indexed again.
+
+Entries the index did not see being added (written before ``attach``, by an import or by
+another process) are **backfilled**: the first time a thread is used (a build's
+:meth:`MessageIndex.use`, or :meth:`MessageIndex.search`) its entries without a vector are
+embedded, and the first search of the thread waits for that, so it finds them. A thread the index
+saw from its first entry on needs no such check. :meth:`MessageIndex.backfill` does it on demand
+(after another process wrote to a thread this one already checked).
 """
 
 from __future__ import annotations
@@ -33,10 +38,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..embeddings.base import EmbeddingService, EmbeddingServiceError
-from ..errors import ConflictError, InvalidArgumentError
+from ..errors import ConflictError, InvalidArgumentError, StoreUnavailableError
 from ..result import unwrap
 from ..threads.base import MemoryAdapter
 from ..threads.records import INDEX_KEY, USER_ID_KEY, ChangeEvent, MemoryEntry
+from ..threads.tree import check_id
 
 if TYPE_CHECKING:
     from ..vectors.base import EmbeddingAdapter
@@ -76,6 +82,16 @@ class _Job:
     thread_id: str
     entry: MemoryEntry | None = None
     entry_id: str | None = None
+    done: asyncio.Future[int] | None = None  # a reindex's count of entries embedded
+
+
+def _settle(future: asyncio.Future[int] | None, result: int | BaseException) -> None:
+    if future is None or future.done():
+        return
+    if isinstance(result, BaseException):
+        future.set_exception(result)
+    else:
+        future.set_result(result)
 
 
 class MessageIndex:
@@ -139,7 +155,8 @@ class MessageIndex:
         self._scopes: dict[str, dict[str, str]] = {}
         self._kept: OrderedDict[str, int] = OrderedDict()  # thread -> vectors kept, least lately used first
         self._dropped: set[str] = set()
-        self._seen: set[str] = set()
+        self._checked: set[str] = set()  # threads whose stored entries all have vectors (or are queued)
+        self._backfills: dict[str, asyncio.Future[int]] = {}
         self._waiting: set[asyncio.Future[Any]] = set()
 
     # ----- wiring ----------------------------------------------------------------------------
@@ -198,9 +215,10 @@ class MessageIndex:
         tid = event.thread_id
         if event.type == "entry-added":
             entry = event.entry
+            if entry is not None and entry.seq == 1:
+                self._checked.add(tid)  # seen from its first entry: nothing to backfill
             if entry is None or entry.is_event:
                 return None
-            self._seen.add(tid)
             return self._submit(_Job("add", tid, entry=entry))
         if event.type in ("entry-deleted", "entry-redacted") and event.entry_id is not None:
             return self._submit(_Job("delete", tid, entry_id=event.entry_id))
@@ -219,20 +237,57 @@ class MessageIndex:
             await waiting
 
     def use(self, thread_id: str) -> None:
-        """Note that a build uses ``thread_id``: it becomes the thread used most lately, and it is
-        indexed again when its vectors were dropped (or checked, when not seen before)."""
+        """Note that a build uses ``thread_id``: it becomes the thread used most lately, and a
+        backfill starts in the background when its vectors were dropped or it was never checked
+        (the next :meth:`search` of the thread waits for it)."""
         if thread_id in self._kept:
             self._kept.move_to_end(thread_id)
+        if self._memory is not None and self._needs_backfill(thread_id):
+            self._start_backfill(thread_id)
+
+    def _needs_backfill(self, thread_id: str) -> bool:
+        return thread_id in self._dropped or thread_id not in self._checked
+
+    def _start_backfill(self, thread_id: str) -> asyncio.Future[int]:
+        """The backfill of ``thread_id`` under way, or a new one queued behind the work before it."""
+        running = self._backfills.get(thread_id)
+        if running is not None and not running.done():
+            return running
+        self._dropped.discard(thread_id)
+        self._checked.add(thread_id)
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._backfills[thread_id] = future
+
+        def finished(f: asyncio.Future[int]) -> None:
+            if self._backfills.get(thread_id) is f:
+                del self._backfills[thread_id]
+            if not f.cancelled() and f.exception() is not None:
+                self._checked.discard(thread_id)  # try again at the next use
+
+        future.add_done_callback(finished)
+        waiting = self._submit(_Job("reindex", thread_id, done=future))
+        if waiting is not None:
+            task = asyncio.ensure_future(waiting)
+            self._waiting.add(task)
+            task.add_done_callback(self._waiting.discard)
+        return future
+
+    async def backfill(self, thread_id: str) -> int:
+        """Embed every entry of ``thread_id`` in the attached store that has no vector yet, and
+        wait until they are stored; returns how many were embedded.
+
+        For entries the index did not see being added: an import, another process, entries
+        written before :meth:`attach`. The first use of a thread does this by itself; call it
+        when another writer added to a thread since. Raises what the stores raised.
+        """
+        check_id("thread_id", thread_id)
         if self._memory is None:
-            return
-        if thread_id in self._dropped or thread_id not in self._seen:
-            self._dropped.discard(thread_id)
-            self._seen.add(thread_id)
-            waiting = self._submit(_Job("reindex", thread_id))
-            if waiting is not None:
-                task = asyncio.ensure_future(waiting)
-                self._waiting.add(task)
-                task.add_done_callback(self._waiting.discard)
+            raise InvalidArgumentError("memory", "the index has no thread store to read: call attach(memory) first")
+        running = self._backfills.get(thread_id)
+        if running is not None and not running.done():  # it may have read the thread before the
+            with contextlib.suppress(Exception):  # latest writes: let it end, then check again
+                await asyncio.shield(running)
+        return await asyncio.shield(self._start_backfill(thread_id))
 
     async def flush(self) -> None:
         """Wait until every job queued so far is done."""
@@ -253,14 +308,27 @@ class MessageIndex:
     # ----- reads for the builder -------------------------------------------------------------
 
     async def search(self, thread_id: str, vector: Sequence[float], *, limit: int = 50) -> list[ScoredEmbedding]:
-        """The vectors of the thread's entries most similar to ``vector``, best first (raises the
-        store's error)."""
+        """The entries of the thread most similar to ``vector``, best first: hits whose
+        ``source_id`` is the entry id, without their vectors (raises the store's error).
+
+        The first search of a thread waits for its backfill (see the module docs); a backfill
+        that fails is logged, and the search goes on with what is indexed."""
+        if self._memory is not None:
+            pending = self._backfills.get(thread_id)
+            if pending is None and self._needs_backfill(thread_id):
+                pending = self._start_backfill(thread_id)
+            if pending is not None and not pending.done():
+                try:
+                    await asyncio.shield(pending)
+                except Exception as exc:
+                    logger.warning("message index: backfilling thread %s failed: %s", thread_id, exc)
         return unwrap(
             await self.store.search(
                 vector,
                 limit=limit,
                 threshold=-1.0,
                 filter={"thread_id": thread_id, "metadata": {INDEX_KEY: MESSAGES_INDEX}},
+                include_vectors=False,
             )
         )
 
@@ -297,13 +365,19 @@ class MessageIndex:
                     await self._add(adds)
                 for other in batch:
                     if other.kind != "add":
-                        await self._apply(other)
+                        try:
+                            _settle(other.done, await self._apply(other))
+                        except Exception as exc:
+                            _settle(other.done, exc)
+                            raise
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the index goes on whatever one job met
                 self.last_error = exc
                 logger.exception("message index job failed")
             finally:
+                for other in batch:  # stopped before it ran (close, an earlier job's error)
+                    _settle(other.done, StoreUnavailableError("the message index stopped before this backfill ran"))
                 self._done(len(batch))
 
     async def _retrying(self, what: str, call: Callable[[], Any]) -> Any:
@@ -339,11 +413,13 @@ class MessageIndex:
                     self._scopes[thread_id] = scope
         return scope
 
-    async def _add(self, entries: list[MemoryEntry]) -> None:
+    async def _add(self, entries: list[MemoryEntry], *, raise_errors: bool = False) -> int:
+        """Embed and store the entries; how many were stored. Failures are counted and logged
+        (raised too with ``raise_errors``, for a backfill that someone awaits)."""
         chosen = [(e, entry_text(e)) for e in entries]
         chosen = [(e, t) for e, t in chosen if t.strip()]
         if not chosen:
-            return
+            return 0
         try:
             vectors: list[list[float]] = await self._retrying(
                 "embedding", lambda: self.embedding.embed_batch([t for _, t in chosen])
@@ -352,7 +428,9 @@ class MessageIndex:
             self.failed += len(chosen)
             self.last_error = exc
             logger.error("message index: embedding %d entries failed: %s", len(chosen), exc)
-            return
+            if raise_errors:
+                raise
+            return 0
         records: list[dict[str, Any]] = []
         for (entry, text), vector in zip(chosen, vectors, strict=True):
             metadata: dict[str, Any] = {INDEX_KEY: MESSAGES_INDEX, **(await self._scope(entry.thread_id))}
@@ -375,6 +453,9 @@ class MessageIndex:
         if failed:
             self.failed += failed
         await self._evict()
+        if failed and raise_errors and self.last_error is not None:
+            raise self.last_error
+        return len(stored)
 
     async def _store(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Store the records; one already stored (its entry embedded before) is skipped."""
@@ -417,7 +498,8 @@ class MessageIndex:
     async def _delete_thread_vectors(self, thread_id: str) -> None:
         unwrap(await self.store.delete_by_filter(thread_id=thread_id, metadata={INDEX_KEY: MESSAGES_INDEX}))
 
-    async def _apply(self, job: _Job) -> None:
+    async def _apply(self, job: _Job) -> int:
+        """Run a job other than an add; a reindex returns how many entries it embedded."""
         if job.kind == "delete" and job.entry_id is not None:
             unwrap(await self.store.delete_embedding(vector_id(job.entry_id)))
             if self._kept.get(job.thread_id):
@@ -427,15 +509,13 @@ class MessageIndex:
             self._kept.pop(job.thread_id, None)
             self._scopes.pop(job.thread_id, None)
         elif job.kind == "reindex":
-            await self._reindex(job.thread_id)
+            return await self._reindex(job.thread_id)
+        return 0
 
-    async def _reindex(self, thread_id: str) -> None:
+    async def _reindex(self, thread_id: str) -> int:
         if self._memory is None:
-            return
-        found = await self._memory.get_entries(thread_id=thread_id, include_tool_calls=True)
-        if not found.success:
-            return
-        entries = found.data or []
+            return 0
+        entries = unwrap(await self._memory.get_entries(thread_id=thread_id, include_tool_calls=True))
         have: set[str] = set()
         for start in range(0, len(entries), 5000):
             chunk = [e.id for e in entries[start : start + 5000]]
@@ -443,8 +523,10 @@ class MessageIndex:
         if have:
             self._kept[thread_id] = len(have)
         missing = [e for e in entries if e.id not in have]
+        added = 0
         for start in range(0, len(missing), self.batch_size):
-            await self._add(missing[start : start + self.batch_size])
+            added += await self._add(missing[start : start + self.batch_size], raise_errors=True)
+        return added
 
 
 __all__ = ["MAX_EMBED_CHARS", "MESSAGES_INDEX", "MessageIndex", "entry_text", "vector_id"]
