@@ -18,6 +18,8 @@ from cogitator_memory.engines.redis.threads import RedisAdapter, cluster_prefix,
 from cogitator_memory.errors import ConflictError, InvalidArgumentError, NotFoundError
 from cogitator_memory.result import unwrap
 from cogitator_memory.testing import ConformanceCase, memory_adapter_conformance_cases, service_url
+from cogitator_memory.testing.conformance import T0
+from cogitator_memory.threads.records import MemoryEntry, Message, NewMemoryEntry
 
 TOPOLOGIES = ["standalone", "cluster"]
 
@@ -358,3 +360,43 @@ async def test_redis_cluster_default_pool_would_fail_without_the_bound() -> None
             assert all(r.success for r in results)
         finally:
             await memory.delete_all_keys()
+
+
+async def test_add_entry_reads_nothing_back_after_the_script_commits(
+    store: RedisAdapter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once the script has run the entry is written: add_entry builds what it returns before,
+    so no failure after (here: a reader that cannot parse, as a value too deep for it once
+    made) reports a committed write as failed, inviting a retry that writes it twice."""
+    thread = unwrap(await store.create_thread("agent-1"))
+
+    def unreadable(cls: type[MemoryEntry], *args: Any, **kwargs: Any) -> MemoryEntry:
+        raise ValueError("the reader failed")
+
+    monkeypatch.setattr(MemoryEntry, "model_validate_json", classmethod(unreadable))
+    result = await store.add_entry({"thread_id": thread.id, "message": {"role": "user", "content": "hi"}})
+    monkeypatch.undo()
+    assert result.success, result.error
+    entries = unwrap(await store.get_entries(thread_id=thread.id))
+    assert [e.id for e in entries] == [result.data.id]  # type: ignore[union-attr]
+    assert unwrap(await store.get_entry(result.data.id)) == result.data  # type: ignore[union-attr]
+
+
+async def test_add_entry_sent_again_answers_as_the_first_time(store: RedisAdapter) -> None:
+    """The client sends a script again when its reply is lost (a timeout, a dropped
+    connection): the second run finds its own entry and answers as the first did, writing
+    nothing more; another write of the same id is refused."""
+    thread = unwrap(await store.create_thread("agent-1"))
+    first = await store._add_entry(
+        NewMemoryEntry(thread_id=thread.id, message=Message(role="user", content="hi")), "entry-1", 2, T0
+    )
+    again = await store._add_entry(
+        NewMemoryEntry(thread_id=thread.id, message=Message(role="user", content="hi")), "entry-1", 2, T0
+    )
+    assert again == first
+    other = NewMemoryEntry(thread_id=thread.id, message=Message(role="user", content="other"))
+    with pytest.raises(ConflictError, match="entry-1"):
+        await store._add_entry(other, "entry-1", 2, T0)
+    entries = unwrap(await store.get_entries(thread_id=thread.id))
+    assert entries == [first]
+    assert unwrap(await store.get_thread(thread.id)).active_leaf_id == "entry-1"  # type: ignore[union-attr]

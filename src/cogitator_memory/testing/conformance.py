@@ -61,6 +61,8 @@ def _case(fn: Case) -> Case:
 
 def memory_adapter_conformance_cases() -> list[ConformanceCase]:
     """Every case of the thread-store contract, in a stable order."""
+    from . import conformance_inputs  # noqa: F401 - registers the cases of what callers hand a store
+
     return list(_CASES)
 
 

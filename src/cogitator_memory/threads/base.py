@@ -34,7 +34,7 @@ from ..ids import thread_id as make_thread_id
 from ..lifecycle import Capability, StoreLifecycle
 from ..result import MemoryResult, ok, ok_none
 from ..tokens import count_entry_tokens
-from . import tree
+from . import tree, values
 from .records import (
     ChangeEvent,
     EntryRedaction,
@@ -92,8 +92,8 @@ class MemoryAdapter(Protocol):
     async def add_entry(self, entry: NewMemoryEntry | dict[str, Any]) -> MemoryResult[MemoryEntry]: ...
     async def get_entries(
         self,
-        *,
         thread_id: str,
+        *,
         limit: int = 0,
         before: datetime | None = None,
         after: datetime | None = None,
@@ -106,8 +106,8 @@ class MemoryAdapter(Protocol):
 
     async def get_path(
         self,
-        *,
         thread_id: str,
+        *,
         leaf_id: str | None = None,
         limit: int = 0,
         before: datetime | str | None = None,
@@ -234,10 +234,11 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
 
     @abstractmethod
     async def _add_entry(self, entry: NewMemoryEntry, entry_id: str, token_count: int, now: datetime) -> MemoryEntry:
-        """Atomically: append the entry after ``entry.parent_id`` (or the active leaf), with the
-        thread's next ``seq``, and move the active leaf to it unless ``entry.activate`` is false.
-        Raise ``NotFoundError`` for a missing thread or parent, ``ConflictError`` for a parent of
-        another thread."""
+        """Atomically: append the entry after ``entry.parent_id`` (or the active leaf; with
+        ``entry.root`` as a root, without a parent), with the thread's next ``seq``, and move the
+        active leaf to it unless ``entry.activate`` is false. Raise ``NotFoundError`` for a missing
+        thread or parent, ``ConflictError`` for a parent of another thread or an ``entry_id``
+        already taken (by an entry of any thread)."""
 
     @abstractmethod
     async def _get_entries(
@@ -414,11 +415,13 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
     # ----- entries -------------------------------------------------------------------------
 
     async def add_entry(self, entry: NewMemoryEntry | dict[str, Any]) -> MemoryResult[MemoryEntry]:
-        """Add an entry after the active leaf (or ``parent_id``) and move the leaf to it.
+        """Add an entry after the active leaf (or ``parent_id``, or as a new root with
+        ``root=True``) and move the leaf to it (unless ``activate=False``).
 
         Fails, writing nothing, for a missing thread, a parent that is not an entry of the
-        thread, or an invalid entry (the message names the field). ``token_count`` defaults to
-        the counted tokens of the entry.
+        thread, an ``id`` already taken (``ConflictError``), or an invalid entry (the message
+        names the field; values are checked as :mod:`~cogitator_memory.threads.values` says).
+        ``token_count`` defaults to the counted tokens of the entry.
         """
         try:
             self._require_connected()
@@ -426,7 +429,12 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
             token_count = new.token_count
             if token_count is None:
                 token_count = count_entry_tokens(new)
-            created = await self._add_entry(new, make_entry_id(), token_count, clock.now())
+            entry_id = new.id
+            if entry_id is None:
+                entry_id = make_entry_id()
+            elif await self._get_entry(entry_id) is not None:
+                raise ConflictError(f"entry id {entry_id} is taken")
+            created = await self._add_entry(new, entry_id, token_count, clock.now())
         except Exception as exc:
             return self._fail("add_entry", exc)
         if self._listeners:
@@ -445,14 +453,16 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
             raise InvalidArgumentError("entry", f"must be a NewMemoryEntry or a dict, got {type(entry).__name__}")
         tree.check_id("entry.thread_id", new.thread_id)
         tree.check_optional_id("entry.parent_id", new.parent_id)
-        if new.metadata is not None:
-            tree.check_metadata("entry.metadata", new.metadata)
+        tree.check_optional_id("entry.id", new.id)
+        if new.root and new.parent_id is not None:
+            raise InvalidArgumentError("entry.root", "a new root has no parent: give root=True or parent_id, not both")
+        values.check_entry_content("entry", new)
         return new
 
     async def get_entries(
         self,
-        *,
         thread_id: str,
+        *,
         limit: int = 0,
         before: datetime | None = None,
         after: datetime | None = None,
@@ -466,7 +476,7 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
         try:
             self._require_connected()
             tid = tree.check_id("thread_id", thread_id)
-            size = tree.check_limit("limit", limit)
+            size = tree.check_read_limit("limit", limit)
             before_t = tree.check_datetime("before", before)
             after_t = tree.check_datetime("after", after)
             chosen = tree.check_types(types)
@@ -517,8 +527,8 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
 
     async def get_path(
         self,
-        *,
         thread_id: str,
+        *,
         leaf_id: str | None = None,
         limit: int = 0,
         before: datetime | str | None = None,
@@ -541,7 +551,7 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
             self._require_connected()
             tid = tree.check_id("thread_id", thread_id)
             leaf = tree.check_optional_id("leaf_id", leaf_id)
-            size = tree.check_limit("limit", limit)
+            size = tree.check_read_limit("limit", limit)
             chosen = tree.check_types(types)
             before_t: datetime | None = None
             if isinstance(before, str):
@@ -632,6 +642,7 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
                     raise tree.validation_error("redaction", exc) from None
             elif not isinstance(redaction, EntryRedaction):
                 raise InvalidArgumentError("redaction", "must be an EntryRedaction or a dict with 'at'")
+            values.check_optional_text("redaction.reason", redaction.reason)
             entry = await self._get_entry(eid)
             if entry is None:
                 return ok(None)

@@ -250,7 +250,7 @@ class EntryContent(Record):
     """What an entry holds, new or stored: message, event, tool data, metadata, tokens."""
 
     message: Message | None = None
-    token_count: int | None = Field(default=None, ge=0)
+    token_count: int | None = Field(default=None, ge=0, le=2**63 - 1)
     type: EntryType = "message"
     event: AnyEvent | None = None
     metadata: dict[str, Any] | None = None
@@ -285,13 +285,19 @@ class EntryContent(Record):
 class NewMemoryEntry(EntryContent):
     """What :meth:`add_entry` takes.
 
-    ``parent_id`` writes after that entry instead of the active leaf; ``activate=False`` leaves
-    the active leaf where it is. ``token_count`` defaults to the counted tokens of the message.
+    ``parent_id`` writes after that entry instead of the active leaf; ``root=True`` writes a new
+    root, an entry without a parent, even when the thread has entries (how the first message is
+    edited: its new version starts a branch of its own); ``activate=False`` leaves the active leaf
+    where it is. ``token_count`` defaults to the counted tokens of the message. ``id`` keeps an id
+    of the caller's (an import keeping its ids); a store makes one (``entry_...``) when it is
+    ``None``, and an id already taken fails the write with a ``ConflictError``.
     """
 
     thread_id: str = Field(min_length=1)
     parent_id: str | None = None
+    root: bool = False
     activate: bool = True
+    id: str | None = None
 
 
 class MemoryEntry(EntryContent):
@@ -330,7 +336,10 @@ class EntryRedaction(Record):
     @field_validator("at")
     @classmethod
     def _utc(cls, value: datetime) -> datetime:
-        return to_utc(value)
+        try:
+            return to_utc(value)
+        except OverflowError:
+            raise ValueError(f"{value.isoformat()} is outside the datetimes UTC can express") from None
 
 
 class FileRange(Record):

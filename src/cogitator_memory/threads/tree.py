@@ -10,7 +10,7 @@ import base64
 import binascii
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from ..clock import to_micros, to_utc
 from ..errors import InvalidArgumentError
 from ..ids import entry_id as new_entry_id
+from . import values
 from .records import (
     CONVERSATION_ENTRY_TYPES,
     ENTRY_TYPES,
@@ -68,7 +69,9 @@ def check_optional_id(name: str, value: object) -> str | None:
 
 
 def check_metadata(name: str, value: object) -> dict[str, Any]:
-    """A dict with string keys whose values are JSON (no NaN or infinity); returns a deep copy."""
+    """A dict with string keys whose values a store can keep (JSON, 64-bit integers, no NaN,
+    infinity or lone surrogates, at most :data:`~.values.MAX_JSON_DEPTH` levels deep, see
+    :mod:`.values`); returns a deep copy."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -76,20 +79,30 @@ def check_metadata(name: str, value: object) -> dict[str, Any]:
     for key in value:
         if not isinstance(key, str):
             raise InvalidArgumentError(name, f"keys must be strings, got {key!r}")
-    try:
-        copied: dict[str, Any] = json.loads(json.dumps(value, allow_nan=False))
-    except (TypeError, ValueError) as exc:
-        raise InvalidArgumentError(name, f"must hold only JSON values ({exc})") from None
+    copied: dict[str, Any] = values.json_copy(name, dict(value))
     return copied
 
 
 def check_limit(name: str, value: object, *, allow_zero: bool = True) -> int:
-    """A non-negative int (``bool`` refused)."""
+    """A non-negative int below 2**63 (``bool`` refused)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidArgumentError(name, f"must be an integer, got {type(value).__name__}")
     if value < 0 or (value == 0 and not allow_zero):
         raise InvalidArgumentError(name, f"must be {'>= 0' if allow_zero else '> 0'}, got {value}")
+    if value > values.MAX_INT:
+        raise InvalidArgumentError(name, f"must be below 2**63, got {value}")
     return value
+
+
+#: The largest ``limit`` a read passes to a store: a larger one reads every entry all the same,
+#: and every engine takes this one as it is (Lua numbers are doubles).
+MAX_READ_LIMIT = 2**31 - 1
+
+
+def check_read_limit(name: str, value: object) -> int:
+    """The ``limit`` of a read of entries: :func:`check_limit`, 0 for all; values above
+    :data:`MAX_READ_LIMIT`, which read every entry too, become it."""
+    return min(check_limit(name, value), MAX_READ_LIMIT)
 
 
 def check_datetime(name: str, value: object) -> datetime | None:
@@ -98,7 +111,10 @@ def check_datetime(name: str, value: object) -> datetime | None:
         return None
     if not isinstance(value, datetime):
         raise InvalidArgumentError(name, f"must be a datetime, got {type(value).__name__}")
-    return to_utc(value)
+    try:
+        return to_utc(value)
+    except OverflowError:
+        raise InvalidArgumentError(name, f"{value.isoformat()} is outside the datetimes UTC can express") from None
 
 
 def check_types(value: object) -> frozenset[str] | None:
@@ -137,6 +153,10 @@ def validation_error(argument: str, exc: ValidationError) -> InvalidArgumentErro
 # --- cursors ------------------------------------------------------------------------------
 
 
+_MIN_US = to_micros(datetime.min.replace(tzinfo=UTC))
+_MAX_US = to_micros(datetime.max.replace(tzinfo=UTC))
+
+
 def encode_cursor(updated_at: datetime, thread_id: str) -> str:
     """An opaque cursor after a thread in (updated_at desc, id desc) order."""
     raw = json.dumps([to_micros(updated_at), thread_id], separators=(",", ":")).encode()
@@ -150,9 +170,10 @@ def decode_cursor(cursor: object) -> tuple[int, str]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         micros, thread_id = json.loads(raw)
-        if isinstance(micros, bool) or not isinstance(micros, int) or not isinstance(thread_id, str):
+        if isinstance(micros, bool) or not isinstance(micros, int) or not _MIN_US <= micros <= _MAX_US:
             raise ValueError
-    except (ValueError, TypeError, binascii.Error):
+        check_id("cursor", thread_id)
+    except (ValueError, TypeError, binascii.Error, RecursionError):
         raise InvalidArgumentError("cursor", "is not a cursor returned by list_threads") from None
     return micros, thread_id
 

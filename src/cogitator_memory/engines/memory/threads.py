@@ -170,8 +170,10 @@ class InMemoryAdapter(InMemoryItems, BaseMemoryAdapter):
 
     async def _add_entry(self, entry: NewMemoryEntry, entry_id: str, token_count: int, now: datetime) -> MemoryEntry:
         state = self._state(entry.thread_id)
+        if entry_id in self._entry_thread:
+            raise ConflictError(f"entry id {entry_id} is taken")
         leaf = state.leaf
-        parent = entry.parent_id if entry.parent_id is not None else leaf
+        parent = entry.parent_id if entry.parent_id is not None or entry.root else leaf
         if entry.parent_id is not None and parent not in state.nodes:
             if parent in self._entry_thread:
                 raise ConflictError(f"parent {parent} is an entry of another thread, not of {entry.thread_id}")

@@ -487,7 +487,7 @@ class MongoDBAdapter(BaseMemoryAdapter):
             if entry.parent_id is not None:
                 await self._entry_of(entry.thread_id, entry.parent_id, session)
             before = await self._reserve_seq(entry.thread_id, leaf_update(entry_id) if entry.activate else {}, session)
-            parent = entry.parent_id if entry.parent_id is not None else before.get("active_leaf_id")
+            parent = entry.parent_id if entry.parent_id is not None or entry.root else before.get("active_leaf_id")
             created = build(before["next_seq"], parent)
             await self.entries_collection.insert_one(entry_document(created), session=session)
             return created
@@ -506,10 +506,10 @@ class MongoDBAdapter(BaseMemoryAdapter):
                 await self._entry_of(tid, entry.parent_id, None)
             before = await self._reserve_seq(tid, {}, None)
             leaf = before.get("active_leaf_id")
-            parent = entry.parent_id if entry.parent_id is not None else leaf
+            parent = entry.parent_id if entry.parent_id is not None or entry.root else leaf
             created = build(before["next_seq"], parent)
             await entries.insert_one(entry_document(created))
-            if entry.parent_id is None and entry.activate:
+            if entry.parent_id is None and not entry.root and entry.activate:
                 # Move the leaf only if no one moved it since; else go after the new leaf.
                 while not (
                     await threads.update_one({"_id": tid, "active_leaf_id": leaf}, leaf_update(entry_id))

@@ -197,7 +197,8 @@ class ThreadSql:
             WITH t AS (
                 SELECT active_leaf_id, next_seq FROM {s}.threads WHERE id = %(tid)s FOR UPDATE
             ), p AS (
-                SELECT coalesce(%(parent)s::text, t.active_leaf_id) AS parent_id, t.next_seq AS seq,
+                SELECT CASE WHEN %(root)s THEN NULL ELSE coalesce(%(parent)s::text, t.active_leaf_id) END AS parent_id,
+                       t.next_seq AS seq,
                        (SELECT e.thread_id FROM {s}.entries e WHERE e.id = %(parent)s::text) AS parent_owner
                 FROM t
             ), ins AS (

@@ -156,6 +156,7 @@ class PostgresThreads:
         params = {
             "tid": entry.thread_id,
             "parent": entry.parent_id,
+            "root": entry.root,
             "id": entry_id,
             "type": entry.type,
             "content": _dumps(content),

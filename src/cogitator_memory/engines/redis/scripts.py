@@ -191,8 +191,10 @@ return out
 """,
 )
 
-# KEYS: thread, its entry index. ARGV: P, TTL, thread id, entry id, parent id, has parent (1/0),
-# activate (1/0), type, created (us), body.
+# KEYS: thread, its entry index. ARGV: P, TTL, thread id, entry id, parent id, where (1: after
+# the parent, 0: after the active leaf, r: a new root), activate (1/0), type, created (us), body.
+# An entry id that is taken answers 'taken', unless it holds this very entry (the same thread,
+# time and body): a command the client sent again after a lost reply answers as the first did.
 ADD_ENTRY = LuaScript(
     "add_entry",
     r"""
@@ -201,13 +203,15 @@ local tid, eid = ARGV[3], ARGV[4]
 local agent = redis.call('HGET', tk, 'a')
 if not agent then return {'missing'} end
 local ek = ekey(eid)
-local prev = redis.call('HMGET', ek, 't', 'p', 's')
+local prev = redis.call('HMGET', ek, 't', 'p', 's', 'c', 'b')
 if prev[1] then
-  if prev[1] == tid then return {'ok', prev[3], prev[2]} end
+  if prev[1] == tid and prev[4] == ARGV[9] and prev[5] == ARGV[10] then return {'ok', prev[3], prev[2]} end
   return {'taken'}
 end
 local parent
-if ARGV[6] == '1' then
+if ARGV[6] == 'r' then
+  parent = ''
+elseif ARGV[6] == '1' then
   parent = ARGV[5]
   local owner = redis.call('HGET', ekey(parent), 't')
   if not owner then return {'noparent'} end

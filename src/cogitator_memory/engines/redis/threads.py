@@ -33,6 +33,7 @@ from ...errors import (
 )
 from ...threads.base import BaseMemoryAdapter
 from ...threads.records import FORKED_FROM_KEY, FORKS_KEY, MemoryEntry, NewMemoryEntry, Thread
+from ...threads.tree import build_entry
 from . import scripts as lua
 
 DEFAULT_KEY_PREFIX = "cogitator:"
@@ -386,26 +387,17 @@ class RedisAdapter(BaseMemoryAdapter):
     # ----- entries -------------------------------------------------------------------------
 
     async def _add_entry(self, entry: NewMemoryEntry, entry_id: str, token_count: int, now: datetime) -> MemoryEntry:
-        draft = MemoryEntry.model_construct(
-            id=entry_id,
-            thread_id=entry.thread_id,
-            seq=0,
-            type=entry.type,
-            message=entry.message,
-            token_count=token_count,
-            created_at=now,
-            metadata=entry.metadata,
-            event=entry.event,
-            tool_calls=entry.tool_calls,
-            tool_results=entry.tool_results,
-        )
-        body = _body(draft)
+        # The entry is built and encoded before the script runs: once it has run, the write is
+        # committed, so nothing after it may fail (the reply is a status, a seq and a parent id).
+        created = build_entry(entry, entry_id, None, 0, token_count, now)
+        body = _body(created)
         tid = entry.thread_id
+        where = "1" if entry.parent_id is not None else "r" if entry.root else "0"
         args = [
             tid,
             entry_id,
             entry.parent_id or "",
-            "1" if entry.parent_id is not None else "0",
+            where,
             "1" if entry.activate else "0",
             entry.type,
             to_micros(now),
@@ -421,7 +413,7 @@ class RedisAdapter(BaseMemoryAdapter):
             raise ConflictError(f"parent {entry.parent_id} is an entry of another thread, not of {tid}")
         if status != "ok":
             raise ConflictError(f"entry id {entry_id} is taken")
-        return _entry(reply[2], reply[1], body)
+        return created.model_copy(update={"seq": int(reply[1]), "parent_id": reply[2] or None})
 
     async def _get_entries(
         self,

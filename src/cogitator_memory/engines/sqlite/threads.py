@@ -220,7 +220,7 @@ class SQLiteAdapter(SQLiteItems, BaseMemoryAdapter):
             leaf, seq = row
             parent = entry.parent_id
             if parent is None:
-                parent = leaf
+                parent = None if entry.root else leaf
             else:
                 owner = db.execute("SELECT thread_id FROM entries WHERE id = ?", (parent,)).fetchone()
                 if owner is None:
