@@ -26,6 +26,7 @@ from typing import Any
 
 from ..errors import ConflictError, InvalidArgumentError
 from ..result import MemoryResult
+from ..threads.values import MAX_JSON_DEPTH
 from ..vectors.base import EmbeddingAdapter
 from ..vectors.records import MAX_CONTENT_CHARS, Embedding, EmbeddingFilter, NewEmbedding, ScoredEmbedding
 
@@ -519,6 +520,36 @@ async def _bad_input_writes_nothing(store: EmbeddingAdapter) -> None:
     _failed(await store.add_embeddings("nope"), "add_embeddings(str)", "embeddings")  # type: ignore[arg-type]
 
 
+async def _values_stores_cannot_keep(store: EmbeddingAdapter) -> None:
+    """Metadata and text go through the checks of thread stores (``threads.values``): nested at
+    most ``MAX_JSON_DEPTH`` deep, JSON only, 64-bit integers, no lone surrogates; refused values
+    name the argument and write nothing, the deepest allowed metadata round-trips."""
+    base = (await _add(store, _new("base")))[0]
+    deep: Any = "bottom"
+    for _ in range(MAX_JSON_DEPTH - 1):
+        deep = [deep]
+    lone = "\ud800"
+    cases: list[tuple[Any, tuple[str, ...]]] = [
+        (_new(metadata={"x": [deep]}), ("embedding.metadata", str(MAX_JSON_DEPTH))),
+        (_new(metadata={"k": lone}), ("embedding.metadata", "surrogate")),
+        (_new(metadata={lone: 1}), ("embedding.metadata", "surrogate")),
+        (_new(metadata={"k": 2**63}), ("embedding.metadata", str(2**63))),
+        (_new(metadata={"k": b"bytes"}), ("embedding.metadata", "bytes")),
+        (_new(f"a{lone}b"), ("embedding.content", "surrogate")),
+    ]
+    for item, needles in cases:
+        message = _failed(await store.add_embedding(item), f"add_embedding({str(item)[:60]})", *needles)
+        assert "invalid argument" in message, message
+    for flt in ({"metadata": {"k": 2**63}}, {"metadata": {"k": lone}}):
+        _failed(await store.search(axis_vector(0), filter=flt), f"search(filter={flt!r})", "filter.metadata")
+    assert await _everything(store) == {base.id}
+    kept = (await _add(store, _new("deep", metadata={"x": deep, "max": 2**63 - 1})))[0]
+    got = _ok(await store.get_embedding(kept.id), "get_embedding")
+    assert got is not None and got.metadata == {"x": deep, "max": 2**63 - 1}, got
+    hits = await _ids(store.search(axis_vector(0), filter={"metadata": {"max": 2**63 - 1}}))
+    assert hits == [kept.id], hits
+
+
 async def _bad_search_arguments(store: EmbeddingAdapter) -> None:
     await _add(store, _new("x"))
     dims = CONFORMANCE_DIMENSIONS
@@ -592,6 +623,7 @@ _CASES: tuple[tuple[str, Callable[[EmbeddingAdapter], Awaitable[None]]], ...] = 
     ("get_by_sources", _get_by_sources),
     ("batch_all_or_nothing", _batch_all_or_nothing),
     ("bad_input_writes_nothing", _bad_input_writes_nothing),
+    ("values_stores_cannot_keep", _values_stores_cannot_keep),
     ("bad_search_arguments", _bad_search_arguments),
     ("returned_objects_are_copies", _copies),
     ("health_and_dimensions", _health_and_dimensions),
