@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from psycopg import AsyncConnection
     from psycopg_pool import AsyncConnectionPool
 
+from .items import PostgresItems
 from .threads import PostgresThreads
 
 logger = logging.getLogger("cogitator_memory")
@@ -76,7 +77,7 @@ def _import_driver() -> tuple[Any, Any]:
     return psycopg, psycopg_pool
 
 
-class PostgresAdapter(PostgresThreads, PostgresVectors, BaseMemoryAdapter):
+class PostgresAdapter(PostgresThreads, PostgresVectors, PostgresItems, BaseMemoryAdapter):
     """A thread store and pgvector embedding store in PostgreSQL (psycopg 3, async, a pool of
     ``pool_size`` connections).
 

@@ -14,6 +14,8 @@ Versions:
 2. ``m002_trees``: ``entries.parent_id``, ``threads.active_leaf_id`` and ``threads.next_seq``;
    the entries written before trees are chained in the order they were added and each thread's
    active leaf becomes its newest entry.
+3. ``m003_memory_items``: ``memory_items`` (:mod:`cogitator_memory.engines.postgres.items`), the
+   fields item queries filter by as indexed columns beside the item's JSON ``body``.
 
 The SQL here (the migrations, and :class:`ThreadSql`, the statements of the thread store) is
 plain text built from a quoted schema name; nothing in this module but :func:`migrate`,
@@ -110,7 +112,46 @@ M002_TREES = Migration(
     ),
 )
 
-MIGRATIONS: tuple[Migration, ...] = (M001_INITIAL, M002_TREES)
+M003_MEMORY_ITEMS = Migration(
+    3,
+    "m003_memory_items",
+    (
+        # Keys compare byte by byte (COLLATE "C"): ids order as in Python, and btrees stay cheap.
+        # ``start_at`` is valid_from, else recorded_at; ``entry_ids`` the entries the evidence quotes;
+        # ``body`` the whole item as JSON text (text, not jsonb, which refuses "\u0000") but for
+        # the retrieval counters and version, which are columns of their own.
+        """CREATE TABLE {s}.memory_items (
+            id text COLLATE "C" PRIMARY KEY,
+            agent_id text COLLATE "C" NOT NULL,
+            user_id text COLLATE "C",
+            project_id text COLLATE "C",
+            thread_id text COLLATE "C",
+            scope_key text COLLATE "C" NOT NULL,
+            subject_key text COLLATE "C" NOT NULL,
+            slot_key text COLLATE "C" NOT NULL,
+            kind text COLLATE "C" NOT NULL,
+            status text COLLATE "C" NOT NULL,
+            start_at timestamptz NOT NULL,
+            valid_to timestamptz,
+            recorded_at timestamptz NOT NULL,
+            expired_at timestamptz,
+            entry_ids text[] COLLATE "C" NOT NULL DEFAULT '{}',
+            times_retrieved bigint NOT NULL DEFAULT 0,
+            last_retrieved_at timestamptz,
+            version integer NOT NULL,
+            body text NOT NULL
+        )""",
+        "CREATE INDEX memory_items_by_scope ON {s}.memory_items (scope_key, status, start_at)",
+        "CREATE INDEX memory_items_by_slot ON {s}.memory_items (scope_key, slot_key, status)",
+        "CREATE INDEX memory_items_by_subject ON {s}.memory_items (scope_key, subject_key)",
+        "CREATE INDEX memory_items_by_agent ON {s}.memory_items (agent_id, user_id, recorded_at)",
+        "CREATE INDEX memory_items_by_project ON {s}.memory_items (agent_id, project_id) WHERE project_id IS NOT NULL",
+        "CREATE INDEX memory_items_by_thread ON {s}.memory_items (agent_id, thread_id) WHERE thread_id IS NOT NULL",
+        "CREATE INDEX memory_items_by_entry ON {s}.memory_items USING gin (entry_ids)",
+    ),
+)
+
+MIGRATIONS: tuple[Migration, ...] = (M001_INITIAL, M002_TREES, M003_MEMORY_ITEMS)
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
 

@@ -1,0 +1,327 @@
+"""Memory items in PostgreSQL: the primitives of :class:`~cogitator_memory.items.base.MemoryItemStoreMixin`
+as SQL, mixed into :class:`~cogitator_memory.engines.postgres.adapter.PostgresAdapter`.
+
+An item is a row of ``<schema>.memory_items`` (migration ``m003_memory_items``), in the same
+schema as the threads. The fields queries filter by are indexed columns: the scope key (and the
+agent, user, project and thread it is made of), the subject and slot keys, kind, status, the
+state's start (``valid_from``, else ``recorded_at``) and end, the recorded and expired times,
+and ``entry_ids`` (the entries the evidence quotes, under a GIN index). Times are ``timestamptz``,
+which PostgreSQL keeps in whole microseconds, so they round-trip exactly. The retrieval
+counters and the version are columns of their own; the rest of the item is one JSON text
+column ``body`` (text rather than jsonb, which refuses the character U+0000 that metadata may hold).
+
+Each primitive is one statement, or one transaction when it must read before it writes:
+
+- a batch is inserted by one ``INSERT ... SELECT FROM unnest(...)``, so it is stored whole or
+  not at all; a taken id fails the statement and is named by a second look;
+- ``update_items`` locks the rows it changes (``SELECT ... ORDER BY id FOR UPDATE``), checks the
+  versions, and writes every change with one ``UPDATE``, in one transaction: a concurrent
+  writer at the same version waits for the lock and then finds the version moved on. It never
+  writes the retrieval counters, so no count made meanwhile is lost;
+- ``count_retrieved`` is one ``UPDATE`` (``times_retrieved + 1``, ``GREATEST`` of the times);
+- rows are locked in id order by every writer of several rows, so two batches cannot deadlock.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import ValidationError
+
+from ...errors import ConflictError, NotFoundError, StoreUnavailableError
+from ...items.base import MemoryItemStoreMixin
+from ...items.records import ItemQuery, ItemUpdate, MemoryItem
+from ...threads import tree
+from .schema import quote_ident
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+
+T = TypeVar("T")
+
+#: Fields kept in columns of their own rather than in ``body``.
+_COLUMN_FIELDS = frozenset({"times_retrieved", "last_retrieved_at", "version"})
+#: Joins a row's entry ids into one array element (ids a query can name hold no control characters).
+_ENTRY_SEP = "\x1f"
+_READ = "body, times_retrieved, last_retrieved_at, version"
+_INSERT_COLUMNS = (
+    "id, agent_id, user_id, project_id, thread_id, scope_key, subject_key, slot_key, kind, status,"
+    " start_at, valid_to, recorded_at, expired_at, entry_ids, times_retrieved, last_retrieved_at, version, body"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _ItemSql:
+    """The item statements of one schema (plain strings, so psycopg prepares the frequent ones)."""
+
+    table: str
+    insert: str
+    get: str
+    taken: str
+    lock: str
+    update: str
+    delete: str
+    count: str
+
+
+@lru_cache(maxsize=64)
+def _item_sql(schema: str) -> _ItemSql:
+    t = f"{quote_ident(schema)}.memory_items"
+    return _ItemSql(
+        table=t,
+        insert=(
+            f"INSERT INTO {t} ({_INSERT_COLUMNS})"
+            " SELECT u.id, u.agent_id, u.user_id, u.project_id, u.thread_id, u.scope_key, u.subject_key, u.slot_key,"
+            " u.kind, u.status, u.start_at, u.valid_to, u.recorded_at, u.expired_at,"
+            " string_to_array(u.entries, chr(31)), u.times_retrieved, u.last_retrieved_at, 1, u.body"
+            " FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],"
+            " %s::text[], %s::text[], %s::text[], %s::timestamptz[], %s::timestamptz[], %s::timestamptz[],"
+            " %s::timestamptz[], %s::text[], %s::bigint[], %s::timestamptz[], %s::text[])"
+            " AS u(id, agent_id, user_id, project_id, thread_id, scope_key, subject_key, slot_key, kind, status,"
+            " start_at, valid_to, recorded_at, expired_at, entries, times_retrieved, last_retrieved_at, body)"
+        ),
+        get=f"SELECT {_READ} FROM {t} WHERE id = ANY(%s::text[])",
+        taken=f"SELECT id FROM {t} WHERE id = ANY(%s::text[]) ORDER BY id LIMIT 1",
+        lock=f"SELECT id, {_READ} FROM {t} WHERE id = ANY(%s::text[]) ORDER BY id FOR UPDATE",
+        update=(
+            f"UPDATE {t} AS m SET status = u.status, start_at = u.start_at, valid_to = u.valid_to,"
+            " expired_at = u.expired_at, entry_ids = string_to_array(u.entries, chr(31)), version = u.version,"
+            " body = u.body"
+            " FROM unnest(%s::text[], %s::text[], %s::timestamptz[], %s::timestamptz[], %s::timestamptz[],"
+            " %s::text[], %s::int[], %s::text[])"
+            " AS u(id, status, start_at, valid_to, expired_at, entries, version, body)"
+            " WHERE m.id = u.id AND m.version = u.version - 1"
+        ),
+        delete=(
+            f"WITH hit AS (SELECT id FROM {t} WHERE id = ANY(%s::text[]) ORDER BY id FOR UPDATE)"
+            f" DELETE FROM {t} AS m USING hit WHERE m.id = hit.id"
+        ),
+        count=(
+            f"WITH hit AS (SELECT id FROM {t} WHERE id = ANY(%s::text[]) ORDER BY id FOR UPDATE)"
+            f" UPDATE {t} AS m SET times_retrieved = m.times_retrieved + 1,"
+            " last_retrieved_at = GREATEST(m.last_retrieved_at, %s::timestamptz)"
+            " FROM hit WHERE m.id = hit.id"
+        ),
+    )
+
+
+def _body(item: MemoryItem) -> str:
+    return item.model_dump_json(exclude_none=True, exclude=set(_COLUMN_FIELDS))
+
+
+def _entries(item: MemoryItem) -> str:
+    """The entry ids the item's evidence quotes, joined (ids with control characters left out:
+    no query can name them)."""
+    found = {e.entry_id for e in item.evidence if e.entry_id and e.entry_id.isprintable()}
+    return _ENTRY_SEP.join(sorted(found))
+
+
+def _item(row: Sequence[Any]) -> MemoryItem:
+    data = json.loads(row[0])
+    data["times_retrieved"] = row[1]
+    if row[2] is not None:
+        data["last_retrieved_at"] = row[2]
+    data["version"] = row[3]
+    return MemoryItem.model_validate(data)
+
+
+def _query_sql(table: str, query: ItemQuery) -> tuple[str, list[Any]]:
+    """The SELECT of ``query`` and its parameters: every condition on an indexed column."""
+    where: list[str] = []
+    params: list[Any] = []
+    if query.scope_keys is not None:
+        where.append("scope_key = ANY(%s::text[])")
+        params.append(sorted(query.scope_keys))
+    else:
+        where.append("agent_id = %s")
+        params.append(query.agent_id)
+        within = query.within
+        assert within is not None
+        for column, value in (
+            ("user_id", within.user_id),
+            ("project_id", within.project_id),
+            ("thread_id", within.thread_id),
+        ):
+            if value is not None:
+                where.append(f"{column} = %s")
+                params.append(value)
+    for column, values in (("status", query.statuses), ("kind", query.kinds)):
+        if values is not None:
+            where.append(f"{column} = ANY(%s::text[])")
+            params.append(sorted(values))
+    if query.slot_key is not None:
+        where.append("slot_key = %s")
+        params.append(query.slot_key)
+    if query.subject_key is not None:
+        where.append("subject_key = %s")
+        params.append(query.subject_key)
+    if query.entry_ids is not None:
+        where.append("entry_ids && %s::text[]")
+        params.append(sorted(query.entry_ids))
+    if query.as_of is not None:
+        where.append("start_at <= %s AND (valid_to IS NULL OR valid_to > %s)")
+        params.extend((query.as_of, query.as_of))
+    if query.known_at is not None:
+        where.append("recorded_at <= %s AND (expired_at IS NULL OR expired_at > %s)")
+        params.extend((query.known_at, query.known_at))
+    if query.recorded_after is not None:
+        where.append("recorded_at > %s")
+        params.append(query.recorded_after)
+    sql = f"SELECT {_READ} FROM {table} WHERE {' AND '.join(where)}"
+    if query.limit:
+        params.append(query.limit)
+        return f"{sql} ORDER BY recorded_at DESC, id DESC LIMIT %s", params
+    return f"{sql} ORDER BY recorded_at, id", params
+
+
+class PostgresItems(MemoryItemStoreMixin):
+    """The item half of :class:`~cogitator_memory.engines.postgres.adapter.PostgresAdapter`: it
+    runs its SQL through the adapter's ``run`` (a pooled connection within its deadline)."""
+
+    if TYPE_CHECKING:  # provided by the adapter
+        schema: str
+        _psycopg: Any
+
+        async def run(
+            self, operation: Callable[[AsyncConnection[Any]], Awaitable[T]], *, timeout: float | None = None
+        ) -> T: ...
+
+    @property
+    def _items_sql(self) -> _ItemSql:
+        return _item_sql(self.schema)
+
+    async def _add_items(self, items: list[MemoryItem]) -> None:
+        sql = self._items_sql
+        columns: list[list[Any]] = [[] for _ in range(18)]
+        for item in items:
+            scope = item.scope
+            for column, value in zip(
+                columns,
+                (
+                    item.id,
+                    scope.agent_id,
+                    scope.user_id,
+                    scope.project_id,
+                    scope.thread_id,
+                    item.scope_key,
+                    item.subject_key,
+                    item.slot_key,
+                    item.kind,
+                    item.status,
+                    item.start,
+                    item.valid_to,
+                    item.recorded_at,
+                    item.expired_at,
+                    _entries(item),
+                    item.times_retrieved,
+                    item.last_retrieved_at,
+                    _body(item),
+                ),
+                strict=True,
+            ):
+                column.append(value)
+        ids = columns[0]
+        unique_violation = self._psycopg.errors.UniqueViolation
+
+        async def op(conn: AsyncConnection[Any]) -> str | None:
+            try:
+                await conn.execute(sql.insert, columns)
+            except unique_violation:
+                cur = await conn.execute(sql.taken, (ids,))
+                row = await cur.fetchone()
+                return "" if row is None else str(row[0])
+            return None
+
+        taken = await self.run(op)
+        if taken is not None:
+            raise ConflictError(f"memory item id is taken: {taken}" if taken else "memory item id is taken")
+
+    async def _get_items(self, ids: list[str]) -> list[MemoryItem]:
+        sql = self._items_sql.get
+
+        async def op(conn: AsyncConnection[Any]) -> list[Any]:
+            cur = await conn.execute(sql, (ids,))
+            return await cur.fetchall()
+
+        return list(map(_item, await self.run(op)))
+
+    async def _query_items(self, query: ItemQuery) -> list[MemoryItem]:
+        sql, params = _query_sql(self._items_sql.table, query)
+
+        async def op(conn: AsyncConnection[Any]) -> list[Any]:
+            cur = await conn.execute(sql, params)
+            return await cur.fetchall()
+
+        rows = await self.run(op)
+        if query.limit:
+            rows.reverse()
+        return list(map(_item, rows))
+
+    async def _update_items(self, updates: list[ItemUpdate]) -> list[MemoryItem]:
+        sql = self._items_sql
+        ids = [u.id for u in updates]
+
+        async def op(conn: AsyncConnection[Any]) -> list[MemoryItem]:
+            async with conn.transaction():
+                cur = await conn.execute(sql.lock, (ids,))
+                current = {row[0]: _item(row[1:]) for row in await cur.fetchall()}
+                changed: list[MemoryItem] = []
+                for update in updates:
+                    item = current.get(update.id)
+                    if item is None:
+                        raise NotFoundError(f"memory item not found: {update.id}")
+                    if item.version != update.expected_version:
+                        raise ConflictError(
+                            f"memory item {update.id} is at version {item.version}, not {update.expected_version}:"
+                            " it changed since it was read"
+                        )
+                    try:
+                        changed.append(update.apply(item))
+                    except ValidationError as exc:
+                        raise tree.validation_error("updates", exc) from None
+                cur = await conn.execute(
+                    sql.update,
+                    (
+                        [n.id for n in changed],
+                        [n.status for n in changed],
+                        [n.start for n in changed],
+                        [n.valid_to for n in changed],
+                        [n.expired_at for n in changed],
+                        [_entries(n) for n in changed],
+                        [n.version for n in changed],
+                        [_body(n) for n in changed],
+                    ),
+                )
+                if cur.rowcount != len(changed):
+                    raise StoreUnavailableError(
+                        f"postgres update_items: {cur.rowcount} of {len(changed)} locked items were written"
+                    )
+                return changed
+
+        return await self.run(op)
+
+    async def _delete_items(self, ids: list[str]) -> int:
+        sql = self._items_sql.delete
+
+        async def op(conn: AsyncConnection[Any]) -> int:
+            cur = await conn.execute(sql, (ids,))
+            return cur.rowcount
+
+        return await self.run(op)
+
+    async def _count_retrieved(self, ids: list[str], at: datetime) -> int:
+        sql = self._items_sql.count
+
+        async def op(conn: AsyncConnection[Any]) -> int:
+            cur = await conn.execute(sql, (ids, at))
+            return cur.rowcount
+
+        return await self.run(op)
+
+
+__all__ = ["PostgresItems"]
