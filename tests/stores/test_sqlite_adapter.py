@@ -1,6 +1,7 @@
 """SQLiteAdapter beyond the shared contract: files, WAL, schema versions, durability."""
 
 import asyncio
+import json
 import os
 import signal
 import sqlite3
@@ -192,3 +193,71 @@ async def test_processes_opening_a_new_file_at_once_all_connect(tmp_path: Path) 
     async with SQLiteAdapter(path=tmp_path / "new-14.db") as memory:
         page = unwrap(await memory.list_threads())
         assert sorted(t.id for t in page.threads) == ["t-0", "t-1", "t-2", "t-3"]
+
+
+LOOP_READER = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    from cogitator_memory import SQLiteAdapter
+
+    async def main() -> None:
+        async with SQLiteAdapter(path=sys.argv[1]) as memory:
+            calls = {
+                "get_path": memory.get_path(thread_id="loop"),
+                "get_path_limited": memory.get_path(thread_id="loop", limit=50, types=["label"]),
+                "get_path_from": memory.get_path(thread_id="loop", leaf_id=sys.argv[2]),
+                "rewind": memory.rewind("loop", sys.argv[3]),
+                "fork_thread": memory.fork_thread("loop", sys.argv[2]),
+                "healthy": memory.get_path(thread_id="fine"),
+            }
+            out = {}
+            for name, call in calls.items():
+                result = await call
+                out[name] = [result.success, result.error, result.error_type.__name__ if result.error_type else None]
+            print(json.dumps(out), flush=True)
+
+    asyncio.run(main())
+    """
+)
+
+
+async def test_a_parent_cycle_in_a_damaged_file_is_reported_not_walked_forever(tmp_path: Path) -> None:
+    path = tmp_path / "damaged.db"
+    async with SQLiteAdapter(path=path) as memory:
+        thread = unwrap(await memory.create_thread("agent", None, "loop"))
+        ids = []
+        for text in ("a", "b", "c"):
+            entry = unwrap(
+                await memory.add_entry({"thread_id": thread.id, "message": {"role": "user", "content": text}})
+            )
+            ids.append(entry.id)
+        aside = unwrap(
+            await memory.add_entry(
+                {
+                    "thread_id": thread.id,
+                    "parent_id": ids[0],
+                    "activate": False,
+                    "message": {"role": "user", "content": "d"},
+                }
+            )
+        )
+        unwrap(await memory.create_thread("agent", None, "fine"))
+        unwrap(await memory.add_entry({"thread_id": "fine", "message": {"role": "user", "content": "ok"}}))
+    db = sqlite3.connect(path)
+    with db:
+        db.execute("UPDATE entries SET parent_id = ? WHERE id = ?", (ids[2], ids[0]))  # a -> c -> b -> a
+    db.close()
+    # A walk that loops blocks its process for good, so it runs in a process of its own.
+    proc = subprocess.run(
+        [sys.executable, "-c", LOOP_READER, str(path), ids[1], aside.id], capture_output=True, text=True, timeout=30
+    )
+    assert proc.returncode == 0, proc.stderr
+    outcome = json.loads(proc.stdout)
+    for name in ("get_path", "get_path_limited", "get_path_from", "rewind", "fork_thread"):
+        success, error, error_type = outcome[name]
+        assert not success, f"{name} read a branch whose parent links loop"
+        assert error_type == "StoreUnavailableError", (name, error_type, error)
+        assert "thread loop is damaged" in error and "loop" in error, (name, error)
+    assert ids[2] in outcome["get_path"][1], "the message names the entry the walk started from"
+    assert ids[1] in outcome["get_path_from"][1]
+    assert outcome["healthy"][0], "other threads of the file still read"

@@ -31,6 +31,7 @@ from ...errors import (
     StoreUnavailableError,
 )
 from ...threads.base import BaseMemoryAdapter
+from ...threads.damage import broken_branch
 from ...threads.records import MemoryEntry, NewMemoryEntry, Thread
 from ...threads.tree import build_entry, with_fork_listed
 from .db import normalize_path, open_database, write_transaction
@@ -333,21 +334,28 @@ class SQLiteAdapter(SQLiteItems, BaseMemoryAdapter):
                     return None
                 raise NotFoundError(f"entry {leaf_id} is not an entry of thread {thread_id}")
         type_sql, args = _types_clause(types)
+        # The walk stops after as many steps as the thread has seq numbers: a healthy branch
+        # is shorter, so reaching that depth means its parent links loop (see threads/damage.py).
         sql = (
-            "WITH RECURSIVE path(id, parent_id, type, created_at, body) AS ("
-            " SELECT id, parent_id, type, created_at, body FROM entries WHERE id = ?"
+            "WITH RECURSIVE bound(most) AS (SELECT coalesce(max(seq), 0) + 1 FROM entries WHERE thread_id = ?),"
+            " path(id, parent_id, type, created_at, body, depth) AS ("
+            " SELECT id, parent_id, type, created_at, body, 1 FROM entries WHERE id = ?"
             " UNION ALL"
-            " SELECT e.id, e.parent_id, e.type, e.created_at, e.body FROM entries e JOIN path p ON e.id = p.parent_id"
-            ") SELECT body FROM path WHERE 1" + type_sql
+            " SELECT e.id, e.parent_id, e.type, e.created_at, e.body, p.depth + 1 FROM entries e"
+            " JOIN path p ON e.id = p.parent_id WHERE p.depth < (SELECT most FROM bound)"
+            ") SELECT body, depth >= (SELECT most FROM bound), depth FROM path WHERE (1" + type_sql
         )
-        params: list[Any] = [leaf_id, *args]
+        params: list[Any] = [thread_id, leaf_id, *args]
         if before is not None:
             sql += " AND created_at < ?"
             params.append(to_micros(before))
+        sql += ") OR depth >= (SELECT most FROM bound)"
         if limit:
             sql += " LIMIT ?"
             params.append(limit)
         rows = db.execute(sql, params).fetchall()
+        if rows and rows[-1][1]:
+            raise broken_branch("sqlite get_path", thread_id, leaf_id, rows[-1][2])
         rows.reverse()
         return [_entry(row[0]) for row in rows]
 
@@ -359,23 +367,30 @@ class SQLiteAdapter(SQLiteItems, BaseMemoryAdapter):
             owner = db.execute("SELECT thread_id FROM entries WHERE id = ?", (entry_id,)).fetchone()
             if owner is None or owner[0] != thread_id:
                 raise NotFoundError(f"entry {entry_id} is not an entry of thread {thread_id}")
-            if on_active_path and not self._is_ancestor(db, entry_id, row[0]):
+            if on_active_path and not self._is_ancestor(db, thread_id, entry_id, row[0]):
                 raise ConflictError(f"entry {entry_id} is not on the active branch of {thread_id}: use checkout()")
             db.execute("UPDATE threads SET active_leaf_id = ? WHERE id = ?", (entry_id, thread_id))
             return self._read_thread(db, thread_id)
 
     @staticmethod
-    def _is_ancestor(db: sqlite3.Connection, entry_id: str, leaf_id: str | None) -> bool:
+    def _is_ancestor(db: sqlite3.Connection, thread_id: str, entry_id: str, leaf_id: str | None) -> bool:
+        """Whether ``entry_id`` is on the branch of ``leaf_id``; a walk as bounded as :meth:`_get_path`'s."""
         if leaf_id is None:
             return False
         found = db.execute(
-            "WITH RECURSIVE up(id, parent_id) AS ("
-            " SELECT id, parent_id FROM entries WHERE id = ?"
-            " UNION ALL SELECT e.id, e.parent_id FROM entries e JOIN up ON e.id = up.parent_id"
-            ") SELECT 1 FROM up WHERE id = ? LIMIT 1",
-            (leaf_id, entry_id),
+            "WITH RECURSIVE bound(most) AS (SELECT coalesce(max(seq), 0) + 1 FROM entries WHERE thread_id = ?),"
+            " up(id, parent_id, depth) AS ("
+            " SELECT id, parent_id, 1 FROM entries WHERE id = ?"
+            " UNION ALL SELECT e.id, e.parent_id, up.depth + 1 FROM entries e JOIN up ON e.id = up.parent_id"
+            " WHERE up.depth < (SELECT most FROM bound)"
+            ") SELECT id = ?, depth FROM up WHERE id = ? OR depth >= (SELECT most FROM bound) LIMIT 1",
+            (thread_id, leaf_id, entry_id, entry_id),
         ).fetchone()
-        return found is not None
+        if found is None:
+            return False
+        if not found[0]:
+            raise broken_branch("sqlite rewind", thread_id, leaf_id, found[1])
+        return True
 
     async def _replace_entry(self, entry: MemoryEntry) -> None:
         with self._write() as db:
