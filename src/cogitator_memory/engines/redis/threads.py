@@ -35,6 +35,7 @@ from ...threads.base import BaseMemoryAdapter
 from ...threads.records import FORKED_FROM_KEY, FORKS_KEY, MemoryEntry, NewMemoryEntry, Thread
 from ...threads.tree import build_entry
 from . import scripts as lua
+from .items import RedisItems
 
 DEFAULT_KEY_PREFIX = "cogitator:"
 DEFAULT_PORT = 6379
@@ -128,7 +129,7 @@ def _types_args(types: frozenset[str] | None) -> list[str]:
     return [] if types is None else sorted(types)
 
 
-class RedisAdapter(BaseMemoryAdapter):
+class RedisAdapter(RedisItems, BaseMemoryAdapter):
     """A thread store in Redis (standalone or cluster), on ``redis.asyncio``.
 
     Connect with ``url`` (``redis://[user:password@]host:port/db``, ``rediss://`` for TLS), or

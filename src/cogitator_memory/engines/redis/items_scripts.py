@@ -1,0 +1,350 @@
+"""The Lua scripts of :class:`~cogitator_memory.engines.redis.items.RedisItems`, one per item primitive.
+
+Each runs atomically on the server, so a batch is written whole or not at all and a version
+check cannot be split from its write. The scripts share the thread scripts' conventions
+(:class:`~cogitator_memory.engines.redis.scripts.LuaScript`): ``ARGV[1]`` is the key prefix,
+``ARGV[2]`` the TTL (items never expire, so it is unused), and every key derived in a script
+carries the prefix, whose hash tag puts it in the slot of the declared key on a cluster.
+
+Key layout under the prefix ``P`` (``SEP`` is the character 0x1F, which scope and slot keys use
+between their parts and which no id holds):
+
+``P item:<id>`` (hash)
+    ``a`` ``u`` ``p`` ``t`` (agent, user, project, thread; ``""`` when unset), ``sk`` (scope
+    key), ``sl`` / ``sj`` (slot and subject keys), ``st`` (status), ``k`` (kind), ``s`` (start:
+    ``valid_from`` or else ``recorded_at``), ``vt`` (``valid_to``), ``r`` (``recorded_at``),
+    ``x`` (``expired_at``), all times in microseconds since the epoch (``""`` when unset);
+    ``e`` (the quoted entry ids, a JSON array), ``n`` / ``lr`` (times retrieved, last
+    retrieved), ``v`` (version), ``b`` (the item as JSON without those three).
+``P items:scope:<scope key>``, ``P items:slot:<scope key>SEP<slot key>``,
+``P items:subject:<scope key>SEP<subject key>``, ``P items:agent:<agent id>``,
+``P items:entry:<entry id>`` (sorted sets)
+    Item ids scored by ``recorded_at`` in microseconds.
+``P items:scopes:<agent id>`` (set)
+    The scope keys of the agent that hold items, for ``within`` queries.
+
+Times are compared exactly in Lua (:data:`_ITEMS_HEADER`'s ``tcmp``): doubles hold integer
+microseconds exactly only up to 2^53 (years 1685 to 2255), so larger ones are compared digit by
+digit. Sorted-set scores are doubles, which round monotonically: a score range is only a first
+cut, and every candidate's own fields decide.
+"""
+
+from __future__ import annotations
+
+from .scripts import LuaScript
+
+_ITEMS_HEADER = r"""
+local SEP = '\31'
+local function item_key(id) return P .. 'item:' .. id end
+local function zscope(sk) return P .. 'items:scope:' .. sk end
+local function zslot(sk, slot) return P .. 'items:slot:' .. sk .. SEP .. slot end
+local function zsubject(sk, subject) return P .. 'items:subject:' .. sk .. SEP .. subject end
+local function zagent(agent) return P .. 'items:agent:' .. agent end
+local function sscopes(agent) return P .. 'items:scopes:' .. agent end
+local function zentry(entry) return P .. 'items:entry:' .. entry end
+local function entries_of(json)
+  if not json or json == '' or json == '[]' then return {} end
+  return cjson.decode(json)
+end
+-- -1, 0 or 1 as integer microseconds a < b, a == b, a > b (decimal strings, maybe negative)
+local function tcmp(a, b)
+  local x, y = tonumber(a), tonumber(b)
+  if x > -9e15 and x < 9e15 and y > -9e15 and y < 9e15 then
+    if x < y then return -1 elseif x > y then return 1 else return 0 end
+  end
+  local na, nb = string.sub(a, 1, 1) == '-', string.sub(b, 1, 1) == '-'
+  if na ~= nb then return na and -1 or 1 end
+  local da = na and string.sub(a, 2) or a
+  local db = nb and string.sub(b, 2) or b
+  local c = 0
+  if #da ~= #db then
+    c = (#da < #db) and -1 or 1
+  else
+    local cut = #da - 9
+    local h1, h2 = tonumber(string.sub(da, 1, cut)), tonumber(string.sub(db, 1, cut))
+    local l1, l2 = tonumber(string.sub(da, cut + 1)), tonumber(string.sub(db, cut + 1))
+    if h1 ~= h2 then c = (h1 < h2) and -1 or 1
+    elseif l1 ~= l2 then c = (l1 < l2) and -1 or 1 end
+  end
+  if na then c = -c end
+  return c
+end
+"""
+
+
+def _script(name: str, body: str) -> LuaScript:
+    return LuaScript(name, _ITEMS_HEADER + body)
+
+
+# ARGV: P, TTL, then 18 values per item: id, agent, user, project, thread, scope key, slot key,
+# subject key, status, kind, start, valid_to, recorded_at, expired_at, entry ids (JSON),
+# times retrieved, last retrieved, body. Answers {'ok'} or {'taken', id}.
+ADD_ITEMS = _script(
+    "add_items",
+    r"""
+local W = 18
+for o = 3, #ARGV, W do
+  if redis.call('EXISTS', item_key(ARGV[o])) == 1 then return {'taken', ARGV[o]} end
+end
+for o = 3, #ARGV, W do
+  local id, agent, sk, slot, subject, r = ARGV[o], ARGV[o + 1], ARGV[o + 5], ARGV[o + 6], ARGV[o + 7], ARGV[o + 12]
+  redis.call('HSET', item_key(id),
+    'a', agent, 'u', ARGV[o + 2], 'p', ARGV[o + 3], 't', ARGV[o + 4], 'sk', sk, 'sl', slot, 'sj', subject,
+    'st', ARGV[o + 8], 'k', ARGV[o + 9], 's', ARGV[o + 10], 'vt', ARGV[o + 11], 'r', r, 'x', ARGV[o + 13],
+    'e', ARGV[o + 14], 'n', ARGV[o + 15], 'lr', ARGV[o + 16], 'v', '1', 'b', ARGV[o + 17])
+  redis.call('ZADD', zscope(sk), r, id)
+  redis.call('ZADD', zslot(sk, slot), r, id)
+  redis.call('ZADD', zsubject(sk, subject), r, id)
+  redis.call('ZADD', zagent(agent), r, id)
+  redis.call('SADD', sscopes(agent), sk)
+  for _, entry in ipairs(entries_of(ARGV[o + 14])) do redis.call('ZADD', zentry(entry), r, id) end
+end
+return {'ok'}
+""",
+)
+
+# ARGV: P, TTL, ids. Answers (body, times retrieved, last retrieved, version) per item found.
+GET_ITEMS = _script(
+    "get_items",
+    r"""
+local out = {}
+for i = 3, #ARGV do
+  local row = redis.call('HMGET', item_key(ARGV[i]), 'b', 'n', 'lr', 'v')
+  if row[1] then
+    out[#out + 1] = row[1]
+    out[#out + 1] = row[2]
+    out[#out + 1] = row[3]
+    out[#out + 1] = row[4]
+  end
+end
+return out
+""",
+)
+
+# ARGV: P, TTL, then 10 values per update: id, expected version, new version, status, start,
+# valid_to, expired_at, evidence changed (1/0), entry ids (JSON), body. Answers {'missing', id},
+# {'conflict', id, version} or {'ok', then (times retrieved, last retrieved) per update}.
+UPDATE_ITEMS = _script(
+    "update_items",
+    r"""
+local W = 10
+for o = 3, #ARGV, W do
+  local v = redis.call('HGET', item_key(ARGV[o]), 'v')
+  if not v then return {'missing', ARGV[o]} end
+  if v ~= ARGV[o + 1] then return {'conflict', ARGV[o], v} end
+end
+local out = {'ok'}
+for o = 3, #ARGV, W do
+  local id = ARGV[o]
+  local key = item_key(id)
+  if ARGV[o + 7] == '1' then
+    local old = redis.call('HMGET', key, 'e', 'r')
+    for _, entry in ipairs(entries_of(old[1])) do redis.call('ZREM', zentry(entry), id) end
+    for _, entry in ipairs(entries_of(ARGV[o + 8])) do redis.call('ZADD', zentry(entry), old[2], id) end
+    redis.call('HSET', key, 'e', ARGV[o + 8])
+  end
+  redis.call('HSET', key, 'v', ARGV[o + 2], 'st', ARGV[o + 3], 's', ARGV[o + 4], 'vt', ARGV[o + 5],
+    'x', ARGV[o + 6], 'b', ARGV[o + 9])
+  local counts = redis.call('HMGET', key, 'n', 'lr')
+  out[#out + 1] = counts[1]
+  out[#out + 1] = counts[2]
+end
+return out
+""",
+)
+
+# ARGV: P, TTL, ids. Answers how many existed.
+DELETE_ITEMS = _script(
+    "delete_items",
+    r"""
+local gone = 0
+for i = 3, #ARGV do
+  local id = ARGV[i]
+  local key = item_key(id)
+  local f = redis.call('HMGET', key, 'a', 'sk', 'sl', 'sj', 'e')
+  if f[1] then
+    local agent, sk = f[1], f[2]
+    redis.call('DEL', key)
+    redis.call('ZREM', zscope(sk), id)
+    redis.call('ZREM', zslot(sk, f[3]), id)
+    redis.call('ZREM', zsubject(sk, f[4]), id)
+    redis.call('ZREM', zagent(agent), id)
+    for _, entry in ipairs(entries_of(f[5])) do redis.call('ZREM', zentry(entry), id) end
+    if redis.call('EXISTS', zscope(sk)) == 0 then redis.call('SREM', sscopes(agent), sk) end
+    gone = gone + 1
+  end
+end
+return gone
+""",
+)
+
+# ARGV: P, TTL, at (microseconds), ids. Answers how many existed.
+COUNT_RETRIEVED = _script(
+    "count_retrieved",
+    r"""
+local at = ARGV[3]
+local counted = 0
+for i = 4, #ARGV do
+  local key = item_key(ARGV[i])
+  local last = redis.call('HGET', key, 'lr')
+  if last then
+    redis.call('HINCRBY', key, 'n', 1)
+    if last == '' or tcmp(at, last) > 0 then redis.call('HSET', key, 'lr', at) end
+    counted = counted + 1
+  end
+end
+return counted
+""",
+)
+
+# ARGV: P, TTL, the query as JSON: agent, scopes (scope keys) or within ([user, project,
+# thread], "" when unset), and when given: statuses, kinds, slot, subject, entries, as_of,
+# known_at, after (times in microseconds, as strings), limit (0: all). Answers (body, times
+# retrieved, last retrieved, version) per matching item: with a limit, at least the newest
+# `limit` of them (ties of the cut-off score included), unordered.
+QUERY_ITEMS = _script(
+    "query_items",
+    r"""
+local q = cjson.decode(ARGV[3])
+local agent = q.agent
+local function set_of(list)
+  if list == nil then return nil end
+  local s = {}
+  for _, v in ipairs(list) do s[v] = true end
+  return s
+end
+local scopes, statuses, kinds, entries = set_of(q.scopes), set_of(q.statuses), set_of(q.kinds), set_of(q.entries)
+local within = q.within
+local slot, subject = q.slot, q.subject
+local as_of, known, after = q.as_of, q.known_at, q.after
+local limit = tonumber(q.limit) or 0
+
+local function variant(sk)
+  if slot then return zslot(sk, slot) elseif subject then return zsubject(sk, subject) end
+  return zscope(sk)
+end
+local function split_scope(sk)
+  local out, start = {}, 1
+  while true do
+    local i = string.find(sk, SEP, start, true)
+    if not i then out[#out + 1] = string.sub(sk, start) return out end
+    out[#out + 1] = string.sub(sk, start, i - 1)
+    start = i + 1
+  end
+end
+
+-- The candidates: the union of the sorted sets of the cheapest index that covers the query.
+local best, best_cost
+local function consider(keys, extra)
+  local cost = extra
+  for _, k in ipairs(keys) do cost = cost + redis.call('ZCARD', k) end
+  if best == nil or cost < best_cost then best, best_cost = keys, cost end
+end
+if scopes then
+  local keys = {}
+  for _, sk in ipairs(q.scopes) do keys[#keys + 1] = variant(sk) end
+  consider(keys, 0)
+else
+  local agent_key = zagent(agent)
+  consider({agent_key}, 0)
+  local narrow = slot or subject or within[1] ~= '' or within[2] ~= '' or within[3] ~= ''
+  if narrow and redis.call('SCARD', sscopes(agent)) < best_cost then
+    local keys = {}
+    for _, sk in ipairs(redis.call('SMEMBERS', sscopes(agent))) do
+      local f = split_scope(sk)
+      if (within[1] == '' or f[2] == within[1]) and (within[2] == '' or f[3] == within[2])
+          and (within[3] == '' or f[4] == within[3]) then
+        keys[#keys + 1] = variant(sk)
+      end
+    end
+    consider(keys, #keys)
+  end
+end
+if entries then
+  local keys = {}
+  for _, e in ipairs(q.entries) do keys[#keys + 1] = zentry(e) end
+  consider(keys, 0)
+end
+
+local function passes(id)
+  local f = redis.call('HMGET', item_key(id), 'a', 'u', 'p', 't', 'sk', 'st', 'k', 'sl', 'sj', 's', 'vt', 'r', 'x', 'e')
+  if f[1] ~= agent then return false end
+  if scopes then
+    if not scopes[f[5]] then return false end
+  elseif (within[1] ~= '' and f[2] ~= within[1]) or (within[2] ~= '' and f[3] ~= within[2])
+      or (within[3] ~= '' and f[4] ~= within[3]) then
+    return false
+  end
+  if statuses and not statuses[f[6]] then return false end
+  if kinds and not kinds[f[7]] then return false end
+  if slot and f[8] ~= slot then return false end
+  if subject and f[9] ~= subject then return false end
+  if entries then
+    local hit = false
+    for _, e in ipairs(entries_of(f[14])) do
+      if entries[e] then hit = true break end
+    end
+    if not hit then return false end
+  end
+  if as_of and not (tcmp(f[10], as_of) <= 0 and (f[11] == '' or tcmp(f[11], as_of) > 0)) then return false end
+  if known and not (tcmp(f[12], known) <= 0 and (f[13] == '' or tcmp(f[13], known) > 0)) then return false end
+  if after and tcmp(f[12], after) <= 0 then return false end
+  return true
+end
+
+local out, verdict = {}, {}
+local function take(id)
+  local seen = verdict[id]
+  if seen ~= nil then return seen end
+  local ok = passes(id)
+  verdict[id] = ok
+  if ok then
+    local row = redis.call('HMGET', item_key(id), 'b', 'n', 'lr', 'v')
+    out[#out + 1] = row[1]
+    out[#out + 1] = row[2]
+    out[#out + 1] = row[3]
+    out[#out + 1] = row[4]
+  end
+  return ok
+end
+
+-- Scores round monotonically, so the bounds may keep a few too many (never too few).
+local lo, hi = after or '-inf', known or '+inf'
+for _, key in ipairs(best) do
+  if limit == 0 then
+    for _, id in ipairs(redis.call('ZRANGE', key, lo, hi, 'BYSCORE')) do take(id) end
+  else
+    -- Newest first, until this key gave `limit` matches and the scores fall below the last one's.
+    local offset, size, found, cutoff = 0, math.max(2 * limit, 32), 0, nil
+    while true do
+      local page = redis.call('ZRANGE', key, hi, lo, 'BYSCORE', 'REV', 'LIMIT', offset, size, 'WITHSCORES')
+      local stop = false
+      for i = 1, #page, 2 do
+        local score = tonumber(page[i + 1])
+        if cutoff and score < cutoff then stop = true break end
+        if take(page[i]) then
+          found = found + 1
+          if found == limit then cutoff = score end
+        end
+      end
+      if stop or #page < 2 * size then break end
+      offset = offset + size
+      size = math.min(2 * size, 4096)
+    end
+  end
+end
+return out
+""",
+)
+
+ITEM_SCRIPTS: tuple[LuaScript, ...] = (ADD_ITEMS, GET_ITEMS, UPDATE_ITEMS, DELETE_ITEMS, COUNT_RETRIEVED, QUERY_ITEMS)
+
+__all__ = [
+    "ADD_ITEMS",
+    "COUNT_RETRIEVED",
+    "DELETE_ITEMS",
+    "GET_ITEMS",
+    "ITEM_SCRIPTS",
+    "QUERY_ITEMS",
+    "UPDATE_ITEMS",
+]
