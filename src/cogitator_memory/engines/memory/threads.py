@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from ...clock import to_micros
 from ...errors import ConflictError, InvalidArgumentError, NotFoundError
 from ...threads.base import BaseMemoryAdapter
+from ...threads.damage import broken_branch
 from ...threads.records import ChangeEvent, MemoryEntry, NewMemoryEntry, Thread
 from ...threads.tree import build_entry, type_allowed, with_fork_listed
 from .items import InMemoryItems
@@ -202,13 +203,18 @@ class InMemoryAdapter(InMemoryItems, BaseMemoryAdapter):
         return state.active_path
 
     def _walk(self, state: _ThreadState, leaf_id: str | None) -> Iterator[_Node]:
-        """The nodes from ``leaf_id`` up to the root, newest first."""
+        """The nodes from ``leaf_id`` up to the root, newest first; parent links that loop fail
+        (see :mod:`cogitator_memory.threads.damage`)."""
         nodes = state.nodes
         current = leaf_id
+        steps = len(nodes)
         while current is not None:
             node = nodes.get(current)
             if node is None:
                 return
+            if steps == 0:
+                raise broken_branch("memory", state.thread.id, leaf_id or "", len(nodes))
+            steps -= 1
             yield node
             current = node.parent_id
 
@@ -339,10 +345,14 @@ class InMemoryAdapter(InMemoryItems, BaseMemoryAdapter):
         picked: list[_Node] = []
         nodes = state.nodes
         current = leaf_id
+        steps = len(nodes)  # a healthy branch is never longer: more means its parent links loop
         while current is not None:
             node = nodes.get(current)
             if node is None:
                 break
+            if steps == 0:
+                raise broken_branch("memory get_path", thread_id, leaf_id or "", len(nodes))
+            steps -= 1
             current = node.parent_id
             if types is not None and node.type not in types:
                 continue
