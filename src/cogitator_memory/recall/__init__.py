@@ -1,10 +1,30 @@
 """Recall: reading what a turn asks for and finding it in memory.
 
-For now this holds time resolution: :func:`resolve_time` turns time words ("last Tuesday",
-"early March", "the 90s") into a UTC interval with its precision, and :func:`find_times`
-finds such words in running text. See ``docs/time.md``.
+- :func:`analyze_query` reads a turn without a model: whether to search, the kind of question,
+  the time it names, its terms and names (:class:`QueryAnalysis`).
+- :class:`MemoryRetriever` searches turns and memory items by several channels and returns
+  them in one ranked list (:class:`Retrieval`, :class:`RecallHit`), as the hybrid strategy of
+  the context builder does; :class:`RetrieverSettings` holds its numbers.
+- :class:`Reranker` reorders the best hits; :class:`CohereReranker`, :class:`JinaReranker` and
+  :class:`VoyageReranker` are HTTP rerankers.
+- :func:`resolve_time` turns time words ("last Tuesday", "early March", "the 90s") into a UTC
+  interval with its precision, and :func:`find_times` finds such words in running text.
+
+See ``docs/recall.md`` and ``docs/time.md``.
 """
 
+from .query import QUERY_KINDS, QueryAnalysis, QueryKind, analyze_query
+from .rerank import (
+    CohereReranker,
+    HttpReranker,
+    JinaReranker,
+    Reranker,
+    RerankerError,
+    RerankResult,
+    VoyageReranker,
+)
+from .retriever import MemoryRetriever, RecallHit, Retrieval
+from .settings import CHANNELS, DEFAULT_WEIGHTS, Channel, RetrieverSettings
 from .time import (
     PRECISIONS,
     Hemisphere,
@@ -18,12 +38,30 @@ from .time import (
 )
 
 __all__ = [
+    "CHANNELS",
+    "DEFAULT_WEIGHTS",
     "PRECISIONS",
+    "QUERY_KINDS",
+    "Channel",
+    "CohereReranker",
     "Hemisphere",
+    "HttpReranker",
+    "JinaReranker",
+    "MemoryRetriever",
     "Precision",
     "Prefer",
+    "QueryAnalysis",
+    "QueryKind",
+    "RecallHit",
+    "RerankResult",
+    "Reranker",
+    "RerankerError",
+    "Retrieval",
+    "RetrieverSettings",
     "TimeInterval",
     "TimeMention",
+    "VoyageReranker",
+    "analyze_query",
     "find_times",
     "resolve_time",
     "zone_hemisphere",

@@ -1,0 +1,242 @@
+"""Reading a turn without a model: :func:`analyze_query`.
+
+Before memory is searched for a turn, the turn is read for what it asks: whether it asks
+anything at all (small talk is not searched), what kind of question it is, the time it names,
+its terms and the names it mentions. The kind sets the weights of the search's channels (see
+:class:`~cogitator_memory.recall.RetrieverSettings`):
+
+- ``temporal``: asks when, how long, in what order, or names a time ("what did I say last
+  Tuesday?", "how many weeks between the launch and the deadline?");
+- ``update``: asks for the state now of something that may have changed ("what is my current
+  rate?", "do I still use Flask?");
+- ``aggregate``: asks for a count, a list or a summary across the conversation ("how many
+  columns did I add across my requests?", "summarize how the project went");
+- ``preference``: asks for a recommendation or about likes ("what would you suggest?",
+  "which do I prefer?");
+- ``general``: anything else.
+
+The rules are English word patterns; a turn in another language is read as ``general`` with
+its terms, names and times (the time words are English too, see ``docs/time.md``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, tzinfo
+from typing import Literal, TypeAlias
+
+from ..errors import InvalidArgumentError
+from ..search.tokenizer import index_terms
+from .time import TimeInterval, TimeMention, find_times
+
+QueryKind: TypeAlias = Literal["temporal", "aggregate", "update", "preference", "general"]
+
+
+def _word_set(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+#: Every kind of question, in the order their rules are tried.
+QUERY_KINDS: tuple[QueryKind, ...] = ("update", "temporal", "aggregate", "preference", "general")
+
+#: Words that carry no subject of their own in a question (on top of the English stopwords the
+#: keyword index drops): left out of :attr:`QueryAnalysis.terms`.
+QUESTION_WORDS: frozenset[str] = _word_set(
+    """
+    how when where why whose while also just very really please tell know remember remind recall
+    said say saying mention mentioned talk talked discuss discussed told ask asked let lets us
+    any some something anything thing things one ones get got give make made way much many
+    again ever yet so too well about up out over more most other only same than
+    """
+)
+
+#: Words that make a turn small talk when it holds nothing else.
+SMALL_TALK: frozenset[str] = _word_set(
+    """
+    hi hello hey hiya howdy yo greetings morning afternoon evening night good day bye goodbye
+    cya later see soon thanks thank thx ty cheers ok okay k kk sure yes yeah yep yup no nope nah
+    great cool nice awesome perfect fine alright right lol haha hah hmm wow oh ah welcome
+    appreciate appreciated doing going how are is you your u r what up sup all well fine bad
+    too much lot lots very so nice meet pleasure glad happy
+    """
+)
+
+_TEMPORAL = re.compile(
+    r"\b(?:when|what\s+(?:time|date|day|year|month)|which\s+(?:day|date|year|month|week)|how\s+long|"
+    r"how\s+many\s+(?:days|weeks|months|years|hours|minutes)|how\s+soon|how\s+recently|"
+    r"(?:in\s+)?(?:what|which|the)\s+order|in\s+order|chronolog\w*|timeline|sequence|before|after|earlier|"
+    r"first\s+time|last\s+time|since|until|till|deadline|ago|date[sd]?|schedule[sd]?|"
+    r"between\s+.+\s+and)\b",
+    re.I,
+)
+_UPDATE = re.compile(
+    r"\b(?:current(?:ly)?|now|still|any\s*more|latest|most\s+recent(?:ly)?|newest|up[-\s]?to[-\s]?date|"
+    r"changed?|changes|updated?|switched|moved|these\s+days|at\s+the\s+moment|so\s+far|nowadays)\b",
+    re.I,
+)
+_AGGREGATE = re.compile(
+    r"\b(?:how\s+many|how\s+much|in\s+total|total|count|number\s+of|list|all\s+(?:the|of|my)|every|"
+    r"each|across|throughout|summar\w+|overview|recap|altogether|combined|overall|sum)\b",
+    re.I,
+)
+_PREFERENCE = re.compile(
+    r"\b(?:prefer\w*|favou?rite|like|likes|love|loves|enjoy\w*|hate|dislike\w*|recommend\w*|"
+    r"suggest\w*|advi[cs]e|should\s+i|would\s+you|what\s+(?:would|should)|best\s+for\s+me|"
+    r"ideas?\s+for|taste|style)\b",
+    re.I,
+)
+# A name: a capitalised word that does not open a sentence, a run of them, a word with inner
+# capitals, digits or dots (camelCase, Flask-Login, Render.com, v2), or a quoted phrase.
+_QUOTED = re.compile(r"[\"“”«»]([^\"“”«»]{2,80})[\"“”«»]|(?<![A-Za-z])'([^']{2,80})'(?![A-Za-z])")
+_WORD = re.compile(r"[^\W_](?:[\w'’.\-]*[^\W_])?")
+_SENTENCE_END = re.compile(r"[.!?:;\n]\s*$")
+_NOT_NAMES: frozenset[str] = _word_set(
+    """
+    i i'm i've i'd i'll im ive a an the what which who whom whose when where why how can could would
+    should will do does did is are was were have has had my me mine our we you your please hi hello
+    hey thanks thank ok okay yes no so and but or if then also tell give show list summarize
+    monday tuesday wednesday thursday friday saturday sunday january february march april may june
+    july august september october november december today tomorrow yesterday
+    """
+)
+
+
+@dataclass(frozen=True, slots=True)
+class QueryAnalysis:
+    """What a turn asks, read without a model (see :func:`analyze_query`).
+
+    ``search`` is ``False`` for small talk ("thanks!", "good morning") and for a turn with no
+    terms at all; ``kind`` is the kind of question; ``times`` the time expressions found in it,
+    read from ``anchor`` in ``time_zone``, and ``interval`` the time they cover together (from
+    the earliest start to the latest end), ``None`` when it names none; ``terms`` the keyword
+    terms (English stopwords and question words left out, in order, no repeats); ``entities``
+    the names it mentions (capitalised words past the first of a sentence, words like
+    ``Flask-Login`` or ``Render.com``, quoted phrases), as written.
+    """
+
+    text: str
+    search: bool
+    kind: QueryKind
+    anchor: datetime
+    time_zone: str
+    times: tuple[TimeMention, ...] = ()
+    interval: TimeInterval | None = None
+    terms: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
+
+
+def _zone_name(time_zone: str | tzinfo) -> str:
+    if isinstance(time_zone, str):
+        return time_zone
+    return str(getattr(time_zone, "key", None) or time_zone)
+
+
+def query_terms(text: str) -> list[str]:
+    """The keyword terms of a question: :func:`~cogitator_memory.search.index_terms` without
+    :data:`QUESTION_WORDS`, repeats dropped, in order."""
+    return list(dict.fromkeys(t for t in index_terms(text) if t not in QUESTION_WORDS))
+
+
+def is_small_talk(text: str) -> bool:
+    """Whether ``text`` is small talk: every word of it is a greeting, a thank-you, an
+    acknowledgement or filler (see :data:`SMALL_TALK`), and it asks for nothing by name."""
+    words = [w.casefold().replace("’", "'") for w in _WORD.findall(text)]
+    if not words:
+        return True
+    return all(w in SMALL_TALK or w.rstrip("s") in SMALL_TALK for w in words) and len(words) <= 12
+
+
+def find_entities(text: str) -> list[str]:
+    """The names a text mentions, as written, without repeats (see :class:`QueryAnalysis`)."""
+    found: list[str] = []
+    for match in _QUOTED.finditer(text):
+        phrase = (match.group(1) or match.group(2) or "").strip()
+        if phrase:
+            found.append(phrase)
+    run: list[str] = []
+    run_end = 0
+
+    def flush() -> None:
+        if run:
+            found.append(" ".join(run))
+            run.clear()
+
+    for match in _WORD.finditer(text):
+        word = match.group(0)
+        folded = word.casefold().replace("’", "'")
+        opens = match.start() == 0 or bool(_SENTENCE_END.search(text[: match.start()]))
+        shaped = any(c.isdigit() for c in word) and any(c.isalpha() for c in word)
+        shaped = shaped or bool(re.search(r"[a-z][A-Z]|[A-Za-z][.\-][A-Za-z]", word))
+        capital = word[:1].isupper() and folded not in _NOT_NAMES
+        is_name = shaped or (capital and (not opens or (len(word) > 1 and word[1:].isupper())))
+        if is_name and (not run or text[run_end : match.start()].strip() == ""):
+            run.append(word)
+            run_end = match.end()
+            continue
+        flush()
+        if is_name:
+            run.append(word)
+            run_end = match.end()
+    flush()
+    return list(dict.fromkeys(found))
+
+
+def query_kind(text: str, times: tuple[TimeMention, ...] = ()) -> QueryKind:
+    """The kind of question ``text`` is (the rules are tried in :data:`QUERY_KINDS` order; a
+    time named in the text makes a question temporal unless it asks about now)."""
+    if _UPDATE.search(text) and not times:
+        return "update"
+    if times or _TEMPORAL.search(text):
+        return "temporal"
+    if _AGGREGATE.search(text):
+        return "aggregate"
+    if _PREFERENCE.search(text):
+        return "preference"
+    return "general"
+
+
+def analyze_query(input: str, anchor: datetime | None = None, time_zone: str | tzinfo = "UTC") -> QueryAnalysis:
+    """Read a turn the way recall does: whether to search, the kind, the time, terms and names.
+
+    ``anchor`` is the moment the turn is read at (``build(as_of=...)``; now by default; naive is
+    UTC): "yesterday" in the turn is the day before it, in ``time_zone`` (an IANA name or a
+    tzinfo). Raises :class:`~cogitator_memory.errors.InvalidArgumentError` naming the argument
+    for a non-string input, an anchor that is not a datetime or an unknown zone.
+    """
+    if not isinstance(input, str):
+        raise InvalidArgumentError("input", f"must be a string, got {type(input).__name__}")
+    if anchor is None:
+        anchor = datetime.now(UTC)
+    elif not isinstance(anchor, datetime):
+        raise InvalidArgumentError("anchor", f"must be a datetime, got {type(anchor).__name__}")
+    elif anchor.tzinfo is None:
+        anchor = anchor.replace(tzinfo=UTC)
+    times = tuple(find_times(input, anchor, time_zone))
+    zone = _zone_name(time_zone)
+    terms = tuple(query_terms(input))
+    if not input.strip() or is_small_talk(input):
+        return QueryAnalysis(input, False, "general", anchor, zone, times, None, terms, ())
+    interval = None
+    if times:
+        start = min(t.interval.start for t in times)
+        end = max(t.interval.end for t in times)
+        finest = min(times, key=lambda t: t.interval.duration).interval.precision
+        interval = TimeInterval(start, end, finest)
+    entities = tuple(find_entities(input))
+    search = bool(terms or entities or times)
+    return QueryAnalysis(input, search, query_kind(input, times), anchor, zone, times, interval, terms, entities)
+
+
+__all__ = [
+    "QUERY_KINDS",
+    "QUESTION_WORDS",
+    "SMALL_TALK",
+    "QueryAnalysis",
+    "QueryKind",
+    "analyze_query",
+    "find_entities",
+    "is_small_talk",
+    "query_kind",
+    "query_terms",
+]

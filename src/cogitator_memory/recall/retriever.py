@@ -1,0 +1,423 @@
+"""``MemoryRetriever``: the multi-channel search of recall, turns and items in one ranked list.
+
+A turn (the input) is read by :func:`~cogitator_memory.recall.analyze_query`; small talk is not
+searched. Otherwise each channel ranks what it finds:
+
+- turns: ``vector`` (the cosines the caller gives, kept when at least ``vector_min_cosine`` and
+  ``vector_relative`` of the best), ``bm25`` (BM25 of the input's terms over the turns given),
+  ``time`` (turns said during the time the input names, or naming a time in it; for a temporal
+  question naming no time, the turns the other channels found that name a time), ``entity``
+  (turns naming, as whole words, the names in the input and the subjects of memory items it
+  names), and ``evidence`` (the turns the best items quote);
+- items: ``item_bm25``, ``item_vector`` (the item cosines the caller gives), ``item_entity``
+  (items about a subject the input names), ``item_time`` (items whose time in the world overlaps
+  the time the input names) and ``item_graph`` (a personalized PageRank walk over items and
+  their entities, from the items the other channels found).
+
+The rankings are fused by weighted reciprocal rank (weights by kind of question,
+:class:`~cogitator_memory.recall.RetrieverSettings`), each hit's score grows with the share of the
+input's terms it holds, a little for newer turns and for items sent to a model more often, the
+best ``mmr_pool`` are laid out by maximal marginal relevance (alike meaning sharing terms), and a
+:class:`~cogitator_memory.recall.Reranker` reorders the best ``rerank_top``; one that fails leaves
+the order and is reported in ``errors``.
+
+The retriever keeps the terms of what it searched (per thread and per agent's items), so a
+thread of 10,000 turns is tokenized once; it changes nothing it is given.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, tzinfo
+from typing import Any, Literal
+
+from ..errors import InvalidArgumentError
+from ..items.base import is_memory_item_adapter
+from ..items.records import MemoryItem, MemoryScope, check_scope
+from ..result import unwrap
+from ..search.fusion import reciprocal_rank_fusion
+from ..search.tokenizer import index_terms
+from ..threads.records import MemoryEntry
+from . import item_search
+from .corpus import CorpusCache, jaccard, phrase_pattern, turn_text
+from .query import QueryAnalysis, analyze_query
+from .rerank import Reranker, check_results, reranked_order
+from .settings import Channel, RetrieverSettings, check_settings
+
+HitKind = Literal["turn", "item"]
+
+
+@dataclass(slots=True)
+class RecallHit:
+    """One thing recall found: a turn (``entry``) or a memory item (``item``).
+
+    ``id`` is the entry's or item's id, ``score`` its final score (higher is better; the list is
+    in order already), ``channels`` the 1-based rank it had in each channel that found it, and
+    ``relevance`` the reranker's score when a reranker ordered it.
+    """
+
+    kind: HitKind
+    id: str
+    score: float
+    entry: MemoryEntry | None = None
+    item: MemoryItem | None = None
+    channels: dict[Channel, int] = field(default_factory=dict)
+    relevance: float | None = None
+
+    @property
+    def text(self) -> str:
+        """The text the hit was searched by."""
+        if self.entry is not None:
+            return turn_text(self.entry)
+        assert self.item is not None
+        return item_search.item_text(self.item)
+
+
+@dataclass(slots=True)
+class Retrieval:
+    """What :meth:`MemoryRetriever.retrieve` found: the reading of the input (``analysis``), the
+    hits best first, and what failed on the way (``errors``: a reranker, an item store)."""
+
+    analysis: QueryAnalysis
+    hits: list[RecallHit] = field(default_factory=list)
+    errors: list[BaseException] = field(default_factory=list)
+
+    @property
+    def entries(self) -> list[MemoryEntry]:
+        """The turns found, best first."""
+        return [h.entry for h in self.hits if h.entry is not None]
+
+    @property
+    def items(self) -> list[MemoryItem]:
+        """The items found, best first."""
+        return [h.item for h in self.hits if h.item is not None]
+
+
+def _scores(name: str, value: object) -> dict[str, float]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidArgumentError(name, f"must be a dict of id -> cosine, got {type(value).__name__}")
+    out: dict[str, float] = {}
+    for key, score in value.items():
+        if isinstance(score, bool) or not isinstance(score, int | float) or math.isnan(score):
+            raise InvalidArgumentError(f"{name}[{key!r}]", f"must be a number, got {score!r}")
+        out[str(key)] = float(score)
+    return out
+
+
+class MemoryRetriever:
+    """Finds the turns and memory items that answer a turn (see the module docs).
+
+    ``settings`` is a :class:`RetrieverSettings` or a dict of its fields; ``reranker`` any
+    :class:`~cogitator_memory.recall.Reranker`. One retriever serves many threads and turns.
+    """
+
+    def __init__(self, settings: RetrieverSettings | Mapping[str, Any] | None = None, *, reranker: Any = None) -> None:
+        self.settings = check_settings(settings)
+        if reranker is not None and not hasattr(reranker, "rerank"):
+            raise InvalidArgumentError("reranker", "must have an async rerank(query, documents)")
+        self.reranker: Reranker | None = reranker
+        self._turns: CorpusCache[MemoryEntry] = CorpusCache(64)
+        self._items: CorpusCache[MemoryItem] = CorpusCache(64)
+
+    async def retrieve(
+        self,
+        input: str,
+        *,
+        anchor: datetime | None = None,
+        time_zone: str | tzinfo = "UTC",
+        history: Sequence[MemoryEntry] = (),
+        held: Collection[str] = (),
+        cosines: Mapping[str, float] | None = None,
+        items: Sequence[MemoryItem] | None = None,
+        item_adapter: Any = None,
+        scope: MemoryScope | Mapping[str, Any] | None = None,
+        item_cosines: Mapping[str, float] | None = None,
+        limit: int | None = None,
+        analysis: QueryAnalysis | None = None,
+    ) -> Retrieval:
+        """The turns of ``history`` and the memory items that answer ``input``, best first.
+
+        ``anchor`` (default now) and ``time_zone`` read the time words of the input (see
+        :func:`analyze_query`; pass ``analysis`` when it was read already). ``history`` is the
+        turns to search, in conversation order; ``held`` ids of turns or items already in the
+        context, never returned. ``cosines`` (entry id -> cosine with the input's vector) and
+        ``item_cosines`` (item id -> cosine) feed the vector channels; without them those
+        channels find nothing. ``items`` are the items to search; or give ``item_adapter`` (a
+        :class:`~cogitator_memory.items.MemoryItemAdapter`) and ``scope``, and the active and
+        superseded items the scope sees, known at ``anchor``, are read. ``limit`` (default
+        ``settings.limit``) caps the hits. Raises
+        :class:`~cogitator_memory.errors.InvalidArgumentError` naming a bad argument.
+        """
+        s = self.settings
+        if limit is None:
+            limit = s.limit
+        elif isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise InvalidArgumentError("limit", f"must be a positive integer, got {limit!r}")
+        if isinstance(history, str) or not isinstance(history, Sequence):
+            raise InvalidArgumentError("history", "must be a list of entries")
+        for i, entry in enumerate(history):
+            if not isinstance(entry, MemoryEntry):
+                raise InvalidArgumentError(f"history[{i}]", f"must be a MemoryEntry, got {type(entry).__name__}")
+        if isinstance(held, str):
+            raise InvalidArgumentError("held", "must be a collection of ids, not one string")
+        held_ids = frozenset(held)
+        turn_cos = _scores("cosines", cosines)
+        item_cos = _scores("item_cosines", item_cosines)
+        if analysis is None:
+            analysis = analyze_query(input, anchor, time_zone)
+        elif not isinstance(analysis, QueryAnalysis):
+            raise InvalidArgumentError("analysis", f"must be a QueryAnalysis, got {type(analysis).__name__}")
+        result = Retrieval(analysis)
+        if not analysis.search:
+            return result
+        zone = analysis.time_zone
+        found_items = await self._read_items(items, item_adapter, scope, analysis, result)
+
+        rankings: list[tuple[Channel, list[str]]] = []
+        # --- items -----------------------------------------------------------------------------
+        item_map: dict[str, MemoryItem] = {}
+        named: dict[str, str] = {}
+        corpus_i = None
+        if found_items:
+            item_map = {i.id: i for i in found_items if i.id not in held_ids}
+            pool = list(item_map.values())
+            key = f"{pool[0].scope.agent_id}" if pool else "-"
+            corpus_i = self._items.get(key, s.bm25_k1, s.bm25_b)
+            corpus_i.sync(pool, lambda i: i.id, item_search.item_text)
+            named = item_search.named_subjects(analysis, pool)
+            item_rank: list[tuple[Channel, list[str]]] = [
+                ("item_bm25", item_search.bm25_ranking(corpus_i, analysis, s.depth)),
+                (
+                    "item_vector",
+                    item_search.vector_ranking(item_cos, item_map, s.vector_min_cosine, s.vector_relative, s.depth),
+                ),
+                ("item_entity", item_search.entity_ranking(pool, named)[: s.depth]),
+                ("item_time", item_search.time_ranking(pool, analysis)[: s.depth]),
+            ]
+            seeds: dict[str, float] = {}
+            for _channel, ranking in item_rank:
+                for rank, rid in enumerate(ranking[:10], start=1):
+                    seeds[rid] = seeds.get(rid, 0.0) + 1.0 / rank
+            item_rank.append(
+                (
+                    "item_graph",
+                    item_search.graph_ranking(
+                        pool, seeds, named, damping=s.graph_damping, iterations=s.graph_iterations, depth=s.depth
+                    ),
+                )
+            )
+            rankings.extend((c, [f"i:{r}" for r in ranking]) for c, ranking in item_rank)
+
+        # --- turns -----------------------------------------------------------------------------
+        turns = [e for e in history if not e.is_event]
+        entry_map: dict[str, MemoryEntry] = {}
+        position: dict[str, float] = {}
+        corpus_t = None
+        if turns:
+            corpus_t = self._turns.get(turns[0].thread_id, s.bm25_k1, s.bm25_b)
+            ids = corpus_t.sync(turns, lambda e: e.id, turn_text)
+            span = max(1, len(ids) - 1)
+            for i, rid in enumerate(ids):
+                position[rid] = i / span
+            entry_map = {e.id: e for e in turns if e.id not in held_ids}
+
+            def keep(rid: str) -> bool:
+                return rid in entry_map
+
+            vector = item_search.vector_ranking(turn_cos, entry_map, s.vector_min_cosine, s.vector_relative, s.depth)
+            bm25 = [r for r, _ in corpus_t.bm25.search_terms(list(analysis.terms), limit=s.depth, keep=keep)]
+            entity = self._entity_turns(corpus_t, analysis, named, keep)
+            time = self._time_turns(corpus_t, analysis, entry_map, [vector, bm25, entity], zone)
+            evidence: list[str] = []
+            if item_map and s.evidence_items:
+                best = reciprocal_rank_fusion(
+                    [r for c, r in rankings], k=s.rrf_k, weights=[s.weight(analysis.kind, c) for c, _ in rankings]
+                )
+                for rid, _score in best[: s.evidence_items]:
+                    item = item_map.get(rid[2:])
+                    for ev in item.evidence if item is not None else ():
+                        if ev.entry_id in entry_map and ev.entry_id not in evidence:
+                            evidence.append(ev.entry_id)
+            turn_rankings: list[tuple[Channel, list[str]]] = [
+                ("vector", vector),
+                ("bm25", bm25),
+                ("time", time),
+                ("entity", entity),
+                ("evidence", evidence),
+            ]
+            for channel, ranking in turn_rankings:
+                rankings.append((channel, [f"t:{r}" for r in ranking]))
+
+        rankings = [(c, r) for c, r in rankings if r and s.weight(analysis.kind, c) > 0]
+        if not rankings:
+            return result
+        fused = reciprocal_rank_fusion(
+            [r for _, r in rankings], k=s.rrf_k, weights=[s.weight(analysis.kind, c) for c, _ in rankings]
+        )
+        places: dict[str, dict[Channel, int]] = {}
+        for channel, ranking in rankings:
+            for rank, rid in enumerate(ranking, start=1):
+                places.setdefault(rid, {}).setdefault(channel, rank)
+
+        terms = frozenset(analysis.terms)
+        term_sets: dict[str, frozenset[str]] = {}
+        scored: list[tuple[float, str]] = []
+        for rid, score in fused:
+            kind, raw = rid[:1], rid[2:]
+            if kind == "t":
+                assert corpus_t is not None
+                term_set = corpus_t.docs[raw].term_set
+                score *= 1.0 + s.recency_weight * position.get(raw, 0.0)
+            else:
+                item = item_map[raw]
+                assert corpus_i is not None
+                term_set = corpus_i.docs[raw].term_set
+                score *= 1.0 + s.retrieved_weight * math.log1p(item.times_retrieved)
+            term_sets[rid] = term_set
+            if terms:
+                score *= 1.0 + s.coverage_weight * len(terms & term_set) / len(terms)
+            scored.append((score, rid))
+        scored.sort(key=lambda t: (-t[0], t[1]))
+        order = _mmr(scored, term_sets, s.mmr_lambda, s.mmr_pool)[:limit]
+
+        hits: list[RecallHit] = []
+        by_id = dict((rid, sc) for sc, rid in scored)
+        for rid in order:
+            raw = rid[2:]
+            if rid[0] == "t":
+                hits.append(RecallHit("turn", raw, by_id[rid], entry=entry_map[raw], channels=places.get(rid, {})))
+            else:
+                hits.append(RecallHit("item", raw, by_id[rid], item=item_map[raw], channels=places.get(rid, {})))
+        result.hits = await self._rerank(analysis.text, hits, result)
+        return result
+
+    # ----- channels ------------------------------------------------------------------------------
+
+    def _entity_turns(self, corpus: Any, analysis: QueryAnalysis, named: Mapping[str, str], keep: Any) -> list[str]:
+        """Turns naming the input's names and the item subjects it names, more names first."""
+        names = list(dict.fromkeys([*analysis.entities, *named.values()]))
+        if not names:
+            return []
+        counts: dict[str, int] = {}
+        first: dict[str, int] = {}
+        order = 0
+        depth = self.settings.depth
+        for name in names:
+            pattern = phrase_pattern(name)
+            terms = index_terms(name)
+            if pattern is None or not terms:
+                continue
+            for rid, _score in corpus.bm25.search_terms(terms, limit=depth * 4, keep=keep):
+                if pattern.search(corpus.docs[rid].folded):
+                    counts[rid] = counts.get(rid, 0) + 1
+                    if rid not in first:
+                        first[rid] = order
+                        order += 1
+        ranked = sorted(counts, key=lambda r: (-counts[r], first[r]))
+        return ranked[:depth]
+
+    def _time_turns(
+        self,
+        corpus: Any,
+        analysis: QueryAnalysis,
+        entries: Mapping[str, MemoryEntry],
+        found: Sequence[Sequence[str]],
+        zone: str,
+    ) -> list[str]:
+        """Turns said during the time the input names, or that name a time in it; for a temporal
+        question naming no time, the turns found by other channels that name any time."""
+        depth = self.settings.depth
+        candidates = list(dict.fromkeys(r for ranking in found for r in ranking[:depth]))
+        interval = analysis.interval
+        if interval is None:
+            if analysis.kind != "temporal":
+                return []
+            return [r for r in candidates if corpus.times_of(r, entries[r].created_at, zone)][:depth]
+        said = [rid for rid, e in entries.items() if interval.start <= e.created_at < interval.end]
+        if len(said) > depth:  # the ones sharing most terms with the input first
+            terms = frozenset(analysis.terms)
+            said.sort(key=lambda r: -len(terms & corpus.docs[r].term_set))
+        naming = [
+            r for r in candidates if any(t.overlaps(interval) for t in corpus.times_of(r, entries[r].created_at, zone))
+        ]
+        both = [r for r in naming if r in set(said)]
+        return list(dict.fromkeys([*both, *naming, *said]))[:depth]
+
+    async def _read_items(
+        self,
+        items: Sequence[MemoryItem] | None,
+        adapter: Any,
+        scope: Any,
+        analysis: QueryAnalysis,
+        result: Retrieval,
+    ) -> list[MemoryItem]:
+        if items is not None:
+            if isinstance(items, str) or not isinstance(items, Sequence):
+                raise InvalidArgumentError("items", "must be a list of MemoryItem")
+            for i, item in enumerate(items):
+                if not isinstance(item, MemoryItem):
+                    raise InvalidArgumentError(f"items[{i}]", f"must be a MemoryItem, got {type(item).__name__}")
+            return [i for i in items if i.status in ("active", "superseded")]
+        if adapter is None:
+            return []
+        if not is_memory_item_adapter(adapter):
+            raise InvalidArgumentError("item_adapter", "must be a MemoryItemAdapter (a store that keeps items)")
+        if scope is None:
+            raise InvalidArgumentError("scope", "is required with item_adapter")
+        checked = check_scope("scope", scope)
+        try:
+            found: list[MemoryItem] = unwrap(
+                await adapter.query_items(
+                    {"visible_to": checked, "statuses": ["active", "superseded"], "known_at": analysis.anchor}
+                )
+            )
+        except Exception as exc:  # the items are left out, the turns still searched
+            result.errors.append(exc)
+            return []
+        return found
+
+    async def _rerank(self, query: str, hits: list[RecallHit], result: Retrieval) -> list[RecallHit]:
+        reranker = self.reranker
+        top = min(self.settings.rerank_top, len(hits))
+        if reranker is None or top < 2:
+            return hits
+        head = hits[:top]
+        try:
+            answer = await reranker.rerank(query, [h.text for h in head])
+            checked = check_results(answer, top)
+        except Exception as exc:
+            result.errors.append(exc)
+            return hits
+        for r in checked:
+            head[r.index].relevance = r.score
+        return [head[i] for i in reranked_order(checked, top)] + hits[top:]
+
+
+def _mmr(scored: list[tuple[float, str]], term_sets: Mapping[str, frozenset[str]], lam: float, pool: int) -> list[str]:
+    """Ids in maximal-marginal-relevance order over the best ``pool`` (the rest after them, as
+    they were): each step takes the hit maximising ``lam * relevance - (1 - lam) * likeness``
+    to those taken, relevance being the score over the best score, likeness the share of terms."""
+    ids = [rid for _, rid in scored]
+    if lam >= 1.0 or pool < 2 or len(ids) < 2:
+        return ids
+    head = scored[:pool]
+    best = head[0][0] or 1.0
+    rel = {rid: sc / best for sc, rid in head}
+    left = [rid for _, rid in head]
+    taken: list[str] = []
+    alike = {rid: 0.0 for rid in left}
+    while left:
+        pick = max(left, key=lambda r: (lam * rel[r] - (1.0 - lam) * alike[r], -left.index(r)))
+        taken.append(pick)
+        left.remove(pick)
+        chosen = term_sets.get(pick, frozenset())
+        for rid in left:
+            alike[rid] = max(alike[rid], jaccard(chosen, term_sets.get(rid, frozenset())))
+    return taken + ids[pool:]
+
+
+__all__ = ["HitKind", "MemoryRetriever", "RecallHit", "Retrieval"]

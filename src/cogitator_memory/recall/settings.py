@@ -1,0 +1,153 @@
+"""The settings of :class:`~cogitator_memory.recall.MemoryRetriever`: thresholds, channel weights, rerank.
+
+Every number the search uses is here, so a builder's config can carry them
+(``ContextBuilderConfig(recall={...})``) and a benchmark can try others. The defaults were chosen
+on chats 1-10 of the BEAM 100K dev set and checked on chats 11-20 (``docs/benchmarks.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, TypeAlias, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..errors import InvalidArgumentError
+from ..threads import tree
+from .query import QUERY_KINDS, QueryKind
+
+Channel: TypeAlias = Literal[
+    "vector", "bm25", "time", "entity", "item_bm25", "item_vector", "item_entity", "item_time", "item_graph", "evidence"
+]
+#: Every channel: four find turns, five find items, and ``evidence`` finds the turns the best
+#: items quote.
+CHANNELS: tuple[Channel, ...] = get_args(Channel)
+TURN_CHANNELS: tuple[Channel, ...] = ("vector", "bm25", "time", "entity", "evidence")
+ITEM_CHANNELS: tuple[Channel, ...] = ("item_bm25", "item_vector", "item_entity", "item_time", "item_graph")
+
+_BASE: dict[Channel, float] = {
+    "vector": 1.5,
+    "bm25": 1.0,
+    "time": 0.6,
+    "entity": 0.6,
+    "item_bm25": 1.0,
+    "item_vector": 1.2,
+    "item_entity": 0.8,
+    "item_time": 0.6,
+    "item_graph": 0.5,
+    "evidence": 0.6,
+}
+
+
+def _weights(**changes: float) -> dict[Channel, float]:
+    out: dict[str, float] = {str(c): w for c, w in _BASE.items()}
+    for name, value in changes.items():
+        assert name in out, name
+        out[name] = value
+    return {c: out[c] for c in _BASE}
+
+
+#: The channel weights of each kind of question.
+DEFAULT_WEIGHTS: dict[QueryKind, dict[Channel, float]] = {
+    "general": _weights(),
+    "temporal": _weights(time=1.5, item_time=1.5, entity=0.8),
+    "aggregate": _weights(bm25=1.2, entity=0.8, item_bm25=1.2, item_graph=0.8),
+    "update": _weights(item_vector=1.5, item_bm25=1.3, item_entity=1.0),
+    "preference": _weights(item_vector=1.5, item_bm25=1.2),
+}
+
+
+class RetrieverSettings(BaseModel):
+    """How :class:`~cogitator_memory.recall.MemoryRetriever` searches (every field has a default).
+
+    - ``vector_min_cosine`` / ``vector_relative``: a turn or item is found by its vector when
+      its cosine with the input is at least this much, and at least this share of the best one.
+    - ``depth``: hits each channel hands to the fusion.
+    - ``rrf_k`` and ``weights``: weighted reciprocal rank fusion, weights per kind of question
+      (given kinds and channels are merged over :data:`DEFAULT_WEIGHTS`).
+    - ``bm25_k1`` / ``bm25_b``: BM25 over the turns and items (``b=1`` normalises length fully,
+      so long replies do not win every keyword search of a chat).
+    - ``coverage_weight``: the fused score grows by up to this share for a hit holding every
+      term of the input (rerank by the share of input words a hit holds).
+    - ``recency_weight``: up to this share more for the newest turn (0 for the oldest), and
+      ``retrieved_weight`` times ``log(1 + times_retrieved)`` more for an item sent often.
+    - ``mmr_lambda`` / ``mmr_pool``: maximal marginal relevance over the best ``mmr_pool`` hits
+      (1 keeps the order; lower trades relevance for variety), alike meaning sharing terms.
+    - ``rerank_top``: how many of the best hits a :class:`~cogitator_memory.recall.Reranker` reorders.
+    - ``limit``: hits returned unless ``retrieve(limit=...)`` says otherwise.
+    - ``graph_damping`` / ``graph_iterations``: the personalized PageRank walk over items and entities.
+    - ``evidence_items``: the best items whose quoted turns the ``evidence`` channel finds.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    vector_min_cosine: float = Field(default=0.45, ge=-1.0, le=1.0)
+    vector_relative: float = Field(default=0.6, ge=0.0, le=1.0)
+    depth: int = Field(default=50, ge=1, le=10_000)
+    rrf_k: float = Field(default=60.0, ge=0.0)
+    weights: dict[QueryKind, dict[Channel, float]] = Field(default_factory=lambda: _copy(DEFAULT_WEIGHTS))
+    bm25_k1: float = Field(default=3.0, ge=0.0)
+    bm25_b: float = Field(default=1.0, ge=0.0, le=1.0)
+    coverage_weight: float = Field(default=0.5, ge=0.0)
+    recency_weight: float = Field(default=0.05, ge=0.0)
+    retrieved_weight: float = Field(default=0.05, ge=0.0)
+    mmr_lambda: float = Field(default=0.85, ge=0.0, le=1.0)
+    mmr_pool: int = Field(default=30, ge=0, le=1000)
+    rerank_top: int = Field(default=30, ge=0, le=1000)
+    limit: int = Field(default=20, ge=1, le=10_000)
+    graph_damping: float = Field(default=0.5, gt=0.0, lt=1.0)
+    graph_iterations: int = Field(default=20, ge=1, le=200)
+    evidence_items: int = Field(default=5, ge=0, le=1000)
+
+    @field_validator("weights", mode="before")
+    @classmethod
+    def _merge(cls, value: Any) -> Any:
+        if not isinstance(value, Mapping):
+            return value
+        merged = _copy(DEFAULT_WEIGHTS)
+        for kind, table in value.items():
+            if kind not in QUERY_KINDS:
+                raise ValueError(f"unknown kind of question {kind!r}; known: {', '.join(QUERY_KINDS)}")
+            if not isinstance(table, Mapping):
+                raise ValueError(f"the weights of {kind} must be a dict of channel weights")
+            for channel, weight in table.items():
+                if channel not in CHANNELS:
+                    raise ValueError(f"unknown channel {channel!r}; known: {', '.join(CHANNELS)}")
+                if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 <= weight < float("inf"):
+                    raise ValueError(f"the weight of {kind}.{channel} must be a finite number >= 0, got {weight!r}")
+                merged[kind][channel] = float(weight)
+        return merged
+
+    def weight(self, kind: QueryKind, channel: Channel) -> float:
+        """The weight of ``channel`` for a question of ``kind``."""
+        return self.weights.get(kind, DEFAULT_WEIGHTS[kind]).get(channel, _BASE[channel])
+
+
+def _copy(weights: Mapping[QueryKind, Mapping[Channel, float]]) -> dict[QueryKind, dict[Channel, float]]:
+    return {kind: dict(table) for kind, table in weights.items()}
+
+
+def check_settings(value: object, name: str = "settings") -> RetrieverSettings:
+    """:class:`RetrieverSettings` from one, a dict of its fields or ``None`` (the defaults);
+    ``InvalidArgumentError`` naming the field otherwise."""
+    if value is None:
+        return RetrieverSettings()
+    if isinstance(value, RetrieverSettings):
+        return value
+    if not isinstance(value, Mapping):
+        raise InvalidArgumentError(name, f"must be RetrieverSettings or a dict, got {type(value).__name__}")
+    try:
+        return RetrieverSettings.model_validate(dict(value))
+    except ValidationError as exc:
+        raise tree.validation_error(name, exc) from None
+
+
+__all__ = [
+    "CHANNELS",
+    "DEFAULT_WEIGHTS",
+    "ITEM_CHANNELS",
+    "TURN_CHANNELS",
+    "Channel",
+    "RetrieverSettings",
+    "check_settings",
+]
