@@ -4,7 +4,7 @@
 ``MemoryItemFilter``, ``ItemUpdate``) and the keys engines index by, :mod:`.base` the
 ``MemoryItemAdapter`` protocol and the ``MemoryItemStoreMixin`` engines mix into their adapter
 class, :mod:`.rules` the rules without I/O (same value, layout by time, trust, activation,
-bitemporal reads). Engines implement it in ``cogitator_memory.engines.<engine>.items``; nothing
+bitemporal reads) and :mod:`.service` ``MemoryItems``, which applies them over a store. Engines implement it in ``cogitator_memory.engines.<engine>.items``; nothing
 here imports an engine. See ``docs/items.md``.
 """
 
@@ -35,6 +35,7 @@ from .records import (
     Trust,
 )
 from .rules import same_value
+from .service import MemoryItems, without_entries
 
 __all__ = [
     "ITEM_KINDS",
@@ -52,6 +53,7 @@ __all__ = [
     "MemoryItemAdapter",
     "MemoryItemFilter",
     "MemoryItemStoreMixin",
+    "MemoryItems",
     "MemoryScope",
     "NewMemoryItem",
     "Slot",
@@ -60,4 +62,5 @@ __all__ = [
     "is_memory_item_adapter",
     "rules",
     "same_value",
+    "without_entries",
 ]

@@ -314,6 +314,8 @@ MUTABLE_FIELDS: frozenset[str] = frozenset(
         "confidence",
         "metadata",
         "related_entity_ids",
+        "times_retrieved",
+        "last_retrieved_at",
     }
 )
 
@@ -339,13 +341,16 @@ class ItemUpdate(Record):
     confidence: float | None = Field(default=None, ge=0.0, le=1.0)
     metadata: dict[str, Any] | None = None
     related_entity_ids: list[str] | None = None
+    #: Set only by stores without ``count_retrieved`` (read and written back under the agent's lock).
+    times_retrieved: int | None = Field(default=None, ge=0)
+    last_retrieved_at: datetime | None = None
 
     @field_validator("id")
     @classmethod
     def _id(cls, value: str) -> str:
         return _checked_id("id", value)
 
-    @field_validator("valid_from", "valid_to", "ends_at", "expired_at")
+    @field_validator("valid_from", "valid_to", "ends_at", "expired_at", "last_retrieved_at")
     @classmethod
     def _utc_times(cls, value: datetime | None) -> datetime | None:
         return _utc_or_none(value)
@@ -362,7 +367,7 @@ class ItemUpdate(Record):
 
     @model_validator(mode="after")
     def _check(self) -> ItemUpdate:
-        for name in ("status", "trust", "verified", "confidence", "evidence", "metadata"):
+        for name in ("status", "trust", "verified", "confidence", "evidence", "metadata", "times_retrieved"):
             if name in self.model_fields_set and getattr(self, name) is None:
                 raise ValueError(f"{name} cannot be cleared")
         return self

@@ -143,13 +143,17 @@ def layout_updates(states: Iterable[MemoryItem], now: datetime, *, slotted: bool
     return updates
 
 
-def merge_target(existing: Sequence[MemoryItem], new: NewMemoryItem, now: datetime) -> MemoryItem | None:
+def merge_target(
+    existing: Sequence[MemoryItem], new: NewMemoryItem, now: datetime, *, slotted: bool = True
+) -> MemoryItem | None:
     """The item ``new`` merges into, or ``None`` when it is a new state.
 
     ``existing`` are the items of ``new``'s slot in its exact scope. The target is the newest
     open item (active or suggested) of the same value that no state of another value follows
     (in layout order). A ``new`` told with an earlier start that another value's state lies
-    before the target's start is a new state (told late), not a merge.
+    before the target's start is a new state (told late), not a merge. Without a slot
+    (``slotted=False``: no attribute) values do not follow each other: the newest open item of
+    the same value is the target.
     """
     candidates = [
         item
@@ -159,6 +163,8 @@ def merge_target(existing: Sequence[MemoryItem], new: NewMemoryItem, now: dateti
     if not candidates:
         return None
     target = max(candidates, key=layout_order)
+    if not slotted:
+        return target
     others = [s for s in existing if s.status in LAID_OUT_STATUSES and not same_value(s.value, new.value)]
     key = layout_order(target)
     if any(layout_order(s) > key for s in others):
@@ -196,17 +202,20 @@ def merge_update(
     """The update that merges ``new`` into ``target`` (``None`` when nothing changes).
 
     Trust and verified come from the better source (:func:`better_source`); the quotes of
-    ``new`` are added unless they would sit under a verified item without holding. Confidence
-    is the higher of the two, and an opinion said again with quotes that hold gains
-    :data:`OPINION_GAIN`. A suggested target becomes active when the merged item
+    ``new`` are added unless they would sit under a verified item without holding. A restatement
+    whose quotes hold raises the confidence to its own when higher, and an opinion said again with
+    quotes that hold gains :data:`OPINION_GAIN`; one whose quotes do not hold leaves it. A suggested target becomes active when the merged item
     :func:`activates` (not in ``shadow`` mode); an active one stays active. A start told earlier
     moves the start back; an end told for an open state becomes its own end.
     """
     trust, verified = better_source((target.trust, target.verified), (new.trust, new.verified))
     evidence = merged_evidence(target.evidence, new.evidence, take_added=new.verified or not verified)
-    confidence = max(target.confidence, new.confidence)
-    if target.kind == "opinion" and new.verified and new.evidence:
-        confidence = min(1.0, max(target.confidence, new.confidence) + OPINION_GAIN)
+    confidence = target.confidence
+    if new.verified and new.evidence:
+        if target.kind == "opinion":
+            confidence = min(1.0, target.confidence + OPINION_GAIN)
+        else:
+            confidence = max(target.confidence, new.confidence)
     status = target.status
     if (
         status == "suggested"

@@ -496,6 +496,26 @@ async def case_update_conflicts_change_nothing(store: MemoryItemAdapter) -> None
 
 
 @_case
+async def case_update_sets_counters_only_when_given(store: MemoryItemAdapter) -> None:
+    item = _item()
+    await _add(store, item)
+    count = getattr(store, "count_retrieved", None)
+    if count is not None:
+        unwrap(await count([item["id"]], T0))
+    before = (await _get(store, item["id"])).times_retrieved
+    unwrap(await store.update_items([{"id": item["id"], "expected_version": 1, "confidence": 0.3}]))
+    _eq((await _get(store, item["id"])).times_retrieved, before, "an update without counters keeps them")
+    at = T0 + timedelta(days=2, microseconds=5)
+    unwrap(
+        await store.update_items(
+            [{"id": item["id"], "expected_version": 2, "times_retrieved": 9, "last_retrieved_at": at}]
+        )
+    )
+    got = await _get(store, item["id"])
+    _eq((got.times_retrieved, got.last_retrieved_at, got.version), (9, at, 3), "counters given are written")
+
+
+@_case
 async def case_concurrent_updates_one_wins(store: MemoryItemAdapter) -> None:
     item = _item()
     await _add(store, item)

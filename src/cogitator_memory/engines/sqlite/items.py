@@ -204,6 +204,7 @@ class SQLiteItems(MemoryItemStoreMixin):
                 except ValidationError as exc:
                     raise tree.validation_error("updates", exc) from None
                 changed.append((rid, new, "evidence" in update.model_fields_set))
+            counted = any(u.model_fields_set & {"times_retrieved", "last_retrieved_at"} for u in updates)
             for rid, new, evidence_changed in changed:
                 db.execute(
                     "UPDATE memory_items SET status = ?, start_us = ?, valid_to_us = ?, expired_us = ?, version = ?,"
@@ -218,6 +219,11 @@ class SQLiteItems(MemoryItemStoreMixin):
                         rid,
                     ),
                 )
+                if counted:  # the counters change only when an update carries them
+                    db.execute(
+                        "UPDATE memory_items SET times_retrieved = ?, last_retrieved_us = ? WHERE rid = ?",
+                        (new.times_retrieved, _micros(new.last_retrieved_at), rid),
+                    )
                 if evidence_changed:
                     db.execute("DELETE FROM memory_item_evidence WHERE rid = ?", (rid,))
                     db.executemany(
