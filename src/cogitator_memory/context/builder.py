@@ -16,12 +16,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
+from zoneinfo import ZoneInfo
 
+from .. import clock
 from ..errors import InvalidArgumentError, NotFoundError
+from ..items.records import MemoryItem
+from ..recall.query import QueryAnalysis, analyze_query
 from ..result import MemoryResult, unwrap
 from ..threads import tree
-from ..threads.records import CONVERSATION_ENTRY_TYPES, MemoryEntry, Message, copy_message
+from ..threads.records import CONVERSATION_ENTRY_TYPES, MemoryEntry, Message, copy_entry, copy_message
 from ..tokens import MESSAGE_OVERHEAD
 from .assembler import Assembly, ContextAssembler, Fitter
 from .config import (
@@ -45,6 +49,15 @@ from .history import (
     reads_shared,
     summary_message,
 )
+from .hybrid import (
+    ITEMS_HEADING,
+    TURNS_HEADING,
+    HybridRecall,
+    RecalledTurns,
+    estimated_cut,
+    gather_vectors,
+    settle_recall,
+)
 from .message_index import entry_text
 from .records import (
     BuiltContext,
@@ -57,10 +70,13 @@ from .sources import ContextBuilderDeps, check_deps
 from .strategies import as_array, cosines, fit_recent, fit_relevant, group_units
 from .turn_context import CLOSE_TAG, OPEN_TAG, format_turn_context
 
-#: How many entries ``relevant`` scores without a message index (the newest of the history).
+_T = TypeVar("_T")
+
+#: The default of ``config.recall.window``: how many entries ``relevant`` scores without a
+#: message index (the newest of the history; ``hybrid``: of the turns older than it keeps).
 RELEVANT_WINDOW = 200
-#: How many hits ``relevant`` asks a message index for.
-RELEVANT_SEARCH_LIMIT = 30
+#: The default of ``config.recall.search_limit``: how many hits a search of the index asks for.
+RELEVANT_SEARCH_LIMIT = 100
 #: Semantic context: how many results, and the least cosine they need.
 SEMANTIC_LIMIT = 5
 SEMANTIC_THRESHOLD = 0.7
@@ -86,6 +102,7 @@ class _Loaded:
     history_ok: bool = True
     facts: list[Any] = field(default_factory=list)
     vector: list[float] | None = None
+    items: list[MemoryItem] | None = None
 
 
 class ContextBuilder:
@@ -115,6 +132,7 @@ class ContextBuilder:
         self._branches: OrderedDict[str, _Branch] = OrderedDict()
         self._held_blocks: dict[str, ContextBlock] = {}
         self.max_cached_vectors = 20_000
+        self._recall = HybridRecall(self.deps, self.config.recall, self._tokens)
 
     # ----- the build -------------------------------------------------------------------------
 
@@ -141,8 +159,10 @@ class ContextBuilder:
         at least 100) is kept free for the reply. ``pinned`` texts and ``index`` go into the
         system message with the system prompt; ``brief`` into the memory context;
         ``current_input`` is counted (partition ``final``) but not put in ``messages``.
-        ``leaf_id`` builds from that entry's branch instead of the active one. ``as_of`` and
-        ``time_zone`` are checked and kept for recall (a later release).
+        ``leaf_id`` builds from that entry's branch instead of the active one. ``as_of`` is the
+        moment the turn is read at (now by default): the time the input names ("yesterday") is
+        read from it, and memory items are read as known then. ``time_zone`` (default the
+        config's) is the IANA zone that time is read in and recalled turns are dated in.
         """
         cfg = self.config
         tid = tree.check_id("thread_id", thread_id)
@@ -154,9 +174,8 @@ class ContextBuilder:
         index_text = check_text("index", index)
         brief_text = check_text("brief", brief)
         leaf = tree.check_optional_id("leaf_id", leaf_id)
-        check_as_of(as_of)
-        if time_zone is not None:
-            check_time_zone("time_zone", time_zone)
+        anchor = check_as_of(as_of) or clock.now()
+        zone = check_time_zone("time_zone", time_zone) if time_zone is not None else ZoneInfo(cfg.time_zone)
         if max_tokens is not None:
             limit = check_budget("max_tokens", max_tokens)
         elif cfg.max_tokens is not None:
@@ -188,6 +207,10 @@ class ContextBuilder:
         has_input = bool(text_input and text_input.strip())
         service = self.deps.embedding_service
         relevance = strategy == "relevant" and has_input and service is not None
+        analysis: QueryAnalysis | None = None
+        if (strategy == "hybrid" or relevance) and has_input:
+            analysis = analyze_query(text_input or "", anchor, zone)
+        recall_on = strategy == "hybrid" and analysis is not None and analysis.search
         semantic = (
             cfg.include_semantic_context
             and has_input
@@ -200,8 +223,10 @@ class ContextBuilder:
         jobs = [self._load_history(tid, leaf, room, by_count, loaded, errors, warnings)]
         if cfg.include_facts and self.deps.fact_adapter is not None:
             jobs.append(self._load_facts(tid, agent, user, loaded, errors))
-        if relevance or semantic:
-            jobs.append(self._load_vector(text_input or "", loaded, errors, relevance, semantic))
+        if relevance or semantic or (recall_on and service is not None):
+            jobs.append(self._load_vector(text_input or "", loaded, errors, relevance or recall_on, semantic))
+        if recall_on and self.deps.memory_items is not None:
+            jobs.append(self._load_items(tid, agent, user, anchor, loaded, errors))
         if len(jobs) == 1:  # most builds: no task to schedule
             await jobs[0]
         else:
@@ -210,15 +235,19 @@ class ContextBuilder:
         window = loaded.window
         candidates: list[ContextBlock] | None = None
         semantic_hits: list[Any] = []
-        if loaded.vector is not None:
-            rank_job = self._rank(tid, leaf, window, loaded.vector, errors) if relevance and loaded.history_ok else None
-            semantic_job = self._semantic(tid, agent, user, loaded.vector, errors) if semantic else None
-            if rank_job is not None and semantic_job is not None:
-                candidates, semantic_hits = await asyncio.gather(rank_job, semantic_job)
-            elif rank_job is not None:
-                candidates = await rank_job
-            elif semantic_job is not None:
-                semantic_hits = await semantic_job
+        recall_blocks: list[ContextBlock] = []
+        vector = loaded.vector
+        rank_job = None
+        if vector is not None and relevance and loaded.history_ok and analysis is not None:
+            rank_job = self._rank(tid, leaf, window, vector, analysis, errors)
+        semantic_job = self._semantic(tid, agent, user, vector, errors) if semantic and vector is not None else None
+        recall_job = None
+        if recall_on and loaded.history_ok and analysis is not None:
+            recall_job = self._recall_blocks(tid, leaf, window, analysis, loaded, room, blocks, errors, zone, anchor)
+        if rank_job is not None or semantic_job is not None or recall_job is not None:
+            candidates, semantic_hits, recall_blocks = await asyncio.gather(
+                rank_job or _given(None), semantic_job or _given([]), recall_job or _given([])
+            )
         used_strategy = "relevant" if candidates is not None else ("hybrid" if strategy == "hybrid" else "recent")
         if (
             candidates is None
@@ -231,15 +260,19 @@ class ContextBuilder:
             await self._load_history(tid, leaf, room, False, loaded, errors, warnings)
             window = loaded.window
 
-        self._add_context_blocks(blocks, overhead, window, loaded.facts, semantic_hits, candidates)
+        self._add_context_blocks(blocks, overhead, window, loaded.facts, semantic_hits, candidates, recall_blocks)
         fitter: Fitter
         if candidates is not None:
             fitter = fit_relevant
         else:
             fitter = partial(fit_recent, complete=window.complete, counter=self._tokens)
         assembly = self.assembler.assemble(budget, blocks, fitters={"recent": fitter}, overhead=overhead)
+        if recall_blocks:
+            assembly = await settle_recall(
+                self._recall, tid, self.assembler, budget, blocks, overhead, fitter, assembly
+            )
         warnings.extend(assembly.warnings)
-        return self._result(assembly, window, used_strategy, errors, warnings)
+        return self._result(assembly, window, used_strategy, errors, warnings, zone)
 
     # ----- loading ---------------------------------------------------------------------------
 
@@ -371,23 +404,32 @@ class ContextBuilder:
         leaf_id: str | None,
         window: HistoryWindow,
         vector: list[float],
+        analysis: QueryAnalysis,
         errors: list[ContextBuildError],
     ) -> list[ContextBlock] | None:
         try:
-            return await self._rank_entries(thread_id, leaf_id, window, vector)
+            return await self._rank_entries(thread_id, leaf_id, window, vector, analysis, errors)
         except Exception as exc:
             errors.append(ContextBuildError("relevance", exc))
             return None
 
     async def _rank_entries(
-        self, thread_id: str, leaf_id: str | None, window: HistoryWindow, vector: list[float]
+        self,
+        thread_id: str,
+        leaf_id: str | None,
+        window: HistoryWindow,
+        vector: list[float],
+        analysis: QueryAnalysis,
+        errors: list[ContextBuildError],
     ) -> list[ContextBlock]:
+        """The history units scored for ``relevant``: the turns the retriever finds first (by
+        its rank), then the others by their cosine with the input."""
         entries = list(window.entries)
         scores: dict[str, float] = {}
         index = self.deps.message_index
         if index is not None:
             index.use(thread_id)
-            hits = await index.search(thread_id, vector, limit=RELEVANT_SEARCH_LIMIT)
+            hits = await index.search(thread_id, vector, limit=self.config.recall.search_limit)
             present = {e.id for e in entries}
             extra_ids = [h.source_id for h in hits if h.source_id not in present]
             for hit in hits:
@@ -395,35 +437,22 @@ class ContextBuilder:
             if extra_ids:
                 entries.extend(await self._older_on_branch(thread_id, leaf_id, window, extra_ids))
                 entries.sort(key=lambda e: e.seq)
-        known: dict[str, Any] = {}
-        need: dict[str, tuple[MemoryEntry, str]] = {}
-        for entry in entries:
-            if entry.id in scores:
-                continue
-            text = entry_text(entry)
-            if not text.strip():
-                continue
-            cached = self._vectors.get(entry.id)
-            if cached is not None and cached[0] == text:
-                known[entry.id] = cached[1]
-            else:
-                need[entry.id] = (entry, text)
-        if need and index is not None:
-            for eid, vec in (await index.vectors_of(list(need))).items():
-                known[eid] = self._remember(eid, need.pop(eid)[1], vec)
-        service = self.deps.embedding_service
-        if need and service is not None:
-            wanted = list(need.values())
-            vectors = await service.embed_batch([t for _, t in wanted])
-            for (entry, text), vec in zip(wanted, vectors, strict=True):
-                known[entry.id] = self._remember(entry.id, text, vec)
+        known = await self._embed_entries([e for e in entries if e.id not in scores], from_index=True)
         ids = list(known)
         for eid, score in zip(ids, cosines(vector, [known[i] for i in ids]), strict=True):
             scores[eid] = score
+        found = await self._recall.retriever.retrieve(
+            analysis.text, analysis=analysis, history=entries, cosines=scores, limit=max(1, len(entries))
+        )
+        errors.extend(ContextBuildError("relevance", exc) for exc in found.errors)
+        top = found.hits[0].score if found.hits else 1.0
+        ranked = {h.id: 1.0 + h.score / top for h in found.hits if h.kind == "turn"}
         blocks: list[ContextBlock] = []
         for unit in group_units(entries):
             tokens = sum(self._tokens.tokens(e) for e in unit)
-            unit_scores = [scores[e.id] for e in unit if e.id in scores]
+            unit_scores = [
+                ranked[e.id] if e.id in ranked else 0.5 * scores[e.id] for e in unit if e.id in scores or e.id in ranked
+            ]
             blocks.append(
                 ContextBlock(
                     "recent",
@@ -435,6 +464,82 @@ class ContextBuilder:
                 )
             )
         return blocks
+
+    async def _embed_entries(self, entries: Sequence[MemoryEntry], *, from_index: bool = False) -> dict[str, Any]:
+        """The vectors of ``entries`` with a text: from the builder's cache, from the message
+        index (``from_index``), else embedded now in one batch; entries without text are left out."""
+        known: dict[str, Any] = {}
+        need: dict[str, tuple[MemoryEntry, str]] = {}
+        for entry in entries:
+            text = entry_text(entry)
+            if not text.strip():
+                continue
+            cached = self._vectors.get(entry.id)
+            if cached is not None and cached[0] == text:
+                known[entry.id] = cached[1]
+            else:
+                need[entry.id] = (entry, text)
+        index = self.deps.message_index
+        if need and from_index and index is not None:
+            for eid, vec in (await index.vectors_of(list(need))).items():
+                known[eid] = self._remember(eid, need.pop(eid)[1], vec)
+        service = self.deps.embedding_service
+        if need and service is not None:
+            wanted = list(need.values())
+            vectors = await service.embed_batch([t for _, t in wanted])
+            for (entry, text), vec in zip(wanted, vectors, strict=True):
+                known[entry.id] = self._remember(entry.id, text, vec)
+        return known
+
+    # ----- hybrid recall -----------------------------------------------------------------------
+
+    async def _load_items(
+        self,
+        thread_id: str,
+        agent_id: str | None,
+        user_id: str | None,
+        as_of: datetime,
+        loaded: _Loaded,
+        errors: list[ContextBuildError],
+    ) -> None:
+        try:
+            agent, user = await self._thread_scope(thread_id, agent_id, user_id)
+            loaded.items = await self._recall.read_items(agent, user, thread_id, as_of)
+        except Exception as exc:
+            errors.append(ContextBuildError("relevance", exc))
+
+    async def _recall_blocks(
+        self,
+        thread_id: str,
+        leaf_id: str | None,
+        window: HistoryWindow,
+        analysis: QueryAnalysis,
+        loaded: _Loaded,
+        room: int,
+        required: dict[ContextPartition, list[ContextBlock]],
+        errors: list[ContextBuildError],
+        zone: ZoneInfo,
+        as_of: datetime,
+    ) -> list[ContextBlock]:
+        """The recall partition's blocks of a hybrid build, best first (see ``context/hybrid.py``)."""
+        try:
+            shares = self.assembler.shares()
+            taken = sum(b.tokens for b in required.get("summaries", ()))
+            if window.summary is not None:
+                taken += self._tokens.text_tokens(summary_message(window.summary).text)
+            left = 1.0 - shares.get("recall", 0.0) - (shares.get("facts", 0.0) if loaded.facts else 0.0)
+            history_room = max(0, int((room - taken) * max(0.0, left)))
+            history = [ContextBlock("recent", "", self._tokens.tokens(e), e.id, e) for e in window.entries]
+            cut = estimated_cut(window, history_room, self._tokens, history)
+            turns = await self._recall.older_turns(thread_id, leaf_id, window, cut)
+            turn_cos, item_cos = await gather_vectors(
+                self._recall, thread_id, turns, loaded.items, loaded.vector, self._embed_entries, errors
+            )
+            hits = await self._recall.search(analysis, turns, turn_cos, loaded.items, item_cos, errors)
+            return self._recall.blocks(hits, turns, zone, as_of)
+        except Exception as exc:
+            errors.append(ContextBuildError("relevance", exc))
+            return []
 
     def _remember(self, entry_id: str, text: str, vector: Sequence[float]) -> Any:
         """Cache an entry's vector (as a numpy array when numpy is there) and return it."""
@@ -551,6 +656,7 @@ class ContextBuilder:
         facts: list[Any],
         hits: list[Any],
         candidates: list[ContextBlock] | None,
+        recalled: list[ContextBlock],
     ) -> None:
         if window.summary is not None:
             text = summary_message(window.summary).text
@@ -571,12 +677,20 @@ class ContextBuilder:
                 for f in facts
             ]
             overhead["facts"] = overhead.get("facts", 0) + self._tokens.text_tokens(FACTS_HEADING) + 1
-        if hits:
+        if recalled or hits:
             blocks["recall"] = [
-                ContextBlock("recall", h.content, self._tokens.text_tokens(h.content) + 2, h.id, h, float(h.score))
-                for h in hits
+                *recalled,
+                *(
+                    ContextBlock("recall", h.content, self._tokens.text_tokens(h.content) + 2, h.id, h, float(h.score))
+                    for h in hits
+                ),
             ]
-            overhead["recall"] = overhead.get("recall", 0) + self._tokens.text_tokens(SEMANTIC_HEADING) + 1
+            heads = [SEMANTIC_HEADING] if hits else []
+            if any(isinstance(b.item, RecalledTurns) for b in recalled):
+                heads.append(TURNS_HEADING)
+            if any(isinstance(b.item, MemoryItem) for b in recalled):
+                heads.append(ITEMS_HEADING)
+            overhead["recall"] = overhead.get("recall", 0) + sum(self._tokens.text_tokens(h) + 2 for h in heads)
         framing = self._tokens.text_tokens(OPEN_TAG) + self._tokens.text_tokens(CLOSE_TAG) + MESSAGE_OVERHEAD + 1
         if "brief" in blocks:
             overhead["brief"] = overhead.get("brief", 0) + framing
@@ -608,6 +722,7 @@ class ContextBuilder:
         strategy: str,
         errors: list[ContextBuildError],
         warnings: list[str],
+        zone: ZoneInfo,
     ) -> BuiltContext:
         kept = assembly.kept
         messages: list[Message] = []
@@ -635,9 +750,19 @@ class ContextBuilder:
         facts = [b.item for b in kept.get("facts", ())]
         if facts:
             sections.append(FACTS_HEADING + "\n" + "\n".join(f"- {b.text}" for b in kept["facts"]))
-        semantic = [b.item for b in kept.get("recall", ())]
+        kept_recall = kept.get("recall", ())
+        semantic_blocks = [b for b in kept_recall if not isinstance(b.item, RecalledTurns | MemoryItem)]
+        semantic = [b.item for b in semantic_blocks]
         if semantic:
-            sections.append(SEMANTIC_HEADING + "\n" + "\n".join(f"- {b.text}" for b in kept["recall"]))
+            sections.append(SEMANTIC_HEADING + "\n" + "\n".join(f"- {b.text}" for b in semantic_blocks))
+        turn_blocks = [b for b in kept_recall if isinstance(b.item, RecalledTurns)]
+        if turn_blocks:
+            sections.append(TURNS_HEADING + "\n" + "\n\n".join(b.text for b in turn_blocks))
+        item_blocks = [b for b in kept_recall if isinstance(b.item, MemoryItem)]
+        if item_blocks:
+            sections.append(ITEMS_HEADING + "\n" + "\n".join(f"- {b.text}" for b in item_blocks))
+        recalled_entries = [e for b in turn_blocks for e in b.item.hits]
+        recalled_ids = {e.id for e in recalled_entries}
         memory_context = format_turn_context(sections) or None
         if memory_context:
             messages.append(Message(role="user", content=memory_context))
@@ -650,12 +775,12 @@ class ContextBuilder:
             dropped.token_count += block.tokens
             if block.partition == "recent":
                 for entry in block.item if isinstance(block.item, list) else [block.item]:
-                    if entry.id not in sent:
+                    if entry.id not in sent and entry.id not in recalled_ids:
                         lost[entry.id] = entry
                         history_cut = True
             elif block.partition == "facts":
                 dropped.facts.append(block.item)
-            elif block.partition == "recall":
+            elif block.partition == "recall" and not isinstance(block.item, RecalledTurns | MemoryItem):
                 dropped.semantic_results.append(block.item)
         dropped._hold(sorted(lost.values(), key=lambda e: e.seq), shared=window.shared)
         partitions = {p: t for p, t in assembly.tokens.items() if t > 0}
@@ -679,8 +804,18 @@ class ContextBuilder:
             ),
             strategy=strategy,
         )
+        if strategy == "hybrid":
+            built.recalled = {
+                "entries": [copy_entry(e) for e in recalled_entries],
+                "items": [b.item.model_copy(deep=True) for b in item_blocks],
+            }
         built._hold(included, shared=window.shared)
         return built
+
+
+async def _given(value: _T) -> _T:
+    """``value``, awaited (a part of a build that has nothing to do)."""
+    return value
 
 
 def mark_turn_ends(history: list[Message]) -> None:

@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import InvalidArgumentError
+from ..recall.settings import RetrieverSettings, check_settings
 from ..threads import tree
 
 ContextStrategy: TypeAlias = Literal["recent", "relevant", "hybrid"]
@@ -101,13 +102,52 @@ def merge_partitions(
     return merged
 
 
+class RecallSettings(RetrieverSettings):
+    """The search settings of the ``relevant`` and ``hybrid`` strategies: every field of
+    :class:`~cogitator_memory.recall.RetrieverSettings`, and what the builder reads for it.
+
+    - ``window``: without a message index, the newest entries scored (``relevant``: of the
+      history; ``hybrid``: of the turns older than the history it keeps).
+    - ``search_limit``: how many hits a search of the message index asks for.
+    - ``neighbour_tokens``: a recalled turn comes with the turn next to it that makes it
+      readable (the reply to a question, the question of a reply), cut to about this many tokens.
+    - ``hybrid_limit``: the most hits ``hybrid`` recalls in one build.
+    """
+
+    window: int = Field(default=200, ge=1, le=100_000)
+    search_limit: int = Field(default=100, ge=1, le=10_000)
+    neighbour_tokens: int = Field(default=80, ge=0, le=100_000)
+    hybrid_limit: int = Field(default=40, ge=1, le=10_000)
+
+
+def check_recall(value: object, name: str = "config.recall") -> RecallSettings:
+    """:class:`RecallSettings` from one, a dict of its fields or ``None`` (the defaults)."""
+    if value is None:
+        return RecallSettings()
+    if isinstance(value, RecallSettings):
+        return value
+    if isinstance(value, RetrieverSettings):
+        return RecallSettings.model_validate(value.model_dump())
+    if isinstance(value, Mapping):
+        known = set(RetrieverSettings.model_fields)
+        base = check_settings({k: v for k, v in value.items() if k in known}, name)
+        extra = {k: v for k, v in value.items() if k not in known}
+        try:
+            return RecallSettings.model_validate({**base.model_dump(), **extra})
+        except ValidationError as exc:
+            raise tree.validation_error(name, exc) from None
+    raise InvalidArgumentError(name, f"must be RecallSettings or a dict, got {type(value).__name__}")
+
+
 class ContextBuilderConfig(BaseModel):
     """How a :class:`~cogitator_memory.context.ContextBuilder` builds.
 
     ``max_tokens`` is the total budget (without it, ``build()`` takes one); ``reserve_tokens``
     the tokens kept free for the reply (default 10% of the budget, at least 100). ``partitions``
     is merged over the defaults (see :data:`~cogitator_memory.context.DEFAULT_PARTITIONS`).
-    ``time_zone`` is an IANA zone (``"Europe/Lisbon"``), default UTC.
+    ``time_zone`` is an IANA zone (``"Europe/Lisbon"``), default UTC: recalled turns are dated
+    in it and the time a turn names is read in it. ``recall`` holds the search settings of
+    ``relevant`` and ``hybrid`` (:class:`RecallSettings`, or a dict of its fields).
     """
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
@@ -122,6 +162,7 @@ class ContextBuilderConfig(BaseModel):
     graph_context_options: dict[str, Any] = Field(default_factory=dict)
     partitions: dict[str, Any] | None = None
     time_zone: str = "UTC"
+    recall: RecallSettings = Field(default_factory=RecallSettings)
 
 
 def check_config(value: object) -> ContextBuilderConfig:
@@ -143,6 +184,8 @@ def check_config(value: object) -> ContextBuilderConfig:
         check_reserve("config.reserve_tokens", raw["reserve_tokens"])
     if "time_zone" in raw:
         check_time_zone("config.time_zone", raw["time_zone"])
+    if "recall" in raw:
+        raw["recall"] = check_recall(raw["recall"])
     try:
         config = ContextBuilderConfig.model_validate(raw)
     except ValidationError as exc:
@@ -236,9 +279,11 @@ __all__ = [
     "ContextPartition",
     "ContextPartitionBudget",
     "ContextStrategy",
+    "RecallSettings",
     "check_as_of",
     "check_budget",
     "check_config",
+    "check_recall",
     "check_reserve",
     "check_share",
     "check_strategy",

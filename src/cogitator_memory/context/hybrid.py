@@ -1,0 +1,459 @@
+"""The recall of the ``hybrid`` strategy: older turns and memory items searched for the turn.
+
+The history keeps the newest messages, as ``recent`` does; the turns older than what it keeps
+and the memory items the run sees are searched with a
+:class:`~cogitator_memory.recall.MemoryRetriever`, and what is found goes into the ``recall``
+partition, best first: turns under ``Earlier in this conversation:`` (each dated, with the turn
+next to it that makes it readable), items under ``From memory:`` (each with the time it held
+when it no longer holds).
+
+Which turns are searched: without a message index, the newest ``recall.window`` (200) turns
+older than the history kept; with one, every turn of the branch (read once per thread and kept
+up to date from the newest entries each build reads), the vector channel fed by a search of the
+index. Without an embedding service, or when embedding fails (an API answering 429, a vector
+size mismatch), the search runs without vectors and the failure is a ``relevance`` error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
+
+from ..items.base import is_memory_item_adapter
+from ..items.records import MemoryItem
+from ..recall.item_search import item_text
+from ..recall.query import QueryAnalysis
+from ..recall.retriever import MemoryRetriever, RecallHit
+from ..result import unwrap
+from ..threads.base import BaseMemoryAdapter
+from ..threads.records import CONVERSATION_ENTRY_TYPES, MemoryEntry
+from ..tokens import count_tokens, truncate_to_tokens
+from .assembler import Assembly, ContextAssembler, Fitter
+from .config import ContextPartition, RecallSettings
+from .history import HistoryWindow, TokenCache
+from .message_index import entry_text
+from .records import ContextBlock, ContextBuildError
+from .strategies import as_array, cosines, fit_recent
+
+if TYPE_CHECKING:
+    from .sources import ContextBuilderDeps
+
+#: The headings of the two sections recall fills.
+TURNS_HEADING = "Earlier in this conversation:"
+ITEMS_HEADING = "From memory:"
+#: Turns of the branch kept per builder for recall with a message index (least lately used
+#: threads are dropped past it).
+MAX_KEPT_TURNS = 200_000
+
+
+@dataclass(slots=True)
+class RecalledTurns:
+    """What a recall block of turns holds: the ``hits`` recalled (sent whole) and the
+    ``entries`` shown, in conversation order (a neighbour cut short among them)."""
+
+    hits: list[MemoryEntry]
+    entries: list[MemoryEntry]
+
+
+@dataclass(slots=True)
+class RecallPlan:
+    """What hybrid recall found for one build: the ``blocks`` of the recall partition, best
+    first, and what it searched."""
+
+    blocks: list[ContextBlock] = field(default_factory=list)
+    searched: int = 0
+
+
+@dataclass(slots=True)
+class _Branch:
+    entries: list[MemoryEntry] = field(default_factory=list)
+    pos: dict[str, int] = field(default_factory=dict)
+
+
+def item_holds(item: MemoryItem, at: datetime) -> bool:
+    """Whether the item's state still holds at ``at`` (not closed by a later one, not ended)."""
+    end = item.valid_to or item.ends_at
+    return item.start <= at and (end is None or end > at)
+
+
+def _date(moment: datetime, zone: ZoneInfo) -> str:
+    local = moment.astimezone(zone)
+    return local.strftime("%a %d %b %Y %H:%M")
+
+
+def _day(moment: datetime, zone: ZoneInfo) -> str:
+    return moment.astimezone(zone).strftime("%d %b %Y")
+
+
+def item_line(item: MemoryItem, as_of: datetime, zone: ZoneInfo) -> str:
+    """How an item is sent under ``From memory:``: its subject, attribute and value, and the
+    time it held when it no longer holds at ``as_of``."""
+    head = f"{item.subject} ({item.attribute})" if item.attribute else item.subject
+    line = f"{head}: {item.value}"
+    if not item_holds(item, as_of):
+        end = item.valid_to or item.ends_at
+        if end is not None and end <= as_of:
+            line += f" [held {_day(item.start, zone)} to {_day(end, zone)}; no longer holds]"
+        elif item.start > as_of:
+            line += f" [from {_day(item.start, zone)}]"
+    return line
+
+
+def turns_text(hits: Sequence[MemoryEntry], entries: Sequence[MemoryEntry], zone: ZoneInfo, cut: int) -> str:
+    """The text of a recall block of turns: each line dated, a neighbour cut to ``cut`` tokens."""
+    lines: list[str] = []
+    wanted = {e.id for e in hits}
+    for entry in entries:
+        message = entry.message
+        text = message.text if message is not None else ""
+        role = message.role if message is not None else entry.type
+        if entry.id not in wanted:
+            short = truncate_to_tokens(text, cut, ellipsis=" ...") if cut > 0 else ""
+            if not short.strip():
+                continue
+            text = short
+        lines.append(f"[{_date(entry.created_at, zone)}] {role}: {text}")
+    return "\n".join(lines)
+
+
+class HybridRecall:
+    """The recall of one :class:`~cogitator_memory.context.ContextBuilder` (see the module docs).
+
+    Keeps, per thread, the branch's turns for recall with a message index, and the vectors of
+    the items it embedded (each item once, by id and text).
+    """
+
+    def __init__(self, deps: ContextBuilderDeps, settings: RecallSettings, tokens: TokenCache) -> None:
+        self.deps = deps
+        self.settings = settings
+        self.tokens = tokens
+        self.retriever = MemoryRetriever(settings, reranker=deps.reranker)
+        self._branches: OrderedDict[str, _Branch] = OrderedDict()
+        self._item_vectors: OrderedDict[str, tuple[str, Any]] = OrderedDict()
+
+    # ----- the turns searched --------------------------------------------------------------------
+
+    async def older_turns(
+        self, thread_id: str, leaf_id: str | None, window: HistoryWindow, keep_from: int
+    ) -> list[MemoryEntry]:
+        """The turns older than ``window.entries[keep_from]``, oldest first: the newest
+        ``settings.window`` of them without a message index, all of the branch with one."""
+        entries = window.entries
+        older_read = list(entries[:keep_from])
+        if self.deps.message_index is not None:
+            branch = await self._branch(thread_id, leaf_id, window)
+            if entries and keep_from < len(entries):
+                at = branch.pos.get(entries[keep_from].id)
+                if at is not None:
+                    return branch.entries[:at]
+            return branch.entries[: len(branch.entries) - (len(entries) - keep_from)]
+        want = self.settings.window
+        if len(older_read) >= want or not entries:
+            return older_read[-want:]
+        memory = self.deps.memory_adapter
+        first = entries[0].id
+        where: dict[str, Any] = {
+            "thread_id": thread_id,
+            "before": first,
+            "limit": want - len(older_read),
+            "types": CONVERSATION_ENTRY_TYPES,
+            "include_tool_calls": True,
+        }
+        if isinstance(memory, BaseMemoryAdapter):
+            found = await memory.get_path(**where, copy=False)
+        else:
+            found = await memory.get_path(**where)
+        return [*unwrap(found), *older_read]
+
+    async def _branch(self, thread_id: str, leaf_id: str | None, window: HistoryWindow) -> _Branch:
+        """Every turn of the branch, oldest first, kept up to date from the newest entries read."""
+        cached = self._branches.get(thread_id)
+        newest = window.entries
+        if cached is not None and newest:
+            for j in range(len(newest) - 1, -1, -1):
+                at = cached.pos.get(newest[j].id)
+                if at is None:
+                    continue
+                if at != len(cached.entries) - 1:
+                    cached.entries = cached.entries[: at + 1]
+                    cached.pos = {e.id: i for i, e in enumerate(cached.entries)}
+                for entry in newest[j + 1 :]:
+                    cached.pos[entry.id] = len(cached.entries)
+                    cached.entries.append(entry)
+                self._branches.move_to_end(thread_id)
+                return cached
+        memory = self.deps.memory_adapter
+        where: dict[str, Any] = {
+            "thread_id": thread_id,
+            "leaf_id": leaf_id,
+            "types": CONVERSATION_ENTRY_TYPES,
+            "include_tool_calls": True,
+        }
+        if isinstance(memory, BaseMemoryAdapter):
+            path = unwrap(await memory.get_path(**where, copy=False))
+        else:
+            path = unwrap(await memory.get_path(**where))
+        branch = _Branch(list(path), {e.id: i for i, e in enumerate(path)})
+        self._branches[thread_id] = branch
+        self._branches.move_to_end(thread_id)
+        while len(self._branches) > 1 and sum(len(b.entries) for b in self._branches.values()) > MAX_KEPT_TURNS:
+            self._branches.popitem(last=False)
+        return branch
+
+    def forget(self, thread_id: str) -> None:
+        """Drop what is kept of a thread (read again at its next build)."""
+        self._branches.pop(thread_id, None)
+
+    # ----- vectors -------------------------------------------------------------------------------
+
+    async def turn_cosines(
+        self,
+        thread_id: str,
+        turns: Sequence[MemoryEntry],
+        vector: Sequence[float],
+        embed_turns: Any,
+    ) -> dict[str, float]:
+        """Cosines of the turns with the input: from a search of the message index when there is
+        one, else by embedding the turns (``embed_turns``, cached per entry by the builder)."""
+        index = self.deps.message_index
+        if index is None:
+            known: dict[str, Any] = await embed_turns(turns)
+            ids = list(known)
+            return dict(zip(ids, cosines(vector, [known[i] for i in ids]), strict=True))
+        index.use(thread_id)
+        hits = await index.search(thread_id, vector, limit=self.settings.search_limit)
+        return {h.source_id: float(h.score) for h in hits}
+
+    async def item_cosines(self, items: Sequence[MemoryItem], vector: Sequence[float]) -> dict[str, float]:
+        """Cosines of the items with the input, each item embedded once (by id and text)."""
+        service = self.deps.embedding_service
+        if service is None or not items:
+            return {}
+        known: dict[str, Any] = {}
+        need: list[tuple[MemoryItem, str]] = []
+        for item in items:
+            text = item_text(item)
+            cached = self._item_vectors.get(item.id)
+            if cached is not None and cached[0] == text:
+                known[item.id] = cached[1]
+            else:
+                need.append((item, text))
+        if need:
+            vectors = await service.embed_batch([t for _, t in need])
+            for (item, text), vec in zip(need, vectors, strict=True):
+                value = as_array(vec)
+                self._item_vectors[item.id] = (text, value)
+                known[item.id] = value
+            while len(self._item_vectors) > 50_000:
+                self._item_vectors.popitem(last=False)
+        ids = list(known)
+        return dict(zip(ids, cosines(vector, [known[i] for i in ids]), strict=True))
+
+    # ----- items ---------------------------------------------------------------------------------
+
+    async def read_items(self, agent_id: str | None, user_id: str | None, thread_id: str, as_of: datetime) -> Any:
+        """The active and superseded items the run sees (its agent, user and thread), as known
+        at ``as_of``; ``None`` when the builder has no item store or no agent."""
+        source = self.deps.memory_items
+        if source is None or agent_id is None:
+            return None
+        adapter = source if is_memory_item_adapter(source) else getattr(source, "adapter", None)
+        if adapter is None or not is_memory_item_adapter(adapter):
+            raise TypeError("deps.memory_items must be a MemoryItems service or a MemoryItemAdapter")
+        scope: dict[str, Any] = {"agent_id": agent_id, "thread_id": thread_id}
+        if user_id is not None:
+            scope["user_id"] = user_id
+        found: list[MemoryItem] = unwrap(
+            await adapter.query_items({"visible_to": scope, "statuses": ["active", "superseded"], "known_at": as_of})
+        )
+        return found
+
+    # ----- the search and its blocks -------------------------------------------------------------
+
+    async def search(
+        self,
+        analysis: QueryAnalysis,
+        turns: Sequence[MemoryEntry],
+        turn_cos: dict[str, float] | None,
+        items: Sequence[MemoryItem] | None,
+        item_cos: dict[str, float] | None,
+        errors: list[ContextBuildError],
+    ) -> list[RecallHit]:
+        """The hits of the retriever (its failures are ``relevance`` errors)."""
+        found = await self.retriever.retrieve(
+            analysis.text,
+            analysis=analysis,
+            history=turns,
+            cosines=turn_cos,
+            items=items,
+            item_cosines=item_cos,
+            limit=self.settings.hybrid_limit,
+        )
+        errors.extend(ContextBuildError("relevance", exc) for exc in found.errors)
+        return found.hits
+
+    def blocks(
+        self,
+        hits: Sequence[RecallHit],
+        turns: Sequence[MemoryEntry],
+        zone: ZoneInfo,
+        as_of: datetime,
+    ) -> list[ContextBlock]:
+        """The recall blocks of ``hits``, best first: a turn with the turn next to it that makes
+        it readable (a hit among its neighbours is sent whole, in the same block), an item alone."""
+        pos = {e.id: i for i, e in enumerate(turns)}
+        hit_ids = {h.id for h in hits if h.kind == "turn"}
+        used: set[str] = set()
+        out: list[ContextBlock] = []
+        cut = self.settings.neighbour_tokens
+        for hit in hits:
+            if hit.kind == "item":
+                assert hit.item is not None
+                text = item_line(hit.item, as_of, zone)
+                out.append(ContextBlock("recall", text, count_tokens(text) + 2, hit.id, hit.item, hit.score))
+                continue
+            if hit.id in used or hit.entry is None:
+                continue
+            at = pos.get(hit.id)
+            group = [hit.entry]
+            if at is not None:
+                role = hit.entry.message.role if hit.entry.message is not None else ""
+                step = 1 if role == "user" else -1
+                near = at + step
+                if 0 <= near < len(turns) and turns[near].id not in used:
+                    group.append(turns[near])
+            group.sort(key=lambda e: pos.get(e.id, 0))
+            sent = [e for e in group if e.id in hit_ids and e.id not in used]
+            used.update(e.id for e in sent)
+            text = turns_text(sent, group, zone, cut)
+            out.append(
+                ContextBlock("recall", text, count_tokens(text) + 2, hit.id, RecalledTurns(sent, group), hit.score)
+            )
+        return out
+
+
+async def gather_vectors(
+    recall: HybridRecall,
+    thread_id: str,
+    turns: Sequence[MemoryEntry],
+    items: Sequence[MemoryItem] | None,
+    vector: Sequence[float] | None,
+    embed_turns: Any,
+    errors: list[ContextBuildError],
+) -> tuple[dict[str, float] | None, dict[str, float] | None]:
+    """The turn and item cosines of the input, ``None`` for a part that failed (a ``relevance``
+    error: the search runs without those vectors)."""
+    if vector is None:
+        return None, None
+
+    async def turn_part() -> dict[str, float] | None:
+        try:
+            return await recall.turn_cosines(thread_id, turns, vector, embed_turns)
+        except Exception as exc:
+            errors.append(ContextBuildError("relevance", exc))
+            return None
+
+    async def item_part() -> dict[str, float] | None:
+        if not items:
+            return None
+        try:
+            return await recall.item_cosines(items, vector)
+        except Exception as exc:
+            errors.append(ContextBuildError("relevance", exc))
+            return None
+
+    turn_cos, item_cos = await asyncio.gather(turn_part(), item_part())
+    return turn_cos, item_cos
+
+
+def _entries_of(block: ContextBlock) -> list[MemoryEntry]:
+    item = block.item
+    if isinstance(item, list):
+        return item
+    return [item] if isinstance(item, MemoryEntry) else []
+
+
+async def stale_blocks(memory: Any, assembly: Assembly) -> set[int]:
+    """The kept recall blocks (by ``id()``) holding a turn the store changed or deleted since
+    it was read."""
+    kept = [b for b in assembly.kept.get("recall", ()) if isinstance(b.item, RecalledTurns)]
+    entries = {e.id: e for b in kept for e in b.item.entries}
+    if not entries:
+        return set()
+    found = await asyncio.gather(*(memory.get_entry(i) for i in entries))
+    changed: set[str] = set()
+    for (eid, old), result in zip(entries.items(), found, strict=True):
+        fresh = result.data if result.success else None
+        if fresh is None or entry_text(fresh) != entry_text(old):
+            changed.add(eid)
+    return {id(b) for b in kept if any(e.id in changed for e in b.item.entries)}
+
+
+async def settle_recall(
+    recall: HybridRecall,
+    thread_id: str,
+    assembler: ContextAssembler,
+    budget: int,
+    blocks: dict[ContextPartition, list[ContextBlock]],
+    overhead: dict[ContextPartition, int],
+    fitter: Fitter,
+    assembly: Assembly,
+) -> Assembly:
+    """Assemble again until recall repeats nothing the history or the facts kept and, when the
+    turns came from what the builder keeps between builds, what it sends is what the store holds
+    now (a turn may have been redacted or deleted since)."""
+    checked = recall.deps.message_index is None
+    for _ in range(4):
+        in_history = {e.id for b in assembly.kept.get("recent", ()) for e in _entries_of(b)}
+        in_facts = {b.source_id for b in assembly.kept.get("facts", ()) if b.source_id}
+        repeat: set[int] = set()
+        for b in assembly.kept.get("recall", ()):
+            item = b.item
+            if (isinstance(item, RecalledTurns) and any(e.id in in_history for e in item.entries)) or (
+                isinstance(item, MemoryItem) and item.id in in_facts
+            ):
+                repeat.add(id(b))
+        if not repeat and not checked:
+            checked = True
+            repeat = await stale_blocks(recall.deps.memory_adapter, assembly)
+            if repeat:
+                recall.forget(thread_id)
+        if not repeat:
+            return assembly
+        blocks["recall"] = [b for b in blocks.get("recall", ()) if id(b) not in repeat]
+        assembly = assembler.assemble(budget, blocks, fitters={"recent": fitter}, overhead=overhead)
+    return assembly
+
+
+def estimated_cut(window: HistoryWindow, room: int, counter: TokenCache, blocks: Sequence[ContextBlock]) -> int:
+    """The index in ``window.entries`` of the oldest entry the history keeps in ``room`` tokens
+    (``len(entries)`` when it keeps none)."""
+    fit = fit_recent(blocks, room, complete=window.complete, counter=counter)
+    if not fit.kept:
+        return len(window.entries)
+    first = fit.kept[0].source_id
+    for i, entry in enumerate(window.entries):
+        if entry.id == first:
+            return i
+    return len(window.entries)
+
+
+__all__ = [
+    "ITEMS_HEADING",
+    "TURNS_HEADING",
+    "HybridRecall",
+    "RecallPlan",
+    "RecalledTurns",
+    "estimated_cut",
+    "gather_vectors",
+    "item_holds",
+    "item_line",
+    "settle_recall",
+    "stale_blocks",
+    "turns_text",
+]
