@@ -21,8 +21,9 @@ import pytest
 from cogitator_memory import EntryRedaction, MemoryEntry, SQLiteAdapter, Thread, ToolCall, frozen_clock, unwrap
 from cogitator_memory.cli import build_parser, main
 from cogitator_memory.cli.commands import parse_meta
-from cogitator_memory.cli.formats import CliError, openai_messages_to_entries
+from cogitator_memory.cli.formats import CliError
 from cogitator_memory.cli.render import ASCII, UNICODE, short_ids
+from cogitator_memory.context import from_openai_messages
 
 T = TypeVar("T")
 PREFIX = "cogitator-memory: error: "
@@ -390,13 +391,16 @@ def test_import_refuses_another_agents_thread_and_writes_nothing(
 @pytest.mark.parametrize(
     ("messages", "needle"),
     [
-        ([{"role": "bot", "content": "x"}], "message 1: 'role'"),
-        ([{"role": "user", "content": "x"}, {"role": "tool", "content": "x"}], "message 2: a tool message needs"),
-        ([{"role": "user", "content": [{"type": "input_audio"}]}], "content part 1 has type 'input_audio'"),
-        ([{"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "f"}}]}], "needs an 'id'"),
-        ([{"role": "assistant", "function_call": {"name": "f"}}], "legacy 'function_call'"),
+        ([{"role": "bot", "content": "x"}], "bad.json: messages[0].role: must be one of"),
+        (
+            [{"role": "user", "content": "x"}, {"role": "tool", "content": "x"}],
+            "messages[1].tool_call_id: a tool message",
+        ),
+        ([{"role": "user", "content": [{"type": "input_audio"}]}], "messages[0].content[0]: has type 'input_audio'"),
+        ([{"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "f"}}]}], "needs an id"),
+        ([{"role": "assistant", "function_call": {"name": "f"}}], "legacy function_call"),
         ([], "holds no messages"),
-        (["hello"], "message 1 must be a JSON object"),
+        (["hello"], "messages[0]: must be an object"),
         ({"threads": []}, "expected a list of messages"),
     ],
 )
@@ -411,8 +415,7 @@ def test_import_names_the_bad_message_and_writes_nothing(
 
 
 def test_openai_arguments_that_are_not_an_object_are_kept_as_text() -> None:
-    entries = openai_messages_to_entries(
-        "x",
+    entries = from_openai_messages(
         [
             {
                 "role": "assistant",
@@ -423,6 +426,7 @@ def test_openai_arguments_that_are_not_an_object_are_kept_as_text() -> None:
                 ],
             }
         ],
+        thread_id="t",
     )
     assert entries[0].message is not None
     assert entries[0].message.tool_calls == [

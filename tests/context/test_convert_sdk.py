@@ -294,3 +294,20 @@ def test_anthropic_converter_names_what_it_cannot_keep(messages: Any, argument: 
 def test_anthropic_system_blocks_must_be_text() -> None:
     with pytest.raises(InvalidArgumentError, match=r"system\[0\]"):
         from_anthropic_messages([], thread_id="t", system=[{"type": "image"}])
+
+
+def test_the_convert_page_example_runs(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    import re
+    import runpy
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "convert.md").read_text("utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", page, re.S)
+    assert blocks
+    for number, block in enumerate(blocks):
+        script = tmp_path / f"example_{number}.py"
+        script.write_text(block, "utf-8")
+        runpy.run_path(str(script), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "('tool_result', 'tool')" in out and "weather {'city': 'Paris'}" in out
+    assert "Answer briefly. ['user', 'assistant', 'user', 'assistant']" in out

@@ -9,29 +9,29 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import json
 import os
 import shlex
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager, suppress
+import tempfile
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 from .. import __version__
-from ..clock import frozen_clock
-from ..engines.sqlite.threads import DEFAULT_PATH, SQLiteAdapter
-from ..result import MemoryResult
-from ..threads import tree
-from ..threads.records import MemoryEntry, NewMemoryEntry, Thread
+from ..engines.sqlite.threads import DEFAULT_PATH
+from ..ids import thread_id as new_thread_id
+from ..threads.records import NewMemoryEntry
 from . import render
 from .demo import DEMO_FORK, DEMO_THREAD, write_demo
-from .formats import CliError, ExportedThread, entry_json, export_document, openai_messages_to_entries, read_import_file
+from .formats import CliError, ImportFile, entry_json, export_chunks, messages_to_entries, read_import_file
+from .importing import ImportResult, import_export, import_messages
+from .progress import Progress
+from .store import DB_ENV, DEFAULT_AGENT, PROG, all_entries, need, open_store, require_thread
 
-PROG = "cogitator-memory"
-DB_ENV = "COGITATOR_MEMORY_DB"
 DEBUG_ENV = "COGITATOR_MEMORY_DEBUG"
-DEFAULT_AGENT = "cli"
 
 T = TypeVar("T")
 
@@ -62,50 +62,6 @@ def command_hint(args: argparse.Namespace, *words: str) -> str:
     return shlex.join(parts)
 
 
-@asynccontextmanager
-async def open_store(path: str, *, create: bool) -> AsyncIterator[SQLiteAdapter]:
-    """The connected SQLite store at ``path``; with ``create=False`` a missing file is an error."""
-    target = path
-    if not (path == ":memory:" or path.startswith("file:")):
-        file = Path(path).expanduser()
-        target = str(file)
-        if file.is_dir():
-            raise CliError(f"{path} is a folder, not a database file (pass --db PATH)")
-        if not create and not file.exists():
-            raise CliError(
-                f"no database at {path}: create one with '{PROG} demo' or '{PROG} import FILE', "
-                f"or point to one with --db PATH or ${DB_ENV}"
-            )
-    store = SQLiteAdapter(path=target)
-    opened = await store.connect()
-    if not opened.success:
-        raise CliError(opened.error or f"cannot open {path}")
-    try:
-        yield store
-    finally:
-        await store.disconnect()
-
-
-def need(result: MemoryResult[T]) -> T:
-    """The data of a successful result; a failed one becomes a :class:`CliError` with its message."""
-    if not result.success:
-        raise CliError(result.error or "the store failed")
-    return result.data  # type: ignore[return-value]
-
-
-async def require_thread(store: SQLiteAdapter, thread_id: str, path: str) -> Thread:
-    """The thread, or an error naming the file and how to list what is there."""
-    thread = need(await store.get_thread(thread_id))
-    if thread is None:
-        raise CliError(f"thread not found: {thread_id} (in {path}; list the threads with '{PROG} threads')")
-    return thread
-
-
-async def all_entries(store: SQLiteAdapter, thread_id: str) -> list[MemoryEntry]:
-    """Every entry of every branch, events and tool data included, in ``seq`` order."""
-    return need(await store.get_entries(thread_id=thread_id, types="all", include_tool_calls=True))
-
-
 def parse_meta(items: Sequence[str] | None) -> dict[str, Any]:
     """``KEY=VALUE`` pairs as a dict; VALUE is JSON when it parses (no NaN), else a string."""
     wanted: dict[str, Any] = {}
@@ -126,9 +82,10 @@ def _no_constant(name: str) -> NoReturn:
 
 
 def json_text(data: Any) -> str:
-    """``data`` as indented JSON, non-ASCII escaped when stdout cannot encode it."""
+    """``data`` as indented JSON for the terminal: non-ASCII escaped when stdout cannot encode it,
+    the characters a terminal acts on escaped always (the same JSON value)."""
     plain = render.glyphs_for(sys.stdout) is render.ASCII
-    return json.dumps(data, indent=2, ensure_ascii=plain) + "\n"
+    return render.json_terminal_safe(json.dumps(data, indent=2, ensure_ascii=plain)) + "\n"
 
 
 def print_json(data: Any) -> None:
@@ -147,13 +104,22 @@ def page_size(text: str) -> int:
     return value
 
 
-def run(coroutine: Awaitable[int]) -> int:
-    """Run a command's coroutine to its exit status."""
+def run(coroutine: Awaitable[T]) -> T:
+    """Run a command's coroutine to its end (Ctrl-C cancels it: ``KeyboardInterrupt``)."""
 
-    async def wrapper() -> int:
+    async def wrapper() -> T:
         return await coroutine
 
     return asyncio.run(wrapper())
+
+
+def progress_of(args: argparse.Namespace) -> Progress:
+    """The command's :class:`Progress` on stderr (``--progress`` / ``--no-progress``, else on a terminal)."""
+    reporter: Progress | None = getattr(args, "reporter", None)
+    if reporter is None:
+        reporter = Progress(enabled=getattr(args, "progress", None))
+        args.reporter = reporter
+    return reporter
 
 
 # --- commands -----------------------------------------------------------------------------
@@ -235,9 +201,13 @@ async def cmd_threads(args: argparse.Namespace) -> int:
 async def cmd_show(args: argparse.Namespace) -> int:
     """``show THREAD``: the tree of a thread, every branch, the active path marked."""
     path = db_path(args)
+    progress = progress_of(args)
     async with open_store(path, create=False) as store:
         thread = await require_thread(store, args.thread, path)
+        progress.start(f"reading thread {render.one_line(thread.id)}")
         entries = await all_entries(store, thread.id)
+    progress.update(len(entries))
+    progress.end()
     by_id = {e.id: e for e in entries}
     active = render.active_path_ids(thread, by_id)
     if args.json:
@@ -250,171 +220,107 @@ async def cmd_show(args: argparse.Namespace) -> int:
     if args.path:
         lines += render.path_lines([by_id[i] for i in active], g, width or 10_000)
     else:
-        lines += [*render.tree_lines(thread, entries, g, width or 10_000), "", render.legend(g)]
+        progress.start("drawing", len(entries))
+        lines += [*render.tree_lines(thread, entries, g, width or 10_000, progress.update), "", render.legend(g)]
+        progress.update(len(entries))
+        progress.end()
     render.write_lines(lines)
     return 0
 
 
 async def cmd_export(args: argparse.Namespace) -> int:
-    """``export THREAD``: the thread and its whole tree as JSON."""
+    """``export THREAD``: the thread and its whole tree as JSON, written entry by entry.
+
+    To a file, the text goes to a temporary file beside it that replaces the target at the end,
+    so a failed or interrupted export never leaves a cut file behind.
+    """
     path = db_path(args)
+    progress = progress_of(args)
     async with open_store(path, create=False) as store:
         thread = await require_thread(store, args.thread, path)
+        progress.start(f"reading thread {render.one_line(thread.id)}")
         entries = await all_entries(store, thread.id)
-    document = export_document(thread, entries)
+    progress.update(len(entries))
+    progress.start("exporting", len(entries))
     if args.out is None or args.out == "-":
-        print_json(document)
+        ascii_only = render.glyphs_for(sys.stdout) is render.ASCII
+        for number, chunk in enumerate(export_chunks(thread, entries, ascii_only=ascii_only)):
+            sys.stdout.write(render.json_terminal_safe(chunk))
+            progress.update(min(number, len(entries)))
+        progress.end()
         return 0
-    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     target = Path(args.out)
     try:
-        target.write_text(text, encoding="utf-8")
+        handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
     except OSError as exc:
         raise CliError(f"cannot write {args.out}: {exc.strerror or exc}") from None
+    try:
+        with open(handle, "w", encoding="utf-8") as out:
+            for number, chunk in enumerate(export_chunks(thread, entries)):
+                out.write(chunk)
+                progress.update(min(number, len(entries)))
+        os.replace(temporary, target)
+    except OSError as exc:
+        raise CliError(f"cannot write {args.out}: {exc.strerror or exc}") from None
+    finally:
+        with suppress(OSError):
+            os.unlink(temporary)
+    progress.end()
     count = f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}"
     render.write_lines([f"Exported thread {thread.id} ({count}) to {args.out}."])
     return 0
 
 
-async def cmd_import(args: argparse.Namespace) -> int:
-    """``import FILE``: chat messages (JSON or JSONL) or an export file into a thread."""
+def cmd_import(args: argparse.Namespace) -> int:
+    """``import FILE``: chat messages (JSON or JSONL) or an export file into a thread, all or nothing.
+
+    The file is read, checked and converted before the event loop starts (Ctrl-C stops that at
+    once), then written in one transaction (see :mod:`cogitator_memory.cli.importing`).
+    """
     path = db_path(args)
-    loaded = read_import_file(args.file)  # read and check everything before touching the store
+    progress = progress_of(args)
     name = "stdin" if args.file == "-" else args.file
-    messages = openai_messages_to_entries(name, loaded.messages) if loaded.messages is not None else None
-    async with open_store(path, create=True) as store:
-        if messages is not None:
-            thread_id, count, created = await import_messages(store, messages, args)
-        elif loaded.export is not None:
-            thread_id, count, created = await import_export(store, loaded.export, args, path)
-        else:  # read_import_file returns one or the other
-            raise CliError(f"{name} holds neither messages nor an exported thread")
-        thread = await require_thread(store, thread_id, path)
+    progress.start(f"reading {name}")
+    loaded = read_import_file(args.file)  # read and check everything before touching the store
+    progress.end()
+    if loaded.messages is not None:
+        thread_id = args.thread or new_thread_id()
+        entries = messages_to_entries(name, loaded, thread_id, args.format)
+        done = run(_write_messages(path, entries, thread_id, args, progress))
+    elif loaded.export is not None:
+        thread_id = args.thread or loaded.export.thread.id
+        done = run(_write_export(path, loaded, thread_id, args, progress))
+    else:  # read_import_file returns one or the other
+        raise CliError(f"{name} holds neither messages nor an exported thread")
+    thread, count, created = done.thread, done.count, done.created
     if args.json:
-        print_json({"thread_id": thread_id, "entries": count, "created": created, "agent_id": thread.agent_id})
+        print_json({"thread_id": thread.id, "entries": count, "created": created, "agent_id": thread.agent_id})
         return 0
     how = f"a new thread of agent {thread.agent_id}" if created else "the end of the active branch"
     render.write_lines(
         [
-            f"Imported {count} entr{'y' if count == 1 else 'ies'} into thread {thread_id} ({how}).",
-            f"See it with: {command_hint(args, 'show', thread_id)}",
+            f"Imported {count} entr{'y' if count == 1 else 'ies'} into thread {thread.id} ({how}).",
+            f"See it with: {command_hint(args, 'show', thread.id)}",
         ]
     )
     return 0
 
 
-async def _target(store: SQLiteAdapter, thread_id: str | None, agent: str, args: argparse.Namespace) -> Thread | None:
-    """The existing thread ``--thread`` names (checked against ``--agent``), or ``None``."""
-    if thread_id is None:
-        return None
-    existing = need(await store.get_thread(thread_id))
-    if existing is not None and args.agent is not None and existing.agent_id != agent:
-        raise CliError(f"thread {thread_id} belongs to agent {existing.agent_id}, not {agent}")
-    return existing
+async def _write_messages(
+    path: str, entries: list[NewMemoryEntry], thread_id: str, args: argparse.Namespace, progress: Progress
+) -> ImportResult:
+    async with open_store(path, create=True) as store:
+        return await import_messages(store, entries, thread_id, args.agent, progress)
 
 
-async def _write_all(
-    store: SQLiteAdapter,
-    thread_id: str,
-    before: set[str] | None,
-    previous_leaf: str | None,
-    steps: Callable[[], Awaitable[int]],
-) -> int:
-    """Run the writes of an import; when one fails, take back what was written and fail.
-
-    ``before`` holds the ids of the entries an existing thread had (``None`` for a thread the
-    import created, which is deleted again).
-    """
-    try:
-        return await steps()
-    except BaseException:
-        if before is None:
-            await store.delete_thread(thread_id)
-        else:
-            written = await store.get_entries(thread_id=thread_id, types="all")
-            for entry in reversed(written.data or []):
-                if entry.id not in before:
-                    await store.delete_entry(entry.id)
-            if previous_leaf is not None:
-                await store.checkout(thread_id, previous_leaf)
-        raise
-
-
-async def import_messages(
-    store: SQLiteAdapter, messages: list[NewMemoryEntry], args: argparse.Namespace
-) -> tuple[str, int, bool]:
-    """Append chat messages after the active leaf of ``--thread`` (created when missing)."""
-    agent = args.agent or DEFAULT_AGENT
-    existing = await _target(store, args.thread, agent, args)
-    before: set[str] | None = None
-    if existing is None:
-        thread = need(await store.create_thread(agent, thread_id=args.thread))
-    else:
-        thread = existing
-        before = {e.id for e in await all_entries(store, thread.id)}
-
-    async def steps() -> int:
-        for entry in messages:
-            need(await store.add_entry(entry.model_copy(update={"thread_id": thread.id})))
-        return len(messages)
-
-    count = await _write_all(store, thread.id, before, thread.active_leaf_id, steps)
-    return thread.id, count, existing is None
-
-
-async def import_export(
-    store: SQLiteAdapter, exported: ExportedThread, args: argparse.Namespace, path: str
-) -> tuple[str, int, bool]:
-    """Recreate an exported tree: every branch, the active leaf, the times of the records.
-
-    Into a new thread (the exported id, or ``--thread``), or, when ``--thread`` names an
-    existing thread, after its active leaf. Entry ids are new: the store gives them, and an event
-    that names an entry written before it (a compaction's first kept entry, a label's target) names
-    its copy.
-    """
-    source = exported.thread
-    thread_id = args.thread or source.id
-    agent = args.agent or source.agent_id
-    existing = await _target(store, thread_id, agent, args)
-    if existing is not None and args.thread is None:
-        raise CliError(
-            f"thread {thread_id} already exists in {path}: pass --thread NEW_ID to import a copy, "
-            f"or --thread {thread_id} to add the entries after its active leaf"
+async def _write_export(
+    path: str, loaded: ImportFile, thread_id: str, args: argparse.Namespace, progress: Progress
+) -> ImportResult:
+    assert loaded.export is not None
+    async with open_store(path, create=True) as store:
+        return await import_export(
+            store, loaded.export, thread_id, args.agent, must_be_new=args.thread is None, progress=progress
         )
-    before: set[str] | None = None
-    if existing is None:
-        with frozen_clock(source.created_at):
-            thread = need(await store.create_thread(agent, source.metadata, thread_id=thread_id))
-    else:
-        thread = existing
-        before = {e.id for e in await all_entries(store, thread.id)}
-
-    async def steps() -> int:
-        new_ids: dict[str, str] = {}
-        for entry in exported.entries:
-            new = NewMemoryEntry(
-                thread_id=thread.id,
-                parent_id=new_ids[entry.parent_id] if entry.parent_id is not None else None,
-                activate=False,
-                type=entry.type,
-                message=entry.message,
-                event=tree.with_entry_ids_mapped(entry.event, new_ids),
-                metadata=entry.metadata,
-                tool_calls=entry.tool_calls,
-                tool_results=entry.tool_results,
-                token_count=entry.token_count,
-            )
-            with frozen_clock(entry.created_at):
-                new_ids[entry.id] = need(await store.add_entry(new)).id
-        if source.active_leaf_id is not None:
-            need(await store.checkout(thread.id, new_ids[source.active_leaf_id]))
-        if existing is None:
-            with frozen_clock(source.updated_at):
-                need(await store.update_thread(thread.id, {}))
-        return len(new_ids)
-
-    count = await _write_all(store, thread.id, before, thread.active_leaf_id, steps)
-    return thread.id, count, existing is None
 
 
 # --- the parser ---------------------------------------------------------------------------
@@ -463,6 +369,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--path", action="store_true", help="print only the active path, as a conversation")
     show.add_argument("--full", action="store_true", help="do not cut long lines to the terminal's width")
     show.add_argument("--json", action="store_true", help="print JSON: {thread, entries, active_path}")
+    _progress_flag(show)
     show.set_defaults(handler=cmd_show)
 
     imp = sub.add_parser(
@@ -473,18 +380,35 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument(
         "--agent", metavar="ID", help=f"the agent of a new thread (default: {DEFAULT_AGENT}, or the exported one)"
     )
+    imp.add_argument(
+        "--format",
+        choices=("openai", "anthropic"),
+        help="the shape of chat messages (default: Anthropic's when the file has its blocks or a top-level "
+        "'system', else OpenAI's)",
+    )
     imp.add_argument("--json", action="store_true", help="print JSON: {thread_id, entries, created, agent_id}")
+    _progress_flag(imp)
     imp.set_defaults(handler=cmd_import)
 
     exp = sub.add_parser("export", parents=[db], help="write a thread and its whole tree as JSON")
     exp.add_argument("thread", metavar="THREAD", help="the thread id")
     exp.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
+    _progress_flag(exp)
     exp.set_defaults(handler=cmd_export)
     return parser
 
 
+def _progress_flag(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="report progress on stderr (default: only when stderr is a terminal)",
+    )
+
+
 def _fail(message: str) -> None:
-    sys.stderr.write(f"{PROG}: error: {' '.join(message.split())}\n")
+    sys.stderr.write(f"{PROG}: error: {render.one_line(message)}\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -500,20 +424,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    handler: Callable[[argparse.Namespace], Awaitable[int]] = args.handler
+    handler: Callable[[argparse.Namespace], Awaitable[int] | int] = args.handler
     _tolerant_stdout()
+    progress = progress_of(args)
     try:
-        return run(handler(args))
+        outcome = handler(args)
+        return run(outcome) if inspect.isawaitable(outcome) else outcome
     except CliError as exc:
+        progress.clear()
         _fail(str(exc))
         return exc.code
     except KeyboardInterrupt:
-        _fail("interrupted")
+        progress.clear()
+        _fail("interrupted" + (": nothing was imported" if args.command == "import" else ""))
         return 130
     except BrokenPipeError:
         _quiet_stdout()
         return 1
     except Exception as exc:
+        progress.clear()
         if os.environ.get(DEBUG_ENV):
             raise
         _fail(f"unexpected {type(exc).__name__}: {exc} (set {DEBUG_ENV}=1 to see the traceback)")

@@ -1,11 +1,13 @@
 """The files the command line reads and writes, without I/O on a store.
 
-* :func:`read_import_file` reads a file (or stdin) and tells an OpenAI-style message list
-  (JSON list, ``{"messages": [...]}`` or JSONL) from a file written by ``export``.
-* :func:`openai_messages_to_entries` turns OpenAI chat messages into :class:`NewMemoryEntry`
-  records (tool calls in OpenAI's shape become :class:`ToolCall` records).
-* :func:`export_document` / :func:`parse_export` write and read the export format: the thread
-  record and every entry of its tree with their parent ids.
+* :func:`read_import_file` reads a file (or stdin) and tells a chat message list (JSON list,
+  ``{"messages": [...]}`` or JSONL, in OpenAI's or Anthropic's shape) from a file written by
+  ``export``.
+* :func:`messages_to_entries` turns the messages into :class:`NewMemoryEntry` records with the
+  package's public converters (:func:`~cogitator_memory.context.from_openai_messages`,
+  :func:`~cogitator_memory.context.from_anthropic_messages`).
+* :func:`export_document` / :func:`export_chunks` / :func:`parse_export` write and read the export
+  format: the thread record and every entry of its tree with their parent ids.
 
 Every problem with the input raises :class:`CliError` with one line naming where it is.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 import heapq
 import json
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,15 +26,17 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from .. import __version__
-from ..threads.records import ImageURL, ImageURLPart, MemoryEntry, Message, NewMemoryEntry, TextPart, Thread, ToolCall
+from ..context.convert import from_anthropic_messages, from_openai_messages
+from ..errors import InvalidArgumentError
+from ..threads.records import MemoryEntry, NewMemoryEntry, Thread
 
 #: The ``format`` field of an export file.
 EXPORT_FORMAT = "cogitator-memory/thread"
 EXPORT_VERSION = 1
-#: The role OpenAI gives instructions in newer models, stored as ``system``.
-_ROLE_ALIASES = {"developer": "system"}
-_ROLES = ("system", "user", "assistant", "tool")
-_TEXT_PART_TYPES = ("text", "input_text", "output_text")
+#: The shapes of chat messages ``import`` reads.
+MessageFormat = Literal["openai", "anthropic"]
+#: Content block types only Anthropic's messages have: a file holding one is read as Anthropic's.
+_ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "document"})
 
 
 class CliError(Exception):
@@ -44,11 +49,13 @@ class CliError(Exception):
 
 @dataclass(frozen=True)
 class ImportFile:
-    """What an import file holds: a list of chat messages, or an exported thread."""
+    """What an import file holds: a list of chat messages (with the request's ``system`` prompt
+    of an Anthropic file), or an exported thread."""
 
     kind: Literal["messages", "export"]
-    messages: list[dict[str, Any]] | None = None
+    messages: list[Any] | None = None
     export: ExportedThread | None = None
+    system: Any = None
 
 
 @dataclass(frozen=True)
@@ -110,10 +117,12 @@ def read_import_file(path: str) -> ImportFile:
             if exc.msg != "Extra data":
                 raise _json_error(name, exc) from None
             data = _load_jsonl(name, text)
+    system: Any = None
     if isinstance(data, dict):
         if "entries" in data and "thread" in data:
             return ImportFile("export", export=parse_export(name, data))
         if "messages" in data:
+            system = data.get("system")
             data = data["messages"]
             if not isinstance(data, list):
                 raise CliError(f"{name}: 'messages' must be a list of messages")
@@ -125,125 +134,42 @@ def read_import_file(path: str) -> ImportFile:
         raise CliError(f"{name}: expected a list of messages, got a JSON {type(data).__name__}")
     if not data:
         raise CliError(f"{name} holds no messages")
-    for index, item in enumerate(data, start=1):
-        if not isinstance(item, dict):
-            raise CliError(f"{name}: message {index} must be a JSON object, got {type(item).__name__}")
-    return ImportFile("messages", messages=data)
+    return ImportFile("messages", messages=data, system=system)
 
 
-# --- OpenAI messages ----------------------------------------------------------------------
+def message_format(loaded: ImportFile) -> MessageFormat:
+    """The shape the messages of ``loaded`` are in: Anthropic's when the file has a top-level
+    ``system`` or a content block only Anthropic has (tool_use, tool_result, an image with a
+    ``source``...), else OpenAI's."""
+    if loaded.system is not None:
+        return "anthropic"
+    for message in loaded.messages or ():
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else ():
+            if isinstance(block, dict) and (
+                block.get("type") in _ANTHROPIC_BLOCKS or (block.get("type") == "image" and "source" in block)
+            ):
+                return "anthropic"
+    return "openai"
 
 
-def _content(where: str, value: Any) -> str | list[Any]:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if not isinstance(value, list):
-        raise CliError(f"{where}: 'content' must be text or a list of content parts")
-    parts: list[Any] = []
-    for number, part in enumerate(value, start=1):
-        if isinstance(part, str):
-            parts.append(TextPart(text=part))
-            continue
-        kind = part.get("type") if isinstance(part, dict) else None
-        if kind in _TEXT_PART_TYPES and isinstance(part.get("text"), str):
-            parts.append(TextPart(text=part["text"]))
-        elif kind == "image_url":
-            image = part.get("image_url")
-            image = {"url": image} if isinstance(image, str) else image
-            try:
-                parts.append(ImageURLPart(image_url=ImageURL.model_validate(image)))
-            except ValidationError:
-                raise CliError(f"{where}: content part {number} needs 'image_url': {{\"url\": ...}}") from None
-        elif isinstance(part, dict) and kind in ("image_base64",):
-            parts.append(part)
-        else:
-            raise CliError(f"{where}: content part {number} has type {kind!r}; supported: text, image_url")
-    return parts
+def messages_to_entries(
+    name: str, loaded: ImportFile, thread_id: str, shape: MessageFormat | None = None
+) -> list[NewMemoryEntry]:
+    """The entries of the messages of ``loaded`` for ``thread_id``, in order.
 
-
-def _tool_call(where: str, call: Any) -> ToolCall:
-    if not isinstance(call, dict):
-        raise CliError(f"{where}: each tool call must be an object")
-    function = call.get("function")
-    if isinstance(function, dict):  # OpenAI: {id, type: "function", function: {name, arguments: "<json>"}}
-        name, raw = function.get("name"), function.get("arguments", "{}")
-    else:  # our own shape: {id, name, arguments: {...}}
-        name, raw = call.get("name"), call.get("arguments", {})
-    call_id = call.get("id")
-    if not isinstance(call_id, str) or not call_id:
-        raise CliError(f"{where}: a tool call needs an 'id'")
-    if not isinstance(name, str) or not name:
-        raise CliError(f"{where}: tool call {call_id} needs a function 'name'")
-    arguments: dict[str, Any] = {}
-    argument_error: str | None = None
-    if isinstance(raw, dict):
-        arguments = raw
-    elif isinstance(raw, str):
-        try:
-            parsed = json.loads(raw) if raw.strip() else {}
-        except json.JSONDecodeError:
-            parsed = None
-        if isinstance(parsed, dict):
-            arguments = parsed
-        else:
-            argument_error = raw  # kept word for word, as a model produced it
-    else:
-        raise CliError(f"{where}: the arguments of tool call {call_id} must be a JSON string or object")
-    return ToolCall(id=call_id, name=name, arguments=arguments, argument_error=argument_error)
-
-
-def openai_messages_to_entries(name: str, messages: list[dict[str, Any]]) -> list[NewMemoryEntry]:
-    """Entries for OpenAI chat messages, in order, for a thread yet to be named.
-
-    Assistant ``tool_calls`` become the message's :class:`ToolCall` records (arguments parsed
-    from their JSON string; text that does not parse to an object is kept in
-    ``argument_error``); a ``tool`` message becomes a ``tool_result`` entry named after the
-    call it answers. ``developer`` is stored as ``system``. Keys other than role, content,
-    name, tool_calls and tool_call_id are ignored.
+    ``shape`` ``None`` picks it with :func:`message_format`. A message the converter refuses
+    becomes a :class:`CliError` naming the file and the message (``messages[2].content[0]``).
     """
-    entries: list[NewMemoryEntry] = []
-    call_names: dict[str, str] = {}
-    for index, raw in enumerate(messages, start=1):
-        where = f"{name}: message {index}"
-        role = raw.get("role")
-        role = _ROLE_ALIASES.get(role, role) if isinstance(role, str) else role
-        if role not in _ROLES:
-            raise CliError(f"{where}: 'role' must be one of system, developer, user, assistant, tool; got {role!r}")
-        if "function_call" in raw and raw["function_call"] is not None:
-            raise CliError(f"{where}: legacy 'function_call' is not supported; use 'tool_calls'")
-        fields: dict[str, Any] = {"role": role, "content": _content(where, raw.get("content"))}
-        sender = raw.get("name")
-        if sender is not None:
-            if not isinstance(sender, str):
-                raise CliError(f"{where}: 'name' must be a string")
-            fields["name"] = sender
-        calls = raw.get("tool_calls")
-        if calls:
-            if role != "assistant":
-                raise CliError(f"{where}: only assistant messages carry 'tool_calls'")
-            if not isinstance(calls, list):
-                raise CliError(f"{where}: 'tool_calls' must be a list")
-            fields["tool_calls"] = [_tool_call(where, call) for call in calls]
-            call_names.update({call.id: call.name for call in fields["tool_calls"]})
-        entry_type = "message"
-        if role == "tool":
-            call_id = raw.get("tool_call_id")
-            if not isinstance(call_id, str) or not call_id:
-                raise CliError(f"{where}: a tool message needs 'tool_call_id'")
-            fields["tool_call_id"] = call_id
-            if "name" not in fields and call_id in call_names:
-                fields["name"] = call_names[call_id]
-            entry_type = "tool_result"
-        try:
-            message = Message.model_validate(fields)
-            entries.append(NewMemoryEntry(thread_id="pending", type=entry_type, message=message))
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(str(p) for p in first.get("loc", ()))
-            raise CliError(f"{where}: {field or 'message'}: {first.get('msg', 'invalid')}") from None
-    return entries
+    chosen = shape or message_format(loaded)
+    try:
+        if chosen == "anthropic":
+            return from_anthropic_messages(loaded.messages or [], thread_id=thread_id, system=loaded.system)
+        if loaded.system is not None:
+            raise CliError(f"{name}: a top-level 'system' is Anthropic's shape, not OpenAI's (drop --format openai)")
+        return from_openai_messages(loaded.messages or [], thread_id=thread_id)
+    except InvalidArgumentError as exc:
+        raise CliError(f"{name}: {exc.argument}: {exc.problem}") from None
 
 
 # --- the export format --------------------------------------------------------------------
@@ -259,6 +185,24 @@ def export_document(thread: Thread, entries: list[MemoryEntry]) -> dict[str, Any
         "thread": thread.dump(),
         "entries": [entry_json(entry) for entry in entries],
     }
+
+
+def export_chunks(thread: Thread, entries: list[MemoryEntry], *, ascii_only: bool = False) -> Iterator[str]:
+    """The text of :func:`export_document` as ``json.dumps(document, indent=2)`` writes it, in
+    pieces: the head, then one piece per entry, so a large thread is written (and its progress
+    shown) entry by entry without holding the whole text."""
+    document = export_document(thread, [])
+    head = json.dumps(document, indent=2, ensure_ascii=ascii_only)
+    if not entries:
+        yield head + "\n"
+        return
+    opening, _, _ = head.rpartition('"entries": []')
+    yield opening + '"entries": [\n'
+    last = len(entries) - 1
+    for index, entry in enumerate(entries):
+        text = json.dumps(entry_json(entry), indent=2, ensure_ascii=ascii_only)
+        yield "    " + text.replace("\n", "\n    ") + (",\n" if index < last else "\n")
+    yield "  ]\n}\n"
 
 
 _LEADING_KEYS = ("id", "parent_id", "seq", "type", "created_at", "token_count")
@@ -339,9 +283,12 @@ __all__ = [
     "CliError",
     "ExportedThread",
     "ImportFile",
+    "MessageFormat",
     "entry_json",
+    "export_chunks",
     "export_document",
-    "openai_messages_to_entries",
+    "message_format",
+    "messages_to_entries",
     "parents_first",
     "parse_export",
     "read_import_file",

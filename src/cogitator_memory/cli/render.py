@@ -2,15 +2,21 @@
 
 Nothing here does I/O on a store; each function takes records and returns lines. Box-drawing
 characters are used when the output can encode them, ASCII otherwise (see :class:`Glyphs`).
+
+Stored text never reaches the terminal raw: control characters (C0, DEL, C1, so every escape
+sequence) and the bidirectional overrides print as visible escapes (``\\x1b``, ``\\u202e``), see
+:func:`terminal_safe`. Newlines and tabs are laid out instead: spaces in a tree line, line breaks
+and spaces in the active path.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TextIO
@@ -33,6 +39,34 @@ from ..threads.records import (
 
 #: Shortest tail of an entry id shown in a tree (longer when two entries share it).
 SHORT_ID = 6
+#: The widest the branch lines of a tree are drawn (columns); deeper branches fold, see :func:`tree_lines`.
+MAX_GRAPH_WIDTH = 40
+#: The bidirectional formatting characters, which reorder what a terminal shows after them.
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+_UNSAFE = re.compile(f"[\x00-\x1f\x7f-\x9f{BIDI_CONTROLS}]")
+#: The characters JSON text leaves raw that a terminal would act on (JSON escapes C0 itself).
+_JSON_UNSAFE = re.compile(f"[\x7f-\x9f{BIDI_CONTROLS}]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every control character and bidirectional override shown as an escape.
+
+    C0 controls (newlines and tabs included: lay them out first), DEL, C1 controls and the
+    bidirectional formatting characters become ``\\xHH`` / ``\\uHHHH``, so no escape sequence
+    in stored text can retitle the window, hide or overwrite text, make links or clear the
+    screen. Text that is safe comes back as it is, so applying it twice changes nothing.
+    """
+    return _UNSAFE.sub(_escape, text) if _UNSAFE.search(text) else text
+
+
+def json_terminal_safe(text: str) -> str:
+    """JSON text with the characters a terminal acts on written as ``\\uHHHH`` escapes (the same JSON value)."""
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 @dataclass(frozen=True)
@@ -78,8 +112,14 @@ def stamp(value: datetime) -> str:
 
 
 def one_line(text: str) -> str:
-    """``text`` with every run of whitespace (newlines included) made one space."""
-    return " ".join(text.split())
+    """``text`` on one line: every run of whitespace (newlines included) made one space, control
+    characters escaped."""
+    return terminal_safe(" ".join(text.split()))
+
+
+def safe_lines(text: str, tab: int = 4) -> list[str]:
+    """``text`` as terminal lines: split at line breaks, tabs expanded, control characters escaped."""
+    return [terminal_safe(line.expandtabs(tab).rstrip()) for line in text.splitlines()] or [""]
 
 
 def clip(text: str, width: int, g: Glyphs) -> str:
@@ -113,8 +153,17 @@ def format_call(call: ToolCall) -> str:
     return f"{call.name}({args})"
 
 
-def describe(entry: MemoryEntry, g: Glyphs) -> tuple[str, str]:
-    """What a line shows of an entry: its kind (role, or ``event``) and its text."""
+def describe(entry: MemoryEntry, g: Glyphs, *, keep_lines: bool = False) -> tuple[str, str]:
+    """What a line shows of an entry: its kind (role, or ``event``) and its text.
+
+    The text is one line (see :func:`one_line`), or with ``keep_lines`` its lines joined by
+    newlines (see :func:`safe_lines`); control characters are escaped either way.
+    """
+    kind, text = _describe(entry, g)
+    return kind, "\n".join(safe_lines(text)) if keep_lines else one_line(text)
+
+
+def _describe(entry: MemoryEntry, g: Glyphs) -> tuple[str, str]:
     event = entry.event
     if event is not None:
         detail = ""
@@ -147,7 +196,6 @@ def describe(entry: MemoryEntry, g: Glyphs) -> tuple[str, str]:
             elif isinstance(part, ImageURLPart | ImageBase64Part):
                 pieces.append("[image]")
         text = " ".join(pieces)
-    text = one_line(text)
     calls = list(message.tool_calls or entry.tool_calls or [])
     if calls:
         shown = ", ".join(format_call(c) for c in calls)
@@ -187,7 +235,7 @@ def thread_header(thread: Thread, entries: Sequence[MemoryEntry], g: Glyphs, wid
     count = f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}"
     branches = f"{leaves} branch{'' if leaves == 1 else 'es'}"
     lines = [
-        f"Thread {thread.id} {g.dot} agent {thread.agent_id} {g.dot} {count} on {branches}",
+        f"Thread {one_line(thread.id)} {g.dot} agent {one_line(thread.agent_id)} {g.dot} {count} on {branches}",
         f"  created {stamp(thread.created_at)} {g.dot} updated {stamp(thread.updated_at)}",
     ]
     if thread.metadata:
@@ -196,17 +244,28 @@ def thread_header(thread: Thread, entries: Sequence[MemoryEntry], g: Glyphs, wid
 
 
 def format_metadata(metadata: dict[str, Any]) -> str:
-    """Metadata as ``key=value`` pairs, values as JSON."""
-    return " ".join(f"{k}={_json(v)}" for k, v in metadata.items())
+    """Metadata as ``key=value`` pairs, values as JSON, on one line with control characters escaped."""
+    return one_line(" ".join(f"{k}={_json(v)}" for k, v in metadata.items()))
 
 
-def tree_lines(thread: Thread, entries: Sequence[MemoryEntry], g: Glyphs, width: int) -> list[str]:
+def tree_lines(
+    thread: Thread,
+    entries: Sequence[MemoryEntry],
+    g: Glyphs,
+    width: int,
+    progress: Callable[[int], None] | None = None,
+) -> list[str]:
     """The tree of a thread, one line per entry.
 
     A chain of entries stays in one column; where an entry has several children, each child
     starts a branch drawn with ``├─``/``└─``, in the order they were added. Entries on the
     active path are marked ``●`` (others ``○``) and the active leaf is pointed at. Each line
     starts with the tail of the entry id. Iterative, so a deep thread draws as well as a flat one.
+
+    The branch lines take at most :data:`MAX_GRAPH_WIDTH` columns (a quarter of ``width`` when that
+    is less, at least 8): deeper, a line shows its innermost branch columns after ``…N``, the
+    number of columns folded away, so a long chain of retries never pushes the text off the
+    screen. ``progress`` is called with the number of lines drawn so far, now and then.
     """
     if not entries:
         return ["  (no entries yet)"]
@@ -218,35 +277,66 @@ def tree_lines(thread: Thread, entries: Sequence[MemoryEntry], g: Glyphs, width:
     for kids in children.values():
         kids.sort(key=lambda e: e.seq)
     on_path = set(active_path_ids(thread, by_id))
-    tails = short_ids(by_id)
+    tails = {key: one_line(tail) for key, tail in short_ids(by_id).items()}
     id_width = max(len(t) for t in tails.values())
-    kind_width = max(len(describe(e, g)[0]) for e in entries)
-    rows: list[tuple[MemoryEntry, str]] = []
-    # (entry, the prefix drawn before its marker, the prefix its descendants continue with)
-    stack: list[tuple[MemoryEntry, str, str]] = []
+    described = {e.id: describe(e, g) for e in entries}
+    kind_width = max(len(kind) for kind, _ in described.values())
+    # (entry, the branch columns drawn before its marker, the columns its descendants continue with);
+    # columns are kept as lists of two-character cells, so a deep branch costs no string copies
+    rows: list[tuple[MemoryEntry, tuple[str, ...]]] = []
+    stack: list[tuple[MemoryEntry, tuple[str, ...], tuple[str, ...]]] = []
 
-    def push_children(kids: list[MemoryEntry], prefix: str) -> None:
+    def push_children(kids: list[MemoryEntry], prefix: tuple[str, ...]) -> None:
         if len(kids) == 1:
             stack.append((kids[0], prefix, prefix))
             return
         for index in range(len(kids) - 1, -1, -1):
             last = index == len(kids) - 1
-            stack.append((kids[index], prefix + (g.elbow if last else g.tee), prefix + (g.blank if last else g.pipe)))
+            stack.append((kids[index], (*prefix, g.elbow if last else g.tee), (*prefix, g.blank if last else g.pipe)))
 
-    push_children(children.get(None, []), "")
+    push_children(children.get(None, []), ())
     while stack:
         entry, lead, rest = stack.pop()
         rows.append((entry, lead))
         push_children(children.get(entry.id, []), rest)
-    graph_width = max(len(lead) for _, lead in rows) + len(g.on) + 1 + kind_width
+    leads = _fold_leads([lead for _, lead in rows], g, max(8, min(MAX_GRAPH_WIDTH, width // 4)))
+    graph_width = max(len(lead) for lead in leads) + len(g.on) + 1 + kind_width
     lines: list[str] = []
-    for entry, lead in rows:
-        kind, text = describe(entry, g)
+    for number, ((entry, _), drawn) in enumerate(zip(rows, leads, strict=True), start=1):
+        kind, text = described[entry.id]
         marker = g.on if entry.id in on_path else g.off
-        head = f"  {tails[entry.id]:>{id_width}}  " + f"{lead}{marker} {kind}".ljust(graph_width) + "  "
-        tail = f"  {g.leaf}" if entry.id == thread.active_leaf_id else ""
-        lines.append(head + clip(text, width - len(head) - len(tail), g) + tail)
+        head = f"  {tails[entry.id]:>{id_width}}  " + f"{drawn}{marker} {kind}".ljust(graph_width) + "  "
+        tail = ""
+        if entry.id == thread.active_leaf_id:
+            tail = f"  {g.leaf}"
+            if width - len(head) - len(tail) < 20:  # a narrow terminal: the arrow alone
+                tail = f"  {g.leaf.split()[0]}"
+        lines.append(head + clip(text, max(width - len(head) - len(tail), 8), g) + tail)
+        if progress is not None and number % 1000 == 0:
+            progress(number)
     return lines
+
+
+def _fold_leads(leads: list[tuple[str, ...]], g: Glyphs, limit: int) -> list[str]:
+    """The branch columns of each row as text, none wider than ``limit`` columns.
+
+    A lead of more cells keeps its innermost ones after ``…N`` (N: the columns folded away), all
+    folded leads padded to one width so the markers line up.
+    """
+    cell = max(len(g.tee), len(g.pipe), 1)
+    deepest = max((len(lead) for lead in leads), default=0)
+    if deepest * cell <= limit:
+        return ["".join(lead) for lead in leads]
+    marker_width = len(g.ellipsis) + len(str(deepest * cell)) + 1
+    keep = max(1, (limit - marker_width) // cell)
+    out: list[str] = []
+    for lead in leads:
+        if len(lead) <= keep:
+            out.append("".join(lead))
+            continue
+        hidden = (len(lead) - keep) * cell
+        out.append(f"{g.ellipsis}{hidden}".ljust(marker_width) + "".join(lead[-keep:]))
+    return out
 
 
 def prose(text: str, width: int) -> list[str]:
@@ -260,23 +350,30 @@ def legend(g: Glyphs) -> str:
 
 
 def path_lines(path: Sequence[MemoryEntry], g: Glyphs, width: int) -> list[str]:
-    """A branch as a conversation, oldest first, each entry's full text wrapped to ``width``."""
+    """A branch as a conversation, oldest first, each entry's full text wrapped to ``width``.
+
+    The text keeps its line breaks (each line wrapped on its own, its indentation kept) and
+    its tabs (as spaces); control characters are escaped.
+    """
     if not path:
         return ["  (empty)"]
-    kinds = [describe(e, g) for e in path]
+    kinds = [describe(e, g, keep_lines=True) for e in path]
     kind_width = max(len(k) for k, _ in kinds)
     lines: list[str] = []
     for kind, text in kinds:
         head = f"  {kind:<{kind_width}}  "
-        wrapped = textwrap.wrap(text, width=max(20, width - len(head)), break_long_words=True) or [""]
+        room = max(20, width - len(head))
+        wrapped: list[str] = []
+        for line in text.split("\n"):
+            wrapped.extend(textwrap.wrap(line, width=room, break_long_words=True, replace_whitespace=False) or [""])
         lines.append(head + wrapped[0])
-        lines.extend(" " * len(head) + more for more in wrapped[1:])
+        lines.extend((" " * len(head) + more).rstrip() for more in wrapped[1:])
     return lines
 
 
 def threads_table(threads: Sequence[Thread], g: Glyphs, width: int) -> list[str]:
     """A table of threads: id, agent, last update and metadata."""
-    rows = [(t.id, t.agent_id, stamp(t.updated_at), format_metadata(t.metadata)) for t in threads]
+    rows = [(one_line(t.id), one_line(t.agent_id), stamp(t.updated_at), format_metadata(t.metadata)) for t in threads]
     headers = ("THREAD", "AGENT", "UPDATED", "METADATA")
     widths = [max(len(headers[i]), *(len(r[i]) for r in rows)) for i in range(3)]
     lines = []
@@ -287,13 +384,15 @@ def threads_table(threads: Sequence[Thread], g: Glyphs, width: int) -> list[str]
 
 
 def write_lines(lines: Iterable[str], stream: TextIO | None = None) -> None:
-    """Print ``lines`` to ``stream`` (stdout by default)."""
+    """Print ``lines`` to ``stream`` (stdout by default), control characters escaped (see :func:`terminal_safe`)."""
     out = stream if stream is not None else sys.stdout
-    out.write("".join(line + "\n" for line in lines))
+    out.write("".join(terminal_safe(line) + "\n" for line in lines))
 
 
 __all__ = [
     "ASCII",
+    "BIDI_CONTROLS",
+    "MAX_GRAPH_WIDTH",
     "SHORT_ID",
     "UNICODE",
     "Glyphs",
@@ -303,12 +402,15 @@ __all__ = [
     "format_call",
     "format_metadata",
     "glyphs_for",
+    "json_terminal_safe",
     "legend",
     "one_line",
     "path_lines",
     "prose",
+    "safe_lines",
     "short_ids",
     "stamp",
+    "terminal_safe",
     "terminal_width",
     "thread_header",
     "threads_table",

@@ -1,0 +1,180 @@
+"""``import``: writing chat messages or an exported tree into the SQLite file, all or nothing.
+
+The whole import is one SQLite transaction (:meth:`~cogitator_memory.cli.store.CliStore.transaction`): a failure, a
+Ctrl-C or a killed process leaves the file as it was, a thread the import created included.
+The writes give the event loop a turn after each entry, so Ctrl-C (which cancels the command's
+task) stops the import at the next entry instead of after the last. After a rollback the
+thread is read back to check that nothing is left; if something is, the command says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from ..clock import frozen_clock
+from ..threads import tree
+from ..threads.records import NewMemoryEntry, Thread
+from .formats import CliError, ExportedThread
+from .progress import Progress
+from .store import DEFAULT_AGENT, CliStore, need
+
+
+@dataclass
+class ImportResult:
+    """What an import wrote: the thread, how many entries, whether the thread is new, whether
+    the exported entry ids were kept."""
+
+    thread: Thread
+    count: int
+    created: bool
+    kept_ids: bool = True
+
+
+@dataclass(frozen=True)
+class _Before:
+    """The target thread before the import (``None`` when the import creates it)."""
+
+    thread: Thread | None
+
+
+async def _target(store: CliStore, thread_id: str, agent: str | None) -> Thread | None:
+    """The existing thread ``thread_id`` (checked against ``agent`` when given), or ``None``."""
+    thread = need(await store.get_thread(thread_id))
+    if thread is not None and agent is not None and thread.agent_id != agent:
+        raise CliError(f"thread {thread_id} belongs to agent {thread.agent_id}, not {agent}")
+    return thread
+
+
+async def _check_taken_back(store: CliStore, before: _Before, thread_id: str, written: list[str]) -> None:
+    """After a rollback: the thread is as it was (gone again when the import created it)."""
+    now = await store.get_thread(thread_id)
+    problem: str | None = None
+    if not now.success:
+        problem = f"cannot read thread {thread_id} back ({now.error})"
+    elif before.thread is None and now.data is not None:
+        problem = f"thread {thread_id}, which the import created, is still there"
+    elif before.thread is not None and now.data != before.thread:
+        problem = f"thread {thread_id} changed"
+    else:
+        for entry_id in written:
+            found = await store.get_entry(entry_id)
+            if not found.success or found.data is not None:
+                problem = f"entry {entry_id} of the import is still in thread {thread_id}"
+                break
+    if problem is not None:
+        raise CliError(f"the import failed and was not fully taken back: {problem}")
+
+
+async def import_messages(
+    store: CliStore, entries: list[NewMemoryEntry], thread_id: str, agent: str | None, progress: Progress
+) -> ImportResult:
+    """Append ``entries`` (made for ``thread_id``) after the active leaf of the thread, created
+    for ``agent`` (default :data:`~cogitator_memory.cli.store.DEFAULT_AGENT`) when missing; one transaction."""
+    existing = await _target(store, thread_id, agent)
+    before = _Before(existing)
+    written: list[str] = []
+
+    async def steps() -> ImportResult:
+        thread = existing
+        if thread is None:
+            thread = need(await store.create_thread(agent or DEFAULT_AGENT, thread_id=thread_id))
+        progress.start("importing", len(entries))
+        for number, entry in enumerate(entries, start=1):
+            written.append(need(await store.add_entry(entry)).id)
+            progress.update(number)
+            await asyncio.sleep(0)  # Ctrl-C cancels here
+        progress.end()
+        return ImportResult(thread, len(entries), existing is None)
+
+    return await _run(store, thread_id, before, written, steps)
+
+
+async def import_export(
+    store: CliStore,
+    exported: ExportedThread,
+    thread_id: str,
+    agent: str | None,
+    *,
+    must_be_new: bool,
+    progress: Progress,
+) -> ImportResult:
+    """Recreate an exported tree in one transaction: every branch, the active leaf, the times of
+    the records, and the entry ids when none of them is taken in the file.
+
+    Into a new thread ``thread_id``, or after the active leaf of that thread when it exists
+    (refused with ``must_be_new``). When an exported id is taken already (the file was imported
+    before, or the thread was copied within the file) every entry gets a new id, and an event
+    that names an entry written before it (a compaction's first kept entry, a label's target)
+    names its copy.
+    """
+    source = exported.thread
+    existing = await _target(store, thread_id, agent)
+    if existing is not None and must_be_new:
+        raise CliError(
+            f"thread {thread_id} already exists: pass --thread NEW_ID to import a copy, "
+            f"or --thread {thread_id} to add the entries after its active leaf"
+        )
+    before = _Before(existing)
+    written: list[str] = []
+
+    async def steps() -> ImportResult:
+        thread = existing
+        if thread is None:
+            with frozen_clock(source.created_at):
+                thread = need(await store.create_thread(agent or source.agent_id, source.metadata, thread_id=thread_id))
+        keep = True
+        for entry in exported.entries:
+            if need(await store.get_entry(entry.id)) is not None:
+                keep = False
+                break
+        progress.start("importing", len(exported.entries))
+        new_ids: dict[str, str] = {}
+        for number, entry in enumerate(exported.entries, start=1):
+            new = NewMemoryEntry(
+                thread_id=thread.id,
+                id=entry.id if keep else None,
+                parent_id=new_ids[entry.parent_id] if entry.parent_id is not None else None,
+                activate=False,
+                type=entry.type,
+                message=entry.message,
+                event=entry.event if keep else tree.with_entry_ids_mapped(entry.event, new_ids),
+                metadata=entry.metadata,
+                tool_calls=entry.tool_calls,
+                tool_results=entry.tool_results,
+                token_count=entry.token_count,
+            )
+            with frozen_clock(entry.created_at):
+                new_ids[entry.id] = need(await store.add_entry(new)).id
+            written.append(new_ids[entry.id])
+            progress.update(number)
+            await asyncio.sleep(0)  # Ctrl-C cancels here
+        if source.active_leaf_id is not None:
+            need(await store.checkout(thread.id, new_ids[source.active_leaf_id]))
+        if existing is None:
+            with frozen_clock(source.updated_at):
+                thread = need(await store.update_thread(thread.id, {}))
+        progress.end()
+        return ImportResult(thread, len(new_ids), existing is None, keep)
+
+    return await _run(store, thread_id, before, written, steps)
+
+
+async def _run(
+    store: CliStore,
+    thread_id: str,
+    before: _Before,
+    written: list[str],
+    steps: Callable[[], Awaitable[ImportResult]],
+) -> ImportResult:
+    """Run ``steps`` in one transaction; after a failure (Ctrl-C included), check it left nothing."""
+    try:
+        with store.transaction():
+            return await steps()
+    except BaseException:
+        await _check_taken_back(store, before, thread_id, written)
+        raise
+
+
+__all__ = ["ImportResult", "import_export", "import_messages"]
