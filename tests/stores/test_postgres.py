@@ -206,3 +206,39 @@ def test_a_missing_driver_fails_connect_with_the_pip_command() -> None:
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.startswith("False MissingDriverError")
     assert 'pip install "cogitator-memory[postgres]"' in out.stdout
+
+
+async def test_parent_links_that_loop_are_reported_not_walked_forever(pg_url: str, schema: str) -> None:
+    # Without a bound the recursive walk runs until the call's deadline (5 s here) and fails as a timeout.
+    async with PostgresAdapter(connection_string=pg_url, schema=schema, pool_size=2, command_timeout=5) as memory:
+        thread = unwrap(await memory.create_thread("agent", None, "loop"))
+        ids = [
+            unwrap(await memory.add_entry({"thread_id": thread.id, "message": {"role": "user", "content": t}})).id
+            for t in ("a", "b", "c")
+        ]
+        aside = unwrap(
+            await memory.add_entry(
+                {
+                    "thread_id": thread.id,
+                    "parent_id": ids[0],
+                    "activate": False,
+                    "message": {"role": "user", "content": "d"},
+                }
+            )
+        )
+        async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+            await conn.execute(f'UPDATE "{schema}".entries SET parent_id = %s WHERE id = %s', (ids[2], ids[0]))
+        calls = {
+            "get_path": (memory.get_path(thread_id="loop"), ids[2]),
+            "get_path_filtered": (memory.get_path(thread_id="loop", types=["label"], limit=5), ids[2]),
+            "get_path_from": (memory.get_path(thread_id="loop", leaf_id=ids[1]), ids[1]),
+            "rewind": (memory.rewind("loop", aside.id), ids[2]),
+            "fork_thread": (memory.fork_thread("loop", ids[1]), ids[1]),
+        }
+        for name, (call, start) in calls.items():
+            result = await asyncio.wait_for(call, timeout=20)
+            assert not result.success, f"{name} walked parent links that loop"
+            assert result.error_type is not None and result.error_type.__name__ == "StoreUnavailableError"
+            assert "thread loop is damaged" in (result.error or ""), (name, result.error)
+            assert start in (result.error or ""), (name, result.error)
+        assert unwrap(await memory.get_path(thread_id="loop", leaf_id=aside.id, limit=1))[0].id == aside.id

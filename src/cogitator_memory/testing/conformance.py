@@ -919,4 +919,45 @@ async def case_health_check(store: MemoryAdapter) -> None:
     unwrap(await store.connect())  # connecting again while connected is harmless
 
 
+@_case
+async def case_concurrent_add_under_a_deleted_entry_leaves_a_valid_tree(store: MemoryAdapter) -> None:
+    # add_entry(parent_id=P) racing delete_entry(P), both orders: either the add fails (P is not
+    # found) or it came first and the delete moved its entry up to P's parent. Never an entry
+    # whose parent is gone.
+    thread = await _thread(store)
+    outcomes: set[str] = set()
+    for round_ in range(30):
+        base = await _say(store, thread.id, f"base {round_}")
+        doomed = await _say(store, thread.id, f"doomed {round_}")
+        child: dict[str, Any] = {
+            "thread_id": thread.id,
+            "parent_id": doomed.id,
+            "message": {"role": "user", "content": f"child {round_}"},
+        }
+        if round_ % 2:
+            added, deleted = await asyncio.gather(store.add_entry(child), store.delete_entry(doomed.id))
+        else:
+            deleted, added = await asyncio.gather(store.delete_entry(doomed.id), store.add_entry(child))
+        unwrap(deleted)
+        _eq(unwrap(await store.get_entry(doomed.id)), None, f"round {round_}: the deleted entry is gone")
+        if added.success:
+            outcomes.add("added first")
+            stored = unwrap(await store.get_entry(added.data.id))  # type: ignore[union-attr]
+            _true(stored is not None, f"round {round_}: an add reported as written is stored")
+            assert stored is not None
+            _true(stored.parent_id != doomed.id, f"round {round_}: entry {stored.id} names a deleted parent")
+            _eq(stored.parent_id, base.id, f"round {round_}: the delete moved the new entry up to the parent")
+        else:
+            outcomes.add("deleted first")
+            _fails(added, f"round {round_}: add_entry under a deleted entry", NotFoundError, doomed.id)
+        entries = await _all_entries(store, thread.id)
+        final = unwrap(await store.get_thread(thread.id))
+        assert final is not None
+        _check_tree(entries, final)
+        path = unwrap(await store.get_path(thread_id=thread.id))
+        _eq(path[-1].id, final.active_leaf_id, f"round {round_}: the branch ends at the active leaf")
+        _eq(path[0].parent_id, None, f"round {round_}: the active branch reaches the root")
+    _true(bool(outcomes), "the race ran")
+
+
 __all__ = ["ConformanceCase", "memory_adapter_conformance_cases"]

@@ -240,7 +240,8 @@ class ThreadSql:
             ), p AS (
                 SELECT CASE WHEN %(root)s THEN NULL ELSE coalesce(%(parent)s::text, t.active_leaf_id) END AS parent_id,
                        t.next_seq AS seq,
-                       (SELECT e.thread_id FROM {s}.entries e WHERE e.id = %(parent)s::text) AS parent_owner
+                       (SELECT e.thread_id FROM {s}.entries e WHERE e.id = %(parent)s::text FOR KEY SHARE)
+                           AS parent_owner
                 FROM t
             ), ins AS (
                 INSERT INTO {s}.entries (id, thread_id, parent_id, seq, type, content, created_at)
@@ -267,12 +268,17 @@ class ThreadSql:
         self.delete_thread = f"DELETE FROM {s}.threads WHERE id = %s"
         self.clear_leaf = f"UPDATE {s}.threads SET active_leaf_id = NULL WHERE id = %s"
         self.set_leaf = f"UPDATE {s}.threads SET active_leaf_id = %s WHERE id = %s RETURNING {THREAD_COLUMNS}"
+        # Branch walks stop after as many steps as the thread has seq numbers: a healthy branch is
+        # shorter, so a row that deep (flagged) means parent links that loop (threads/damage.py).
+        bound = f"bound AS (SELECT coalesce(max(seq), 0) + 1 AS most FROM {s}.entries WHERE thread_id = %(tid)s)"
         self.is_ancestor = (
-            f"WITH RECURSIVE up(id, parent_id) AS ("
-            f" SELECT id, parent_id FROM {s}.entries WHERE id = %s AND thread_id = %s"
-            f" UNION ALL SELECT e.id, e.parent_id FROM {s}.entries e JOIN up ON e.id = up.parent_id"
-            f") SELECT 1 FROM up WHERE id = %s LIMIT 1"
+            f"WITH RECURSIVE {bound}, up(id, parent_id, depth) AS ("
+            f" SELECT id, parent_id, 1 FROM {s}.entries WHERE id = %(leaf)s AND thread_id = %(tid)s"
+            f" UNION ALL SELECT e.id, e.parent_id, up.depth + 1 FROM {s}.entries e JOIN up ON e.id = up.parent_id"
+            f" WHERE up.depth < (SELECT most FROM bound)"
+            f") SELECT id = %(entry)s, depth FROM up WHERE id = %(entry)s OR depth >= (SELECT most FROM bound) LIMIT 1"
         )
+        self._bound = bound
         self.replace_entry = f"UPDATE {s}.entries SET content = %s::jsonb WHERE id = %s"
         self.insert_fork = (
             f"INSERT INTO {s}.threads (id, agent_id, metadata, created_at, updated_at, active_leaf_id, next_seq)"
@@ -286,29 +292,33 @@ class ThreadSql:
         self._cache: dict[tuple[Any, ...], str] = {}
 
     def path(self, *, by_leaf: bool, typed: bool, before: bool, limited: bool) -> str:
-        """The recursive read of one branch, leaf first, with the filters asked for."""
+        """The recursive read of one branch, leaf first, with the filters asked for; each row ends
+        with whether the walk went deeper than a healthy branch can, and its depth."""
         key = ("path", by_leaf, typed, before, limited)
         found = self._cache.get(key)
         if found is not None:
             return found
         if by_leaf:
-            anchor = f"SELECT {ENTRY_COLUMNS}, type FROM {self.entries} WHERE id = %(leaf)s AND thread_id = %(tid)s"
+            anchor = f"SELECT {ENTRY_COLUMNS}, type, 1 AS depth FROM {self.entries} WHERE id = %(leaf)s AND thread_id = %(tid)s"
         else:
             anchor = (
-                f"SELECT {ENTRY_COLUMNS}, type FROM {self.entries}"
+                f"SELECT {ENTRY_COLUMNS}, type, 1 AS depth FROM {self.entries}"
                 f" WHERE id = (SELECT active_leaf_id FROM {self.threads} WHERE id = %(tid)s) AND thread_id = %(tid)s"
             )
         cols = ", ".join(f"e.{c.strip()}" for c in ENTRY_COLUMNS.split(","))
+        deep = "depth >= (SELECT most FROM bound)"
         sql = (
-            f"WITH RECURSIVE path AS ({anchor}"
-            f" UNION ALL SELECT {cols}, e.type FROM {self.entries} e"
+            f"WITH RECURSIVE {self._bound}, path AS ({anchor}"
+            f" UNION ALL SELECT {cols}, e.type, p.depth + 1 FROM {self.entries} e"
             f" JOIN path p ON e.id = p.parent_id AND e.thread_id = p.thread_id"
-            f") SELECT {ENTRY_COLUMNS} FROM path WHERE true"
+            f" WHERE p.depth < (SELECT most FROM bound)"
+            f") SELECT {ENTRY_COLUMNS}, {deep}, depth FROM path WHERE (true"
         )
         if typed:
             sql += " AND type = ANY(%(types)s::text[])"
         if before:
             sql += " AND created_at < %(before)s"
+        sql += f") OR {deep}"
         if limited:
             sql += " LIMIT %(limit)s"
         self._cache[key] = sql

@@ -22,6 +22,7 @@ from ...errors import (
     NotFoundError,
     StoreUnavailableError,
 )
+from ...threads.damage import broken_branch
 from ...threads.records import MemoryEntry, NewMemoryEntry, Thread
 from ...threads.tree import with_fork_listed
 from .schema import ThreadSql
@@ -290,6 +291,13 @@ class PostgresThreads:
                     owner = await cur.fetchone()
                     if owner is None or owner[0] != thread_id:
                         raise NotFoundError(f"entry {leaf_id} is not an entry of thread {thread_id}")
+            elif rows[-1][6]:
+                start = leaf_id
+                if start is None:
+                    cur = await conn.execute(self._sql.thread_exists, (thread_id,))
+                    found = await cur.fetchone()
+                    start = found[0] if found is not None else "?"
+                raise broken_branch("postgres get_path", thread_id, start, rows[-1][7])
             rows.reverse()
             return [entry_from_row(row) for row in rows]
 
@@ -310,8 +318,12 @@ class PostgresThreads:
                 if on_active_path:
                     found = None
                     if leaf is not None:
-                        cur = await conn.execute(self._sql.is_ancestor, (leaf, thread_id, entry_id))
+                        cur = await conn.execute(
+                            self._sql.is_ancestor, {"leaf": leaf, "tid": thread_id, "entry": entry_id}
+                        )
                         found = await cur.fetchone()
+                        if found is not None and not found[0]:
+                            raise broken_branch("postgres rewind", thread_id, leaf, found[1])
                     if found is None:
                         raise ConflictError(
                             f"entry {entry_id} is not on the active branch of {thread_id}: use checkout()"
