@@ -400,3 +400,36 @@ async def test_add_entry_sent_again_answers_as_the_first_time(store: RedisAdapte
     entries = unwrap(await store.get_entries(thread_id=thread.id))
     assert entries == [first]
     assert unwrap(await store.get_thread(thread.id)).active_leaf_id == "entry-1"  # type: ignore[union-attr]
+
+
+async def test_parent_links_that_loop_are_reported(store: RedisAdapter) -> None:
+    thread = unwrap(await store.create_thread("agent", None, "loop"))
+    ids = [
+        unwrap(await store.add_entry({"thread_id": thread.id, "message": {"role": "user", "content": t}})).id
+        for t in ("a", "b", "c")
+    ]
+    aside = unwrap(
+        await store.add_entry(
+            {
+                "thread_id": thread.id,
+                "parent_id": ids[0],
+                "activate": False,
+                "message": {"role": "user", "content": "d"},
+            }
+        )
+    )
+    await store.client.hset(store._entry_key(ids[0]), "p", ids[2])  # damage: a -> c -> b -> a
+    calls = {
+        "get_path": (store.get_path(thread_id="loop"), ids[2]),
+        "get_path_filtered": (store.get_path(thread_id="loop", types=["label"], limit=5), ids[2]),
+        "get_path_from": (store.get_path(thread_id="loop", leaf_id=ids[1]), ids[1]),
+        "rewind": (store.rewind("loop", aside.id), ids[2]),
+        "fork_thread": (store.fork_thread("loop", ids[1]), ids[1]),
+    }
+    for name, (call, start) in calls.items():
+        result = await call
+        assert not result.success, f"{name} read a branch whose parent links loop: {result.data!r}"
+        assert result.error_type is not None and result.error_type.__name__ == "StoreUnavailableError"
+        assert "thread loop is damaged" in (result.error or ""), (name, result.error)
+        assert start in (result.error or ""), (name, result.error)
+    assert [e.id for e in unwrap(await store.get_path(thread_id="loop", leaf_id=aside.id, limit=1))] == [aside.id]

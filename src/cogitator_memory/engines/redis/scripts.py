@@ -20,7 +20,9 @@ Key layout under the prefix ``P``:
 ``P threads`` and ``P agent:<agent id>`` (sorted sets)
     Thread ids scored by ``updated_at`` in microseconds, for ``list_threads``.
 
-Scripts answer a list whose first element is a status (``ok`` or the failure's name).
+Scripts answer a list whose first element is a status (``ok`` or the failure's name). A branch
+walk stops after the thread's entry count: parent links that loop (a damaged store) answer an
+error naming the thread, which the adapter reports as ``StoreUnavailableError``.
 """
 
 from __future__ import annotations
@@ -65,6 +67,13 @@ local function with_status(status, list)
   local out = {status}
   for i = 1, #list do out[i + 1] = list[i] end
   return out
+end
+-- The failure of a branch walk that did not reach a root within the thread's entry count:
+-- parent links that loop (the same words as cogitator_memory.threads.damage.broken_branch).
+local function broken_branch(tid, leaf, steps)
+  return redis.error_reply('thread ' .. tid .. ' is damaged: the branch above entry ' .. leaf ..
+    ' does not reach a root within ' .. steps .. ' steps (its parent links loop); repair the data' ..
+    ' (delete the entries of the loop) or delete the thread')
 end
 """
 
@@ -310,8 +319,10 @@ if #ARGV >= 7 then
   for i = 7, #ARGV do want[ARGV[i]] = true end
 end
 local out, found = {'ok'}, 0
+local start = cur
 local steps, most = 0, redis.call('ZCARD', ik) + 1
-while cur ~= '' and steps < most do
+while cur ~= '' do
+  if steps >= most then return broken_branch(tid, start, steps) end
   steps = steps + 1
   local f = redis.call('HMGET', ekey(cur), 'y', 'c', 'p', 's', 'b')
   if not f[1] then break end
@@ -387,8 +398,9 @@ if redis.call('HGET', ekey(eid), 't') ~= tid then return {'noentry'} end
 if ARGV[5] == '1' then
   local cur, found = t[2] or '', false
   local steps, most = 0, redis.call('ZCARD', ik) + 1
-  while cur ~= '' and steps < most do
+  while cur ~= '' do
     if cur == eid then found = true; break end
+    if steps >= most then return broken_branch(tid, t[2], steps) end
     steps = steps + 1
     cur = redis.call('HGET', ekey(cur), 'p') or ''
   end
