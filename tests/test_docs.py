@@ -36,6 +36,7 @@ RUNNABLE_PAGES = [
     "embeddings.md",
     "time.md",
     "models.md",
+    "items.md",
 ]
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, TypeAlias
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from ..clock import to_utc
 from ..errors import InvalidArgumentError
@@ -51,6 +51,15 @@ MAX_VALUE_CHARS = 10_000
 MAX_BATCH = 10_000
 
 _SEP = "\x1f"  # ids and keys never hold control characters, so this separator cannot be forged
+
+
+#: The validation context of records rebuilt from what a store kept (checked when written):
+#: ``MemoryItem.model_validate_json(body, context=TRUSTED)`` skips the per-field checks.
+TRUSTED: dict[str, bool] = {"trusted": True}
+
+
+def _trusted(info: ValidationInfo) -> bool:
+    return info.context is TRUSTED
 
 
 def _utc_or_none(value: datetime | None) -> datetime | None:
@@ -88,12 +97,16 @@ class MemoryScope(Record):
 
     @field_validator("agent_id")
     @classmethod
-    def _agent(cls, value: str) -> str:
+    def _agent(cls, value: str, info: ValidationInfo) -> str:
+        if _trusted(info):
+            return value
         return _checked_id("agent_id", value)
 
     @field_validator("user_id", "project_id", "thread_id")
     @classmethod
-    def _limit(cls, value: str | None) -> str | None:
+    def _limit(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if _trusted(info):
+            return value
         return None if value is None else _checked_id("scope", value)
 
     @property
@@ -168,32 +181,44 @@ class _ItemContent(Record):
 
     @field_validator("subject")
     @classmethod
-    def _subject(cls, value: str) -> str:
+    def _subject(cls, value: str, info: ValidationInfo) -> str:
+        if _trusted(info):
+            return value
         return _text(value, "subject", MAX_SUBJECT_CHARS)
 
     @field_validator("attribute")
     @classmethod
-    def _attribute(cls, value: str | None) -> str | None:
+    def _attribute(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if _trusted(info):
+            return value
         return None if value is None else _text(value, "attribute", MAX_ATTRIBUTE_CHARS)
 
     @field_validator("value")
     @classmethod
-    def _value(cls, value: str) -> str:
+    def _value(cls, value: str, info: ValidationInfo) -> str:
+        if _trusted(info):
+            return value
         return _text(value, "value", MAX_VALUE_CHARS)
 
     @field_validator("entity_id")
     @classmethod
-    def _entity(cls, value: str | None) -> str | None:
+    def _entity(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if _trusted(info):
+            return value
         return None if value is None else _checked_id("entity_id", value)
 
     @field_validator("valid_from")
     @classmethod
-    def _utc(cls, value: datetime | None) -> datetime | None:
+    def _utc(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
+        if _trusted(info):
+            return value
         return _utc_or_none(value)
 
     @field_validator("metadata")
     @classmethod
-    def _metadata(cls, value: dict[str, Any]) -> dict[str, Any]:
+    def _metadata(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        if _trusted(info):
+            return value
         try:
             return tree.check_metadata("metadata", value)
         except InvalidArgumentError as exc:
@@ -228,7 +253,9 @@ class NewMemoryItem(_ItemContent):
 
     @field_validator("valid_to")
     @classmethod
-    def _utc_end(cls, value: datetime | None) -> datetime | None:
+    def _utc_end(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
+        if _trusted(info):
+            return value
         return _utc_or_none(value)
 
     @model_validator(mode="after")
@@ -264,12 +291,16 @@ class MemoryItem(_ItemContent):
 
     @field_validator("id")
     @classmethod
-    def _id(cls, value: str) -> str:
+    def _id(cls, value: str, info: ValidationInfo) -> str:
+        if _trusted(info):
+            return value
         return _checked_id("id", value)
 
     @field_validator("valid_to", "ends_at", "recorded_at", "expired_at", "last_retrieved_at")
     @classmethod
-    def _utc_times(cls, value: datetime | None) -> datetime | None:
+    def _utc_times(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
+        if _trusted(info):
+            return value
         return _utc_or_none(value)
 
     @property
@@ -637,6 +668,7 @@ __all__ = [
     "MAX_SUBJECT_CHARS",
     "MAX_VALUE_CHARS",
     "MUTABLE_FIELDS",
+    "TRUSTED",
     "TRUST_ORDER",
     "ItemEvidence",
     "ItemKind",

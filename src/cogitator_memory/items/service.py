@@ -239,11 +239,11 @@ class MemoryItems:
                 break
             else:
                 raise ConflictError(f"memory items of slot {slot.key!r} kept changing under this write")
-            await self._lay_out(new.scope, slot)
-            stored = unwrap(await self.adapter.get_items([written_id]))
-            if not stored:
-                raise ConflictError(f"memory item {written_id} went while it was written")
-            return stored[0]
+            laid = await self._lay_out(new.scope, slot)
+            for item in laid:
+                if item.id == written_id:
+                    return item
+            raise ConflictError(f"memory item {written_id} went while it was written")
 
     def _new_item(self, new: NewMemoryItem, recorded: datetime, shadow: bool) -> MemoryItem:
         active = not shadow and rules.activates(
@@ -263,14 +263,15 @@ class MemoryItems:
     async def _slot_items(self, scope: MemoryScope, slot: Slot) -> list[MemoryItem]:
         return unwrap(await self.adapter.query_items({"scope": scope, "slot": slot}))
 
-    async def _lay_out(self, scope: MemoryScope, slot: Slot) -> None:
-        """Lay the slot out until a fresh read needs no change (each change at the version read)."""
+    async def _lay_out(self, scope: MemoryScope, slot: Slot) -> list[MemoryItem]:
+        """Lay the slot out until a fresh read needs no change (each change at the version read);
+        returns the items of that last read."""
         slotted = slot.attribute is not None
         for _ in range(MAX_ROUNDS):
             items = await self._slot_items(scope, slot)
             updates = rules.layout_updates(items, self._now_for(scope.agent_id), slotted=slotted)
             if not updates:
-                return
+                return items
             result = await self.adapter.update_items(updates)
             if not _conflict(result):
                 unwrap(result)

@@ -2,9 +2,10 @@
 :class:`~cogitator_memory.items.base.MemoryItemStoreMixin`, mixed into
 :class:`~cogitator_memory.engines.memory.threads.InMemoryAdapter`.
 
-Items are kept as the store's own objects, indexed by scope key, by agent and by the entries
-their quotes name; every read hands out deep copies and every write keeps copies, so nothing a
-caller holds is shared with the store. Each primitive runs without awaiting, so each is atomic.
+Items are kept as their JSON beside an object parsed from it (which queries match against and
+nobody else sees), indexed by scope key, by agent and by the entries their quotes name; every
+read builds fresh records from the JSON, so nothing a caller holds is shared with the store. Each
+primitive runs without awaiting, so each is atomic.
 """
 
 from __future__ import annotations
@@ -16,8 +17,18 @@ from pydantic import ValidationError
 
 from ...errors import ConflictError, NotFoundError
 from ...items.base import MemoryItemStoreMixin
-from ...items.records import ItemQuery, ItemUpdate, MemoryItem, item_order, scope_key
+from ...items.records import TRUSTED, ItemQuery, ItemUpdate, MemoryItem, item_order, scope_key
 from ...threads import tree
+
+_serialize = MemoryItem.__pydantic_serializer__.to_json
+
+
+def _to_json(item: MemoryItem) -> bytes:
+    return _serialize(item, exclude_none=True)
+
+
+def _parse(blob: bytes) -> MemoryItem:
+    return MemoryItem.model_validate_json(blob, context=TRUSTED)  # checked when it was written
 
 
 class InMemoryItems(MemoryItemStoreMixin):
@@ -26,14 +37,25 @@ class InMemoryItems(MemoryItemStoreMixin):
     def __init__(self) -> None:
         super().__init__()
         self._items: dict[str, MemoryItem] = {}
+        self._item_blobs: dict[str, bytes] = {}
         self._items_by_scope: dict[str, dict[str, None]] = {}
         self._items_by_agent: dict[str, dict[str, None]] = {}
         self._items_by_entry: dict[str, set[str]] = {}
 
     # ----- indexes -------------------------------------------------------------------------
 
+    def _keep(self, item: MemoryItem) -> MemoryItem:
+        """Keep ``item`` as JSON and as an object of the store's own; returns that object."""
+        blob = _to_json(item)
+        kept = self._items[item.id] = _parse(blob)
+        self._item_blobs[item.id] = blob
+        return kept
+
+    def _copy(self, item_id: str) -> MemoryItem:
+        return _parse(self._item_blobs[item_id])
+
     def _index_item(self, item: MemoryItem) -> None:
-        self._items[item.id] = item
+        item = self._keep(item)
         self._items_by_scope.setdefault(scope_key(item.scope), {})[item.id] = None
         self._items_by_agent.setdefault(item.scope.agent_id, {})[item.id] = None
         self._index_entries(item.id, (e.entry_id for e in item.evidence))
@@ -53,6 +75,7 @@ class InMemoryItems(MemoryItemStoreMixin):
 
     def _unindex_item(self, item: MemoryItem) -> None:
         del self._items[item.id]
+        del self._item_blobs[item.id]
         for index, key in ((self._items_by_scope, scope_key(item.scope)), (self._items_by_agent, item.scope.agent_id)):
             ids = index.get(key)
             if ids is not None:
@@ -68,10 +91,10 @@ class InMemoryItems(MemoryItemStoreMixin):
             if item.id in self._items:
                 raise ConflictError(f"memory item id is taken: {item.id}")
         for item in items:
-            self._index_item(item.model_copy(deep=True))
+            self._index_item(item)
 
     async def _get_items(self, ids: list[str]) -> list[MemoryItem]:
-        return [self._items[i].model_copy(deep=True) for i in ids if i in self._items]
+        return [self._copy(i) for i in ids if i in self._items]
 
     async def _query_items(self, query: ItemQuery) -> list[MemoryItem]:
         candidates: Iterable[str]
@@ -88,7 +111,7 @@ class InMemoryItems(MemoryItemStoreMixin):
         matched.sort(key=item_order)
         if query.limit:
             matched = matched[-query.limit :]
-        return [item.model_copy(deep=True) for item in matched]
+        return [self._copy(item.id) for item in matched]
 
     async def _update_items(self, updates: list[ItemUpdate]) -> list[MemoryItem]:
         changed: list[tuple[MemoryItem, MemoryItem]] = []
@@ -107,9 +130,9 @@ class InMemoryItems(MemoryItemStoreMixin):
                 raise tree.validation_error("updates", exc) from None
         for old, new in changed:
             self._unindex_entries(old.id, (e.entry_id for e in old.evidence))
-            self._items[new.id] = new
+            self._keep(new)
             self._index_entries(new.id, (e.entry_id for e in new.evidence))
-        return [new.model_copy(deep=True) for _, new in changed]
+        return [self._copy(new.id) for _, new in changed]
 
     async def _delete_items(self, ids: list[str]) -> int:
         gone = 0
@@ -127,12 +150,9 @@ class InMemoryItems(MemoryItemStoreMixin):
             if item is None:
                 continue
             last = item.last_retrieved_at
-            self._items[item_id] = item.model_copy(
-                update={
-                    "times_retrieved": item.times_retrieved + 1,
-                    "last_retrieved_at": at if last is None or at > last else last,
-                }
-            )
+            item.times_retrieved += 1
+            item.last_retrieved_at = at if last is None or at > last else last
+            self._keep(item)
             counted += 1
         return counted
 
