@@ -58,7 +58,8 @@ SMALL_TALK: frozenset[str] = _word_set(
     cya later see soon thanks thank thx ty cheers ok okay k kk sure yes yeah yep yup no nope nah
     great cool nice awesome perfect fine alright right lol haha hah hmm wow oh ah welcome
     appreciate appreciated doing going how are is you your u r what up sup all well fine bad
-    too much lot lots very so nice meet pleasure glad happy
+    too much lot lots very so nice meet pleasure glad happy there it i am me a the to for and just again
+    guys everyone everybody folks buddy friend mate dear then bro
     """
 )
 

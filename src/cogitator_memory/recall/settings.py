@@ -84,7 +84,7 @@ class RetrieverSettings(BaseModel):
     vector_min_cosine: float = Field(default=0.45, ge=-1.0, le=1.0)
     vector_relative: float = Field(default=0.6, ge=0.0, le=1.0)
     depth: int = Field(default=50, ge=1, le=10_000)
-    rrf_k: float = Field(default=60.0, ge=0.0)
+    rrf_k: float = Field(default=10.0, ge=0.0)
     weights: dict[QueryKind, dict[Channel, float]] = Field(default_factory=lambda: _copy(DEFAULT_WEIGHTS))
     bm25_k1: float = Field(default=3.0, ge=0.0)
     bm25_b: float = Field(default=1.0, ge=0.0, le=1.0)

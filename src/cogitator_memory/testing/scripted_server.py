@@ -615,3 +615,86 @@ __all__ = [
     "openai_chat_handler",
     "openai_embeddings_handler",
 ]
+
+
+# --- rerank APIs (appended) -----------------------------------------------------------------------
+
+
+def _overlap_scores(query: str, documents: list[str]) -> list[float]:
+    """A deterministic relevance: the share of the query's words a document holds, plus a
+    tenth of the document's share of words in the query (so ties break toward focused texts)."""
+    from ..search.tokenizer import index_terms
+
+    asked = set(index_terms(query))
+    scores: list[float] = []
+    for doc in documents:
+        words = index_terms(doc)
+        held = asked.intersection(words)
+        share = len(held) / len(asked) if asked else 0.0
+        focus = sum(1 for w in words if w in asked) / len(words) if words else 0.0
+        scores.append(round(share + 0.1 * focus, 6))
+    return scores
+
+
+def _rerank_handler(
+    provider: str, list_key: str, limit_key: str, api_key: str | None, scores: Callable[[str, list[str]], list[float]]
+) -> Handler:
+    def handle(request: RecordedRequest) -> ScriptedResponse:
+        if api_key is not None and request.header("authorization") != f"Bearer {api_key}":
+            return ScriptedResponse(
+                401, {"message": "invalid api token"} if provider == "cohere" else {"detail": "Unauthorized"}
+            )
+        try:
+            payload = request.json()
+        except ValueError:
+            return _bad_request("body is not JSON")
+        query = payload.get("query") if isinstance(payload, dict) else None
+        documents = payload.get("documents") if isinstance(payload, dict) else None
+        if not isinstance(query, str) or not query:
+            return _bad_request("query is required")
+        if not isinstance(documents, list) or not documents or not all(isinstance(d, str) for d in documents):
+            return _bad_request("documents must be a non-empty list of strings")
+        if not isinstance(payload.get("model"), str):
+            return _bad_request("model is required")
+        values = scores(query, documents)
+        order = sorted(range(len(documents)), key=lambda i: (-values[i], i))
+        limit = payload.get(limit_key)
+        if isinstance(limit, int) and limit > 0:
+            order = order[:limit]
+        rows = [{"index": i, "relevance_score": values[i]} for i in order]
+        if provider == "cohere":
+            body: dict[str, Any] = {"id": "scripted", "results": rows, "meta": {"billed_units": {"search_units": 1}}}
+        elif provider == "jina":
+            body = {"model": payload["model"], "usage": {"total_tokens": 10}, "results": rows}
+        else:
+            body = {"object": "list", "data": rows, "model": payload["model"], "usage": {"total_tokens": 10}}
+        return ScriptedResponse(200, body)
+
+    return handle
+
+
+def cohere_rerank_handler(
+    api_key: str | None = None, scores: Callable[[str, list[str]], list[float]] = _overlap_scores
+) -> Handler:
+    """A fallback that answers Cohere ``POST /v2/rerank`` like the API: ``results`` best first,
+    each ``{index, relevance_score}``, cut at ``top_n``. ``scores(query, documents)`` gives the
+    relevance (default: the share of the query's words a document holds); with ``api_key`` a
+    request without that bearer token gets a 401."""
+    return _rerank_handler("cohere", "results", "top_n", api_key, scores)
+
+
+def jina_rerank_handler(
+    api_key: str | None = None, scores: Callable[[str, list[str]], list[float]] = _overlap_scores
+) -> Handler:
+    """A fallback that answers Jina ``POST /v1/rerank`` like the API (``results``, ``top_n``)."""
+    return _rerank_handler("jina", "results", "top_n", api_key, scores)
+
+
+def voyage_rerank_handler(
+    api_key: str | None = None, scores: Callable[[str, list[str]], list[float]] = _overlap_scores
+) -> Handler:
+    """A fallback that answers Voyage ``POST /v1/rerank`` like the API (``data``, ``top_k``)."""
+    return _rerank_handler("voyage", "data", "top_k", api_key, scores)
+
+
+__all__ += ["cohere_rerank_handler", "jina_rerank_handler", "voyage_rerank_handler"]
