@@ -16,8 +16,9 @@ Each primitive is one statement, or one transaction when it must read before it 
   not at all; a taken id fails the statement and is named by a second look;
 - ``update_items`` locks the rows it changes (``SELECT ... ORDER BY id FOR UPDATE``), checks the
   versions, and writes every change with one ``UPDATE``, in one transaction: a concurrent
-  writer at the same version waits for the lock and then finds the version moved on. It never
-  writes the retrieval counters, so no count made meanwhile is lost;
+  writer at the same version waits for the lock and then finds the version moved on. It writes
+  the retrieval counters only when an update carries them (the fallback of stores without
+  ``count_retrieved``), so no count made meanwhile is lost;
 - ``count_retrieved`` is one ``UPDATE`` (``times_retrieved + 1``, ``GREATEST`` of the times);
 - rows are locked in id order by every writer of several rows, so two batches cannot deadlock.
 """
@@ -46,6 +47,8 @@ T = TypeVar("T")
 
 #: Fields kept in columns of their own rather than in ``body``.
 _COLUMN_FIELDS = frozenset({"times_retrieved", "last_retrieved_at", "version"})
+#: The retrieval counters: an update writes them only when it carries them.
+_COUNTERS = frozenset({"times_retrieved", "last_retrieved_at"})
 #: Joins a row's entry ids into one array element (ids a query can name hold no control characters).
 _ENTRY_SEP = "\x1f"
 _READ = "body, times_retrieved, last_retrieved_at, version"
@@ -79,30 +82,33 @@ def _item_sql(schema: str) -> _ItemSql:
             " SELECT u.id, u.agent_id, u.user_id, u.project_id, u.thread_id, u.scope_key, u.subject_key, u.slot_key,"
             " u.kind, u.status, u.start_at, u.valid_to, u.recorded_at, u.expired_at,"
             " string_to_array(u.entries, chr(31)), u.times_retrieved, u.last_retrieved_at, 1, u.body"
-            " FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],"
-            " %s::text[], %s::text[], %s::text[], %s::timestamptz[], %s::timestamptz[], %s::timestamptz[],"
-            " %s::timestamptz[], %s::text[], %s::bigint[], %s::timestamptz[], %s::text[])"
+            " FROM unnest(%b::text[], %b::text[], %b::text[], %b::text[], %b::text[], %b::text[], %b::text[],"
+            " %b::text[], %b::text[], %b::text[], %b::timestamptz[], %b::timestamptz[], %b::timestamptz[],"
+            " %b::timestamptz[], %b::text[], %b::bigint[], %b::timestamptz[], %b::text[])"
             " AS u(id, agent_id, user_id, project_id, thread_id, scope_key, subject_key, slot_key, kind, status,"
             " start_at, valid_to, recorded_at, expired_at, entries, times_retrieved, last_retrieved_at, body)"
         ),
-        get=f"SELECT {_READ} FROM {t} WHERE id = ANY(%s::text[])",
-        taken=f"SELECT id FROM {t} WHERE id = ANY(%s::text[]) ORDER BY id LIMIT 1",
-        lock=f"SELECT id, {_READ} FROM {t} WHERE id = ANY(%s::text[]) ORDER BY id FOR UPDATE",
+        get=f"SELECT {_READ} FROM {t} WHERE id = ANY(%b::text[])",
+        taken=f"SELECT id FROM {t} WHERE id = ANY(%b::text[]) ORDER BY id LIMIT 1",
+        lock=f"SELECT id, {_READ} FROM {t} WHERE id = ANY(%b::text[]) ORDER BY id FOR UPDATE",
         update=(
             f"UPDATE {t} AS m SET status = u.status, start_at = u.start_at, valid_to = u.valid_to,"
             " expired_at = u.expired_at, entry_ids = string_to_array(u.entries, chr(31)), version = u.version,"
-            " body = u.body"
-            " FROM unnest(%s::text[], %s::text[], %s::timestamptz[], %s::timestamptz[], %s::timestamptz[],"
-            " %s::text[], %s::int[], %s::text[])"
-            " AS u(id, status, start_at, valid_to, expired_at, entries, version, body)"
+            " body = u.body,"
+            " times_retrieved = CASE WHEN u.counted THEN u.times_retrieved ELSE m.times_retrieved END,"
+            " last_retrieved_at = CASE WHEN u.counted THEN u.last_retrieved_at ELSE m.last_retrieved_at END"
+            " FROM unnest(%b::text[], %b::text[], %b::timestamptz[], %b::timestamptz[], %b::timestamptz[],"
+            " %b::text[], %b::int[], %b::text[], %b::bool[], %b::bigint[], %b::timestamptz[])"
+            " AS u(id, status, start_at, valid_to, expired_at, entries, version, body, counted, times_retrieved,"
+            " last_retrieved_at)"
             " WHERE m.id = u.id AND m.version = u.version - 1"
         ),
         delete=(
-            f"WITH hit AS (SELECT id FROM {t} WHERE id = ANY(%s::text[]) ORDER BY id FOR UPDATE)"
+            f"WITH hit AS (SELECT id FROM {t} WHERE id = ANY(%b::text[]) ORDER BY id FOR UPDATE)"
             f" DELETE FROM {t} AS m USING hit WHERE m.id = hit.id"
         ),
         count=(
-            f"WITH hit AS (SELECT id FROM {t} WHERE id = ANY(%s::text[]) ORDER BY id FOR UPDATE)"
+            f"WITH hit AS (SELECT id FROM {t} WHERE id = ANY(%b::text[]) ORDER BY id FOR UPDATE)"
             f" UPDATE {t} AS m SET times_retrieved = m.times_retrieved + 1,"
             " last_retrieved_at = GREATEST(m.last_retrieved_at, %s::timestamptz)"
             " FROM hit WHERE m.id = hit.id"
@@ -135,7 +141,7 @@ def _query_sql(table: str, query: ItemQuery) -> tuple[str, list[Any]]:
     where: list[str] = []
     params: list[Any] = []
     if query.scope_keys is not None:
-        where.append("scope_key = ANY(%s::text[])")
+        where.append("scope_key = ANY(%b::text[])")
         params.append(sorted(query.scope_keys))
     else:
         where.append("agent_id = %s")
@@ -152,7 +158,7 @@ def _query_sql(table: str, query: ItemQuery) -> tuple[str, list[Any]]:
                 params.append(value)
     for column, values in (("status", query.statuses), ("kind", query.kinds)):
         if values is not None:
-            where.append(f"{column} = ANY(%s::text[])")
+            where.append(f"{column} = ANY(%b::text[])")
             params.append(sorted(values))
     if query.slot_key is not None:
         where.append("slot_key = %s")
@@ -161,7 +167,7 @@ def _query_sql(table: str, query: ItemQuery) -> tuple[str, list[Any]]:
         where.append("subject_key = %s")
         params.append(query.subject_key)
     if query.entry_ids is not None:
-        where.append("entry_ids && %s::text[]")
+        where.append("entry_ids && %b::text[]")
         params.append(sorted(query.entry_ids))
     if query.as_of is not None:
         where.append("start_at <= %s AND (valid_to IS NULL OR valid_to > %s)")
@@ -295,6 +301,9 @@ class PostgresItems(MemoryItemStoreMixin):
                         [_entries(n) for n in changed],
                         [n.version for n in changed],
                         [_body(n) for n in changed],
+                        [bool(u.model_fields_set & _COUNTERS) for u in updates],
+                        [n.times_retrieved for n in changed],
+                        [n.last_retrieved_at for n in changed],
                     ),
                 )
                 if cur.rowcount != len(changed):

@@ -1,0 +1,284 @@
+"""Memory items on PostgresAdapter (PostgreSQL 18), each figure beside raw psycopg in the same run.
+
+* Item writes per second through ``MemoryItems.add`` (the rules: the slot read, the insert, the
+  layout read and the read back, one item at a time) and through ``add_items`` in batches of
+  500, against raw psycopg inserting the same rows into a table made by the same migration (one
+  autocommitted ``INSERT`` per item; ``executemany`` in one transaction per batch). Rounds
+  alternate between the two; the best round of each counts.
+* ``MemoryItems.query(scope)`` and ``query_items({"visible_to": scope})`` p50/p95 for a scope
+  of 100 items among 10,000 and among 100,000 items of the same agent (the other users' items),
+  in one schema. Target: the 100,000 figure within 1.5x of the 10,000 one. Beside them, raw
+  psycopg selecting the same 100 rows by their scope keys and parsing their JSON, at both sizes.
+
+The server comes from ``COGMEM_TEST_POSTGRES_URL`` (default: the one ``scripts/services.sh``
+starts on :5433). Each run uses a database of its own and drops it at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import make_conninfo
+
+from cogitator_memory import unwrap
+from cogitator_memory.engines.postgres.adapter import PostgresAdapter
+from cogitator_memory.engines.postgres.schema import migrate, quote_ident
+from cogitator_memory.items import MemoryItem, MemoryItems, MemoryScope
+from cogitator_memory.items.records import visible_scope_keys
+
+from .common import Row, percentiles, time_async
+
+ADMIN_URL = os.environ.get("COGMEM_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5433/postgres")
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+AGENT = "bench"
+SCOPE_SIZE = 100
+BATCH = 500
+_RAW_COLUMNS = (
+    "id, agent_id, user_id, project_id, thread_id, scope_key, subject_key, slot_key, kind, status, start_at,"
+    " valid_to, recorded_at, expired_at, entry_ids, times_retrieved, last_retrieved_at, version, body"
+)
+_RAW_INSERT = f"INSERT INTO {{t}} ({_RAW_COLUMNS}) VALUES ({', '.join(['%s'] * 19)})"
+
+
+@contextmanager
+def _database() -> Iterator[str]:
+    name = f"cogmem_bench_items_{secrets.token_hex(4)}"
+    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield make_conninfo(ADMIN_URL, dbname=name)
+    finally:
+        with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _item(n: int, user: str) -> MemoryItem:
+    return MemoryItem(
+        id=f"mem_{user}_{n:07d}",
+        kind="fact",
+        subject=user,
+        attribute=f"attribute {n % SCOPE_SIZE}",
+        value=f"The value number {n} that {user} mentioned while planning a trip to Lisbon.",
+        evidence=[{"entry_id": f"entry_{user}_{n}", "thread_id": f"thread_{user}", "quote": f"value number {n}"}],  # type: ignore[list-item]
+        trust="user",
+        verified=True,
+        confidence=0.9,
+        status="active",
+        scope=MemoryScope(agent_id=AGENT, user_id=user),
+        recorded_at=T0 + timedelta(milliseconds=n),
+    )
+
+
+def _new(n: int) -> dict[str, Any]:
+    return {
+        "kind": "fact",
+        "subject": "writer",
+        "attribute": f"attribute {n % 1000}",
+        "value": f"The value number {n} said while planning a trip.",
+        "evidence": [{"entry_id": f"entry_{n}", "thread_id": "thread_w", "quote": f"value number {n}"}],
+        "trust": "user",
+        "verified": True,
+        "confidence": 0.9,
+        "scope": {"agent_id": AGENT, "user_id": "writer"},
+    }
+
+
+def _raw_row(item: MemoryItem) -> tuple[Any, ...]:
+    """The row the store writes for ``item``, built before the clock starts."""
+    return (
+        item.id,
+        item.scope.agent_id,
+        item.scope.user_id,
+        None,
+        None,
+        item.scope_key,
+        item.subject_key,
+        item.slot_key,
+        item.kind,
+        item.status,
+        item.start,
+        None,
+        item.recorded_at,
+        None,
+        [e.entry_id for e in item.evidence if e.entry_id],
+        0,
+        None,
+        1,
+        item.model_dump_json(exclude_none=True, exclude={"times_retrieved", "last_retrieved_at", "version"}),
+    )
+
+
+async def _raw_singles(conn: psycopg.AsyncConnection[Any], sql: str, rows: list[tuple[Any, ...]]) -> float:
+    start = time.perf_counter()
+    for row in rows:
+        await conn.execute(sql, row)
+    return len(rows) / (time.perf_counter() - start)
+
+
+async def _raw_batches(conn: psycopg.AsyncConnection[Any], sql: str, rows: list[tuple[Any, ...]]) -> float:
+    start = time.perf_counter()
+    for i in range(0, len(rows), BATCH):
+        async with conn.transaction(), conn.cursor() as cur:
+            await cur.executemany(sql, rows[i : i + BATCH])
+    return len(rows) / (time.perf_counter() - start)
+
+
+async def _store_batches(store: PostgresAdapter, items: list[MemoryItem]) -> float:
+    start = time.perf_counter()
+    for i in range(0, len(items), BATCH):
+        unwrap(await store.add_items(items[i : i + BATCH]))
+    return len(items) / (time.perf_counter() - start)
+
+
+async def _service_singles(items: MemoryItems, news: list[dict[str, Any]]) -> float:
+    start = time.perf_counter()
+    for new in news:
+        await items.add(new)
+    return len(news) / (time.perf_counter() - start)
+
+
+async def _bench_writes(url: str, quick: bool) -> list[Row]:
+    rounds = 3
+    per_round = 200 if quick else 1_000
+    batched_per_round = 2_000 if quick else 10_000
+    async with (
+        PostgresAdapter(url=url, schema="bench_items_writes", dimensions=8, pool_size=2) as store,
+        await psycopg.AsyncConnection.connect(url, autocommit=True) as conn,
+    ):
+        await migrate(conn, "bench_items_raw")
+        sql = _RAW_INSERT.format(t=f"{quote_ident('bench_items_raw')}.memory_items")
+        service = MemoryItems(adapter=store)
+        service_rates, raw_single_rates, batch_rates, raw_batch_rates = [], [], [], []
+        for r in range(rounds):
+            singles = [_raw_row(_item(n, f"single{r}")) for n in range(per_round)]
+            raw_single_rates.append(await _raw_singles(conn, sql, singles))
+            service_rates.append(await _service_singles(service, [_new(r * per_round + n) for n in range(per_round)]))
+            raw_rows = [_raw_row(_item(n, f"rawbatch{r}")) for n in range(batched_per_round)]
+            raw_batch_rates.append(await _raw_batches(conn, sql, raw_rows))
+            ours = [_item(n, f"batch{r}") for n in range(batched_per_round)]
+            batch_rates.append(await _store_batches(store, ours))
+    service_rate, raw_single = max(service_rates), max(raw_single_rates)
+    batch_rate, raw_batch = max(batch_rates), max(raw_batch_rates)
+    return [
+        Row(
+            "item writes",
+            "PostgreSQL, MemoryItems.add (rules), items/s",
+            service_rate,
+            "items/s",
+            raw_single,
+            "raw psycopg INSERT, same rows, 1 tx/item",
+            service_rate / raw_single,
+            ">= 15% of raw",
+            service_rate / raw_single >= 0.15,
+            {"rounds": service_rates, "raw_rounds": raw_single_rates},
+        ),
+        Row(
+            "item writes",
+            f"PostgreSQL, add_items batches of {BATCH}, items/s",
+            batch_rate,
+            "items/s",
+            raw_batch,
+            f"raw psycopg executemany, same rows, 1 tx/{BATCH}",
+            batch_rate / raw_batch,
+            ">= 40% of raw",
+            batch_rate / raw_batch >= 0.40,
+            {"rounds": batch_rates, "raw_rounds": raw_batch_rates},
+        ),
+    ]
+
+
+async def _fill(store: PostgresAdapter, first_user: int, users: int) -> None:
+    items = [_item(n, f"u{user}") for user in range(first_user, first_user + users) for n in range(SCOPE_SIZE)]
+    for i in range(0, len(items), 5_000):
+        unwrap(await store.add_items(items[i : i + 5_000]))
+
+
+async def _bench_query(url: str, quick: bool) -> list[Row]:
+    sizes = (2_000, 20_000) if quick else (10_000, 100_000)
+    repeat = 100 if quick else 400
+    scope = MemoryScope(agent_id=AGENT, user_id="u0")
+    keys = visible_scope_keys(scope)
+    schema = "bench_items_query"
+    raw_sql = (
+        f"SELECT body, times_retrieved, last_retrieved_at, version FROM {quote_ident(schema)}.memory_items"
+        " WHERE scope_key = ANY(%s::text[]) AND status = ANY(%s::text[]) ORDER BY recorded_at, id"
+    )
+    service_t: dict[int, tuple[float, float]] = {}
+    store_t: dict[int, tuple[float, float]] = {}
+    raw_t: dict[int, tuple[float, float]] = {}
+    async with (
+        PostgresAdapter(url=url, schema=schema, dimensions=8, pool_size=2) as store,
+        await psycopg.AsyncConnection.connect(url, autocommit=True) as conn,
+    ):
+        service = MemoryItems(adapter=store)
+        loaded = 0
+        for size in sizes:
+            await _fill(store, loaded // SCOPE_SIZE, (size - loaded) // SCOPE_SIZE)
+            loaded = size
+            found = await service.query(scope)
+            if len(found) != SCOPE_SIZE:
+                raise RuntimeError(f"query(scope) found {len(found)} items, not {SCOPE_SIZE}")
+
+            async def raw() -> None:
+                cur = await conn.execute(raw_sql, (keys, ["active", "superseded"]))
+                [json.loads(r[0]) for r in await cur.fetchall()]
+
+            async def direct() -> None:
+                unwrap(await store.query_items({"visible_to": scope}))
+
+            for fn in (raw, direct, lambda: service.query(scope)):
+                await time_async(fn, 20)  # warm up: prepared statements, caches
+            raw_t[size] = percentiles(await time_async(raw, repeat))
+            store_t[size] = percentiles(await time_async(direct, repeat))
+            service_t[size] = percentiles(await time_async(lambda: service.query(scope), repeat))
+    small, big = sizes
+    rows = []
+    for label, timings in (("MemoryItems.query(scope)", service_t), ("query_items(visible_to)", store_t)):
+        rows.append(
+            Row(
+                "query(scope)",
+                f"PostgreSQL {label}, scope of {SCOPE_SIZE} among {big:,}, p50 ms",
+                timings[big][0] * 1e3,
+                "ms",
+                timings[small][0] * 1e3,
+                f"same, among {small:,}, p50",
+                timings[big][0] / timings[small][0],
+                "within 1.5x",
+                timings[big][0] / timings[small][0] <= 1.5,
+                {
+                    "p95_ms": timings[big][1] * 1e3,
+                    f"p95_ms_at_{small}": timings[small][1] * 1e3,
+                    "raw_p50_ms": raw_t[big][0] * 1e3,
+                    "raw_p95_ms": raw_t[big][1] * 1e3,
+                    f"raw_p50_ms_at_{small}": raw_t[small][0] * 1e3,
+                    f"raw_p95_ms_at_{small}": raw_t[small][1] * 1e3,
+                },
+            )
+        )
+    rows.append(
+        Row(
+            "query(scope)",
+            f"PostgreSQL query_items vs raw psycopg among {big:,}, p50 ms",
+            store_t[big][0] * 1e3,
+            "ms",
+            raw_t[big][0] * 1e3,
+            "raw psycopg select + json.loads of the same rows",
+            store_t[big][0] / raw_t[big][0],
+            "within 8x (records built and checked)",
+            store_t[big][0] / raw_t[big][0] <= 8.0,
+        )
+    )
+    return rows
+
+
+async def run(quick: bool) -> list[Row]:
+    with _database() as url:
+        return [*await _bench_writes(url, quick), *await _bench_query(url, quick)]
