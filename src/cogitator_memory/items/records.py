@@ -27,6 +27,7 @@ from ..clock import to_utc
 from ..errors import InvalidArgumentError
 from ..threads import tree
 from ..threads.records import ACTIVATED_AT_KEY, STALE_BECAUSE_KEY, Evidence, Record
+from ..threads.values import MAX_INT, has_surrogate
 
 ItemKind: TypeAlias = Literal["fact", "event", "preference", "instruction", "opinion", "lesson"]
 Trust: TypeAlias = Literal["system", "user", "tool", "model", "web"]
@@ -63,7 +64,12 @@ def _trusted(info: ValidationInfo) -> bool:
 
 
 def _utc_or_none(value: datetime | None) -> datetime | None:
-    return None if value is None else to_utc(value)
+    if value is None:
+        return None
+    try:
+        return to_utc(value)
+    except OverflowError:
+        raise ValueError(f"{value.isoformat()} is outside the datetimes UTC can express") from None
 
 
 def _checked_id(name: str, value: Any) -> str:
@@ -80,6 +86,8 @@ def _text(value: str, name: str, limit: int, *, allow_empty: bool = False) -> st
         raise ValueError(f"must be at most {limit} characters")
     if "\x00" in value:
         raise ValueError("must not contain NUL characters")
+    if has_surrogate(value):
+        raise ValueError("must not contain lone surrogates (text UTF-8 cannot encode)")
     return value
 
 
@@ -138,6 +146,19 @@ class ItemEvidence(Evidence):
     """A quote an item stands on: the words, the entry they are in and that entry's thread."""
 
     thread_id: str | None = None
+
+    @model_validator(mode="after")
+    def _encodable(self, info: ValidationInfo) -> ItemEvidence:
+        if _trusted(info):
+            return self
+        texts = [self.quote, self.entry_id, self.thread_id, self.tool_call_id]
+        if self.file_range is not None:
+            texts.append(self.file_range.path)
+        if any(text is not None and has_surrogate(text) for text in texts):
+            raise ValueError("must not contain lone surrogates (text UTF-8 cannot encode)")
+        if "\x00" in self.quote:
+            raise ValueError("a quote must not contain NUL characters")
+        return self
 
 
 class Slot(Record):
@@ -206,6 +227,13 @@ class _ItemContent(Record):
         if _trusted(info):
             return value
         return None if value is None else _checked_id("entity_id", value)
+
+    @field_validator("related_entity_ids")
+    @classmethod
+    def _related(cls, value: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        if _trusted(info) or value is None:
+            return value
+        return [_checked_id("related_entity_ids", v) for v in value]
 
     @field_validator("valid_from")
     @classmethod
@@ -285,9 +313,9 @@ class MemoryItem(_ItemContent):
     ends_at: datetime | None = None
     recorded_at: datetime
     expired_at: datetime | None = None
-    times_retrieved: int = Field(default=0, ge=0)
+    times_retrieved: int = Field(default=0, ge=0, le=MAX_INT)
     last_retrieved_at: datetime | None = None
-    version: int = Field(default=1, ge=1)
+    version: int = Field(default=1, ge=1, le=MAX_INT)
 
     @field_validator("id")
     @classmethod
@@ -360,7 +388,7 @@ class ItemUpdate(Record):
     """
 
     id: str
-    expected_version: int = Field(ge=1)
+    expected_version: int = Field(ge=1, le=MAX_INT)
     status: ItemStatus | None = None
     valid_from: datetime | None = None
     valid_to: datetime | None = None
@@ -373,7 +401,7 @@ class ItemUpdate(Record):
     metadata: dict[str, Any] | None = None
     related_entity_ids: list[str] | None = None
     #: Set only by stores without ``count_retrieved`` (read and written back under the agent's lock).
-    times_retrieved: int | None = Field(default=None, ge=0)
+    times_retrieved: int | None = Field(default=None, ge=0, le=MAX_INT)
     last_retrieved_at: datetime | None = None
 
     @field_validator("id")
@@ -385,6 +413,11 @@ class ItemUpdate(Record):
     @classmethod
     def _utc_times(cls, value: datetime | None) -> datetime | None:
         return _utc_or_none(value)
+
+    @field_validator("related_entity_ids")
+    @classmethod
+    def _related(cls, value: list[str] | None) -> list[str] | None:
+        return None if value is None else [_checked_id("related_entity_ids", v) for v in value]
 
     @field_validator("metadata")
     @classmethod
@@ -448,7 +481,7 @@ class MemoryItemFilter(Record):
     as_of: datetime | None = None
     known_at: datetime | None = None
     recorded_after: datetime | None = None
-    limit: int = Field(default=0, ge=0)
+    limit: int = Field(default=0, ge=0, le=MAX_INT)
 
     @field_validator("as_of", "known_at", "recorded_after")
     @classmethod

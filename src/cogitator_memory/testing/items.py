@@ -19,7 +19,7 @@ import asyncio
 import itertools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 from ..errors import ConflictError, InvalidArgumentError, NotFoundError
@@ -664,6 +664,21 @@ async def case_bad_arguments_are_named(store: MemoryItemAdapter) -> None:
         (await store.query_items("scope"), "filter"),  # type: ignore[arg-type]
         (await store.update_items([{"expected_version": 1}]), "updates[0].id"),
         (await store.delete_items(None), "ids"),  # type: ignore[arg-type]
+        (await store.add_items([_item(value="bad \ud800 text")]), "items[0].value"),
+        (await store.add_items([_item(subject="\udfff")]), "items[0].subject"),
+        (await store.add_items([_item(evidence=[{"entry_id": "e1", "quote": "q \ud800"}])]), "items[0].evidence.0"),
+        (await store.add_items([_item(related_entity_ids=["ok", ""])]), "items[0].related_entity_ids"),
+        (await store.add_items([_item(metadata={"k": 2**64})]), "items[0].metadata"),
+        (await store.add_items([_item(times_retrieved=2**63)]), "items[0].times_retrieved"),
+        (
+            await store.add_items([_item(recorded_at=datetime.max.replace(tzinfo=timezone(timedelta(hours=-5))))]),
+            "items[0].recorded_at",
+        ),
+        (await store.query_items({"scope": scope, "limit": 2**63}), "filter.limit"),
+        (
+            await store.update_items([{"id": "mem_x", "expected_version": 1, "metadata": {"n": float("nan")}}]),
+            "updates[0].metadata",
+        ),
     ]
     for result, argument in checks:
         _fails(result, f"a bad '{argument}'", InvalidArgumentError, argument)
