@@ -104,13 +104,17 @@ async def test_items_live_in_the_stores_schema(store: PostgresAdapter, pg_url: s
     ]
 
 
-async def test_nul_characters_and_large_numbers_round_trip(store: PostgresAdapter) -> None:
+async def test_nul_characters_large_numbers_and_odd_entry_ids_round_trip(store: PostgresAdapter) -> None:
     weird = {"nul": "a\x00b", "big": 2**63 - 1, "float": 1e-7, "unicode": "ß ✓ 日本"}
-    item = _item(2, metadata=weird, evidence=[{"entry_id": "e\x00bad", "quote": "nul \x00 inside"}])
+    evidence = [{"entry_id": "e\x1fsplit", "quote": "q"}, {"entry_id": "e_ok", "quote": "q"}]
+    item = _item(2, metadata=weird, evidence=evidence)
     unwrap(await store.add_items([item]))
     got = unwrap(await store.get_items([item["id"]]))[0]
     assert got.metadata == weird
-    assert got.evidence[0].entry_id == "e\x00bad" and got.evidence[0].quote == "nul \x00 inside"
+    assert [e.entry_id for e in got.evidence] == ["e\x1fsplit", "e_ok"]
+    found = unwrap(await store.query_items({"within": {"agent_id": "concierge"}, "entry_ids": ["e_ok"]}))
+    assert [i.id for i in found] == [item["id"]]
+    assert unwrap(await store.query_items({"within": {"agent_id": "concierge"}, "entry_ids": ["split"]})) == []
 
 
 async def test_times_round_trip_to_the_microsecond_at_the_edges(store: PostgresAdapter) -> None:
