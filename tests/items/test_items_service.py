@@ -561,3 +561,19 @@ async def test_a_failed_merge_is_made_again(store: Any, clock: Clock) -> None:
 def test_the_service_types_against_the_protocol() -> None:
     adapter: MemoryItemAdapter = InMemoryAdapter()
     assert MemoryItems(adapter=adapter).adapter is adapter
+
+
+def test_a_store_used_from_two_event_loops(tmp_path: Path) -> None:
+    memory = InMemoryAdapter()
+    relay = Relay(memory, yields=2)  # calls that suspend, so the writes wait for the agent's lock
+    clock = Clock()
+
+    async def write(value: str) -> MemoryItem:
+        await memory.connect()
+        svc = MemoryItems(adapter=relay, clock=clock)
+        written = await asyncio.gather(*(svc.add(said(f"{value}{n}", slot=("Ana", f"{value}{n}"))) for n in range(3)))
+        return written[-1]
+
+    first = asyncio.run(write("a"))
+    second = asyncio.run(write("b"))
+    assert second.recorded_at == first.recorded_at + timedelta(milliseconds=3), "the agent's clock carries over"

@@ -56,6 +56,8 @@ TICK = timedelta(milliseconds=1)
 class _AgentState:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     last: datetime | None = None
+    #: The event loop the lock serves (a store used from another loop gets a lock of its own there).
+    loop: asyncio.AbstractEventLoop | None = None
 
 
 _AgentStates = dict[str, _AgentState]
@@ -160,9 +162,12 @@ class MemoryItems:
         return package_clock.to_utc(self._clock())
 
     def _agent(self, agent_id: str) -> _AgentState:
+        loop = asyncio.get_running_loop()
         state = self._agents.get(agent_id)
         if state is None:
-            state = self._agents[agent_id] = _AgentState()
+            state = self._agents[agent_id] = _AgentState(loop=loop)
+        elif state.loop is not loop:
+            state.lock, state.loop = asyncio.Lock(), loop
         return state
 
     def _now_for(self, agent_id: str) -> datetime:
