@@ -229,14 +229,14 @@ async def test_parent_links_that_loop_are_reported_not_walked_forever(pg_url: st
         async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
             await conn.execute(f'UPDATE "{schema}".entries SET parent_id = %s WHERE id = %s', (ids[2], ids[0]))
         calls = {
-            "get_path": (memory.get_path(thread_id="loop"), ids[2]),
-            "get_path_filtered": (memory.get_path(thread_id="loop", types=["label"], limit=5), ids[2]),
-            "get_path_from": (memory.get_path(thread_id="loop", leaf_id=ids[1]), ids[1]),
-            "rewind": (memory.rewind("loop", aside.id), ids[2]),
-            "fork_thread": (memory.fork_thread("loop", ids[1]), ids[1]),
+            "get_path": (lambda: memory.get_path(thread_id="loop"), ids[2]),
+            "get_path_filtered": (lambda: memory.get_path(thread_id="loop", types=["label"], limit=5), ids[2]),
+            "get_path_from": (lambda: memory.get_path(thread_id="loop", leaf_id=ids[1]), ids[1]),
+            "rewind": (lambda: memory.rewind("loop", aside.id), ids[2]),
+            "fork_thread": (lambda: memory.fork_thread("loop", ids[1]), ids[1]),
         }
         for name, (call, start) in calls.items():
-            result = await asyncio.wait_for(call, timeout=20)
+            result = await asyncio.wait_for(call(), timeout=20)
             assert not result.success, f"{name} walked parent links that loop"
             assert result.error_type is not None and result.error_type.__name__ == "StoreUnavailableError"
             assert "thread loop is damaged" in (result.error or ""), (name, result.error)

@@ -420,14 +420,14 @@ async def test_parent_links_that_loop_are_reported(store: RedisAdapter) -> None:
     )
     await store.client.hset(store._entry_key(ids[0]), "p", ids[2])  # damage: a -> c -> b -> a
     calls = {
-        "get_path": (store.get_path(thread_id="loop"), ids[2]),
-        "get_path_filtered": (store.get_path(thread_id="loop", types=["label"], limit=5), ids[2]),
-        "get_path_from": (store.get_path(thread_id="loop", leaf_id=ids[1]), ids[1]),
-        "rewind": (store.rewind("loop", aside.id), ids[2]),
-        "fork_thread": (store.fork_thread("loop", ids[1]), ids[1]),
+        "get_path": (lambda: store.get_path(thread_id="loop"), ids[2]),
+        "get_path_filtered": (lambda: store.get_path(thread_id="loop", types=["label"], limit=5), ids[2]),
+        "get_path_from": (lambda: store.get_path(thread_id="loop", leaf_id=ids[1]), ids[1]),
+        "rewind": (lambda: store.rewind("loop", aside.id), ids[2]),
+        "fork_thread": (lambda: store.fork_thread("loop", ids[1]), ids[1]),
     }
     for name, (call, start) in calls.items():
-        result = await call
+        result = await call()
         assert not result.success, f"{name} read a branch whose parent links loop: {result.data!r}"
         assert result.error_type is not None and result.error_type.__name__ == "StoreUnavailableError"
         assert "thread loop is damaged" in (result.error or ""), (name, result.error)
