@@ -454,6 +454,8 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
         tree.check_id("entry.thread_id", new.thread_id)
         tree.check_optional_id("entry.parent_id", new.parent_id)
         tree.check_optional_id("entry.id", new.id)
+        if new.token_count is not None and not 0 <= new.token_count <= values.MAX_INT:
+            raise InvalidArgumentError("entry.token_count", f"must be from 0 to 2**63 - 1, got {new.token_count}")
         if new.root and new.parent_id is not None:
             raise InvalidArgumentError("entry.root", "a new root has no parent: give root=True or parent_id, not both")
         values.check_entry_content("entry", new)

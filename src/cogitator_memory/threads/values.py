@@ -76,13 +76,6 @@ def check_optional_text(name: str, value: object) -> str | None:
     return None if value is None else check_text(name, value)
 
 
-def check_int(name: str, value: int) -> int:
-    """An integer within 64 bits (``-2**63`` to ``2**63 - 1``)."""
-    if not MIN_INT <= value <= MAX_INT:
-        raise InvalidArgumentError(name, f"{value} is outside the 64-bit range (-2**63 to 2**63 - 1)")
-    return value
-
-
 def _check(value: Any, depth: int) -> None:
     """Walk ``value`` (``depth`` levels already above it), raising :class:`_Refused`."""
     if value is None or isinstance(value, bool):
@@ -219,7 +212,6 @@ __all__ = [
     "MIN_INT",
     "check_entry_content",
     "check_event",
-    "check_int",
     "check_json",
     "check_message",
     "check_optional_text",
