@@ -11,7 +11,7 @@ from typing import Any
 from cogitator_memory import SQLiteAdapter, unwrap
 from cogitator_memory.engines.sqlite.schema import MIGRATIONS, applied_migrations, migrate
 from cogitator_memory.errors import ConflictError
-from cogitator_memory.items.records import MemoryScope, scope_key, visible_scope_keys
+from cogitator_memory.items.records import MemoryScope
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
@@ -75,29 +75,38 @@ async def test_two_connections_to_one_file_keep_versions_and_counts(tmp_path: Pa
         assert unwrap(await one.get_items(["mem_000002"])) == []
 
 
-async def test_scope_queries_read_by_index(tmp_path: Path) -> None:
+async def test_the_queries_the_store_makes_read_by_index(tmp_path: Path) -> None:
     async with SQLiteAdapter(path=tmp_path / "plan.db") as memory:
-        unwrap(await memory.add_items([_item(n, scope={"agent_id": "a", "user_id": f"u{n % 50}"}) for n in range(500)]))
+        batch = [
+            _item(
+                n,
+                scope={"agent_id": "a", "user_id": f"u{n % 5}"},
+                attribute=f"a{n % 40}",
+                evidence=[{"entry_id": f"e{n}", "quote": "q"}],
+            )
+            for n in range(2_000)
+        ]
+        unwrap(await memory.add_items(batch))
         db = memory.connection
-        db.execute("ANALYZE")
-        scope = MemoryScope(agent_id="a", user_id="u7")
-        keys = visible_scope_keys(scope)
-        plans = {
-            "visible": (
-                "SELECT rid FROM memory_items WHERE scope_key IN (?, ?) AND status IN ('active', 'superseded')"
-                " ORDER BY recorded_us, id",
-                keys,
-            ),
-            "slot": (
-                "SELECT rid FROM memory_items WHERE scope_key IN (?) AND slot_key = ?",
-                [scope_key(scope), "s:ana\x1fcity"],
-            ),
-            "entries": (
-                "SELECT rid FROM memory_items WHERE agent_id = ? AND rid IN"
-                " (SELECT rid FROM memory_item_evidence WHERE entry_id IN (?))",
-                ["a", "e1"],
-            ),
-        }
-        for name, (sql, params) in plans.items():
-            plan = " | ".join(str(row[-1]) for row in db.execute(f"EXPLAIN QUERY PLAN {sql}", params))
-            assert "USING" in plan and "SCAN memory_items" not in plan, f"{name}: {plan}"
+        statements: list[str] = []
+        db.set_trace_callback(statements.append)
+        scope = MemoryScope(agent_id="a", user_id="u1")
+        filters: list[dict[str, Any]] = [
+            {"visible_to": scope},
+            {"visible_to": scope, "statuses": ["active", "superseded"], "as_of": T0},
+            {"scope": scope, "slot": {"subject": "Ana", "attribute": "a3"}},
+            {"scope": scope, "subject": "Ana"},
+            {"within": {"agent_id": "a"}, "entry_ids": ["e7"]},
+            {"within": {"agent_id": "a", "user_id": "u1"}},
+            {"visible_to": scope, "limit": 5},
+        ]
+        for flt in filters:
+            unwrap(await memory.query_items(flt))
+        db.set_trace_callback(None)
+        selects = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
+        assert len(selects) == len(filters)
+        for sql in selects:
+            plan = " | ".join(str(row[-1]) for row in db.execute(f"EXPLAIN QUERY PLAN {sql}"))
+            assert "USING" in plan and "SCAN memory_items" not in plan, f"{sql}: {plan}"
+        slot_plan = " ".join(str(r[-1]) for r in db.execute(f"EXPLAIN QUERY PLAN {selects[2]}"))
+        assert "memory_items_by_slot" in slot_plan, "a slot is read through its index, not the whole scope"

@@ -10,8 +10,8 @@ result wrapping), and implements six underscore primitives:
 - ``_get_items(ids)``: the stored items with those ids (any order, missing ones left out).
 - ``_query_items(query)``: the items :meth:`ItemQuery.matches
   <cogitator_memory.items.records.ItemQuery.matches>` accepts, filtered by the store itself on
-  indexed fields (scope key, slot, status, times), ordered by ``(recorded_at, id)``, the newest
-  ``query.limit`` when it is > 0.
+  indexed fields (scope key, slot, status, times); when ``query.limit`` is > 0, the newest
+  ``limit`` by ``(recorded_at, id)``. In any order: the mixin sorts them.
 - ``_update_items(updates)``: apply every update or none, each only when the stored
   item's version is its ``expected_version`` (``ConflictError`` otherwise, ``NotFoundError``
   for a missing id); versions move on by one.
@@ -147,7 +147,7 @@ class MemoryItemStoreMixin(ABC):
 
     @abstractmethod
     async def _query_items(self, query: ItemQuery) -> list[MemoryItem]:
-        """The items ``query.matches``, ordered by ``(recorded_at, id)``, the newest ``query.limit`` when > 0."""
+        """The items ``query.matches`` (the newest ``query.limit`` by ``(recorded_at, id)`` when > 0), in any order."""
 
     @abstractmethod
     async def _update_items(self, updates: list[ItemUpdate]) -> list[MemoryItem]:

@@ -38,8 +38,8 @@ class InMemoryItems(MemoryItemStoreMixin):
         super().__init__()
         self._items: dict[str, MemoryItem] = {}
         self._item_blobs: dict[str, bytes] = {}
-        self._items_by_scope: dict[str, dict[str, None]] = {}
-        self._items_by_agent: dict[str, dict[str, None]] = {}
+        #: Ids by the keys an item never changes: its scope, agent, slot in scope, subject in scope.
+        self._items_by_key: dict[tuple[str, ...], dict[str, None]] = {}
         self._items_by_entry: dict[str, set[str]] = {}
 
     # ----- indexes -------------------------------------------------------------------------
@@ -54,10 +54,20 @@ class InMemoryItems(MemoryItemStoreMixin):
     def _copy(self, item_id: str) -> MemoryItem:
         return _parse(self._item_blobs[item_id])
 
+    @staticmethod
+    def _keys(item: MemoryItem) -> list[tuple[str, ...]]:
+        scope = scope_key(item.scope)
+        return [
+            ("scope", scope),
+            ("agent", item.scope.agent_id),
+            ("slot", scope, item.slot_key),
+            ("subject", scope, item.subject_key),
+        ]
+
     def _index_item(self, item: MemoryItem) -> None:
         item = self._keep(item)
-        self._items_by_scope.setdefault(scope_key(item.scope), {})[item.id] = None
-        self._items_by_agent.setdefault(item.scope.agent_id, {})[item.id] = None
+        for key in self._keys(item):
+            self._items_by_key.setdefault(key, {})[item.id] = None
         self._index_entries(item.id, (e.entry_id for e in item.evidence))
 
     def _index_entries(self, item_id: str, entry_ids: Iterable[str | None]) -> None:
@@ -76,12 +86,12 @@ class InMemoryItems(MemoryItemStoreMixin):
     def _unindex_item(self, item: MemoryItem) -> None:
         del self._items[item.id]
         del self._item_blobs[item.id]
-        for index, key in ((self._items_by_scope, scope_key(item.scope)), (self._items_by_agent, item.scope.agent_id)):
-            ids = index.get(key)
+        for key in self._keys(item):
+            ids = self._items_by_key.get(key)
             if ids is not None:
                 ids.pop(item.id, None)
                 if not ids:
-                    del index[key]
+                    del self._items_by_key[key]
         self._unindex_entries(item.id, (e.entry_id for e in item.evidence))
 
     # ----- primitives ----------------------------------------------------------------------
@@ -104,9 +114,16 @@ class InMemoryItems(MemoryItemStoreMixin):
                 found |= self._items_by_entry.get(entry_id, set())
             candidates = found
         elif query.scope_keys is not None:
-            candidates = [i for key in query.scope_keys for i in self._items_by_scope.get(key, ())]
+            keys: list[tuple[str, ...]]
+            if query.slot_key is not None:
+                keys = [("slot", scope, query.slot_key) for scope in query.scope_keys]
+            elif query.subject_key is not None:
+                keys = [("subject", scope, query.subject_key) for scope in query.scope_keys]
+            else:
+                keys = [("scope", scope) for scope in query.scope_keys]
+            candidates = [i for key in keys for i in self._items_by_key.get(key, ())]
         else:
-            candidates = self._items_by_agent.get(query.agent_id, {})
+            candidates = self._items_by_key.get(("agent", query.agent_id), {})
         matched = [item for item in map(self._items.__getitem__, candidates) if query.matches(item)]
         matched.sort(key=item_order)
         if query.limit:

@@ -179,7 +179,10 @@ class SQLiteItems(MemoryItemStoreMixin):
             ).fetchall()
             rows.reverse()
         else:
-            rows = self.connection.execute(f"{sql} ORDER BY recorded_us, id", params).fetchall()
+            # No ORDER BY (the mixin sorts): with one, the planner prefers the index that gives the
+            # order (scope, time) over the one that narrows to the slot or subject, and reads the
+            # whole scope.
+            rows = self.connection.execute(sql, params).fetchall()
         return list(map(_item, rows))
 
     async def _update_items(self, updates: list[ItemUpdate]) -> list[MemoryItem]:
