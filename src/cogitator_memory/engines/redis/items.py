@@ -17,14 +17,15 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
-from ...clock import from_micros, to_micros
+from ...clock import to_micros
 from ...errors import ConflictError, NotFoundError
 from ...items.base import MemoryItemStoreMixin
-from ...items.records import ItemQuery, ItemUpdate, MemoryItem, item_order, scope_key
+from ...items.records import TRUSTED, ItemQuery, ItemUpdate, MemoryItem, item_order, scope_key
 from ...threads import tree
 from . import items_scripts as lua
 
@@ -51,17 +52,18 @@ def _entry_ids(item: MemoryItem) -> str:
     return json.dumps(ids, ensure_ascii=False, separators=(",", ":"))
 
 
-def _item(body: str, times_retrieved: str, last_retrieved: str, version: str) -> MemoryItem:
-    """An item from its stored body and counters (the body always starts with ``{"id":``)."""
-    head = f'{{"times_retrieved":{int(times_retrieved)},"version":{int(version)},'
-    if last_retrieved:
-        head += f'"last_retrieved_at":"{from_micros(int(last_retrieved)).isoformat()}",'
-    return MemoryItem.model_validate_json(head + body[1:])
+def _iso(value: datetime | None) -> str:
+    return "" if value is None else value.isoformat()
 
 
-def _items(flat: Sequence[str], start: int = 0) -> list[MemoryItem]:
-    """Items from a script's flat (body, times retrieved, last retrieved, version) groups."""
-    return [_item(flat[i], flat[i + 1], flat[i + 2], flat[i + 3]) for i in range(start, len(flat), 4)]
+@cache
+def _item_list() -> TypeAdapter[list[MemoryItem]]:
+    return TypeAdapter(list[MemoryItem])
+
+
+def _items(answer: str) -> list[MemoryItem]:
+    """Items from a script's answer, one JSON array (checked when they were written)."""
+    return _item_list().validate_json(answer, context=TRUSTED)
 
 
 class RedisItems(MemoryItemStoreMixin):
@@ -101,6 +103,7 @@ class RedisItems(MemoryItemStoreMixin):
                 _entry_ids(item),
                 item.times_retrieved,
                 _micros(item.last_retrieved_at),
+                _iso(item.last_retrieved_at),
                 _body(item),
             ]
         reply = await self._run(lua.ADD_ITEMS, [self._item_key(items[0].id)], args)
@@ -138,8 +141,8 @@ class RedisItems(MemoryItemStoreMixin):
 
     async def _update_items(self, updates: list[ItemUpdate]) -> list[MemoryItem]:
         # Read, apply in Python, then write in one script that checks every version again: a
-        # write made in between fails the batch as a conflict, and the counters (not in the
-        # body) are left to count_retrieved.
+        # write made in between fails the batch as a conflict. The counters (not in the body)
+        # are written only by an update that carries them, so a count made in between stays.
         current = {item.id: item for item in await self._get_items([u.id for u in updates])}
         changed: list[MemoryItem] = []
         args: list[Any] = []
@@ -165,6 +168,10 @@ class RedisItems(MemoryItemStoreMixin):
                 "1" if "evidence" in update.model_fields_set else "0",
                 _entry_ids(new),
                 _body(new),
+                "1" if update.model_fields_set & _COUNTER_FIELDS else "0",
+                new.times_retrieved,
+                _micros(new.last_retrieved_at),
+                _iso(new.last_retrieved_at),
             ]
         reply = await self._run(lua.UPDATE_ITEMS, [self._item_key(updates[0].id)], args)
         if reply[0] == "missing":
@@ -176,7 +183,7 @@ class RedisItems(MemoryItemStoreMixin):
             new.model_copy(
                 update={
                     "times_retrieved": int(reply[1 + 2 * i]),
-                    "last_retrieved_at": from_micros(int(reply[2 + 2 * i])) if reply[2 + 2 * i] else None,
+                    "last_retrieved_at": datetime.fromisoformat(reply[2 + 2 * i]) if reply[2 + 2 * i] else None,
                 }
             )
             for i, new in enumerate(changed)
@@ -186,7 +193,7 @@ class RedisItems(MemoryItemStoreMixin):
         return int(await self._run(lua.DELETE_ITEMS, [self._item_key(ids[0])], ids))
 
     async def _count_retrieved(self, ids: list[str], at: datetime) -> int:
-        return int(await self._run(lua.COUNT_RETRIEVED, [self._item_key(ids[0])], [to_micros(at), *ids]))
+        return int(await self._run(lua.COUNT_RETRIEVED, [self._item_key(ids[0])], [to_micros(at), _iso(at), *ids]))
 
 
 def _conflict(item_id: str, version: int, expected: int) -> ConflictError:

@@ -14,14 +14,19 @@ between their parts and which no id holds):
     key), ``sl`` / ``sj`` (slot and subject keys), ``st`` (status), ``k`` (kind), ``s`` (start:
     ``valid_from`` or else ``recorded_at``), ``vt`` (``valid_to``), ``r`` (``recorded_at``),
     ``x`` (``expired_at``), all times in microseconds since the epoch (``""`` when unset);
-    ``e`` (the quoted entry ids, a JSON array), ``n`` / ``lr`` (times retrieved, last
-    retrieved), ``v`` (version), ``b`` (the item as JSON without those three).
+    ``e`` (the quoted entry ids, a JSON array), ``n`` (times retrieved), ``lr`` / ``li`` (last
+    retrieved, in microseconds and as ISO 8601 text), ``v`` (version), ``b`` (the item as JSON
+    without the counters and the version).
 ``P items:scope:<scope key>``, ``P items:slot:<scope key>SEP<slot key>``,
 ``P items:subject:<scope key>SEP<subject key>``, ``P items:agent:<agent id>``,
 ``P items:entry:<entry id>`` (sorted sets)
     Item ids scored by ``recorded_at`` in microseconds.
-``P items:scopes:<agent id>`` (set)
-    The scope keys of the agent that hold items, for ``within`` queries.
+``P items:scopes:<agent id>``, ``P items:scopes:<agent id>SEP<u|p|t>SEP<user, project or thread id>`` (sets)
+    The scope keys of the agent that hold items, all of them and by each limit, for ``within``
+    queries.
+
+Reads answer one string, a JSON array of the items (each body with its counters and version put
+back), which the client parses in one pass.
 
 Times are compared exactly in Lua (:data:`_ITEMS_HEADER`'s ``tcmp``): doubles hold integer
 microseconds exactly only up to 2^53 (years 1685 to 2255), so larger ones are compared digit by
@@ -41,11 +46,27 @@ local function zslot(sk, slot) return P .. 'items:slot:' .. sk .. SEP .. slot en
 local function zsubject(sk, subject) return P .. 'items:subject:' .. sk .. SEP .. subject end
 local function zagent(agent) return P .. 'items:agent:' .. agent end
 local function sscopes(agent) return P .. 'items:scopes:' .. agent end
+local function sscopes_by(agent, limit, value) return P .. 'items:scopes:' .. agent .. SEP .. limit .. SEP .. value end
+-- The scope sets a scope key belongs to: the agent's, and its user's, project's and thread's.
+local function scope_sets(agent, user, project, thread)
+  local sets = {sscopes(agent)}
+  if user ~= '' then sets[#sets + 1] = sscopes_by(agent, 'u', user) end
+  if project ~= '' then sets[#sets + 1] = sscopes_by(agent, 'p', project) end
+  if thread ~= '' then sets[#sets + 1] = sscopes_by(agent, 't', thread) end
+  return sets
+end
 local function zentry(entry) return P .. 'items:entry:' .. entry end
 local function entries_of(json)
   if not json or json == '' or json == '[]' then return {} end
   return cjson.decode(json)
 end
+-- An item's JSON from its fields: the body with its counters and version put back.
+local function item_json(b, n, li, v)
+  local head = '{"times_retrieved":' .. n .. ',"version":' .. v .. ','
+  if li ~= '' then head = head .. '"last_retrieved_at":"' .. li .. '",' end
+  return head .. string.sub(b, 2)
+end
+local function json_list(parts) return '[' .. table.concat(parts, ',') .. ']' end
 -- -1, 0 or 1 as integer microseconds a < b, a == b, a > b (decimal strings, maybe negative)
 local function tcmp(a, b)
   local x, y = tonumber(a), tonumber(b)
@@ -76,13 +97,13 @@ def _script(name: str, body: str) -> LuaScript:
     return LuaScript(name, _ITEMS_HEADER + body)
 
 
-# ARGV: P, TTL, then 18 values per item: id, agent, user, project, thread, scope key, slot key,
+# ARGV: P, TTL, then 19 values per item: id, agent, user, project, thread, scope key, slot key,
 # subject key, status, kind, start, valid_to, recorded_at, expired_at, entry ids (JSON),
-# times retrieved, last retrieved, body. Answers {'ok'} or {'taken', id}.
+# times retrieved, last retrieved (microseconds, ISO text), body. Answers {'ok'} or {'taken', id}.
 ADD_ITEMS = _script(
     "add_items",
     r"""
-local W = 18
+local W = 19
 for o = 3, #ARGV, W do
   if redis.call('EXISTS', item_key(ARGV[o])) == 1 then return {'taken', ARGV[o]} end
 end
@@ -91,43 +112,40 @@ for o = 3, #ARGV, W do
   redis.call('HSET', item_key(id),
     'a', agent, 'u', ARGV[o + 2], 'p', ARGV[o + 3], 't', ARGV[o + 4], 'sk', sk, 'sl', slot, 'sj', subject,
     'st', ARGV[o + 8], 'k', ARGV[o + 9], 's', ARGV[o + 10], 'vt', ARGV[o + 11], 'r', r, 'x', ARGV[o + 13],
-    'e', ARGV[o + 14], 'n', ARGV[o + 15], 'lr', ARGV[o + 16], 'v', '1', 'b', ARGV[o + 17])
+    'e', ARGV[o + 14], 'n', ARGV[o + 15], 'lr', ARGV[o + 16], 'li', ARGV[o + 17], 'v', '1', 'b', ARGV[o + 18])
   redis.call('ZADD', zscope(sk), r, id)
   redis.call('ZADD', zslot(sk, slot), r, id)
   redis.call('ZADD', zsubject(sk, subject), r, id)
   redis.call('ZADD', zagent(agent), r, id)
-  redis.call('SADD', sscopes(agent), sk)
+  for _, set in ipairs(scope_sets(agent, ARGV[o + 2], ARGV[o + 3], ARGV[o + 4])) do redis.call('SADD', set, sk) end
   for _, entry in ipairs(entries_of(ARGV[o + 14])) do redis.call('ZADD', zentry(entry), r, id) end
 end
 return {'ok'}
 """,
 )
 
-# ARGV: P, TTL, ids. Answers (body, times retrieved, last retrieved, version) per item found.
+# ARGV: P, TTL, ids. Answers the items found, as one JSON array.
 GET_ITEMS = _script(
     "get_items",
     r"""
 local out = {}
 for i = 3, #ARGV do
-  local row = redis.call('HMGET', item_key(ARGV[i]), 'b', 'n', 'lr', 'v')
-  if row[1] then
-    out[#out + 1] = row[1]
-    out[#out + 1] = row[2]
-    out[#out + 1] = row[3]
-    out[#out + 1] = row[4]
-  end
+  local row = redis.call('HMGET', item_key(ARGV[i]), 'b', 'n', 'li', 'v')
+  if row[1] then out[#out + 1] = item_json(row[1], row[2], row[3], row[4]) end
 end
-return out
+return json_list(out)
 """,
 )
 
-# ARGV: P, TTL, then 10 values per update: id, expected version, new version, status, start,
-# valid_to, expired_at, evidence changed (1/0), entry ids (JSON), body. Answers {'missing', id},
-# {'conflict', id, version} or {'ok', then (times retrieved, last retrieved) per update}.
+# ARGV: P, TTL, then 14 values per update: id, expected version, new version, status, start,
+# valid_to, expired_at, evidence changed (1/0), entry ids (JSON), body, counters given (1/0),
+# times retrieved, last retrieved (microseconds, ISO text; written only when given). Answers
+# {'missing', id}, {'conflict', id, version} or {'ok', then (times retrieved, last retrieved
+# as ISO text) per update}.
 UPDATE_ITEMS = _script(
     "update_items",
     r"""
-local W = 10
+local W = 14
 for o = 3, #ARGV, W do
   local v = redis.call('HGET', item_key(ARGV[o]), 'v')
   if not v then return {'missing', ARGV[o]} end
@@ -145,7 +163,10 @@ for o = 3, #ARGV, W do
   end
   redis.call('HSET', key, 'v', ARGV[o + 2], 'st', ARGV[o + 3], 's', ARGV[o + 4], 'vt', ARGV[o + 5],
     'x', ARGV[o + 6], 'b', ARGV[o + 9])
-  local counts = redis.call('HMGET', key, 'n', 'lr')
+  if ARGV[o + 10] == '1' then
+    redis.call('HSET', key, 'n', ARGV[o + 11], 'lr', ARGV[o + 12], 'li', ARGV[o + 13])
+  end
+  local counts = redis.call('HMGET', key, 'n', 'li')
   out[#out + 1] = counts[1]
   out[#out + 1] = counts[2]
 end
@@ -161,7 +182,7 @@ local gone = 0
 for i = 3, #ARGV do
   local id = ARGV[i]
   local key = item_key(id)
-  local f = redis.call('HMGET', key, 'a', 'sk', 'sl', 'sj', 'e')
+  local f = redis.call('HMGET', key, 'a', 'sk', 'sl', 'sj', 'e', 'u', 'p', 't')
   if f[1] then
     local agent, sk = f[1], f[2]
     redis.call('DEL', key)
@@ -170,7 +191,9 @@ for i = 3, #ARGV do
     redis.call('ZREM', zsubject(sk, f[4]), id)
     redis.call('ZREM', zagent(agent), id)
     for _, entry in ipairs(entries_of(f[5])) do redis.call('ZREM', zentry(entry), id) end
-    if redis.call('EXISTS', zscope(sk)) == 0 then redis.call('SREM', sscopes(agent), sk) end
+    if redis.call('EXISTS', zscope(sk)) == 0 then
+      for _, set in ipairs(scope_sets(agent, f[6], f[7], f[8])) do redis.call('SREM', set, sk) end
+    end
     gone = gone + 1
   end
 end
@@ -178,18 +201,18 @@ return gone
 """,
 )
 
-# ARGV: P, TTL, at (microseconds), ids. Answers how many existed.
+# ARGV: P, TTL, at (microseconds), at (ISO text), ids. Answers how many existed.
 COUNT_RETRIEVED = _script(
     "count_retrieved",
     r"""
-local at = ARGV[3]
+local at, at_text = ARGV[3], ARGV[4]
 local counted = 0
-for i = 4, #ARGV do
+for i = 5, #ARGV do
   local key = item_key(ARGV[i])
   local last = redis.call('HGET', key, 'lr')
   if last then
     redis.call('HINCRBY', key, 'n', 1)
-    if last == '' or tcmp(at, last) > 0 then redis.call('HSET', key, 'lr', at) end
+    if last == '' or tcmp(at, last) > 0 then redis.call('HSET', key, 'lr', at, 'li', at_text) end
     counted = counted + 1
   end
 end
@@ -199,9 +222,9 @@ return counted
 
 # ARGV: P, TTL, the query as JSON: agent, scopes (scope keys) or within ([user, project,
 # thread], "" when unset), and when given: statuses, kinds, slot, subject, entries, as_of,
-# known_at, after (times in microseconds, as strings), limit (0: all). Answers (body, times
-# retrieved, last retrieved, version) per matching item: with a limit, at least the newest
-# `limit` of them (ties of the cut-off score included), unordered.
+# known_at, after (times in microseconds, as strings), limit (0: all). Answers the matching
+# items as one JSON array: with a limit, at least the newest `limit` of them (ties of the
+# cut-off score included), unordered.
 QUERY_ITEMS = _script(
     "query_items",
     r"""
@@ -247,10 +270,16 @@ if scopes then
 else
   local agent_key = zagent(agent)
   consider({agent_key}, 0)
-  local narrow = slot or subject or within[1] ~= '' or within[2] ~= '' or within[3] ~= ''
-  if narrow and redis.call('SCARD', sscopes(agent)) < best_cost then
+  -- Or the scopes within holds, from the smallest scope set of its limits.
+  local sets = scope_sets(agent, within[1], within[2], within[3])
+  local set, size = nil, nil
+  for i = (#sets > 1 and 2 or 1), #sets do
+    local n = redis.call('SCARD', sets[i])
+    if size == nil or n < size then set, size = sets[i], n end
+  end
+  if (#sets > 1 or slot or subject) and size < best_cost then
     local keys = {}
-    for _, sk in ipairs(redis.call('SMEMBERS', sscopes(agent))) do
+    for _, sk in ipairs(redis.call('SMEMBERS', set)) do
       local f = split_scope(sk)
       if (within[1] == '' or f[2] == within[1]) and (within[2] == '' or f[3] == within[2])
           and (within[3] == '' or f[4] == within[3]) then
@@ -266,8 +295,11 @@ if entries then
   consider(keys, 0)
 end
 
+local out = {}
+-- Whether the item passes; a passing item goes to the answer.
 local function passes(id)
-  local f = redis.call('HMGET', item_key(id), 'a', 'u', 'p', 't', 'sk', 'st', 'k', 'sl', 'sj', 's', 'vt', 'r', 'x', 'e')
+  local f = redis.call('HMGET', item_key(id),
+    'a', 'u', 'p', 't', 'sk', 'st', 'k', 'sl', 'sj', 's', 'vt', 'r', 'x', 'e', 'b', 'n', 'li', 'v')
   if f[1] ~= agent then return false end
   if scopes then
     if not scopes[f[5]] then return false end
@@ -289,23 +321,18 @@ local function passes(id)
   if as_of and not (tcmp(f[10], as_of) <= 0 and (f[11] == '' or tcmp(f[11], as_of) > 0)) then return false end
   if known and not (tcmp(f[12], known) <= 0 and (f[13] == '' or tcmp(f[13], known) > 0)) then return false end
   if after and tcmp(f[12], after) <= 0 then return false end
+  out[#out + 1] = item_json(f[15], f[16], f[17], f[18])
   return true
 end
 
-local out, verdict = {}, {}
+local verdict = {}
 local function take(id)
   local seen = verdict[id]
-  if seen ~= nil then return seen end
-  local ok = passes(id)
-  verdict[id] = ok
-  if ok then
-    local row = redis.call('HMGET', item_key(id), 'b', 'n', 'lr', 'v')
-    out[#out + 1] = row[1]
-    out[#out + 1] = row[2]
-    out[#out + 1] = row[3]
-    out[#out + 1] = row[4]
+  if seen == nil then
+    seen = passes(id)
+    verdict[id] = seen
   end
-  return ok
+  return seen
 end
 
 -- Scores round monotonically, so the bounds may keep a few too many (never too few).
@@ -333,7 +360,7 @@ for _, key in ipairs(best) do
     end
   end
 end
-return out
+return json_list(out)
 """,
 )
 
