@@ -282,6 +282,8 @@ def deletion_filter_sql(flt: DeletionFilter) -> tuple[str, dict[str, Any]]:
 
 
 _EMB_COLS = "id, source_id, source_type, content, embedding::float4[], metadata, created_at"
+#: The same columns with an empty vector, for searches that leave the vectors out.
+_EMB_COLS_NO_VECTOR = "id, source_id, source_type, content, '{}'::float4[] AS embedding, metadata, created_at"
 
 
 def embedding_from_row(row: Sequence[Any]) -> Embedding:
@@ -550,11 +552,17 @@ class PostgresVectors(EmbeddingStoreMixin):
     async def _search(
         self, vector: list[float], limit: int, threshold: float, flt: EmbeddingFilter
     ) -> list[ScoredEmbedding]:
+        return await self._search_hits(vector, limit, threshold, flt, True)
+
+    async def _search_hits(
+        self, vector: list[float], limit: int, threshold: float, flt: EmbeddingFilter, include_vectors: bool
+    ) -> list[ScoredEmbedding]:
         layout = self._vectors()
         where, params = search_filter_sql(flt)
         dist = f"embedding {layout.distance} {layout.query_vector('q')}"
+        cols = _EMB_COLS if include_vectors else _EMB_COLS_NO_VECTOR
         sql = (
-            f"WITH hits AS MATERIALIZED (SELECT {_EMB_COLS}, {dist} AS dist FROM {layout.table}"
+            f"WITH hits AS MATERIALIZED (SELECT {cols}, {dist} AS dist FROM {layout.table}"
             f" WHERE {where} ORDER BY {dist} LIMIT %(limit)s)"
             " SELECT id, source_id, source_type, content, embedding, metadata, created_at, 1 - dist"
             " FROM hits WHERE 1 - dist >= %(threshold)s ORDER BY dist, id"
@@ -577,11 +585,17 @@ class PostgresVectors(EmbeddingStoreMixin):
         return await self.run(op)
 
     async def _keyword_search(self, terms: list[str], limit: int, flt: EmbeddingFilter) -> list[ScoredEmbedding]:
+        return await self._keyword_hits(terms, limit, flt, True)
+
+    async def _keyword_hits(
+        self, terms: list[str], limit: int, flt: EmbeddingFilter, include_vectors: bool
+    ) -> list[ScoredEmbedding]:
         layout = self._vectors()
         where, params = search_filter_sql(flt)
         froms, match, score, query_params = keyword_query_sql(terms)
+        cols = _EMB_COLS if include_vectors else _EMB_COLS_NO_VECTOR
         sql = (
-            f"SELECT {_EMB_COLS}, {score} AS score FROM {layout.table}, {froms}"
+            f"SELECT {cols}, {score} AS score FROM {layout.table}, {froms}"
             f" WHERE {match} AND {where} ORDER BY score DESC, id LIMIT %(limit)s"
         )
         params.update(query_params)
