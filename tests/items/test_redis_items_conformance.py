@@ -9,6 +9,7 @@ Each test runs under a key prefix of its own, deleted afterwards. Servers come f
 from __future__ import annotations
 
 import asyncio
+import random
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from cogitator_memory import RedisAdapter
+from cogitator_memory import InMemoryAdapter, RedisAdapter
 from cogitator_memory.errors import ConflictError
 from cogitator_memory.items.records import MemoryItem, check_filter
 from cogitator_memory.result import unwrap
@@ -156,3 +157,83 @@ async def test_counts_race_updates_without_loss(store: RedisAdapter) -> None:
     got = unwrap(await store.get_items([item["id"]]))[0]
     assert got.times_retrieved == 30
     assert got.version == 1 + results[0]
+
+
+async def test_random_writes_keep_every_index_in_step(store: RedisAdapter) -> None:
+    # Random adds, updates (status, times, evidence), deletes and counts on Redis and on the
+    # in-memory reference; afterwards every kind of query answers the same on both.
+    rng = random.Random(1313)
+    users, entries = ["ana", "bo", None], [f"e{n}" for n in range(8)]
+    reference = InMemoryAdapter()
+    await reference.connect()
+    live: list[str] = []
+
+    def evidence() -> list[dict[str, str]]:
+        return [{"entry_id": e, "quote": "q"} for e in rng.sample(entries, rng.randint(0, 2))]
+
+    async def both(call: str, *args: Any) -> Any:
+        ours, theirs = await getattr(store, call)(*args), await getattr(reference, call)(*args)
+        assert (ours.success, ours.data) == (theirs.success, theirs.data), (call, args, ours.error, theirs.error)
+        return ours.data
+
+    for step in range(300):
+        roll = rng.random()
+        if roll < 0.45 or not live:
+            scope = {"agent_id": rng.choice(["agent", "other"]), "user_id": rng.choice(users)}
+            if rng.random() < 0.3:
+                scope["thread_id"] = rng.choice(["t1", "t2"])
+            batch = [
+                _item(
+                    step * 10 + k,
+                    scope=scope,
+                    attribute=rng.choice(["city", "diet", None]),
+                    subject=rng.choice(["Ana", "Bo"]),
+                    evidence=evidence(),
+                    status=rng.choice(["active", "suggested", "superseded"]),
+                    valid_from=T0 + timedelta(seconds=rng.randint(-50, 3000)) if rng.random() < 0.5 else None,
+                )
+                for k in range(rng.randint(1, 3))
+            ]
+            await both("add_items", batch)
+            live += [b["id"] for b in batch]
+        elif roll < 0.75:
+            picked = rng.sample(live, min(len(live), rng.randint(1, 3)))
+            current = {i.id: i for i in unwrap(await store.get_items(picked))}
+            changes: list[dict[str, Any]] = []
+            for item_id in picked:
+                change: dict[str, Any] = {"id": item_id, "expected_version": current[item_id].version}
+                change[rng.choice(["status", "evidence", "valid_to", "expired_at"])] = None
+                if "status" in change:
+                    change["status"] = rng.choice(["active", "stale", "superseded"])
+                if "evidence" in change:
+                    change["evidence"] = evidence()
+                if "valid_to" in change and rng.random() < 0.7:
+                    change["valid_to"] = T0 + timedelta(seconds=rng.randint(3000, 9000))
+                if "expired_at" in change and rng.random() < 0.7:
+                    change["expired_at"] = T0 + timedelta(seconds=rng.randint(0, 9000))
+                changes.append(change)
+            await both("update_items", changes)
+        elif roll < 0.9:
+            gone = rng.sample(live, min(len(live), rng.randint(1, 2)))
+            await both("delete_items", [*gone, "mem_never"])
+            live = [i for i in live if i not in gone]
+        else:
+            await both("count_retrieved", rng.sample(live, min(len(live), 2)), T0 + timedelta(seconds=step))
+    at = T0 + timedelta(seconds=1500)
+    filters: list[dict[str, Any]] = []
+    for agent in ("agent", "other"):
+        for user in users:
+            scope = {"agent_id": agent, "user_id": user, "thread_id": "t1"}
+            filters += [
+                {"visible_to": scope},
+                {"scope": {"agent_id": agent, "user_id": user}},
+                {"within": {"agent_id": agent, "user_id": user} if user else {"agent_id": agent}},
+                {"within": {"agent_id": agent, "thread_id": "t2"}, "subject": "ana"},
+                {"visible_to": scope, "slot": {"subject": "ANA", "attribute": "city"}, "limit": 2},
+                {"within": {"agent_id": agent}, "entry_ids": ["e1", "e2"], "statuses": ["active", "stale"]},
+                {"visible_to": scope, "as_of": at, "known_at": at + timedelta(seconds=2000)},
+                {"within": {"agent_id": agent}, "recorded_after": at, "kinds": ["fact"], "limit": 3},
+            ]
+    for flt in filters:
+        await both("query_items", flt)
+    await both("get_items", [*live, "mem_never"])
