@@ -239,10 +239,14 @@ class QdrantAdapter(BaseEmbeddingAdapter):
         models = self._models
         client = self._client
         lacking = models.Filter(must=[models.IsEmptyCondition(is_empty=models.PayloadField(key=METADATA_TERMS))])
+        updates = []
         for point in await self._scroll(lacking, with_vectors=False, payload=["metadata"]):
             terms = metadata_terms((point.payload or {}).get("metadata") or {})
             if terms:
-                await client.set_payload(self.collection, payload={METADATA_TERMS: terms}, points=[point.id], wait=True)
+                payload = models.SetPayload(payload={METADATA_TERMS: terms}, points=[point.id])
+                updates.append(models.SetPayloadOperation(set_payload=payload))
+        for start in range(0, len(updates), _SCROLL_PAGE):
+            await client.batch_update_points(self.collection, update_operations=updates[start : start + _SCROLL_PAGE])
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Payload indexes have no effect")
             await client.create_payload_index(
