@@ -12,6 +12,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +26,23 @@ _MARKER = re.compile(r"\s*->->\s*\d+\s*,\s*\d+\s*$")
 
 @dataclass(frozen=True)
 class Message:
-    """One message of a chat: its integer id (unique in the chat), role and text."""
+    """One message of a chat: its integer id (unique in the chat), role and text, and the date
+    of the batch it belongs to (``time_anchor`` of the batch, ``None`` when it has none)."""
 
     id: int
     role: str
     content: str
+    anchor: datetime | None = None
+
+
+def parse_anchor(value: object) -> datetime | None:
+    """A BEAM ``time_anchor`` (``March-15-2024``) as midnight UTC of that day, else ``None``."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.strptime(value.strip(), "%B-%d-%Y").replace(tzinfo=UTC)
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -82,12 +95,15 @@ def load_chat(folder: Path) -> Chat:
     """One chat folder: its messages (marker cut, empty texts skipped) and evidence questions."""
     batches = json.loads((folder / "chat.json").read_text())
     messages: list[Message] = []
+    anchor: datetime | None = None
     for batch in batches:
+        anchor = parse_anchor(batch.get("time_anchor")) or anchor
         for turn in batch.get("turns", []):
             for raw in turn:
+                anchor = parse_anchor(raw.get("time_anchor")) or anchor
                 text = _MARKER.sub("", str(raw.get("content") or "")).strip()
                 if text:
-                    messages.append(Message(int(raw["id"]), str(raw.get("role", "")), text))
+                    messages.append(Message(int(raw["id"]), str(raw.get("role", "")), text, anchor))
     chat = Chat(folder.name, messages)
     known = {m.id for m in messages}
     probing = json.loads((folder / "probing_questions.json").read_text())

@@ -79,7 +79,8 @@ async def test_relevant_falls_back_to_recent(memory: BaseMemoryAdapter) -> None:
     hybrid = await ContextBuilder(
         {"strategy": "hybrid"}, {"memory_adapter": memory, "embedding_service": HashingEmbedder(64)}
     ).build(thread.id, current_input="cello", max_tokens=60, reserve_tokens=0)
-    assert hybrid.strategy == "hybrid" and [e.id for e in hybrid.entries] == [e.id for e in no_service.entries]
+    assert hybrid.strategy == "hybrid" and hybrid.recalled is not None  # hybrid recalls (see test_hybrid.py)
+    assert hybrid.entries[-1].id == entries[-1].id  # and keeps the newest messages as history
 
 
 async def test_relevant_with_a_message_index_finds_older_entries(memory: BaseMemoryAdapter) -> None:

@@ -64,6 +64,7 @@ from .records import (
     BuiltContextMetadata,
     ContextBlock,
     ContextBuildError,
+    DroppedBlock,
     DroppedContext,
 )
 from .sources import ContextBuilderDeps, check_deps
@@ -76,7 +77,7 @@ _T = TypeVar("_T")
 #: message index (the newest of the history; ``hybrid``: of the turns older than it keeps).
 RELEVANT_WINDOW = 200
 #: The default of ``config.recall.search_limit``: how many hits a search of the index asks for.
-RELEVANT_SEARCH_LIMIT = 100
+RELEVANT_SEARCH_LIMIT = 50
 #: Semantic context: how many results, and the least cosine they need.
 SEMANTIC_LIMIT = 5
 SEMANTIC_THRESHOLD = 0.7
@@ -260,19 +261,26 @@ class ContextBuilder:
             await self._load_history(tid, leaf, room, False, loaded, errors, warnings)
             window = loaded.window
 
-        self._add_context_blocks(blocks, overhead, window, loaded.facts, semantic_hits, candidates, recall_blocks)
+        start = 0
+        if recall_blocks:  # the history keeps what recall leaves, at least its share
+            need = sum(b.tokens for b in recall_blocks) + 30
+            left = max(self._history_room(window, room, blocks, loaded), room - self._summary_tokens(window) - need)
+            start = estimated_cut(window, left, self._tokens, self._window_blocks(window))
+        self._add_context_blocks(
+            blocks, overhead, window, loaded.facts, semantic_hits, candidates, recall_blocks, start
+        )
         fitter: Fitter
         if candidates is not None:
             fitter = fit_relevant
         else:
-            fitter = partial(fit_recent, complete=window.complete, counter=self._tokens)
+            fitter = partial(fit_recent, complete=window.complete and start == 0, counter=self._tokens)
         assembly = self.assembler.assemble(budget, blocks, fitters={"recent": fitter}, overhead=overhead)
         if recall_blocks:
             assembly = await settle_recall(
                 self._recall, tid, self.assembler, budget, blocks, overhead, fitter, assembly
             )
         warnings.extend(assembly.warnings)
-        return self._result(assembly, window, used_strategy, errors, warnings, zone)
+        return self._result(assembly, window, used_strategy, errors, warnings, window.entries[:start])
 
     # ----- loading ---------------------------------------------------------------------------
 
@@ -295,7 +303,7 @@ class ContextBuilder:
                 tokens=self._held_tokens if reads_shared(memory) else self._tokens.tokens,
                 tool_cap=TOOL_NOTE_TOKENS,
                 token_limit=None if by_count else room,
-                count_limit=RELEVANT_WINDOW if by_count else None,
+                count_limit=self.config.recall.window if by_count else None,
             )
         except NotFoundError as exc:
             loaded.history_ok = False
@@ -493,6 +501,22 @@ class ContextBuilder:
 
     # ----- hybrid recall -----------------------------------------------------------------------
 
+    def _summary_tokens(self, window: HistoryWindow) -> int:
+        if window.summary is None:
+            return 0
+        return self._tokens.text_tokens(summary_message(window.summary).text) + MESSAGE_OVERHEAD
+
+    def _history_room(
+        self, window: HistoryWindow, room: int, required: dict[ContextPartition, list[ContextBlock]], loaded: _Loaded
+    ) -> int:
+        """The room the history has by its share (what recall and facts leave by theirs)."""
+        shares = self.assembler.shares()
+        left = 1.0 - shares.get("recall", 0.0) - (shares.get("facts", 0.0) if loaded.facts else 0.0)
+        return max(0, int((room - self._summary_tokens(window)) * max(0.0, left)))
+
+    def _window_blocks(self, window: HistoryWindow) -> list[ContextBlock]:
+        return [ContextBlock("recent", "", self._tokens.tokens(e), e.id, e) for e in window.entries]
+
     async def _load_items(
         self,
         thread_id: str,
@@ -523,20 +547,14 @@ class ContextBuilder:
     ) -> list[ContextBlock]:
         """The recall partition's blocks of a hybrid build, best first (see ``context/hybrid.py``)."""
         try:
-            shares = self.assembler.shares()
-            taken = sum(b.tokens for b in required.get("summaries", ()))
-            if window.summary is not None:
-                taken += self._tokens.text_tokens(summary_message(window.summary).text)
-            left = 1.0 - shares.get("recall", 0.0) - (shares.get("facts", 0.0) if loaded.facts else 0.0)
-            history_room = max(0, int((room - taken) * max(0.0, left)))
-            history = [ContextBlock("recent", "", self._tokens.tokens(e), e.id, e) for e in window.entries]
-            cut = estimated_cut(window, history_room, self._tokens, history)
+            history_room = self._history_room(window, room, required, loaded)
+            cut = estimated_cut(window, history_room, self._tokens, self._window_blocks(window))
             turns = await self._recall.older_turns(thread_id, leaf_id, window, cut)
             turn_cos, item_cos = await gather_vectors(
                 self._recall, thread_id, turns, loaded.items, loaded.vector, self._embed_entries, errors
             )
             hits = await self._recall.search(analysis, turns, turn_cos, loaded.items, item_cos, errors)
-            return self._recall.blocks(hits, turns, zone, as_of)
+            return self._recall.blocks(hits, turns, zone, as_of, analysis.terms, room)
         except Exception as exc:
             errors.append(ContextBuildError("relevance", exc))
             return []
@@ -657,6 +675,7 @@ class ContextBuilder:
         hits: list[Any],
         candidates: list[ContextBlock] | None,
         recalled: list[ContextBlock],
+        start: int = 0,
     ) -> None:
         if window.summary is not None:
             text = summary_message(window.summary).text
@@ -703,7 +722,7 @@ class ContextBuilder:
         elif window.shared:  # the blocks the reader kept while counting (see _held_tokens)
             held = self._held_blocks
             recent: list[ContextBlock] = []
-            for e in window.entries:
+            for e in window.entries[start:]:
                 block = held.get(e.id)
                 if block is None or block.item is not e:  # dropped when the cache was cleared
                     block = ContextBlock("recent", "", self._tokens.tokens(e), e.id, e)
@@ -712,7 +731,8 @@ class ContextBuilder:
         else:
             known = window.tokens
             blocks["recent"] = [
-                ContextBlock("recent", "", known.get(e.id) or self._tokens.tokens(e), e.id, e) for e in window.entries
+                ContextBlock("recent", "", known.get(e.id) or self._tokens.tokens(e), e.id, e)
+                for e in window.entries[start:]
             ]
 
     def _result(
@@ -722,7 +742,7 @@ class ContextBuilder:
         strategy: str,
         errors: list[ContextBuildError],
         warnings: list[str],
-        zone: ZoneInfo,
+        hidden: Sequence[MemoryEntry] = (),
     ) -> BuiltContext:
         kept = assembly.kept
         messages: list[Message] = []
@@ -782,6 +802,13 @@ class ContextBuilder:
                 dropped.facts.append(block.item)
             elif block.partition == "recall" and not isinstance(block.item, RecalledTurns | MemoryItem):
                 dropped.semantic_results.append(block.item)
+        for entry in hidden:  # older than the history hybrid keeps, and not recalled
+            if entry.id not in recalled_ids:
+                tokens = self._tokens.tokens(entry)
+                lost[entry.id] = entry
+                dropped.blocks.append(DroppedBlock("recent", "budget", tokens, entry.id))
+                dropped.token_count += tokens
+                history_cut = True
         dropped._hold(sorted(lost.values(), key=lambda e: e.seq), shared=window.shared)
         partitions = {p: t for p, t in assembly.tokens.items() if t > 0}
         original = len(sent) + len(lost)

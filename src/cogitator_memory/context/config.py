@@ -111,12 +111,15 @@ class RecallSettings(RetrieverSettings):
     - ``search_limit``: how many hits a search of the message index asks for.
     - ``neighbour_tokens``: a recalled turn comes with the turn next to it that makes it
       readable (the reply to a question, the question of a reply), cut to about this many tokens.
+    - ``turn_tokens``: a recalled turn longer than this is sent as its passage (about this
+      long) that holds most of the input's terms, ``...`` marking what was left out.
     - ``hybrid_limit``: the most hits ``hybrid`` recalls in one build.
     """
 
     window: int = Field(default=200, ge=1, le=100_000)
-    search_limit: int = Field(default=100, ge=1, le=10_000)
+    search_limit: int = Field(default=50, ge=1, le=10_000)
     neighbour_tokens: int = Field(default=80, ge=0, le=100_000)
+    turn_tokens: int = Field(default=300, ge=20, le=1_000_000)
     hybrid_limit: int = Field(default=40, ge=1, le=10_000)
 
 

@@ -17,6 +17,7 @@ size mismatch), the search runs without vectors and the failure is a ``relevance
 from __future__ import annotations
 
 import asyncio
+import re
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -43,6 +44,8 @@ from .strategies import as_array, cosines, fit_recent
 if TYPE_CHECKING:
     from .sources import ContextBuilderDeps
 
+_WORDS = re.compile(r"\w+")
+
 #: The headings of the two sections recall fills.
 TURNS_HEADING = "Earlier in this conversation:"
 ITEMS_HEADING = "From memory:"
@@ -53,11 +56,13 @@ MAX_KEPT_TURNS = 200_000
 
 @dataclass(slots=True)
 class RecalledTurns:
-    """What a recall block of turns holds: the ``hits`` recalled (sent whole) and the
-    ``entries`` shown, in conversation order (a neighbour cut short among them)."""
+    """What a recall block of turns holds: the ``hits`` recalled and the ``entries`` shown, in
+    conversation order (a neighbour cut short among them); ``passages`` the ids of hits sent as
+    their passage that answers the input (turns longer than ``recall.turn_tokens``)."""
 
     hits: list[MemoryEntry]
     entries: list[MemoryEntry]
+    passages: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -104,21 +109,37 @@ def item_line(item: MemoryItem, as_of: datetime, zone: ZoneInfo) -> str:
     return line
 
 
-def turns_text(hits: Sequence[MemoryEntry], entries: Sequence[MemoryEntry], zone: ZoneInfo, cut: int) -> str:
-    """The text of a recall block of turns: each line dated, a neighbour cut to ``cut`` tokens."""
-    lines: list[str] = []
-    wanted = {e.id for e in hits}
-    for entry in entries:
-        message = entry.message
-        text = message.text if message is not None else ""
-        role = message.role if message is not None else entry.type
-        if entry.id not in wanted:
-            short = truncate_to_tokens(text, cut, ellipsis=" ...") if cut > 0 else ""
-            if not short.strip():
-                continue
-            text = short
-        lines.append(f"[{_date(entry.created_at, zone)}] {role}: {text}")
-    return "\n".join(lines)
+def best_passage(text: str, terms: frozenset[str], budget: int) -> str:
+    """The part of a long ``text`` about ``budget`` tokens long that holds most of ``terms``:
+    the line holding most of them, with the lines around it while they fit, ``...`` where text
+    was left out. A text within the budget is returned whole."""
+    if len(text) <= budget * 3 or (len(text) <= budget * 8 and count_tokens(text) <= budget):
+        return text
+    lines = text.split("\n")
+    scores = [len(terms.intersection(_WORDS.findall(line.casefold()))) for line in lines]
+    best = max(range(len(lines)), key=lambda i: (scores[i], -i))
+    costs: dict[int, int] = {}
+
+    def cost(i: int) -> int:  # about 3.5 characters a token: the passage is counted exactly later
+        if i not in costs:
+            costs[i] = int(len(lines[i]) / 3.5) + 1
+        return costs[i]
+
+    first = last = best
+    used = cost(best)
+    while True:
+        grown = False
+        for i in (last + 1, first - 1):
+            if 0 <= i < len(lines) and used + cost(i) <= budget:
+                used += cost(i)
+                first, last = min(first, i), max(last, i)
+                grown = True
+        if not grown:
+            break
+    body = "\n".join(lines[first : last + 1])
+    if cost(best) > budget:
+        body = truncate_to_tokens(lines[best][: budget * 8], budget)
+    return ("... " if first > 0 else "") + body + (" ..." if last < len(lines) - 1 or cost(best) > budget else "")
 
 
 class HybridRecall:
@@ -297,21 +318,63 @@ class HybridRecall:
         errors.extend(ContextBuildError("relevance", exc) for exc in found.errors)
         return found.hits
 
+    def turn_lines(
+        self, sent: Sequence[MemoryEntry], group: Sequence[MemoryEntry], zone: ZoneInfo, terms: frozenset[str]
+    ) -> tuple[str, int, list[str]]:
+        """The text of a block of turns (each line dated), its tokens, and the ids of the turns
+        sent as a passage. A recalled turn longer than ``turn_tokens`` is sent as its passage
+        holding most of the input's terms; a neighbour is cut to ``neighbour_tokens``."""
+        wanted = {e.id for e in sent}
+        limit = self.settings.turn_tokens
+        cut = self.settings.neighbour_tokens
+        lines: list[str] = []
+        tokens = 2
+        passages: list[str] = []
+        for entry in group:
+            message = entry.message
+            text = message.text if message is not None else ""
+            role = message.role if message is not None else entry.type
+            head = f"[{_date(entry.created_at, zone)}] {role}: "
+            if entry.id in wanted:
+                whole = self.tokens.tokens(entry)
+                if whole > limit:
+                    text = best_passage(text, terms, limit)
+                    passages.append(entry.id)
+                    whole = count_tokens(text)
+            else:
+                if cut <= 0:
+                    continue
+                text = truncate_to_tokens(text[: cut * 8], cut, ellipsis=" ...")
+                if not text.strip():
+                    continue
+                whole = count_tokens(text)
+            lines.append(head + text)
+            tokens += whole + self.tokens.text_tokens(head[: head.index("]") + 1]) + 3
+        return "\n".join(lines), tokens, passages
+
     def blocks(
         self,
         hits: Sequence[RecallHit],
         turns: Sequence[MemoryEntry],
         zone: ZoneInfo,
         as_of: datetime,
+        terms: Sequence[str] = (),
+        room: int | None = None,
     ) -> list[ContextBlock]:
         """The recall blocks of ``hits``, best first: a turn with the turn next to it that makes
-        it readable (a hit among its neighbours is sent whole, in the same block), an item alone."""
+        it readable (a hit among its neighbours is sent whole, in the same block), an item alone.
+        With ``room``, blocks stop once they hold twice that many tokens (the rest could not fit)."""
+        wanted_terms = frozenset(terms)
+        total = 0
         pos = {e.id: i for i, e in enumerate(turns)}
         hit_ids = {h.id for h in hits if h.kind == "turn"}
         used: set[str] = set()
         out: list[ContextBlock] = []
-        cut = self.settings.neighbour_tokens
         for hit in hits:
+            if room is not None and total > 2 * room:
+                break
+            if out:
+                total += out[-1].tokens
             if hit.kind == "item":
                 assert hit.item is not None
                 text = item_line(hit.item, as_of, zone)
@@ -330,10 +393,8 @@ class HybridRecall:
             group.sort(key=lambda e: pos.get(e.id, 0))
             sent = [e for e in group if e.id in hit_ids and e.id not in used]
             used.update(e.id for e in sent)
-            text = turns_text(sent, group, zone, cut)
-            out.append(
-                ContextBlock("recall", text, count_tokens(text) + 2, hit.id, RecalledTurns(sent, group), hit.score)
-            )
+            text, tokens, passages = self.turn_lines(sent, group, zone, wanted_terms)
+            out.append(ContextBlock("recall", text, tokens, hit.id, RecalledTurns(sent, group, passages), hit.score))
         return out
 
 
@@ -449,11 +510,11 @@ __all__ = [
     "HybridRecall",
     "RecallPlan",
     "RecalledTurns",
+    "best_passage",
     "estimated_cut",
     "gather_vectors",
     "item_holds",
     "item_line",
     "settle_recall",
     "stale_blocks",
-    "turns_text",
 ]

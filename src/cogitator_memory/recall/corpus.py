@@ -101,7 +101,7 @@ class Corpus(Generic[D]):
         doc = self.docs[rid]
         if doc.times is None:
             try:
-                doc.times = [m.interval for m in find_times(doc.text[:4000], said_at, time_zone)]
+                doc.times = [m.interval for m in find_times(doc.text[:1500], said_at, time_zone)]
             except Exception:  # a text whose times cannot be read has none
                 doc.times = []
         return doc.times

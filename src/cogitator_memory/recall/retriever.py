@@ -48,6 +48,9 @@ from .settings import Channel, RetrieverSettings, check_settings
 
 HitKind = Literal["turn", "item"]
 
+#: How many of the best hits of each channel the time channel reads the time words of.
+TIME_CHECKED = 15
+
 
 @dataclass(slots=True)
 class RecallHit:
@@ -331,7 +334,8 @@ class MemoryRetriever:
         """Turns said during the time the input names, or that name a time in it; for a temporal
         question naming no time, the turns found by other channels that name any time."""
         depth = self.settings.depth
-        candidates = list(dict.fromkeys(r for ranking in found for r in ranking[:depth]))
+        # the time words of a turn are read (once, then kept) only for the best of each channel
+        candidates = list(dict.fromkeys(r for ranking in found for r in ranking[:TIME_CHECKED]))
         interval = analysis.interval
         if interval is None:
             if analysis.kind != "temporal":
