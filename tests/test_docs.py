@@ -37,6 +37,7 @@ RUNNABLE_PAGES = [
     "time.md",
     "models.md",
     "items.md",
+    "recall.md",
 ]
 
 

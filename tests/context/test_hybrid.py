@@ -21,14 +21,18 @@ START = datetime(2024, 4, 1, 9, 0, tzinfo=UTC)  # a Monday
 FILLER = [f"filler message {i} about the weather, the traffic and other small things" for i in range(40)]
 
 
-async def chat(memory: BaseMemoryAdapter, texts: Sequence[str], *, agent: str = "concierge", user: str = "ana") -> tuple[str, list[Any]]:
+async def chat(
+    memory: BaseMemoryAdapter, texts: Sequence[str], *, agent: str = "concierge", user: str = "ana"
+) -> tuple[str, list[Any]]:
     """A thread of alternating user/assistant turns, one a day from START."""
     thread = unwrap(await memory.create_thread(agent, {"user_id": user}))
     entries = []
     for i, text in enumerate(texts):
         with frozen_clock(START + timedelta(days=i)):
             role = "user" if i % 2 == 0 else "assistant"
-            entries.append(unwrap(await memory.add_entry({"thread_id": thread.id, "message": {"role": role, "content": text}})))
+            entries.append(
+                unwrap(await memory.add_entry({"thread_id": thread.id, "message": {"role": role, "content": text}}))
+            )
     return thread.id, entries
 
 
@@ -50,7 +54,7 @@ async def test_an_older_turn_is_recalled_dated_with_its_neighbour(memory: BaseMe
     )
     assert context.strategy == "hybrid" and not context.errors
     assert context.recalled is not None
-    assert [e.id for e in context.recalled["entries"]][0] == entries[0].id
+    assert context.recalled["entries"][0].id == entries[0].id
     assert context.recalled["items"] == []
     text = context.memory_context or ""
     assert "Earlier in this conversation:\n[Mon 01 Apr 2024 10:00] user: We stayed at the Hotel Avenida" in text
@@ -73,7 +77,9 @@ async def test_hybrid_without_vectors_recalls_by_keywords_without_errors(memory:
     assert context.recalled is not None and context.recalled["entries"][0].id == entries[0].id
 
 
-async def test_an_embedding_service_that_fails_is_a_relevance_error_and_recall_goes_on(memory: BaseMemoryAdapter) -> None:
+async def test_an_embedding_service_that_fails_is_a_relevance_error_and_recall_goes_on(
+    memory: BaseMemoryAdapter,
+) -> None:
     tid, entries = await chat(memory, HOTEL)
     with ScriptedServer() as server:
         server.enqueue("/v1/embeddings", status=429, json={"error": {"message": "rate limited"}})
@@ -237,7 +243,9 @@ async def test_memory_items_are_recalled_with_the_time_they_held_and_not_repeate
     assert "- Ana (home): a flat in Porto [held 01 Jan 2022 to 01 Jan 2024; no longer holds]" in text
     assert "- Ana (home): a house in Lisbon\n" in text + "\n"
     # Read as of 2023, the Lisbon house is not known yet.
-    past = await b.build(tid, current_input="Where has Ana lived?", max_tokens=600, as_of=datetime(2023, 6, 1, tzinfo=UTC))
+    past = await b.build(
+        tid, current_input="Where has Ana lived?", max_tokens=600, as_of=datetime(2023, 6, 1, tzinfo=UTC)
+    )
     assert past.recalled is not None and "mem_lisbon" not in [i.id for i in past.recalled["items"]]
     # An item the facts partition kept is not recalled again.
     with_facts = ContextBuilder(
@@ -263,7 +271,8 @@ async def test_relevant_uses_the_configured_search_settings(memory: BaseMemoryAd
     assert len(embedder.texts) == 5 + 1  # the newest 5 entries and the input
     assert entries[0].id not in {e.id for e in context.entries}
     wide = ContextBuilder(
-        {"strategy": "relevant", "reserve_tokens": 0}, {"memory_adapter": memory, "embedding_service": HashingEmbedder(64)}
+        {"strategy": "relevant", "reserve_tokens": 0},
+        {"memory_adapter": memory, "embedding_service": HashingEmbedder(64)},
     )
     found = await wide.build(tid, current_input="Which hotel did we stay at in Lisbon?", max_tokens=400)
     assert found.entries[0].id == entries[0].id  # keywords and vectors together find it first
