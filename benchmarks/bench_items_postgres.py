@@ -1,14 +1,15 @@
 """Memory items on PostgresAdapter (PostgreSQL 18), each figure beside raw psycopg in the same run.
 
-* Item writes per second through ``MemoryItems.add`` (the rules: the slot read, the insert, the
-  layout read and the read back, one item at a time) and through ``add_items`` in batches of
+* Item writes per second through ``MemoryItems.add`` (the rules, one item at a time: the slot
+  read, the insert and the layout reads, plus an update when the write supersedes the slot's
+  state), for new slots and for writes superseding them, and through ``add_items`` in batches of
   500, against raw psycopg inserting the same rows into a table made by the same migration (one
   autocommitted ``INSERT`` per item; ``executemany`` in one transaction per batch). Rounds
   alternate between the two; the best round of each counts.
 * ``MemoryItems.query(scope)`` and ``query_items({"visible_to": scope})`` p50/p95 for a scope
-  of 100 items among 10,000 and among 100,000 items of the same agent (the other users' items)
-  in one schema. The two sizes sit in two schemas queried in turn, call by call. Target: the
-  100,000 figure within 1.5x of the 10,000 one. Beside them, raw psycopg selecting the same 100
+  of 100 items among 10,000 and among 100,000 items of the same agent (the other users' items),
+  all in one table; each size has a schema of its own and the two are queried in turn, call by
+  call. Target: the 100,000 figure within 1.5x of the 10,000 one. Beside them, raw psycopg selecting the same 100
   rows by their scope keys and parsing their JSON, at both sizes.
 
 The server comes from ``COGMEM_TEST_POSTGRES_URL`` (default: the one ``scripts/services.sh``
@@ -78,11 +79,11 @@ def _item(n: int, user: str) -> MemoryItem:
     )
 
 
-def _new(n: int) -> dict[str, Any]:
+def _new(n: int, slots: int) -> dict[str, Any]:
     return {
         "kind": "fact",
         "subject": "writer",
-        "attribute": f"attribute {n % 1000}",
+        "attribute": f"attribute {n % slots}",
         "value": f"The value number {n} said while planning a trip.",
         "evidence": [{"entry_id": f"entry_{n}", "thread_id": "thread_w", "quote": f"value number {n}"}],
         "trust": "user",
@@ -161,25 +162,39 @@ async def _bench_writes(url: str, quick: bool) -> list[Row]:
         for r in range(rounds):
             singles = [_raw_row(_item(n, f"single{r}")) for n in range(per_round)]
             raw_single_rates.append(await _raw_singles(conn, sql, singles))
-            service_rates.append(await _service_singles(service, [_new(r * per_round + n) for n in range(per_round)]))
+            # round 0 opens per_round slots; each later round supersedes every one of them
+            news = [_new(r * per_round + n, per_round) for n in range(per_round)]
+            service_rates.append(await _service_singles(service, news))
             raw_rows = [_raw_row(_item(n, f"rawbatch{r}")) for n in range(batched_per_round)]
             raw_batch_rates.append(await _raw_batches(conn, sql, raw_rows))
             ours = [_item(n, f"batch{r}") for n in range(batched_per_round)]
             batch_rates.append(await _store_batches(store, ours))
-    service_rate, raw_single = max(service_rates), max(raw_single_rates)
+    new_slot, superseding, raw_single = service_rates[0], max(service_rates[1:]), max(raw_single_rates)
     batch_rate, raw_batch = max(batch_rates), max(raw_batch_rates)
     return [
         Row(
             "item writes",
-            "PostgreSQL, MemoryItems.add (rules), items/s",
-            service_rate,
+            "PostgreSQL, MemoryItems.add (rules), a new slot, items/s",
+            new_slot,
             "items/s",
             raw_single,
             "raw psycopg INSERT, same rows, 1 tx/item",
-            service_rate / raw_single,
-            ">= 15% of raw",
-            service_rate / raw_single >= 0.15,
-            {"rounds": service_rates, "raw_rounds": raw_single_rates},
+            new_slot / raw_single,
+            None,
+            None,
+            {"statements per write": "2 slot reads, 1 insert", "raw_rounds": raw_single_rates},
+        ),
+        Row(
+            "item writes",
+            "PostgreSQL, MemoryItems.add (rules), superseding, items/s",
+            superseding,
+            "items/s",
+            raw_single,
+            "raw psycopg INSERT, same rows, 1 tx/item",
+            superseding / raw_single,
+            None,
+            None,
+            {"statements per write": "3 slot reads, 1 insert, 1 update", "rounds": service_rates[1:]},
         ),
         Row(
             "item writes",

@@ -36,7 +36,7 @@ from pydantic import ValidationError
 from ...clock import to_utc
 from ...errors import ConflictError, NotFoundError, StoreUnavailableError
 from ...items.base import MemoryItemStoreMixin
-from ...items.records import TRUSTED, ItemQuery, ItemUpdate, MemoryItem
+from ...items.records import TRUSTED, ItemQuery, ItemUpdate, MemoryItem, scope_key
 from ...threads import tree
 from .schema import quote_ident
 
@@ -204,35 +204,28 @@ class PostgresItems(MemoryItemStoreMixin):
 
     async def _add_items(self, items: list[MemoryItem]) -> None:
         sql = self._items_sql
-        columns: list[list[Any]] = [[] for _ in range(18)]
-        for item in items:
-            scope = item.scope
-            for column, value in zip(
-                columns,
-                (
-                    item.id,
-                    scope.agent_id,
-                    scope.user_id,
-                    scope.project_id,
-                    scope.thread_id,
-                    item.scope_key,
-                    item.subject_key,
-                    item.slot_key,
-                    item.kind,
-                    item.status,
-                    item.start,
-                    item.valid_to,
-                    item.recorded_at,
-                    item.expired_at,
-                    _entries(item),
-                    item.times_retrieved,
-                    item.last_retrieved_at,
-                    _body(item),
-                ),
-                strict=True,
-            ):
-                column.append(value)
-        ids = columns[0]
+        scopes = [item.scope for item in items]
+        ids = [item.id for item in items]
+        columns: list[list[Any]] = [
+            ids,
+            [scope.agent_id for scope in scopes],
+            [scope.user_id for scope in scopes],
+            [scope.project_id for scope in scopes],
+            [scope.thread_id for scope in scopes],
+            [scope_key(scope) for scope in scopes],
+            [item.subject_key for item in items],
+            [item.slot_key for item in items],
+            [item.kind for item in items],
+            [item.status for item in items],
+            [item.start for item in items],
+            [item.valid_to for item in items],
+            [item.recorded_at for item in items],
+            [item.expired_at for item in items],
+            [_entries(item) for item in items],
+            [item.times_retrieved for item in items],
+            [item.last_retrieved_at for item in items],
+            [_body(item) for item in items],
+        ]
         unique_violation = self._psycopg.errors.UniqueViolation
 
         async def op(conn: AsyncConnection[Any]) -> str | None:
