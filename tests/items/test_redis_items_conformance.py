@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from cogitator_memory import InMemoryAdapter, RedisAdapter
-from cogitator_memory.errors import ConflictError
+from cogitator_memory.errors import ConflictError, StoreUnavailableError
 from cogitator_memory.items.records import MemoryItem, check_filter
 from cogitator_memory.result import unwrap
 from cogitator_memory.testing import service_url
@@ -237,3 +237,15 @@ async def test_random_writes_keep_every_index_in_step(store: RedisAdapter) -> No
     for flt in filters:
         await both("query_items", flt)
     await both("get_items", [*live, "mem_never"])
+
+
+async def test_a_server_error_is_a_store_error_naming_the_call(store: RedisAdapter) -> None:
+    # A key of another type where an item's hash should be: Redis answers WRONGTYPE in the script.
+    await store.client.set(f"{store.key_prefix}item:mem_clash", "not a hash")
+    for result, call in (
+        (await store.get_items(["mem_clash"]), "get_items"),
+        (await store.count_retrieved(["mem_clash"]), "count_retrieved"),
+        (await store.delete_items(["mem_clash"]), "delete_items"),
+    ):
+        assert result.error_type is StoreUnavailableError, (call, result.error)
+        assert f"redis {call} failed" in (result.error or "") and "WRONGTYPE" in (result.error or "")
