@@ -1,0 +1,834 @@
+"""``MemoryExtractor``: memory items read out of a conversation by a model, on quotes that are checked.
+
+The entries are cut into windows of about ``window_tokens`` tokens. Each window is one model call
+(:data:`~cogitator_memory.items.prompts.EXTRACTION_PROMPT` as the system prompt, the messages
+numbered and dated in one user turn); the model answers a JSON array of items, each naming the
+message numbers it quotes. :func:`parse_extraction` reads that answer: the array is found past any
+text around it (:func:`~cogitator_memory.models.read_json_array`), a null or blank field counts as
+absent, an element that does not fit is dropped, an item naming a message the window did not show
+is dropped, and every quote is checked against the entry of its message with the lineage rules
+(:func:`~cogitator_memory.lineage.verify_evidence`: whitespace aside, case counting). An item is
+``verified`` only when all its quotes hold; its trust is that of the least trusted entry a holding
+quote is in (:func:`trust_of_entry`), ``model`` when none holds; its time words are resolved
+(:func:`~cogitator_memory.recall.resolve_time`) from the message that said them. The items are
+written through :class:`~cogitator_memory.items.MemoryItems`, whose rules decide what becomes
+active: nothing unverified does.
+
+An answer cut at its length limit keeps the items it finished and the model is asked to go on
+(:func:`~cogitator_memory.items.prompts.extraction_continuation_prompt`), up to
+:data:`EXTRACTION_CONTINUATIONS` times. An answer holding no array is asked again; after
+:data:`EXTRACTION_ATTEMPTS` such answers the window fails with :class:`ExtractionAnswerError`. See
+``docs/items.md``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, tzinfo
+from typing import Any, Literal, TypeAlias, cast
+
+from pydantic import ValidationError
+
+from ..errors import InvalidArgumentError, MemoryStoreError
+from ..lineage import entry_text, verify_evidence
+from ..models.json_array import JsonArrayRead, read_json_array
+from ..models.records import SummarizeFn, SummarizeOptions, check_max_tokens
+from ..recall.time import _zone, resolve_time
+from ..threads import tree
+from ..threads.records import REDACTED_KEY, USER_ID_KEY, MemoryEntry, Message
+from ..tokens import count_tokens, truncate_to_tokens
+from .prompts import (
+    EXTRACTION_PROMPT,
+    EXTRACTION_RETRY_PROMPT,
+    WindowMessage,
+    extraction_continuation_prompt,
+    message_header,
+    render_window,
+)
+from .records import (
+    ITEM_KINDS,
+    TRUST_ORDER,
+    ItemEvidence,
+    ItemKind,
+    MemoryItem,
+    MemoryScope,
+    NewMemoryItem,
+    Trust,
+    check_new_item,
+    check_scope,
+)
+from .rules import least_trusted
+from .service import MemoryItems
+
+#: How many times the model is asked to go on after an answer cut at its length limit, per window.
+EXTRACTION_CONTINUATIONS = 4
+#: How many answers without a JSON array a window gets before it fails.
+EXTRACTION_ATTEMPTS = 3
+#: The size of a window, in tokens of the messages shown.
+DEFAULT_WINDOW_TOKENS = 4000
+#: The answer length each call asks for.
+DEFAULT_EXTRACTION_MAX_TOKENS = 8000
+#: The confidence of an item whose answer gave none.
+DEFAULT_CONFIDENCE = 0.8
+#: The smallest window: room for a message header and some text.
+MIN_WINDOW_TOKENS = 100
+
+ExtractionMode: TypeAlias = Literal["active", "shadow"]
+#: ``before_write(items)``: the items a window is about to write; returns (or resolves to) those to write.
+BeforeWrite: TypeAlias = Callable[
+    [list[NewMemoryItem]],
+    Sequence[NewMemoryItem | Mapping[str, Any]] | Awaitable[Sequence[NewMemoryItem | Mapping[str, Any]]],
+]
+
+_ROLE_TRUST: dict[str, Trust] = {"system": "system", "user": "user", "assistant": "model", "tool": "tool"}
+_SHOWN_TYPES = frozenset({"message", "tool_result"})
+_SPACE = re.compile(r"\s+")
+#: Where a long entry's part may end: after a line, or after a sentence and the space behind it.
+_BREAK = re.compile(r"\n+|(?<=[.!?])\s+")
+_MESSAGE_REF = re.compile(r"^\s*(?:message\s*)?[#\[(]?\s*(\d{1,9})\s*[\])]?\s*$", re.IGNORECASE)
+#: Tokens a window spends besides its messages (the lines before and after them).
+_WINDOW_FRAME_TOKENS = 40
+
+
+# ----- errors ------------------------------------------------------------------------------------
+
+
+class ExtractionAnswerError(MemoryStoreError):
+    """The model's answers for a window held no JSON array, :data:`EXTRACTION_ATTEMPTS` times running.
+
+    ``window`` is the window's number (from 1), ``answers`` the answers that were read.
+    """
+
+    def __init__(self, window: int, answers: Sequence[str]) -> None:
+        self.window = window
+        self.answers = list(answers)
+        last = self.answers[-1] if self.answers else ""
+        super().__init__(
+            f"the model's answers for extraction window {window} held no JSON array "
+            f"({len(self.answers)} tries); the last began {last[:200]!r}"
+        )
+
+
+class WindowError(MemoryStoreError):
+    """:meth:`MemoryExtractor.extract` could not read or write a window.
+
+    ``window`` is its number (from 1) of ``windows``, ``entry_ids`` the entries it showed, and
+    ``__cause__`` what failed (:class:`ExtractionAnswerError`, the model's or the store's error).
+    ``report`` is the :class:`ExtractionReport` of the whole call: the items every window wrote
+    (those verified in this window before it failed included) and every window's error.
+    """
+
+    def __init__(self, window: int, windows: int, entry_ids: Sequence[str], cause: BaseException) -> None:
+        self.window = window
+        self.windows = windows
+        self.entry_ids = list(entry_ids)
+        self.report: ExtractionReport | None = None
+        where = f"{self.entry_ids[0]} to {self.entry_ids[-1]}" if self.entry_ids else "no entries"
+        super().__init__(
+            f"extraction window {window} of {windows} (entries {where}) failed: {type(cause).__name__}: {cause}"
+        )
+        self.__cause__ = cause
+
+
+# ----- trust ---------------------------------------------------------------------------------------
+
+
+def trust_of_entry(entry: MemoryEntry, user_id: str | None = None) -> Trust:
+    """Who said what an entry holds, as a trust level.
+
+    A system message is ``system``; a user message is ``user``, unless ``user_id`` is given and the
+    entry names another user (``metadata["user_id"]``): another user's words count as ``model``,
+    so they never pass for the user's. An assistant message, a summary or any other event is
+    ``model``; a tool message or tool result ``tool``. ``metadata["trust"]``, when it names a trust
+    level, can only lower it (``"web"`` for a page a tool fetched), never raise it.
+    """
+    if not isinstance(entry, MemoryEntry):
+        raise InvalidArgumentError("entry", f"must be a MemoryEntry, got {type(entry).__name__}")
+    metadata = entry.metadata or {}
+    trust: Trust
+    if entry.message is not None:
+        trust = _ROLE_TRUST[entry.message.role]
+        speaker = metadata.get(USER_ID_KEY)
+        if trust == "user" and user_id is not None and isinstance(speaker, str) and speaker != user_id:
+            trust = "model"
+    elif entry.type == "tool_result":
+        trust = "tool"
+    else:
+        trust = "model"
+    lowered = metadata.get("trust")
+    if isinstance(lowered, str) and lowered in TRUST_ORDER:
+        trust = least_trusted([trust, lowered])
+    return trust
+
+
+# ----- reading answers ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExtractedQuote:
+    """A quote an extracted item gave: the message number, the entry it names, the words, whether
+    they are in that entry (``holds``), and the trust of that entry."""
+
+    message: int
+    entry_id: str
+    thread_id: str
+    quote: str
+    holds: bool
+    trust: Trust
+
+    def evidence(self) -> ItemEvidence:
+        """The quote as an item's evidence."""
+        return ItemEvidence(entry_id=self.entry_id, thread_id=self.thread_id, quote=self.quote)
+
+
+@dataclass(frozen=True)
+class ExtractedItem:
+    """One item of a model's answer, read and checked (see :func:`parse_extraction`).
+
+    ``verified`` is true when every quote holds; ``trust`` is the least trusted entry of the
+    quotes that hold (``model`` when none does). ``valid_from`` and ``valid_to`` are the start and
+    the end of the intervals the answer's time words name, read from the message that said them;
+    ``time_words`` keeps those words.
+    """
+
+    kind: ItemKind
+    subject: str
+    attribute: str | None
+    value: str
+    confidence: float
+    quotes: tuple[ExtractedQuote, ...]
+    trust: Trust
+    verified: bool
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    time_words: Mapping[str, str] = field(default_factory=dict)
+
+    def to_new_item(self, scope: MemoryScope | Mapping[str, Any]) -> NewMemoryItem:
+        """The item to write in ``scope``; the time words go in ``metadata["time_words"]``."""
+        data: dict[str, Any] = {
+            "kind": self.kind,
+            "subject": self.subject,
+            "attribute": self.attribute,
+            "value": self.value,
+            "evidence": [q.evidence() for q in self.quotes],
+            "trust": self.trust,
+            "verified": self.verified,
+            "confidence": self.confidence,
+            "scope": scope,
+            "valid_from": self.valid_from,
+            "valid_to": self.valid_to,
+        }
+        if self.time_words:
+            data["metadata"] = {"time_words": dict(self.time_words)}
+        return check_new_item("item", data)
+
+
+@dataclass
+class _Parsed:
+    items: list[ExtractedItem] = field(default_factory=list)
+    #: Elements that did not fit (a required field missing or of the wrong kind...).
+    dropped: int = 0
+    #: Items dropped because they named a message the window did not show.
+    unknown_messages: int = 0
+    #: Time words that named no time.
+    dates_unresolved: int = 0
+
+
+class _Unfit(Exception):
+    """An element of the answer that does not fit an item."""
+
+
+_PLACEHOLDER_SCOPE = MemoryScope(agent_id="extraction")
+
+
+def _squash(text: str) -> str:
+    return _SPACE.sub(" ", text).strip()
+
+
+def _absent(value: object) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _text(element: Mapping[str, Any], name: str, *, required: bool = False) -> str | None:
+    """A text field: a string (trimmed) or a number written as text; null or blank is absent."""
+    value = element.get(name)
+    if _absent(value):
+        if required:
+            raise _Unfit(f"{name} is missing")
+        return None
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    raise _Unfit(f"{name} is not text")
+
+
+def _message_number(value: object) -> int:
+    if isinstance(value, bool):
+        raise _Unfit("a quote's message is not a number")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        match = _MESSAGE_REF.match(value)
+        if match:
+            return int(match.group(1))
+    raise _Unfit("a quote's message is not a number")
+
+
+class _Reader:
+    """Reads the elements of one window's answers against the entries it showed."""
+
+    def __init__(self, entries: Mapping[int, MemoryEntry], user_id: str | None, zone: tzinfo) -> None:
+        self.entries = entries
+        self.user_id = user_id
+        self.zone = zone
+        self._folded: dict[str, str] = {}
+        self._trust: dict[str, Trust] = {}
+
+    def read(self, elements: Sequence[Any]) -> _Parsed:
+        parsed = _Parsed()
+        for element in elements:
+            try:
+                item = self._item(element, parsed)
+            except _Unfit:
+                parsed.dropped += 1
+                continue
+            if item is None:
+                parsed.unknown_messages += 1
+            else:
+                parsed.items.append(item)
+        return parsed
+
+    def _entry_trust(self, entry: MemoryEntry) -> Trust:
+        trust = self._trust.get(entry.id)
+        if trust is None:
+            trust = self._trust[entry.id] = trust_of_entry(entry, self.user_id)
+        return trust
+
+    def _quotes(self, raw: object) -> list[tuple[int, str]] | None:
+        """``(message, words)`` pairs; ``None`` when one names a message the window did not show."""
+        if isinstance(raw, Mapping):
+            raw = [raw]
+        if not isinstance(raw, list):
+            raise _Unfit("quotes is not a list")
+        pairs: list[tuple[int, str]] = []
+        unknown = False
+        for quote in raw:
+            if not isinstance(quote, Mapping):
+                raise _Unfit("a quote is not an object")
+            words = quote.get("quote", quote.get("text"))
+            if _absent(words):
+                continue
+            if not isinstance(words, str):
+                raise _Unfit("a quote's words are not text")
+            number = _message_number(quote.get("message"))
+            if number not in self.entries:
+                unknown = True
+            pairs.append((number, words.strip()))
+        if not pairs:
+            raise _Unfit("no quote")
+        return None if unknown else pairs
+
+    def _item(self, element: object, parsed: _Parsed) -> ExtractedItem | None:
+        if not isinstance(element, Mapping):
+            raise _Unfit("not an object")
+        kind = _text(element, "kind", required=True)
+        if kind not in ITEM_KINDS:
+            raise _Unfit("unknown kind")
+        subject = _text(element, "subject", required=True)
+        value = _text(element, "value", required=True)
+        attribute = _text(element, "attribute")
+        confidence = element.get("confidence")
+        if _absent(confidence):
+            confidence = DEFAULT_CONFIDENCE
+        elif isinstance(confidence, bool) or not isinstance(confidence, int | float) or not 0 <= confidence <= 1:
+            raise _Unfit("confidence is not a number from 0 to 1")
+        pairs = self._quotes(element.get("quotes"))
+        if pairs is None:
+            return None
+        quotes = []
+        for number, words in pairs:
+            entry = self.entries[number]
+            try:
+                evidence = ItemEvidence(entry_id=entry.id, thread_id=entry.thread_id, quote=words)
+            except ValidationError:
+                raise _Unfit("a quote holds text an item cannot keep") from None
+            holds = verify_evidence(evidence, entry) == "verified"
+            quotes.append(ExtractedQuote(number, entry.id, entry.thread_id, words, holds, self._entry_trust(entry)))
+        holding = [q.trust for q in quotes if q.holds]
+        words_from, words_to = _text(element, "valid_from"), _text(element, "valid_to")
+        valid_from = self._when(words_from, quotes, parsed, end=False)
+        valid_to = self._when(words_to, quotes, parsed, end=True)
+        if valid_from is not None and valid_to is not None and valid_to <= valid_from:
+            valid_to = None
+        time_words = {k: v for k, v in (("valid_from", words_from), ("valid_to", words_to)) if v is not None}
+        item = ExtractedItem(
+            kind=kind,
+            subject=cast("str", subject),
+            attribute=attribute,
+            value=cast("str", value),
+            confidence=float(confidence),
+            quotes=tuple(quotes),
+            trust=least_trusted(holding) if holding else "model",
+            verified=len(holding) == len(quotes),
+            valid_from=valid_from,
+            valid_to=valid_to,
+            time_words=time_words,
+        )
+        try:  # the limits of an item (text lengths, NUL, surrogates) decide whether it fits
+            item.to_new_item(_PLACEHOLDER_SCOPE)
+        except InvalidArgumentError:
+            raise _Unfit("the item breaks the limits of an item") from None
+        return item
+
+    def _folded_text(self, entry: MemoryEntry) -> str:
+        text = self._folded.get(entry.id)
+        if text is None:
+            text = self._folded[entry.id] = _squash(entry_text(entry)).casefold()
+        return text
+
+    def _when(
+        self, words: str | None, quotes: Sequence[ExtractedQuote], parsed: _Parsed, *, end: bool
+    ) -> datetime | None:
+        """The start (or ``end``) of the interval ``words`` name, read from the message that said
+        them: the first quoted message holding the words (those with holding quotes first), else
+        the message of the first quote."""
+        if words is None:
+            return None
+        needle = _squash(words).casefold()
+        ordered = [q for q in quotes if q.holds] + [q for q in quotes if not q.holds]
+        said = self.entries[quotes[0].message]
+        for quote in ordered:
+            entry = self.entries[quote.message]
+            if needle in self._folded_text(entry):
+                said = entry
+                break
+        interval = resolve_time(words, said.created_at, self.zone)
+        if interval is None:
+            parsed.dates_unresolved += 1
+            return None
+        return interval.end if end else interval.start
+
+
+def _check_entries_by_ref(value: object) -> dict[int, MemoryEntry]:
+    if not isinstance(value, Mapping):
+        raise InvalidArgumentError("entries_by_ref", "must map message numbers to entries")
+    out: dict[int, MemoryEntry] = {}
+    for key, entry in value.items():
+        if isinstance(key, bool) or not isinstance(key, int):
+            raise InvalidArgumentError("entries_by_ref", f"keys must be message numbers, got {key!r}")
+        if not isinstance(entry, MemoryEntry):
+            raise InvalidArgumentError(f"entries_by_ref[{key}]", f"must be a MemoryEntry, got {type(entry).__name__}")
+        out[key] = entry
+    return out
+
+
+def parse_extraction(
+    text: str,
+    entries_by_ref: Mapping[int, MemoryEntry],
+    *,
+    user_id: str | None = None,
+    time_zone: str | tzinfo = "UTC",
+) -> list[ExtractedItem]:
+    """The items of one extraction answer, read against the entries its messages showed.
+
+    ``entries_by_ref`` maps each message number the model was shown to its entry. The JSON array
+    is found past any text and brackets around it; an element that is not JSON, not an object, or
+    does not fit an item (no kind of :data:`~cogitator_memory.items.ITEM_KINDS`, no subject, value
+    or quote, a confidence outside 0..1, a field of the wrong type, text past an item's limits) is
+    left out; null and blank fields count as absent. An item quoting a message number not in
+    ``entries_by_ref`` is left out. Quotes are checked, trust and dates set, as the module docstring
+    says (``user_id`` for :func:`trust_of_entry`, ``time_zone`` for the dates).
+    """
+    if not isinstance(text, str):
+        raise InvalidArgumentError("text", f"must be a string, got {type(text).__name__}")
+    entries = _check_entries_by_ref(entries_by_ref)
+    user = tree.check_optional_id("user_id", user_id)
+    zone = _zone(time_zone)
+    return _Reader(entries, user, zone).read(read_json_array(text, objects=True).elements).items
+
+
+# ----- windows -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Window:
+    number: int
+    messages: list[WindowMessage]
+    text: str
+    tokens: int
+
+    @property
+    def entry_ids(self) -> list[str]:
+        return list(dict.fromkeys(m.entry.id for m in self.messages))
+
+    @property
+    def entries_by_ref(self) -> dict[int, MemoryEntry]:
+        return {m.number: m.entry for m in self.messages}
+
+
+def _shown_text(entry: MemoryEntry) -> str:
+    """What of an entry the model sees: nothing for events and redacted entries."""
+    if entry.type not in _SHOWN_TYPES or REDACTED_KEY in (entry.metadata or {}):
+        return ""
+    text = entry_text(entry)
+    return text if text.strip() else ""
+
+
+def _part(text: str, tokens: int) -> str:
+    """The first part of a text too long for a window: at most ``tokens``, ending at the last line
+    or sentence end of its second half when there is one."""
+    chunk = truncate_to_tokens(text, tokens)
+    if not chunk:  # a single character wider than the budget
+        return text[:1]
+    if len(chunk) == len(text):
+        return chunk
+    ends = [m.end() for m in _BREAK.finditer(chunk, len(chunk) // 2)]
+    return chunk[: ends[-1]] if ends else chunk
+
+
+def _plan_windows(entries: Sequence[MemoryEntry], window_tokens: int, zone: tzinfo, zone_name: str) -> list[_Window]:
+    """Consecutive windows of at most ``window_tokens`` (an entry longer than a window is shown in
+    parts, each alone in a window)."""
+    budget = window_tokens - _WINDOW_FRAME_TOKENS
+    pieces: list[tuple[MemoryEntry, str, int, int, int]] = []  # entry, text, part, parts, tokens
+    for entry in entries:
+        text = _shown_text(entry)
+        if not text:
+            continue
+        header = count_tokens(message_header(WindowMessage(999, entry, "", 9, 9), zone)) + 4
+        size = count_tokens(text) + header
+        if size <= budget:
+            pieces.append((entry, text, 1, 1, size))
+            continue
+        parts: list[str] = []
+        rest = text
+        while rest.strip():
+            chunk = _part(rest, max(budget - header, 1))
+            parts.append(chunk)
+            rest = rest[len(chunk) :]
+        for i, chunk in enumerate(parts, 1):
+            pieces.append((entry, chunk.strip(), i, len(parts), count_tokens(chunk) + header))
+    windows: list[list[tuple[MemoryEntry, str, int, int, int]]] = []
+    used = 0
+    for piece in pieces:
+        if windows and used + piece[4] <= budget:
+            windows[-1].append(piece)
+            used += piece[4]
+        else:
+            windows.append([piece])
+            used = piece[4]
+    out = []
+    for number, group in enumerate(windows, 1):
+        messages = [
+            WindowMessage(i, entry, text, part, parts) for i, (entry, text, part, parts, _) in enumerate(group, 1)
+        ]
+        tokens = sum(p[4] for p in group) + _WINDOW_FRAME_TOKENS
+        out.append(_Window(number, messages, render_window(messages, zone, zone_name), tokens))
+    return out
+
+
+# ----- the report ----------------------------------------------------------------------------------
+
+WindowStatus: TypeAlias = Literal["read", "failed", "not_read"]
+
+
+@dataclass
+class WindowReport:
+    """What happened to one window.
+
+    ``status``: ``read``, ``failed`` (``error`` says why; what it verified before failing was
+    written) or ``not_read`` (an earlier window stopped the call). ``calls`` counts model calls,
+    ``continuations`` the calls that went on after a cut answer and ``retries`` those that asked
+    again after an answer without an array; ``complete`` is false when the last answer was still
+    cut. ``items_read`` items fit, ``items_dropped`` elements did not (not JSON, not an item, or
+    naming a message not shown: ``unknown_messages``), ``quotes_verified`` and ``quotes_rejected``
+    count the quotes of the items read, ``dates_unresolved`` the time words that named no time,
+    and ``items_written`` the items written (after ``before_write``).
+    """
+
+    number: int
+    entry_ids: list[str]
+    tokens: int
+    status: WindowStatus = "not_read"
+    calls: int = 0
+    continuations: int = 0
+    retries: int = 0
+    complete: bool = False
+    items_read: int = 0
+    items_dropped: int = 0
+    unknown_messages: int = 0
+    quotes_verified: int = 0
+    quotes_rejected: int = 0
+    dates_unresolved: int = 0
+    items_written: int = 0
+    error: WindowError | None = None
+
+
+@dataclass
+class ExtractionReport:
+    """What one :meth:`MemoryExtractor.extract` call did: the items written (as stored, in the
+    order written), a :class:`WindowReport` per window, and the :class:`WindowError` of every
+    window that failed."""
+
+    items: list[MemoryItem] = field(default_factory=list)
+    windows: list[WindowReport] = field(default_factory=list)
+    errors: list[WindowError] = field(default_factory=list)
+
+    def _sum(self, name: str) -> int:
+        return sum(int(getattr(w, name)) for w in self.windows)
+
+    @property
+    def quotes_verified(self) -> int:
+        """Quotes found in the entries they named, over every window."""
+        return self._sum("quotes_verified")
+
+    @property
+    def quotes_rejected(self) -> int:
+        """Quotes not found in the entries they named, over every window."""
+        return self._sum("quotes_rejected")
+
+    @property
+    def items_dropped(self) -> int:
+        """Answer elements left out, over every window."""
+        return self._sum("items_dropped")
+
+    @property
+    def calls(self) -> int:
+        """Model calls, over every window."""
+        return self._sum("calls")
+
+    @property
+    def continuations(self) -> int:
+        """Calls that went on after a cut answer, over every window."""
+        return self._sum("continuations")
+
+
+# ----- the extractor -------------------------------------------------------------------------------
+
+
+def _check_entries(entries: object) -> list[MemoryEntry]:
+    if isinstance(entries, str | bytes | Mapping) or not isinstance(entries, Sequence):
+        raise InvalidArgumentError("entries", "must be a list of entries")
+    out = []
+    for i, entry in enumerate(entries):
+        if isinstance(entry, MemoryEntry):
+            out.append(entry)
+        elif isinstance(entry, Mapping):
+            try:
+                out.append(MemoryEntry.model_validate(entry))
+            except ValidationError as exc:
+                raise tree.validation_error(f"entries[{i}]", exc) from None
+        else:
+            raise InvalidArgumentError(f"entries[{i}]", f"must be a MemoryEntry or a dict, got {type(entry).__name__}")
+    return out
+
+
+def _zone_name(zone: tzinfo, given: object) -> str:
+    return given if isinstance(given, str) else str(getattr(zone, "key", None) or zone)
+
+
+class MemoryExtractor:
+    """Reads memory items out of conversation entries with a model and writes them (see the
+    module docstring).
+
+    ``items`` is the :class:`~cogitator_memory.items.MemoryItems` service the items are written
+    through; ``summarize`` the :data:`~cogitator_memory.models.SummarizeFn` that reaches the model
+    (asked for ``model``, else its own, and for at most ``max_tokens`` tokens an answer).
+    ``window_tokens`` is the size of a window. ``mode="shadow"`` writes every new item as
+    suggested, for a person to review and activate. ``before_write(items)``, sync or async, sees
+    the :class:`~cogitator_memory.items.NewMemoryItem` list of each window before it is written and
+    returns those to write (filtered or changed).
+    """
+
+    def __init__(
+        self,
+        *,
+        items: MemoryItems,
+        summarize: SummarizeFn,
+        window_tokens: int = DEFAULT_WINDOW_TOKENS,
+        max_tokens: int = DEFAULT_EXTRACTION_MAX_TOKENS,
+        model: str | None = None,
+        mode: ExtractionMode = "active",
+        before_write: BeforeWrite | None = None,
+    ) -> None:
+        if not isinstance(items, MemoryItems):
+            raise InvalidArgumentError("items", f"must be a MemoryItems service, got {type(items).__name__}")
+        if not callable(summarize):
+            raise InvalidArgumentError("summarize", "must be a SummarizeFn: async (messages, options) -> str")
+        if isinstance(window_tokens, bool) or not isinstance(window_tokens, int) or window_tokens < MIN_WINDOW_TOKENS:
+            raise InvalidArgumentError(
+                "window_tokens", f"must be an integer of at least {MIN_WINDOW_TOKENS}, got {window_tokens!r}"
+            )
+        check_max_tokens(max_tokens)
+        if mode not in ("active", "shadow"):
+            raise InvalidArgumentError("mode", f"must be 'active' or 'shadow', got {mode!r}")
+        if before_write is not None and not callable(before_write):
+            raise InvalidArgumentError("before_write", "must be a function of the items, or None")
+        self.items = items
+        self.summarize = summarize
+        self.window_tokens = window_tokens
+        self.max_tokens = max_tokens
+        self.model = model
+        self.mode: ExtractionMode = mode
+        self.before_write = before_write
+        self._options = SummarizeOptions(model=model, prompt=EXTRACTION_PROMPT, max_tokens=max_tokens)
+
+    async def extract(
+        self,
+        entries: Sequence[MemoryEntry | Mapping[str, Any]],
+        *,
+        scope: MemoryScope | Mapping[str, Any],
+        user_id: str | None = None,
+        time_zone: str | tzinfo = "UTC",
+    ) -> ExtractionReport:
+        """Read ``entries`` (in the order given) window by window and write their items in ``scope``.
+
+        ``user_id`` (default: the scope's user) is the user whose messages count as ``user``
+        (:func:`trust_of_entry`); ``time_zone`` dates the messages shown and reads time words.
+        Each window's items are written once it is read. A window whose answers hold no array
+        (:class:`ExtractionAnswerError`) is passed and the next one read; a model or store failure
+        stops the call. Either way, once the windows are done, the first failure is raised as a
+        :class:`WindowError` whose ``report`` holds everything written. Events, redacted entries
+        and entries without text are not shown.
+        """
+        checked_scope = check_scope("scope", scope)
+        user = tree.check_optional_id("user_id", user_id)
+        if user is None:
+            user = checked_scope.user_id
+        zone = _zone(time_zone)
+        checked = _check_entries(entries)
+        windows = _plan_windows(checked, self.window_tokens, zone, _zone_name(zone, time_zone))
+        report = ExtractionReport(windows=[WindowReport(w.number, w.entry_ids, w.tokens) for w in windows])
+        for window, stats in zip(windows, report.windows, strict=True):
+            found: list[ExtractedItem] = []
+            failure: BaseException | None = None
+            stop = False
+            try:
+                await self._read_window(window, _Reader(window.entries_by_ref, user, zone), stats, found)
+            except ExtractionAnswerError as exc:
+                failure = exc
+            except Exception as exc:
+                failure, stop = exc, True
+            try:
+                await self._write(found, checked_scope, stats, report)
+            except Exception as exc:
+                failure, stop = failure or exc, True
+            if failure is None:
+                stats.status = "read"
+                continue
+            error = WindowError(window.number, len(windows), window.entry_ids, failure)
+            stats.status, stats.error = "failed", error
+            report.errors.append(error)
+            if stop:
+                break
+        if report.errors:
+            for error in report.errors:
+                error.report = report
+            raise report.errors[0]
+        return report
+
+    async def _ask(self, messages: list[Message], stats: WindowReport) -> tuple[JsonArrayRead, str]:
+        """An answer holding a JSON array, asking again (after the answer, with a reminder) when one
+        holds none; :class:`ExtractionAnswerError` after :data:`EXTRACTION_ATTEMPTS` answers."""
+        answers: list[str] = []
+        current = messages
+        for attempt in range(EXTRACTION_ATTEMPTS):
+            if attempt:
+                stats.retries += 1
+            stats.calls += 1
+            answer = await self.summarize(current, self._options)
+            if not isinstance(answer, str):
+                raise InvalidArgumentError("summarize", f"must answer a string, got {type(answer).__name__}")
+            read = read_json_array(answer, objects=True)
+            if read.found:
+                return read, answer
+            answers.append(answer)
+            current = messages
+            if answer.strip():
+                current = [
+                    *messages,
+                    Message(role="assistant", content=answer),
+                    Message(role="user", content=EXTRACTION_RETRY_PROMPT),
+                ]
+        raise ExtractionAnswerError(stats.number, answers)
+
+    async def _read_window(
+        self, window: _Window, reader: _Reader, stats: WindowReport, found: list[ExtractedItem]
+    ) -> None:
+        """Ask for the window's items, going on after cut answers; the items read go into ``found``
+        as they come, so a later failure keeps them."""
+        base = [Message(role="user", content=window.text)]
+        read, answer = await self._ask(base, stats)
+        self._take(read, reader, stats, found)
+        total = read
+        while read.cut and stats.continuations < EXTRACTION_CONTINUATIONS:
+            follow = [
+                *base,
+                Message(role="assistant", content=answer),
+                Message(role="user", content=extraction_continuation_prompt(total)),
+            ]
+            stats.continuations += 1
+            read, answer = await self._ask(follow, stats)
+            self._take(read, reader, stats, found)
+            total = total.then(read)
+        stats.complete = not read.cut
+
+    @staticmethod
+    def _take(read: JsonArrayRead, reader: _Reader, stats: WindowReport, found: list[ExtractedItem]) -> None:
+        parsed = reader.read(read.elements)
+        stats.items_read += len(parsed.items)
+        stats.items_dropped += read.skipped + parsed.dropped + parsed.unknown_messages
+        stats.unknown_messages += parsed.unknown_messages
+        stats.dates_unresolved += parsed.dates_unresolved
+        for item in parsed.items:
+            held = sum(q.holds for q in item.quotes)
+            stats.quotes_verified += held
+            stats.quotes_rejected += len(item.quotes) - held
+        found.extend(parsed.items)
+
+    async def _write(
+        self, found: list[ExtractedItem], scope: MemoryScope, stats: WindowReport, report: ExtractionReport
+    ) -> None:
+        if not found:
+            return
+        chosen: Sequence[NewMemoryItem | Mapping[str, Any]] = [item.to_new_item(scope) for item in found]
+        if self.before_write is not None:
+            result = self.before_write(list(cast("list[NewMemoryItem]", chosen)))
+            if inspect.isawaitable(result):
+                result = await result
+            if isinstance(result, str | bytes | Mapping) or not isinstance(result, Sequence):
+                raise InvalidArgumentError("before_write", f"must return a list of items, got {type(result).__name__}")
+            chosen = result
+        checked = [check_new_item(f"before_write[{i}]", item) for i, item in enumerate(chosen)]
+        shadow = self.mode == "shadow"
+        for item in checked:
+            report.items.append(await self.items.add(item, shadow=shadow))
+            stats.items_written += 1
+
+
+__all__ = [
+    "DEFAULT_CONFIDENCE",
+    "DEFAULT_EXTRACTION_MAX_TOKENS",
+    "DEFAULT_WINDOW_TOKENS",
+    "EXTRACTION_ATTEMPTS",
+    "EXTRACTION_CONTINUATIONS",
+    "EXTRACTION_PROMPT",
+    "BeforeWrite",
+    "ExtractedItem",
+    "ExtractedQuote",
+    "ExtractionAnswerError",
+    "ExtractionMode",
+    "ExtractionReport",
+    "MemoryExtractor",
+    "WindowError",
+    "WindowReport",
+    "extraction_continuation_prompt",
+    "parse_extraction",
+    "trust_of_entry",
+]
