@@ -35,8 +35,8 @@ async def connect(url: str) -> psycopg.AsyncConnection:
 
 def test_migrations_are_named_and_numbered() -> None:
     assert [m.version for m in MIGRATIONS] == list(range(1, len(MIGRATIONS) + 1))
-    assert [m.name for m in MIGRATIONS] == ["m001_initial", "m002_trees"]
-    assert SCHEMA_VERSION == 2
+    assert [m.name for m in MIGRATIONS] == ["m001_initial", "m002_trees", "m003_memory_items"]
+    assert SCHEMA_VERSION == 3
     assert quote_ident('a"b') == '"a""b"'
     assert MIGRATIONS[0].sql("x")[0].startswith('CREATE TABLE "x".threads')
     with pytest.raises(ValueError, match="schema"):
@@ -81,7 +81,7 @@ async def test_m002_trees_chains_entries_written_before_trees(pg_url: str, schem
                 )
     async with PostgresAdapter(url=pg_url, schema=schema) as memory:
         async with await connect(pg_url) as conn:
-            assert await applied_migrations(conn, schema) == [(1, "m001_initial"), (2, "m002_trees")]
+            assert await applied_migrations(conn, schema) == [(m.version, m.name) for m in MIGRATIONS]
         a = unwrap(await memory.get_thread("thread_a"))
         assert a is not None and a.active_leaf_id == "thread_a_e3"
         path = unwrap(await memory.get_path(thread_id="thread_a"))
@@ -148,7 +148,7 @@ async def test_concurrent_first_connects_in_one_process(pg_url: str, schema: str
     for s in stores:
         await s.disconnect()
     async with await connect(pg_url) as conn:
-        assert await applied_migrations(conn, schema) == [(1, "m001_initial"), (2, "m002_trees")]
+        assert await applied_migrations(conn, schema) == [(m.version, m.name) for m in MIGRATIONS]
 
 
 def test_two_processes_connecting_to_a_new_database_do_not_race() -> None:
@@ -187,7 +187,7 @@ def test_two_processes_connecting_to_a_new_database_do_not_race() -> None:
         assert all(out.strip() == "ok" for out, _ in outputs)
         with psycopg.connect(url) as conn:
             rows = conn.execute("SELECT version, name FROM app.cogitator_schema_migrations ORDER BY version").fetchall()
-            assert rows == [(1, "m001_initial"), (2, "m002_trees")]
+            assert rows == [(m.version, m.name) for m in MIGRATIONS]
             assert conn.execute("SELECT count(*) FROM app.entries").fetchone() == (4,)
             assert conn.execute("SELECT count(*) FROM pg_extension WHERE extname = 'vector'").fetchone() == (1,)
     finally:
