@@ -556,6 +556,19 @@ async def test_windows_hold_window_tokens_and_a_long_entry_is_shown_in_parts(wor
     assert all(w.tokens <= 120 for w in report.windows)
 
 
+async def test_a_token_count_too_small_for_its_text_is_not_trusted(world: World) -> None:
+    long_text = " ".join(f"Sentence {i} of a long story about the harbour." for i in range(1, 25))
+    with frozen_clock(T0):
+        unwrap(
+            await world.memory.add_entry(
+                {"thread_id": world.thread_id, "message": {"role": "user", "content": long_text}, "token_count": 1}
+            )
+        )
+    world.answer("[]")
+    report = await world.extract(window_tokens=120)
+    assert len(report.windows) > 1 and all(w.tokens <= 120 for w in report.windows)
+
+
 async def test_a_quote_from_a_part_holds_against_its_whole_entry(world: World) -> None:
     long_text = " ".join(f"Sentence {i} of a long story about the harbour." for i in range(1, 25))
     whole = await world.say(long_text)

@@ -39,7 +39,7 @@ from ..models.records import SummarizeFn, SummarizeOptions, check_max_tokens
 from ..recall.time import _zone, resolve_time
 from ..threads import tree
 from ..threads.records import REDACTED_KEY, USER_ID_KEY, MemoryEntry, Message
-from ..tokens import count_tokens, truncate_to_tokens
+from ..tokens import MESSAGE_OVERHEAD, count_tokens, truncate_to_tokens
 from .prompts import (
     EXTRACTION_PROMPT,
     EXTRACTION_RETRY_PROMPT,
@@ -480,6 +480,15 @@ def _shown_text(entry: MemoryEntry) -> str:
     return text if text.strip() else ""
 
 
+def _tokens_of(entry: MemoryEntry, text: str) -> int:
+    """The tokens of an entry's text: the count the thread store kept (the package's estimate of
+    the message, less its framing) when it is plausible for the text's length, else counted here."""
+    kept = entry.token_count - (MESSAGE_OVERHEAD if entry.message is not None else 0)
+    if kept > 0 and len(text) <= 8 * kept + 64:
+        return kept
+    return count_tokens(text)
+
+
 def _part(text: str, tokens: int) -> str:
     """The first part of a text too long for a window: at most ``tokens``, ending at the last line
     or sentence end of its second half when there is one."""
@@ -502,7 +511,7 @@ def _plan_windows(entries: Sequence[MemoryEntry], window_tokens: int, zone: tzin
         if not text:
             continue
         header = count_tokens(message_header(WindowMessage(999, entry, "", 9, 9), zone)) + 4
-        size = count_tokens(text) + header
+        size = _tokens_of(entry, text) + header
         if size <= budget:
             pieces.append((entry, text, 1, 1, size))
             continue
