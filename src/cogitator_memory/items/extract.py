@@ -38,15 +38,13 @@ from ..models.json_array import JsonArrayRead, read_json_array
 from ..models.records import SummarizeFn, SummarizeOptions, check_max_tokens
 from ..recall.time import _zone, resolve_time
 from ..threads import tree
-from ..threads.records import REDACTED_KEY, USER_ID_KEY, MemoryEntry, Message
-from ..tokens import MESSAGE_OVERHEAD, count_tokens, truncate_to_tokens
+from ..threads.records import USER_ID_KEY, MemoryEntry, Message
 from .prompts import (
     EXTRACTION_PROMPT,
     EXTRACTION_RETRY_PROMPT,
-    WindowMessage,
+    Window,
     extraction_continuation_prompt,
-    message_header,
-    render_window,
+    plan_windows,
 )
 from .records import (
     ITEM_KINDS,
@@ -84,13 +82,8 @@ BeforeWrite: TypeAlias = Callable[
 ]
 
 _ROLE_TRUST: dict[str, Trust] = {"system": "system", "user": "user", "assistant": "model", "tool": "tool"}
-_SHOWN_TYPES = frozenset({"message", "tool_result"})
 _SPACE = re.compile(r"\s+")
-#: Where a long entry's part may end: after a line, or after a sentence and the space behind it.
-_BREAK = re.compile(r"\n+|(?<=[.!?])\s+")
 _MESSAGE_REF = re.compile(r"^\s*(?:message\s*)?[#\[(]?\s*(\d{1,9})\s*[\])]?\s*$", re.IGNORECASE)
-#: Tokens a window spends besides its messages (the lines before and after them).
-_WINDOW_FRAME_TOKENS = 40
 
 
 # ----- errors ------------------------------------------------------------------------------------
@@ -453,95 +446,6 @@ def parse_extraction(
     return _Reader(entries, user, zone).read(read_json_array(text, objects=True).elements).items
 
 
-# ----- windows -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Window:
-    number: int
-    messages: list[WindowMessage]
-    text: str
-    tokens: int
-
-    @property
-    def entry_ids(self) -> list[str]:
-        return list(dict.fromkeys(m.entry.id for m in self.messages))
-
-    @property
-    def entries_by_ref(self) -> dict[int, MemoryEntry]:
-        return {m.number: m.entry for m in self.messages}
-
-
-def _shown_text(entry: MemoryEntry) -> str:
-    """What of an entry the model sees: nothing for events and redacted entries."""
-    if entry.type not in _SHOWN_TYPES or REDACTED_KEY in (entry.metadata or {}):
-        return ""
-    text = entry_text(entry)
-    return text if text.strip() else ""
-
-
-def _tokens_of(entry: MemoryEntry, text: str) -> int:
-    """The tokens of an entry's text: the count the thread store kept (the package's estimate of
-    the message, less its framing) when it is plausible for the text's length, else counted here."""
-    kept = entry.token_count - (MESSAGE_OVERHEAD if entry.message is not None else 0)
-    if kept > 0 and len(text) <= 8 * kept + 64:
-        return kept
-    return count_tokens(text)
-
-
-def _part(text: str, tokens: int) -> str:
-    """The first part of a text too long for a window: at most ``tokens``, ending at the last line
-    or sentence end of its second half when there is one."""
-    chunk = truncate_to_tokens(text, tokens)
-    if not chunk:  # a single character wider than the budget
-        return text[:1]
-    if len(chunk) == len(text):
-        return chunk
-    ends = [m.end() for m in _BREAK.finditer(chunk, len(chunk) // 2)]
-    return chunk[: ends[-1]] if ends else chunk
-
-
-def _plan_windows(entries: Sequence[MemoryEntry], window_tokens: int, zone: tzinfo, zone_name: str) -> list[_Window]:
-    """Consecutive windows of at most ``window_tokens`` (an entry longer than a window is shown in
-    parts, each alone in a window)."""
-    budget = window_tokens - _WINDOW_FRAME_TOKENS
-    pieces: list[tuple[MemoryEntry, str, int, int, int]] = []  # entry, text, part, parts, tokens
-    for entry in entries:
-        text = _shown_text(entry)
-        if not text:
-            continue
-        header = count_tokens(message_header(WindowMessage(999, entry, "", 9, 9), zone)) + 4
-        size = _tokens_of(entry, text) + header
-        if size <= budget:
-            pieces.append((entry, text, 1, 1, size))
-            continue
-        parts: list[str] = []
-        rest = text
-        while rest.strip():
-            chunk = _part(rest, max(budget - header, 1))
-            parts.append(chunk)
-            rest = rest[len(chunk) :]
-        for i, chunk in enumerate(parts, 1):
-            pieces.append((entry, chunk.strip(), i, len(parts), count_tokens(chunk) + header))
-    windows: list[list[tuple[MemoryEntry, str, int, int, int]]] = []
-    used = 0
-    for piece in pieces:
-        if windows and used + piece[4] <= budget:
-            windows[-1].append(piece)
-            used += piece[4]
-        else:
-            windows.append([piece])
-            used = piece[4]
-    out = []
-    for number, group in enumerate(windows, 1):
-        messages = [
-            WindowMessage(i, entry, text, part, parts) for i, (entry, text, part, parts, _) in enumerate(group, 1)
-        ]
-        tokens = sum(p[4] for p in group) + _WINDOW_FRAME_TOKENS
-        out.append(_Window(number, messages, render_window(messages, zone, zone_name), tokens))
-    return out
-
-
 # ----- the report ----------------------------------------------------------------------------------
 
 WindowStatus: TypeAlias = Literal["read", "failed", "not_read"]
@@ -712,7 +616,7 @@ class MemoryExtractor:
             user = checked_scope.user_id
         zone = _zone(time_zone)
         checked = _check_entries(entries)
-        windows = _plan_windows(checked, self.window_tokens, zone, _zone_name(zone, time_zone))
+        windows = plan_windows(checked, self.window_tokens, zone, _zone_name(zone, time_zone))
         report = ExtractionReport(windows=[WindowReport(w.number, w.entry_ids, w.tokens) for w in windows])
         for window, stats in zip(windows, report.windows, strict=True):
             found: list[ExtractedItem] = []
@@ -768,7 +672,7 @@ class MemoryExtractor:
         raise ExtractionAnswerError(stats.number, answers)
 
     async def _read_window(
-        self, window: _Window, reader: _Reader, stats: WindowReport, found: list[ExtractedItem]
+        self, window: Window, reader: _Reader, stats: WindowReport, found: list[ExtractedItem]
     ) -> None:
         """Ask for the window's items, going on after cut answers; the items read go into ``found``
         as they come, so a later failure keeps them."""
