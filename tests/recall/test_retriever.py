@@ -111,7 +111,7 @@ async def test_bm25_channel_and_held_turns(memory: InMemoryAdapter) -> None:
             "Yes, sunny and warm",
         ],
     )
-    retriever = MemoryRetriever()
+    retriever = MemoryRetriever({"neighbour_weight": 0.0})
     found = await retriever.retrieve("how many gunicorn workers did I configure?", anchor=LATER, history=turns)
     assert [h.id for h in found.hits] == [turns[0].id, turns[1].id]
     assert all("bm25" in h.channels for h in found.hits)
@@ -167,20 +167,22 @@ async def test_fusion_weights_follow_the_kind_of_question(memory: InMemoryAdapte
     keyword_only = turns[0].id  # found by its words alone
     cos = {vector_only: 0.9}
     question = "what did the dog chase?"
-    general = await MemoryRetriever({"coverage_weight": 0.0}).retrieve(
+    general = await MemoryRetriever({"coverage_weight": 0.0, "neighbour_weight": 0.0}).retrieve(
         question, anchor=LATER, history=turns, cosines=cos
     )
     assert general.analysis.kind == "general"
-    assert [h.id for h in general.hits] == [vector_only, keyword_only]  # vector 1.5 over bm25 1.0
-    flipped = MemoryRetriever({"coverage_weight": 0.0, "weights": {"general": {"vector": 0.5}}})
+    assert [h.id for h in general.hits] == [vector_only, keyword_only]  # vector 2 over bm25 1
+    flipped = MemoryRetriever(
+        {"coverage_weight": 0.0, "neighbour_weight": 0.0, "weights": {"general": {"vector": 0.5}}}
+    )
     assert [h.id for h in (await flipped.retrieve(question, anchor=LATER, history=turns, cosines=cos)).hits] == [
         keyword_only,
         vector_only,
     ]
     # The same weights for another kind of question leave "general" as it is.
-    other = MemoryRetriever({"coverage_weight": 0.0, "weights": {"temporal": {"vector": 0.0}}})
+    other = MemoryRetriever({"coverage_weight": 0.0, "neighbour_weight": 0.0, "weights": {"temporal": {"vector": 0.0}}})
     assert (await other.retrieve(question, anchor=LATER, history=turns, cosines=cos)).hits[0].id == vector_only
-    off = MemoryRetriever({"weights": {"general": {"vector": 0.0}}})
+    off = MemoryRetriever({"neighbour_weight": 0.0, "weights": {"general": {"vector": 0.0}}})
     assert [h.id for h in (await off.retrieve(question, anchor=LATER, history=turns, cosines=cos)).hits] == [
         keyword_only
     ]
@@ -326,3 +328,16 @@ async def test_bad_arguments_name_the_argument(memory: InMemoryAdapter) -> None:
     with pytest.raises(InvalidArgumentError, match="reranker"):
         MemoryRetriever(reranker=object())
     assert RetrieverSettings().weight("temporal", "time") > RetrieverSettings().weight("general", "time")
+
+
+async def test_neighbour_weight_finds_a_turn_through_the_turn_next_to_it(memory: InMemoryAdapter) -> None:
+    turns = await thread_of(
+        memory,
+        ["what should I plant this spring?", "Plant tomatoes and basil in the sunny bed"],
+    )
+    question = "which plants: tomatoes or basil in the sunny bed?"
+    alone = await MemoryRetriever({"neighbour_weight": 0.0}).retrieve(question, anchor=LATER, history=turns)
+    assert [h.id for h in alone.hits] == [turns[1].id]
+    paired = await MemoryRetriever({"neighbour_weight": 0.5}).retrieve(question, anchor=LATER, history=turns)
+    assert [h.id for h in paired.hits] == [turns[1].id, turns[0].id]  # the question of the answer found
+    assert paired.hits[1].channels == {}  # found by no channel of its own

@@ -219,10 +219,11 @@ class MemoryRetriever:
         turns = [e for e in history if not e.is_event]
         entry_map: dict[str, MemoryEntry] = {}
         position: dict[str, float] = {}
+        turn_ids: list[str] = []
         corpus_t = None
         if turns:
             corpus_t = self._turns.get(turns[0].thread_id, s.bm25_k1, s.bm25_b)
-            ids = corpus_t.sync(turns, lambda e: e.id, turn_text)
+            ids = turn_ids = corpus_t.sync(turns, lambda e: e.id, turn_text)
             span = max(1, len(ids) - 1)
             for i, rid in enumerate(ids):
                 position[rid] = i / span
@@ -261,6 +262,8 @@ class MemoryRetriever:
         fused = reciprocal_rank_fusion(
             [r for _, r in rankings], k=s.rrf_k, weights=[s.weight(analysis.kind, c) for c, _ in rankings]
         )
+        if s.neighbour_weight > 0 and turns:
+            fused = _with_neighbours(fused, turn_ids, entry_map, s.neighbour_weight)
         places: dict[str, dict[Channel, int]] = {}
         for channel, ranking in rankings:
             for rank, rid in enumerate(ranking, start=1):
@@ -399,6 +402,24 @@ class MemoryRetriever:
         for r in checked:
             head[r.index].relevance = r.score
         return [head[i] for i in reranked_order(checked, top)] + hits[top:]
+
+
+def _with_neighbours(
+    fused: list[tuple[str, float]], turn_ids: Sequence[str], allowed: Mapping[str, object], weight: float
+) -> list[tuple[str, float]]:
+    """Each turn's fused score plus ``weight`` times the best score of the turns next to it (a
+    question is found through its answer, and the answer through its question), best first."""
+    base = dict(fused)
+    out = dict(base)
+    for i, rid in enumerate(turn_ids):
+        if rid not in allowed:
+            continue
+        near = [base.get(f"t:{turn_ids[j]}", 0.0) for j in (i - 1, i + 1) if 0 <= j < len(turn_ids)]
+        bonus = weight * max(near, default=0.0)
+        if bonus > 0:
+            key = f"t:{rid}"
+            out[key] = out.get(key, 0.0) + bonus
+    return sorted(out.items(), key=lambda pair: (-pair[1], pair[0]))
 
 
 def _mmr(scored: list[tuple[float, str]], term_sets: Mapping[str, frozenset[str]], lam: float, pool: int) -> list[str]:

@@ -26,7 +26,7 @@ TURN_CHANNELS: tuple[Channel, ...] = ("vector", "bm25", "time", "entity", "evide
 ITEM_CHANNELS: tuple[Channel, ...] = ("item_bm25", "item_vector", "item_entity", "item_time", "item_graph")
 
 _BASE: dict[Channel, float] = {
-    "vector": 1.5,
+    "vector": 2.0,
     "bm25": 1.0,
     "time": 0.6,
     "entity": 0.6,
@@ -75,6 +75,8 @@ class RetrieverSettings(BaseModel):
       (1 keeps the order; lower trades relevance for variety), alike meaning sharing terms.
     - ``rerank_top``: how many of the best hits a :class:`~cogitator_memory.recall.Reranker` reorders.
     - ``limit``: hits returned unless ``retrieve(limit=...)`` says otherwise.
+    - ``neighbour_weight``: a turn's score grows by this share of the best score of the turns
+      next to it (a question found through its answer, an answer through its question).
     - ``graph_damping`` / ``graph_iterations``: the personalized PageRank walk over items and entities.
     - ``evidence_items``: the best items whose quoted turns the ``evidence`` channel finds.
     """
@@ -83,18 +85,19 @@ class RetrieverSettings(BaseModel):
 
     vector_min_cosine: float = Field(default=0.45, ge=-1.0, le=1.0)
     vector_relative: float = Field(default=0.6, ge=0.0, le=1.0)
-    depth: int = Field(default=50, ge=1, le=10_000)
-    rrf_k: float = Field(default=10.0, ge=0.0)
+    depth: int = Field(default=100, ge=1, le=10_000)
+    rrf_k: float = Field(default=5.0, ge=0.0)
     weights: dict[QueryKind, dict[Channel, float]] = Field(default_factory=lambda: _copy(DEFAULT_WEIGHTS))
     bm25_k1: float = Field(default=3.0, ge=0.0)
     bm25_b: float = Field(default=1.0, ge=0.0, le=1.0)
-    coverage_weight: float = Field(default=0.5, ge=0.0)
+    coverage_weight: float = Field(default=0.1, ge=0.0)
     recency_weight: float = Field(default=0.05, ge=0.0)
     retrieved_weight: float = Field(default=0.05, ge=0.0)
     mmr_lambda: float = Field(default=0.85, ge=0.0, le=1.0)
     mmr_pool: int = Field(default=30, ge=0, le=1000)
     rerank_top: int = Field(default=30, ge=0, le=1000)
     limit: int = Field(default=20, ge=1, le=10_000)
+    neighbour_weight: float = Field(default=0.4, ge=0.0)
     graph_damping: float = Field(default=0.5, gt=0.0, lt=1.0)
     graph_iterations: int = Field(default=20, ge=1, le=200)
     evidence_items: int = Field(default=5, ge=0, le=1000)
