@@ -3,23 +3,93 @@
 :class:`StoreLifecycle` is the base of :class:`~cogitator_memory.threads.base.BaseMemoryAdapter`
 and :class:`~cogitator_memory.vectors.base.BaseEmbeddingAdapter`; an engine implements
 ``_connect``, ``_disconnect`` and optionally ``_ping`` and ``_map_error``.
+
+Credentials never reach a failure's message or a log line: every message a store returns, and
+the traceback it logs at debug level, goes through :func:`cogitator_memory.http.redact` with the
+secrets of the store's connection settings (:meth:`StoreLifecycle._secrets`), on top of the user
+info and credential query values of any URL in it. :func:`check_connection_url` refuses, at
+construction, a connection URL whose password drivers would misread (and then quote in pieces).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
+import traceback
 from abc import ABC, abstractmethod
 from types import TracebackType
 from typing import Any, ClassVar, Literal, Self
+from urllib.parse import unquote
 
-from .errors import MemoryStoreError, NotConnectedError, StoreUnavailableError
+from .errors import InvalidArgumentError, MemoryStoreError, NotConnectedError, StoreUnavailableError
+from .http import redact, url_secrets
 from .result import MemoryResult, err, ok_none
 
 logger = logging.getLogger("cogitator_memory")
 
 Capability = Literal["branches", "redaction", "health", "vectors", "keyword-search", "items", "files"]
 """What a store may declare it supports beyond its contract (see ``capabilities``)."""
+
+#: The attributes of a store whose values may hold credentials (URLs, passwords, API keys).
+CREDENTIAL_ATTRIBUTES = ("url", "uri", "connection_string", "password", "api_key")
+
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+
+
+def _user_info(url: str) -> str | None:
+    """The user info of ``url`` as drivers read it: after ``//``, up to the last ``@`` before the path."""
+    _, sep, rest = url.partition("://")
+    if not sep:
+        return None
+    authority = rest.split("/", 1)[0]
+    info, at, _ = authority.rpartition("@")
+    return info if at else None
+
+
+def connection_secrets(url: str) -> list[str]:
+    """The credentials a connection URL may carry, for :func:`~cogitator_memory.http.redact`.
+
+    What :func:`~cogitator_memory.http.url_secrets` finds, and the user info read as leniently as
+    drivers read it (a password holding ``?`` or ``#``, which a strict parser cuts short), raw
+    and percent-decoded.
+    """
+    found = list(url_secrets(url))
+    info = _user_info(url)
+    if info:
+        user, colon, password = info.partition(":")
+        for value in (password if colon else "", info if len(user) >= 16 or colon else ""):
+            if value:
+                found += [value, unquote(value)]
+    return [s for s in dict.fromkeys(found) if len(s) >= 4]
+
+
+def check_connection_url(url: str, argument: str) -> None:
+    """Refuse a connection URL whose user info drivers would misread, without quoting it.
+
+    An ``@`` or ``/`` in a password must be percent-encoded: unencoded, drivers take part of the
+    password for the host, the port or the database and quote that part in their errors. The
+    same goes for a ``%`` that starts no escape. Checked: more than one ``@`` before the path, an
+    ``@`` in the path, a bad ``%`` escape in the user info.
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return
+    authority, slash, after = rest.partition("/")
+    path = after.split("?", 1)[0]
+    info = _user_info(url)
+    if authority.count("@") > 1 or (slash and "@" in path):
+        problem = "an '@' or '/' in the user name or password"
+    elif info is not None and _BAD_ESCAPE.search(info):
+        problem = "a '%' in the user name or password that starts no %XX escape"
+    else:
+        return
+    raise InvalidArgumentError(
+        argument,
+        f"the {scheme}:// URL holds {problem}: percent-encode them "
+        "(urllib.parse.quote(password, safe='')) so the driver does not read part of the password as "
+        "the host or the database (the URL is not repeated here, it holds a password)",
+    )
 
 
 class StoreLifecycle(ABC):
@@ -58,12 +128,32 @@ class StoreLifecycle(ABC):
         """Translate a driver exception into the package's tree (engines override this)."""
         return StoreUnavailableError(f"{self.provider} {operation} failed: {type(exc).__name__}: {exc}")
 
+    def _secrets(self) -> list[str]:
+        """The credentials of the connection settings, masked in every message and log line.
+
+        By default those of the attributes named in :data:`CREDENTIAL_ATTRIBUTES` (a URL's
+        password and credential query values, a password, an API key); engines add their own.
+        """
+        found: list[str] = []
+        for name in CREDENTIAL_ATTRIBUTES:
+            value = getattr(self, name, None)
+            if not isinstance(value, str) or not value:
+                continue
+            found += connection_secrets(value) if name in ("url", "uri", "connection_string") else [value]
+        return found
+
     def _fail(self, operation: str, exc: Exception) -> MemoryResult[Any]:
-        """The failed result of ``operation`` for ``exc`` (driver exceptions mapped first)."""
+        """The failed result of ``operation`` for ``exc`` (driver exceptions mapped first), its
+        message and the debug log line of the driver's traceback free of credentials."""
+        secrets = self._secrets()
         if isinstance(exc, MemoryStoreError):
-            return err(exc)
-        logger.debug("%s %s failed", self.provider, operation, exc_info=exc)
-        return err(self._map_error(operation, exc))
+            error = exc
+        else:
+            if logger.isEnabledFor(logging.DEBUG):
+                trace = "".join(traceback.format_exception(exc)).rstrip()
+                logger.debug("%s %s failed\n%s", self.provider, operation, redact(trace, secrets))
+            error = self._map_error(operation, exc)
+        return err(redact(str(error) or type(error).__name__, secrets), type(error))
 
     def _require_connected(self) -> None:
         if not self._connected:
@@ -132,4 +222,4 @@ class StoreLifecycle(ABC):
         await self.disconnect()
 
 
-__all__ = ["Capability", "StoreLifecycle"]
+__all__ = ["CREDENTIAL_ATTRIBUTES", "Capability", "StoreLifecycle", "check_connection_url", "connection_secrets"]

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 
+from ..http import redact_url
 from .base import EmbeddingServiceError, parse_vector, resolve_model
 from .http import HttpEmbeddingService, RetryPolicy
 
@@ -79,7 +80,7 @@ class OllamaEmbeddingService(HttpEmbeddingService):
         ]
 
     def __repr__(self) -> str:
-        return f"OllamaEmbeddingService(model={self.model!r}, dimensions={self.dimensions}, base_url={self.base_url!r})"
+        return f"OllamaEmbeddingService(model={self.model!r}, dimensions={self.dimensions}, base_url={redact_url(self.base_url)!r})"
 
 
 __all__ = ["DEFAULT_OLLAMA_BASE_URL", "OLLAMA_MODEL_DIMENSIONS", "OllamaEmbeddingService"]

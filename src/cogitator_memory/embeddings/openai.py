@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 
+from ..http import redact_url
 from .base import EmbeddingServiceError, parse_vector, resolve_model
 from .http import HttpEmbeddingService, RetryPolicy
 
@@ -98,7 +99,7 @@ class OpenAIEmbeddingService(HttpEmbeddingService):
         return [v for v in vectors if v is not None]
 
     def __repr__(self) -> str:
-        return f"OpenAIEmbeddingService(model={self.model!r}, dimensions={self.dimensions}, base_url={self.base_url!r})"
+        return f"OpenAIEmbeddingService(model={self.model!r}, dimensions={self.dimensions}, base_url={redact_url(self.base_url)!r})"
 
 
 __all__ = ["DEFAULT_OPENAI_BASE_URL", "OPENAI_MODEL_DIMENSIONS", "OpenAIEmbeddingService"]

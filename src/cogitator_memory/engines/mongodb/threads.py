@@ -38,6 +38,7 @@ from ...errors import (
     NotFoundError,
     StoreUnavailableError,
 )
+from ...lifecycle import check_connection_url
 from ...threads.base import BaseMemoryAdapter
 from ...threads.records import FORKS_KEY, MemoryEntry, NewMemoryEntry, Thread
 from ...threads.tree import type_allowed
@@ -250,6 +251,7 @@ class MongoDBAdapter(BaseMemoryAdapter):
         chosen = uri if uri is not None else url if url is not None else DEFAULT_URI
         if not isinstance(chosen, str) or not chosen.startswith(("mongodb://", "mongodb+srv://")):
             raise InvalidArgumentError("uri", "must be a 'mongodb://' or 'mongodb+srv://' connection string")
+        check_connection_url(chosen, "uri")
         self.uri = chosen
         self.database = _check_name("database", database, '/\\. "$')
         if len(database.encode()) > 63:

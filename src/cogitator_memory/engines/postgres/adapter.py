@@ -13,6 +13,11 @@ Every operation is one transaction. Writes to a thread's tree first lock the thr
 ``get_path`` walks parent links up from the leaf with a recursive query that stops at
 ``limit``, so its cost follows the branch, not the thread.
 
+Credentials stay out of messages and logs: a URL whose password is not percent-encoded (an
+``@`` or ``/`` in it, which libpq would read as part of the host or database and quote in its
+errors) is refused at construction, and every failure's message and debug log line has the
+password, as libpq reads it from the URL or DSN, masked.
+
 Each call has a client-side deadline (``command_timeout``, 30 s; the health check 3 s): a call
 that misses it returns a failed result at once, and its connection is cancelled and closed in
 the background rather than held. Connections found dead when taken from the pool (the server
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
@@ -35,6 +41,8 @@ from ...errors import (
     NotConnectedError,
     StoreUnavailableError,
 )
+from ...http import redact
+from ...lifecycle import check_connection_url
 from ...threads.base import BaseMemoryAdapter, Capability
 from .schema import ThreadSql, check_schema_name, migrate
 from .vectors import DEFAULT_EF_SEARCH, MAX_EF_SEARCH, PostgresVectors
@@ -65,6 +73,25 @@ _ARGUMENT_OF = {
     "redact_entry": "redaction",
     "add_embeddings": "embeddings",
 }
+
+
+#: A ``password`` (or ``sslpassword``) of a key=value DSN, quoted or not.
+_DSN_PASSWORD = re.compile(r"\b(?:ssl)?password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)")
+
+
+def conninfo_secrets(conninfo: str) -> list[str]:
+    """The passwords of a libpq URL or DSN as libpq itself reads them (when psycopg is installed),
+    and as a DSN's ``password=`` spells them."""
+    found = [m.group(1).strip("'") for m in _DSN_PASSWORD.finditer(conninfo)]
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+    except ImportError:
+        return found
+    try:
+        parsed = conninfo_to_dict(conninfo)
+    except Exception:
+        return found
+    return found + [str(parsed[key]) for key in ("password", "sslpassword") if parsed.get(key)]
 
 
 def _import_driver() -> tuple[Any, Any]:
@@ -115,6 +142,7 @@ class PostgresAdapter(PostgresThreads, PostgresVectors, PostgresItems, BaseMemor
         conninfo = connection_string if connection_string is not None else url
         if not isinstance(conninfo, str) or not conninfo.strip():
             raise InvalidArgumentError("connection_string", "must be a PostgreSQL URL or DSN")
+        check_connection_url(conninfo, "url" if connection_string is None else "connection_string")
         if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
             raise InvalidArgumentError("pool_size", f"must be a positive integer, got {pool_size!r}")
         if isinstance(ef_search, bool) or not isinstance(ef_search, int) or not 1 <= ef_search <= MAX_EF_SEARCH:
@@ -206,6 +234,9 @@ class PostgresAdapter(PostgresThreads, PostgresVectors, PostgresItems, BaseMemor
         if pool is not None:
             await pool.close(timeout=self.connect_timeout)
 
+    def _secrets(self) -> list[str]:
+        return [*super()._secrets(), *conninfo_secrets(self.connection_string)]
+
     def _map_error(self, operation: str, exc: Exception) -> MemoryStoreError:
         psycopg = self._psycopg
         if psycopg is not None:
@@ -281,7 +312,7 @@ class PostgresAdapter(PostgresThreads, PostgresVectors, PostgresItems, BaseMemor
     def _abandoned_done(self, task: asyncio.Task[Any]) -> None:
         self._abandoned.discard(task)
         if not task.cancelled() and task.exception() is not None:
-            logger.debug("abandoned postgres call ended with %r", task.exception())
+            logger.debug("abandoned postgres call ended with %s", redact(repr(task.exception()), self._secrets()))
 
     async def _ping(self) -> None:
         async def ping(conn: AsyncConnection[Any]) -> None:
@@ -315,4 +346,5 @@ __all__ = [
     "HEALTH_TIMEOUT",
     "PostgresAdapter",
     "connection_is_dead",
+    "conninfo_secrets",
 ]

@@ -31,6 +31,7 @@ from ...errors import (
     NotFoundError,
     StoreUnavailableError,
 )
+from ...lifecycle import check_connection_url
 from ...threads.base import BaseMemoryAdapter
 from ...threads.records import FORKED_FROM_KEY, FORKS_KEY, MemoryEntry, NewMemoryEntry, Thread
 from ...threads.tree import build_entry
@@ -180,10 +181,13 @@ class RedisAdapter(RedisItems, BaseMemoryAdapter):
         elif url is not None:
             if not isinstance(url, str) or urlsplit(url).scheme not in ("redis", "rediss", "unix"):
                 raise InvalidArgumentError("url", "must be a redis://, rediss:// or unix:// URL")
+            check_connection_url(url, "url")
             try:
                 urlsplit(url).port  # noqa: B018 - validates the port
-            except ValueError as exc:
-                raise InvalidArgumentError("url", str(exc)) from None
+            except ValueError:  # the message would quote the text after the ':', maybe a password
+                raise InvalidArgumentError(
+                    "url", "the port is not a number from 0 to 65535 (percent-encode '?', '#' and '/' in a password)"
+                ) from None
             self.url = url
         else:
             if host is not None and (not isinstance(host, str) or not host):
