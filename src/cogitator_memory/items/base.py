@@ -37,6 +37,7 @@ from ..errors import InvalidArgumentError
 from ..lifecycle import Capability, StoreLifecycle
 from ..result import MemoryResult, ok
 from ..threads import tree
+from .facts import FactStoreMixin
 from .records import (
     MAX_BATCH,
     ItemQuery,
@@ -112,8 +113,11 @@ def _batch(name: str, value: object) -> list[Any]:
     return list(value)
 
 
-class MemoryItemStoreMixin(ABC):
+class MemoryItemStoreMixin(FactStoreMixin, ABC):
     """The public item calls, written once over the engine's underscore primitives (see the module docstring).
+
+    It inherits the fact calls of :class:`~cogitator_memory.items.facts.FactStoreMixin`, written
+    over these: every store that keeps items keeps facts as memory items too.
 
     Mixed into a thread store's class before its base
     (``class SQLiteAdapter(SQLiteItems, BaseMemoryAdapter)``), it needs ``provider``,
