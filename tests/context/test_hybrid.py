@@ -13,6 +13,7 @@ from cogitator_memory import frozen_clock, unwrap
 from cogitator_memory.context import ContextBuilder, MessageIndex
 from cogitator_memory.embeddings import HashingEmbedder, OpenAIEmbeddingService, RetryPolicy
 from cogitator_memory.items import MemoryItem
+from cogitator_memory.items.service import MemoryItems
 from cogitator_memory.testing.scripted_server import ScriptedServer
 from cogitator_memory.threads.base import BaseMemoryAdapter
 from cogitator_memory.vectors import InMemoryEmbeddingAdapter
@@ -251,6 +252,11 @@ async def test_memory_items_are_recalled_with_the_time_they_held_and_not_repeate
     assert "From memory:\n" in text
     assert "- Ana (home): a flat in Porto [held 01 Jan 2022 to 01 Jan 2024; no longer holds]" in text
     assert "- Ana (home): a house in Lisbon\n" in text + "\n"
+    # A MemoryItems service serves as well as its store.
+    served = await hybrid(memory, memory_items=MemoryItems(adapter=memory)).build(
+        tid, current_input="Where has Ana lived?", max_tokens=600, time_zone="Europe/Lisbon"
+    )
+    assert served.recalled is not None and [i.id for i in served.recalled["items"]] == recalled
     # Read as of 2023, the Lisbon house is not known yet.
     past = await b.build(
         tid, current_input="Where has Ana lived?", max_tokens=600, as_of=datetime(2023, 6, 1, tzinfo=UTC)
