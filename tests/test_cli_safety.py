@@ -123,15 +123,18 @@ def test_ctrl_c_stops_an_import_promptly_and_leaves_nothing(tmp_path: Path, db: 
     if existing:
         on_store(db, _seed)
     before = tree_of(db, "t") if existing else None
+    started = time.monotonic()
     process = _start_import(db, source, "--thread", "t")
     written = _wait_mid_import(process, total)
     sent = time.monotonic()
     process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=60)
+    _, err = process.communicate(timeout=120)
     stopped_after = time.monotonic() - sent
     assert process.returncode == 130, err
     assert f"{PREFIX}interrupted: nothing was imported" in err
-    assert stopped_after < 5, f"Ctrl-C took {stopped_after:.1f}s to stop the import ({written} entries were written)"
+    # the rest of the import would take about this long at the rate it wrote so far
+    rest = (sent - started) * (total - written) / written
+    assert stopped_after < max(2.0, rest / 2), f"Ctrl-C took {stopped_after:.1f}s; finishing would take ~{rest:.1f}s"
     assert tree_of(db, "t") == (before if existing else (None, []))
 
 
