@@ -360,3 +360,37 @@ def test_docs_example_runs(tmp_path: Path) -> None:
     script.write_text(example)
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True).stdout
     assert out.splitlines() == ["user Hi", "assistant Hello!", "['Hi', 'Hey there']", "True"]
+
+
+async def test_parent_links_that_loop_are_reported(store: MongoDBAdapter) -> None:
+    thread = unwrap(await store.create_thread("agent", None, "loop"))
+    ids = [
+        unwrap(await store.add_entry({"thread_id": thread.id, "message": {"role": "user", "content": t}})).id
+        for t in ("a", "b", "c")
+    ]
+    aside = unwrap(
+        await store.add_entry(
+            {
+                "thread_id": thread.id,
+                "parent_id": ids[0],
+                "activate": False,
+                "message": {"role": "user", "content": "d"},
+            }
+        )
+    )
+    await store.entries_collection.update_one({"_id": ids[0]}, {"$set": {"parent_id": ids[2]}})  # a -> c -> b -> a
+    calls = {
+        "get_path": (lambda: store.get_path(thread_id="loop"), ids[2]),
+        "get_path_filtered": (lambda: store.get_path(thread_id="loop", types=["label"], limit=5), ids[2]),
+        "get_path_from": (lambda: store.get_path(thread_id="loop", leaf_id=ids[1]), ids[1]),
+        "fork_thread": (lambda: store.fork_thread("loop", ids[1]), ids[1]),
+    }
+    for name, (call, start) in calls.items():
+        result = await call()
+        assert not result.success, f"{name} read a branch whose parent links loop: {result.data!r}"
+        assert result.error_type is StoreUnavailableError, (name, result.error)
+        assert "thread loop is damaged" in (result.error or ""), (name, result.error)
+        assert start in (result.error or ""), (name, result.error)
+    assert [e.id for e in unwrap(await store.get_path(thread_id="loop", leaf_id=aside.id, limit=1))] == [aside.id]
+    await store.entries_collection.update_one({"_id": ids[0]}, {"$unset": {"parent_id": ""}})
+    assert [e.id for e in unwrap(await store.get_path(thread_id="loop"))] == ids, "repaired, it reads again"

@@ -1,8 +1,11 @@
-"""MongoDBAdapter when its server goes away: failed results within the timeouts, then recovery.
+"""MongoDBAdapter when its server goes away: failed results within the timeouts, then recovery;
+and when its client dies between two writes: what is left is never read.
 
-Each test starts a private mongoeco server (the MongoDB wire emulator, as ``scripts/services.sh``
-finds it: ``$COGMEM_SERVICES_DIR/mongovenv``) on a free port, and stops or freezes it mid-run.
-The emulator keeps data in memory, so a restarted server comes back empty.
+The server tests start a private mongoeco server (the MongoDB wire emulator, as
+``scripts/services.sh`` finds it: ``$COGMEM_SERVICES_DIR/mongovenv``) on a free port, and stop or
+freeze it mid-run. The emulator keeps data in memory, so a restarted server comes back empty.
+The client tests run the adapter in a process of its own on ``COGMEM_TEST_MONGODB_URL`` (a fresh
+database each) and kill that process with ``SIGKILL`` before its n-th write.
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ import signal
 import socket
 import subprocess
 import sys
+import textwrap
 import time
+import uuid
 import warnings
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -22,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from cogitator_memory.engines.mongodb.threads import MongoDBAdapter
-from cogitator_memory.errors import StoreUnavailableError
+from cogitator_memory.errors import ConflictError, NotFoundError, StoreUnavailableError
 from cogitator_memory.result import MemoryResult, unwrap
 from cogitator_memory.testing import service_url
 
@@ -195,3 +200,143 @@ async def test_frozen_server_times_out_and_the_adapter_recovers(server: PrivateS
 
 if sys.platform == "win32":  # pragma: no cover - signals used above
     pytestmark = pytest.mark.skip(reason="needs POSIX signals")
+
+
+# --- a client killed between two writes ---------------------------------------------------------
+
+#: Runs one adapter call in a process that SIGKILLs itself just before its n-th write reaches the
+#: server. argv: uri, database, n, then "delete_thread" or "fork_thread <at entry id>".
+DYING_CLIENT = textwrap.dedent(
+    """
+    import asyncio, os, signal, sys
+    from pymongo.asynchronous.collection import AsyncCollection
+    from cogitator_memory.engines.mongodb.threads import MongoDBAdapter
+
+    uri, database, kill_at, operation = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    state = {"armed": False, "writes": 0}
+
+    def dying(name):
+        original = getattr(AsyncCollection, name)
+
+        async def write(self, *args, **kwargs):
+            if state["armed"]:
+                state["writes"] += 1
+                if state["writes"] == kill_at:
+                    os.kill(os.getpid(), signal.SIGKILL)
+            return await original(self, *args, **kwargs)
+
+        setattr(AsyncCollection, name, write)
+
+    for name in ("insert_one", "insert_many", "update_one", "update_many", "delete_one", "delete_many",
+                 "find_one_and_update", "find_one_and_delete", "replace_one", "bulk_write"):
+        dying(name)
+
+    async def main():
+        memory = MongoDBAdapter(uri=uri, database=database, transactions=False)
+        await memory.connect()
+        state["armed"] = True
+        if operation == "delete_thread":
+            result = await memory.delete_thread("doomed")
+        else:
+            result = await memory.fork_thread("origin", sys.argv[5], "copy")
+        print("finished after", state["writes"], "writes:", result, flush=True)
+
+    asyncio.run(main())
+    """
+)
+
+
+@pytest.fixture
+async def shared() -> AsyncIterator[MongoDBAdapter]:
+    """An adapter with ordered writes on the test server, in a database of its own."""
+    memory = MongoDBAdapter(
+        uri=service_url("COGMEM_TEST_MONGODB_URL"), database=f"cogmem_crash_{uuid.uuid4().hex[:10]}", transactions=False
+    )
+    async with memory:
+        try:
+            yield memory
+        finally:
+            await memory.client.drop_database(memory.database)
+
+
+def kill_client_before_write(memory: MongoDBAdapter, kill_at: int, *operation: str) -> None:
+    """Run ``operation`` in a client process killed just before its ``kill_at``-th write."""
+    proc = subprocess.run(
+        [sys.executable, "-c", DYING_CLIENT, memory.uri, memory.database, str(kill_at), *operation],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == -signal.SIGKILL, f"the client was not killed: {proc.stdout} {proc.stderr[-2000:]}"
+
+
+async def say(memory: MongoDBAdapter, thread_id: str, text: str, **extra: object) -> str:
+    entry = await memory.add_entry({"thread_id": thread_id, "message": {"role": "user", "content": text}, **extra})
+    return unwrap(entry).id
+
+
+async def assert_valid_tree(memory: MongoDBAdapter, thread_id: str) -> list[str]:
+    """The thread's entries form a tree: unique seqs, parents that exist, a leaf that exists."""
+    entries = unwrap(await memory.get_entries(thread_id=thread_id, types="all"))
+    thread = unwrap(await memory.get_thread(thread_id))
+    assert thread is not None
+    ids = {e.id for e in entries}
+    assert len({e.seq for e in entries}) == len(entries), "duplicate seq"
+    assert all(e.parent_id is None or e.parent_id in ids for e in entries), "an entry names a missing parent"
+    assert thread.active_leaf_id is None or thread.active_leaf_id in ids, "the leaf names a missing entry"
+    return [e.id for e in entries]
+
+
+@pytest.mark.parametrize("kill_at", [1, 2, 3, 4])
+async def test_a_client_killed_inside_delete_thread_leaves_nothing_a_new_thread_inherits(
+    shared: MongoDBAdapter, kill_at: int
+) -> None:
+    unwrap(await shared.create_thread("agent-a", {"owner": "a"}, "doomed"))
+    first = await say(shared, "doomed", "secret of agent a")
+    await say(shared, "doomed", "more")
+    await say(shared, "doomed", "aside", parent_id=first, activate=False)
+    kill_client_before_write(shared, kill_at, "delete_thread")
+    left = unwrap(await shared.get_thread("doomed"))
+    if left is None:
+        assert await shared.entries_collection.count_documents({"thread_id": "doomed"}) == 0, (
+            "the thread is gone but its entries are not"
+        )
+        assert not (await shared.get_entries(thread_id="doomed")).success
+    else:
+        assert left.agent_id == "agent-a", "what is left is the old thread, which a retried delete finishes"
+        await assert_valid_tree(shared, "doomed")
+        unwrap(await shared.delete_thread("doomed"))
+    fresh = unwrap(await shared.create_thread("agent-b", None, "doomed"))
+    assert fresh.agent_id == "agent-b"
+    assert unwrap(await shared.get_entries(thread_id="doomed", types="all")) == [], "agent b inherited entries"
+    assert unwrap(await shared.get_path(thread_id="doomed")) == []
+
+
+@pytest.mark.parametrize("kill_at", [1, 2, 3])
+async def test_a_client_killed_inside_fork_thread_leaves_nothing_a_retry_reads(
+    shared: MongoDBAdapter, kill_at: int
+) -> None:
+    unwrap(await shared.create_thread("agent-a", None, "origin"))
+    ids = [await say(shared, "origin", f"m{i}") for i in range(4)]
+    kill_client_before_write(shared, kill_at, "fork_thread", ids[2])
+    leftovers = await shared.entries_collection.count_documents({"thread_id": "copy"})
+    if unwrap(await shared.get_thread("copy")) is None:
+        entries = await shared.get_entries(thread_id="copy")
+        assert entries.error_type is NotFoundError, f"entries without a thread were read: {entries}"
+        path = await shared.get_path(thread_id="copy")
+        assert path.error_type is NotFoundError, f"entries without a thread were read: {path}"
+        other = await shared.create_thread("agent-b", None, "copy")
+        retry = await shared.fork_thread("origin", ids[2], "copy")
+        if leftovers:
+            assert other.error_type is ConflictError and "delete_thread" in (other.error or ""), other
+            assert retry.error_type is ConflictError and "delete_thread" in (retry.error or ""), retry
+            unwrap(await shared.delete_thread("copy"))
+            assert await shared.entries_collection.count_documents({"thread_id": "copy"}) == 0
+        else:
+            assert unwrap(other).agent_id == "agent-b"
+            assert retry.error_type is ConflictError, "the id is taken by agent b's thread"
+            unwrap(await shared.delete_thread("copy"))
+        unwrap(await shared.fork_thread("origin", ids[2], "copy"))
+    assert len(await assert_valid_tree(shared, "copy")) == 3, "one copy of each entry up to the fork point"
+    path = unwrap(await shared.get_path(thread_id="copy"))
+    assert [e.message.text for e in path] == ["m0", "m1", "m2"]  # type: ignore[union-attr]

@@ -14,7 +14,11 @@ are retried on write conflicts. Without transactions (a standalone ``mongod``) t
 writes run in an order that never leaves a broken tree: an entry is inserted before the
 thread's leaf moves to it, the leaf moves by compare-and-set, children are moved before their
 parent is deleted (and again after, for writes that raced), and a write that finds its thread
-or parent gone undoes itself. See ``docs/mongodb.md``.
+or parent gone undoes itself. A client may also die between two writes, so what that leaves is
+never read: ``delete_thread`` deletes the entries before the thread; reads return no entries of
+a thread that does not exist; and a new thread (``create_thread``, ``fork_thread``) is refused
+while entries left by an interrupted write carry its id (``delete_thread`` removes them). See
+``docs/mongodb.md``.
 
 pymongo is imported lazily, in :meth:`MongoDBAdapter.connect`.
 """
@@ -40,8 +44,10 @@ from ...errors import (
 )
 from ...lifecycle import check_connection_url
 from ...threads.base import BaseMemoryAdapter
+from ...threads.damage import broken_branch
 from ...threads.records import FORKS_KEY, MemoryEntry, NewMemoryEntry, Thread
 from ...threads.tree import type_allowed
+from .items import MongoDBItems
 
 if TYPE_CHECKING:
     from pymongo.asynchronous.client_session import AsyncClientSession
@@ -217,7 +223,7 @@ def _check_seconds(argument: str, value: object) -> float:
 # --- the adapter --------------------------------------------------------------------------
 
 
-class MongoDBAdapter(BaseMemoryAdapter):
+class MongoDBAdapter(MongoDBItems, BaseMemoryAdapter):
     """A thread store in MongoDB (``pip install "cogitator-memory[mongodb]"``).
 
     ``uri`` (or ``url``) is a MongoDB connection string; ``database`` (default ``cogitator``)
@@ -324,6 +330,7 @@ class MongoDBAdapter(BaseMemoryAdapter):
             await threads.create_index([("updated_us", -1), ("_id", -1)], name="updated")
             await entries.create_index([("thread_id", 1), ("seq", 1)], name="thread_seq")
             await entries.create_index([("parent_id", 1)], name="parent")
+            await self._prepare_items(db)
             use = self.transactions
             if use is None:
                 use = server_has_transactions(hello)
@@ -386,6 +393,7 @@ class MongoDBAdapter(BaseMemoryAdapter):
         from pymongo.errors import DuplicateKeyError
 
         fresh = Thread(id=thread_id, agent_id=agent_id, metadata=metadata, created_at=now, updated_at=now)
+        await self._refuse_leftovers(thread_id, None)
         while True:
             try:
                 await self.threads_collection.insert_one(thread_document(fresh, 1))
@@ -415,12 +423,34 @@ class MongoDBAdapter(BaseMemoryAdapter):
         return None if doc is None else thread_from_document(doc)
 
     async def _delete_thread(self, thread_id: str) -> bool:
+        threads, entries = self.threads_collection, self.entries_collection
+
         async def work(session: AsyncClientSession | None) -> bool:
-            gone = await self.threads_collection.delete_one({"_id": thread_id}, session=session)
-            await self.entries_collection.delete_many({"thread_id": thread_id}, session=session)
+            if session is None:
+                # A client that dies between two of these writes leaves the thread (a retry
+                # finishes), never entries without their thread: the leaf goes first (no leaf
+                # names a deleted entry), then the entries, then the thread.
+                await threads.update_one({"_id": thread_id}, leaf_update(None))
+            await entries.delete_many({"thread_id": thread_id}, session=session)
+            gone = await threads.delete_one({"_id": thread_id}, session=session)
+            if session is None:
+                await entries.delete_many({"thread_id": thread_id})  # what a racing add_entry wrote meanwhile
             return gone.deleted_count > 0
 
         return await self._atomic(work)
+
+    async def _refuse_leftovers(self, thread_id: str, session: AsyncClientSession | None) -> None:
+        """Fail when entries carry ``thread_id`` though no such thread exists: what a client that
+        died mid-write left (a fork's copies, a deleted thread's entries). A new thread of that id
+        would take them as its own; ``delete_thread`` removes them."""
+        if await self.entries_collection.find_one({"thread_id": thread_id}, {"_id": 1}, session=session) is None:
+            return
+        if await self.threads_collection.find_one({"_id": thread_id}, {"_id": 1}, session=session) is not None:
+            return
+        raise ConflictError(
+            f"thread id {thread_id} is held by entries that an interrupted write left (a client stopped "
+            f"between two writes); delete_thread({thread_id!r}) removes them"
+        )
 
     async def _scan_threads(
         self,
@@ -562,8 +592,12 @@ class MongoDBAdapter(BaseMemoryAdapter):
         cursor = self.entries_collection.find(query).sort("seq", -1 if limit else 1)
         if limit:
             cursor = cursor.limit(limit)
-        docs = await cursor.to_list()
-        if not docs and await self.threads_collection.find_one({"_id": thread_id}, {"_id": 1}) is None:
+        # Read beside the entries: entries of a thread that does not exist (left by a client that
+        # died mid-write) are not returned.
+        docs, thread = await asyncio.gather(
+            cursor.to_list(), self.threads_collection.find_one({"_id": thread_id}, {"_id": 1})
+        )
+        if thread is None:
             return None
         if limit:
             docs.reverse()
@@ -619,12 +653,15 @@ class MongoDBAdapter(BaseMemoryAdapter):
 
         A parent always has a lower seq than its children, so the branch is read in seq ranges
         of the (thread, seq) index going down from the leaf, each twice the last; entries of
-        other branches in a range are skipped.
+        other branches in a range are skipped. So the walk ends on any data; a parent of the
+        thread that is not older than its child (parent links that loop) fails it.
         """
         picked: list[Doc] = []
         if keep(leaf):
             picked.append(leaf)
         target = leaf.get("parent_id")
+        named_at = leaf["seq"]  # the seq of the entry that names `target` as its parent
+        walked = 1
         upper = leaf["seq"] - 1
         window = max(_FIRST_WINDOW, limit + limit // 4) if limit else _MAX_WINDOW // 4
         floor = max(lowest_seq, 0)
@@ -635,15 +672,21 @@ class MongoDBAdapter(BaseMemoryAdapter):
             for doc in await found.sort("seq", -1).to_list():
                 if doc["_id"] != target:
                     continue
+                walked += 1
                 if keep(doc):
                     picked.append(doc)
                     if limit and len(picked) >= limit:
                         break
-                target = doc.get("parent_id")
+                target, named_at = doc.get("parent_id"), doc["seq"]
                 if target is None:
                     break
             upper = low - 1
             window = min(window * 2, _MAX_WINDOW)
+        if target is not None and floor == 0 and not (limit and len(picked) >= limit):
+            # Not found below its child: deleted meanwhile (the branch ends there), or not older.
+            stray = await self.entries_collection.find_one({"_id": target}, {"thread_id": 1, "seq": 1}, session=session)
+            if stray is not None and stray["thread_id"] == thread_id and stray["seq"] >= named_at:
+                raise broken_branch("mongodb", thread_id, leaf["_id"], walked)
         return picked
 
     async def _get_path(
@@ -662,7 +705,14 @@ class MongoDBAdapter(BaseMemoryAdapter):
             leaf_id = thread.get("active_leaf_id")
             if leaf_id is None:
                 return []
-        leaf = await self.entries_collection.find_one({"_id": leaf_id})
+            leaf = await self.entries_collection.find_one({"_id": leaf_id})
+        else:
+            leaf, thread = await asyncio.gather(
+                self.entries_collection.find_one({"_id": leaf_id}),
+                self.threads_collection.find_one({"_id": thread_id}, {"_id": 1}),
+            )
+            if thread is None:
+                return None
         if leaf is None or leaf["thread_id"] != thread_id:
             if await self.threads_collection.find_one({"_id": thread_id}, {"_id": 1}) is None:
                 return None
@@ -747,6 +797,7 @@ class MongoDBAdapter(BaseMemoryAdapter):
                 raise NotFoundError(f"thread not found: {origin_id}")
             if await threads.find_one({"_id": fork.id}, {"_id": 1}, session=session) is not None:
                 raise ConflictError(f"thread {fork.id} already exists")
+            await self._refuse_leftovers(fork.id, session)
             if entries:  # entries first: the fork's leaf never names an entry not yet stored
                 await stored.insert_many([entry_document(e) for e in entries], ordered=True, session=session)
             try:
