@@ -23,7 +23,7 @@ from .. import clock
 from ..errors import InvalidArgumentError, NotFoundError
 from ..items.records import MemoryItem
 from ..recall.query import QueryAnalysis, analyze_query
-from ..result import MemoryResult, unwrap
+from ..result import unwrap
 from ..threads import tree
 from ..threads.records import MemoryEntry, Message, copy_entry, copy_message
 from ..tokens import MESSAGE_OVERHEAD
@@ -40,6 +40,7 @@ from .config import (
     check_time_zone,
     default_reserve,
 )
+from .facts import FactLine, read_fact_lines
 from .history import (
     HistoryReader,
     HistoryWindow,
@@ -94,7 +95,7 @@ MAX_HELD_BLOCKS = 50_000
 class _Loaded:
     window: HistoryWindow = field(default_factory=HistoryWindow)
     history_ok: bool = True
-    facts: list[Any] = field(default_factory=list)
+    facts: list[FactLine] = field(default_factory=list)
     vector: list[float] | None = None
     items: list[MemoryItem] | None = None
 
@@ -215,8 +216,8 @@ class ContextBuilder(RelevanceRanking):
         loaded = _Loaded()
         by_count = relevance and self.deps.message_index is None
         jobs = [self._load_history(tid, leaf, room, by_count, loaded, errors, warnings)]
-        if cfg.include_facts and self.deps.fact_adapter is not None:
-            jobs.append(self._load_facts(tid, agent, user, loaded, errors))
+        if cfg.include_facts and (self.deps.fact_adapter is not None or self.deps.memory_items is not None):
+            jobs.append(self._load_facts(tid, agent, user, anchor, loaded, errors))
         if relevance or semantic or (recall_on and service is not None):
             jobs.append(self._load_vector(text_input or "", loaded, errors, relevance or recall_on, semantic))
         if recall_on and self.deps.memory_items is not None:
@@ -333,18 +334,17 @@ class ContextBuilder(RelevanceRanking):
         thread_id: str,
         agent_id: str | None,
         user_id: str | None,
+        as_of: datetime,
         loaded: _Loaded,
         errors: list[ContextBuildError],
     ) -> None:
-        source = self.deps.fact_adapter
-        assert source is not None
+        """The facts of the build (see ``context/facts.py``): the items the run sees that hold
+        at ``as_of``, and those of a fact source that keeps no items."""
         try:
             agent, user = await self._thread_scope(thread_id, agent_id, user_id)
             if agent is None:
                 return
-            got: Any = await source.get_facts(agent, user_id=user, limit=FACTS_LIMIT)
-            facts = unwrap(got) if isinstance(got, MemoryResult) else got
-            loaded.facts = [f for f in (facts or []) if isinstance(getattr(f, "content", None), str)]
+            loaded.facts = await read_fact_lines(self.deps, agent, user, thread_id, as_of, FACTS_LIMIT)
         except Exception as exc:
             errors.append(ContextBuildError("facts", exc))
 
@@ -508,7 +508,7 @@ class ContextBuilder(RelevanceRanking):
         blocks: dict[ContextPartition, list[ContextBlock]],
         overhead: dict[ContextPartition, int],
         window: HistoryWindow,
-        facts: list[Any],
+        facts: list[FactLine],
         hits: list[Any],
         candidates: list[ContextBlock] | None,
         recalled: list[ContextBlock],
@@ -527,10 +527,7 @@ class ContextBuilder(RelevanceRanking):
             ]
         if facts:
             blocks["facts"] = [
-                ContextBlock(
-                    "facts", f.content, self._tokens.text_tokens(f.content) + 2, str(getattr(f, "id", "")) or None, f
-                )
-                for f in facts
+                ContextBlock("facts", f.text, self._tokens.text_tokens(f.text) + 2, f.source_id, f.fact) for f in facts
             ]
             overhead["facts"] = overhead.get("facts", 0) + self._tokens.text_tokens(FACTS_HEADING) + 1
         if recalled or hits:
