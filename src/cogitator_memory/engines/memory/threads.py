@@ -20,6 +20,7 @@ from ...threads.damage import broken_branch
 from ...threads.records import ChangeEvent, MemoryEntry, NewMemoryEntry, Thread
 from ...threads.tree import build_entry, type_allowed, with_fork_listed
 from .files import InMemoryFiles
+from .graph import InMemoryGraph
 from .items import InMemoryItems
 
 DEFAULT_MAX_ENTRIES = 10_000
@@ -70,7 +71,7 @@ class _ThreadState:
     active_path: set[str] | None = None
 
 
-class InMemoryAdapter(InMemoryFiles, InMemoryItems, BaseMemoryAdapter):
+class InMemoryAdapter(InMemoryFiles, InMemoryGraph, InMemoryItems, BaseMemoryAdapter):
     """A thread store in the process's memory. Nothing survives the process.
 
     ``max_entries`` (default 10,000) bounds each thread on its own: a full thread drops the

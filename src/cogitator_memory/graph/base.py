@@ -1,0 +1,792 @@
+"""The graph-store contract: :class:`GraphAdapter` for users, :class:`GraphStoreMixin` for engines.
+
+Every public call is written once in :class:`GraphStoreMixin` (argument checks, ids and times,
+merging, result wrapping) over eight primitives an engine implements:
+
+- ``_write_graph(changes)``: apply a :class:`GraphChanges` as one atomic step: add nodes and
+  edges (``ConflictError`` naming a taken id), replace stored ones whole (``NotFoundError``
+  naming a missing one), delete edges, delete nodes with every edge touching them.
+- ``_get_nodes(ids)`` / ``_get_edges(ids)``: the stored records with those ids, any order.
+- ``_query_nodes(query)`` / ``_query_edges(query)``: what :class:`NodeQuery.matches
+  <cogitator_memory.graph.records.NodeQuery.matches>` (:class:`EdgeQuery`) accepts, any order,
+  filtered in the store; with ``query.limit`` > 0 the first by ``(name key, id)`` (by ``id``).
+- ``_walk_steps(walk)``: the steps of a bounded walk (:class:`~cogitator_memory.graph.records.Walk`)
+  as ``(node, hops, previous node, edge)`` rows, the start nodes as ``(id, 0, None, None)``: from
+  every node reached in fewer than ``max_depth`` hops, along at most ``walk.fan_out`` of the edges
+  ``walk.follows`` (most confident first, then by edge id), the way ``walk.steps`` says; each
+  distinct row once. Done in the engine (SQL engines: one recursive query), never by loading the
+  graph.
+- ``_clear_graph(agent_id)``: delete an agent's nodes and edges; how many of each.
+- ``_graph_counts(agent_id)``: an agent's nodes and edges counted by type.
+
+Semantic search compares the query's vector with the ``embedding`` each node carries (set when it
+was written, or by :meth:`GraphStoreMixin.embed_nodes`), through the
+:class:`~cogitator_memory.embeddings.base.EmbeddingService` passed to the call.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+
+from pydantic import ValidationError
+
+from .. import clock
+from ..errors import InvalidArgumentError, NotFoundError
+from ..ids import new_id
+from ..items.records import MemoryScope, check_scope, scope_key, visible_scope_keys
+from ..result import MemoryResult, ok
+from ..threads import tree
+from . import rules
+from .records import (
+    MAX_DEPTH,
+    MAX_FAN_OUT,
+    Direction,
+    EdgeQuery,
+    GraphEdge,
+    GraphNeighbors,
+    GraphNode,
+    GraphPath,
+    GraphStats,
+    NodeQuery,
+    TraversalResult,
+    Walk,
+    name_key,
+)
+
+if TYPE_CHECKING:
+    from ..embeddings.base import EmbeddingService
+
+NodeInput = GraphNode | Mapping[str, Any]
+EdgeInput = GraphEdge | Mapping[str, Any]
+#: The most nodes or edges one call may write or read.
+MAX_BATCH = 10_000
+_DIRECTIONS = ("outgoing", "incoming", "both")
+_FIXED = frozenset({"id", "scope", "created_at", "source_id", "target_id"})
+
+
+@dataclass
+class GraphChanges:
+    """One atomic write of a graph store (see the module docstring)."""
+
+    add_nodes: list[GraphNode] = field(default_factory=list)
+    put_nodes: list[GraphNode] = field(default_factory=list)
+    delete_nodes: list[str] = field(default_factory=list)
+    add_edges: list[GraphEdge] = field(default_factory=list)
+    put_edges: list[GraphEdge] = field(default_factory=list)
+    delete_edges: list[str] = field(default_factory=list)
+
+
+@runtime_checkable
+class GraphAdapter(Protocol):
+    """What every knowledge-graph store offers; every call returns a :class:`~cogitator_memory.MemoryResult`.
+    :mod:`cogitator_memory.testing.graph` checks the contract."""
+
+    async def add_node(self, node: NodeInput) -> MemoryResult[GraphNode]:
+        """Store a node."""
+        ...
+
+    async def get_node(self, node_id: str) -> MemoryResult[GraphNode | None]:
+        """The node, or None."""
+        ...
+
+    async def query_nodes(self, filter: Mapping[str, Any]) -> MemoryResult[list[GraphNode]]:
+        """Nodes passing a filter."""
+        ...
+
+    async def add_edge(self, edge: EdgeInput) -> MemoryResult[GraphEdge]:
+        """Store an edge between two stored nodes."""
+        ...
+
+    async def traverse(self, start_node_id: str | Sequence[str], **options: Any) -> MemoryResult[TraversalResult]:
+        """The bounded neighbourhood of nodes."""
+        ...
+
+    async def find_shortest_path(
+        self, start_node_id: str, end_node_id: str, **options: Any
+    ) -> MemoryResult[GraphPath | None]:
+        """A shortest path, or None."""
+        ...
+
+
+def is_graph_adapter(value: object) -> bool:
+    """Whether ``value`` keeps a knowledge graph (has the calls of :class:`GraphAdapter`)."""
+    return isinstance(value, GraphAdapter)
+
+
+# --- argument checks ---------------------------------------------------------------------------
+
+
+def _fields(name: str, value: object, model: type[Any]) -> dict[str, Any]:
+    if isinstance(value, model):
+        dumped: dict[str, Any] = value.model_dump()
+        return dumped
+    if not isinstance(value, Mapping):
+        raise InvalidArgumentError(name, f"must be a {model.__name__} or a dict, got {type(value).__name__}")
+    return dict(value)
+
+
+def _with_defaults(name: str, data: dict[str, Any], prefix: str) -> dict[str, Any]:
+    now = clock.now()
+    if "scope" not in data and "agent_id" in data:
+        data["scope"] = {"agent_id": data.pop("agent_id")}
+    elif "agent_id" in data:
+        raise InvalidArgumentError(f"{name}.agent_id", "give agent_id or scope, not both")
+    data.setdefault("id", new_id(prefix))
+    data.setdefault("created_at", now)
+    data.setdefault("updated_at", data["created_at"])
+    return data
+
+
+def check_node(name: str, value: object) -> GraphNode:
+    """A :class:`GraphNode` from a record or a dict (``id`` and times filled in when missing;
+    ``agent_id`` may stand for ``scope``); ``InvalidArgumentError`` naming the field."""
+    try:
+        return GraphNode.model_validate(_with_defaults(name, _fields(name, value, GraphNode), "node_"))
+    except ValidationError as exc:
+        raise tree.validation_error(name, exc) from None
+
+
+def check_edge(name: str, value: object) -> GraphEdge:
+    """A :class:`GraphEdge` from a record or a dict, like :func:`check_node`; an edge from a node
+    to itself is refused."""
+    try:
+        edge = GraphEdge.model_validate(_with_defaults(name, _fields(name, value, GraphEdge), "edge_"))
+    except ValidationError as exc:
+        raise tree.validation_error(name, exc) from None
+    if edge.source_id == edge.target_id:
+        raise InvalidArgumentError(f"{name}.target_id", "an edge must join two different nodes")
+    return edge
+
+
+def _changed(name: str, record: Any, changes: object) -> Any:
+    if not isinstance(changes, Mapping):
+        raise InvalidArgumentError(name, "must be a dict of the fields to change")
+    for key in changes:
+        if key in _FIXED:
+            raise InvalidArgumentError(f"{name}.{key}", "cannot change")
+    data = record.model_dump()
+    data.update(changes)
+    data["updated_at"] = clock.now()
+    try:
+        return type(record).model_validate(data)
+    except ValidationError as exc:
+        raise tree.validation_error(name, exc) from None
+
+
+def _list(name: str, value: object) -> list[Any]:
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
+        raise InvalidArgumentError(name, "must be a list")
+    if len(value) > MAX_BATCH:
+        raise InvalidArgumentError(name, f"must hold at most {MAX_BATCH} elements, got {len(value)}")
+    return list(value)
+
+
+def _words(name: str, value: object) -> frozenset[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = [value]
+    items = _list(name, value)
+    if not items or not all(isinstance(v, str) and v.strip() for v in items):
+        raise InvalidArgumentError(name, "must be a non-empty list of words")
+    return frozenset(v.strip().lower() for v in items)
+
+
+def _number(name: str, value: object, low: float, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise InvalidArgumentError(name, f"must be a number from {low} to {high}")
+    return float(value)
+
+
+def _count(name: str, value: object, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidArgumentError(name, f"must be a whole number from {low} to {high}")
+    return value
+
+
+def _direction(value: object) -> Direction:
+    if value not in _DIRECTIONS:
+        raise InvalidArgumentError("direction", f"must be one of {', '.join(_DIRECTIONS)}")
+    return value  # type: ignore[return-value]
+
+
+def _scope_keys(value: object, name: str) -> frozenset[str] | None:
+    return None if value is None else frozenset(visible_scope_keys(check_scope(name, value)))
+
+
+def check_node_filter(value: object) -> NodeQuery:
+    """A :class:`NodeQuery` from a dict: ``agent_id`` (required), ``visible_to`` (a scope: the nodes
+    it sees) or ``scope`` (exactly that scope), ``types``, ``name`` (name or alias, spacing and case
+    aside), ``text`` (words in the name, an alias or the description), ``origins``,
+    ``min_confidence``, ``limit``."""
+    if not isinstance(value, Mapping):
+        raise InvalidArgumentError("filter", "must be a dict")
+    unknown = set(value) - {
+        "agent_id",
+        "visible_to",
+        "scope",
+        "types",
+        "name",
+        "text",
+        "origins",
+        "min_confidence",
+        "limit",
+    }
+    if unknown:
+        raise InvalidArgumentError(f"filter.{sorted(unknown)[0]}", "is not a filter field")
+    agent = tree.check_id("filter.agent_id", value.get("agent_id"))
+    keys = _scope_keys(value.get("visible_to"), "filter.visible_to")
+    if value.get("scope") is not None:
+        if keys is not None:
+            raise InvalidArgumentError("filter.scope", "give visible_to or scope, not both")
+        keys = frozenset({scope_key(check_scope("filter.scope", value["scope"]))})
+    text = value.get("text")
+    if text is not None and (not isinstance(text, str) or not text.strip()):
+        raise InvalidArgumentError("filter.text", "must be non-empty text")
+    name = value.get("name")
+    if name is not None and (not isinstance(name, str) or not name.strip()):
+        raise InvalidArgumentError("filter.name", "must be non-empty text")
+    return NodeQuery(
+        agent_id=agent,
+        scope_keys=keys,
+        types=_words("filter.types", value.get("types")),
+        name_key=None if name is None else name_key(name),
+        text=None if text is None else " ".join(text.split()),
+        origins=_words("filter.origins", value.get("origins")),
+        min_confidence=_number("filter.min_confidence", value.get("min_confidence", 0.0), 0.0, 1.0),
+        limit=_count("filter.limit", value.get("limit", 0), 0, MAX_BATCH),
+    )
+
+
+def check_edge_filter(value: object) -> EdgeQuery:
+    """An :class:`EdgeQuery` from a dict: ``agent_id`` (required), ``node_ids`` with ``direction``,
+    ``between`` (source, target), ``types``, ``origins``, ``min_confidence``, ``limit``."""
+    if not isinstance(value, Mapping):
+        raise InvalidArgumentError("filter", "must be a dict")
+    unknown = set(value) - {
+        "agent_id",
+        "node_ids",
+        "direction",
+        "between",
+        "types",
+        "origins",
+        "min_confidence",
+        "limit",
+    }
+    if unknown:
+        raise InvalidArgumentError(f"filter.{sorted(unknown)[0]}", "is not a filter field")
+    node_ids = value.get("node_ids")
+    between = value.get("between")
+    if between is not None:
+        pair = _list("filter.between", between)
+        if len(pair) != 2:
+            raise InvalidArgumentError("filter.between", "must be (source id, target id)")
+        between = (tree.check_id("filter.between[0]", pair[0]), tree.check_id("filter.between[1]", pair[1]))
+    return EdgeQuery(
+        agent_id=tree.check_id("filter.agent_id", value.get("agent_id")),
+        node_ids=None
+        if node_ids is None
+        else frozenset(
+            tree.check_id(f"filter.node_ids[{i}]", v) for i, v in enumerate(_list("filter.node_ids", node_ids))
+        ),
+        direction=_direction(value.get("direction", "both")),
+        between=between,
+        types=_words("filter.types", value.get("types")),
+        origins=_words("filter.origins", value.get("origins")),
+        min_confidence=_number("filter.min_confidence", value.get("min_confidence", 0.0), 0.0, 1.0),
+        limit=_count("filter.limit", value.get("limit", 0), 0, MAX_BATCH),
+    )
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """The cosine of two vectors of one size (0 when either is all zeros)."""
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0
+
+
+class GraphStoreMixin(ABC):
+    """The public graph calls, written once over the engine's primitives (see the module docstring).
+
+    Mixed into a store class before its base (``class SQLiteAdapter(SQLiteGraph, ...,
+    BaseMemoryAdapter)``), it needs ``_require_connected()`` and ``_fail(operation, exc)`` from
+    that base, and adds ``"graph"`` to the class's ``capabilities``.
+    """
+
+    capabilities: ClassVar[frozenset[Any]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        existing = getattr(cls, "capabilities", None)
+        if isinstance(existing, frozenset) and "graph" not in existing:
+            cls.capabilities = existing | {"graph"}
+
+    if TYPE_CHECKING:
+
+        def _require_connected(self) -> None: ...
+        def _fail(self, operation: str, exc: Exception) -> MemoryResult[Any]: ...
+
+    # ----- engine primitives -------------------------------------------------------------------
+
+    @abstractmethod
+    async def _write_graph(self, changes: GraphChanges) -> None:
+        """Apply every change or none."""
+
+    @abstractmethod
+    async def _get_nodes(self, ids: list[str]) -> list[GraphNode]:
+        """The stored nodes with these ids, any order."""
+
+    @abstractmethod
+    async def _get_edges(self, ids: list[str]) -> list[GraphEdge]:
+        """The stored edges with these ids, any order."""
+
+    @abstractmethod
+    async def _query_nodes(self, query: NodeQuery) -> list[GraphNode]:
+        """The nodes ``query.matches``."""
+
+    @abstractmethod
+    async def _query_edges(self, query: EdgeQuery) -> list[GraphEdge]:
+        """The edges ``query.matches``."""
+
+    @abstractmethod
+    async def _walk_steps(self, walk: Walk) -> list[tuple[str, int, str | None, str | None]]:
+        """The distinct ``(node, hops, previous node, edge)`` steps of a bounded walk."""
+
+    @abstractmethod
+    async def _clear_graph(self, agent_id: str) -> tuple[int, int]:
+        """Delete an agent's graph; (nodes, edges) deleted."""
+
+    @abstractmethod
+    async def _graph_counts(self, agent_id: str) -> tuple[dict[str, int], dict[str, int]]:
+        """An agent's nodes and edges counted by type."""
+
+    # ----- helpers ---------------------------------------------------------------------------
+
+    async def _node(self, name: str, node_id: object) -> GraphNode:
+        checked = tree.check_id(name, node_id)
+        found = await self._get_nodes([checked])
+        if not found:
+            raise NotFoundError(f"graph node not found: {checked}")
+        return found[0]
+
+    async def _check_endpoints(self, edges: list[GraphEdge], name: str) -> None:
+        wanted = {i for e in edges for i in (e.source_id, e.target_id)}
+        nodes = {n.id: n for n in await self._get_nodes(sorted(wanted))}
+        for i, edge in enumerate(edges):
+            for end in ("source_id", "target_id"):
+                node = nodes.get(getattr(edge, end))
+                if node is None:
+                    raise NotFoundError(f"{name}[{i}].{end}: graph node not found: {getattr(edge, end)}")
+                if node.agent_id != edge.agent_id:
+                    raise InvalidArgumentError(f"{name}[{i}].{end}", "names a node of another agent")
+
+    # ----- nodes -------------------------------------------------------------------------------
+
+    async def add_nodes(self, nodes: Sequence[NodeInput]) -> MemoryResult[list[GraphNode]]:
+        """Store nodes (records or dicts of their fields; ``id`` and times are filled in when
+        missing, ``agent_id`` may stand for ``scope``), all or nothing; a taken id is refused."""
+        try:
+            self._require_connected()
+            checked = [check_node(f"nodes[{i}]", v) for i, v in enumerate(_list("nodes", nodes))]
+            if len({n.id for n in checked}) != len(checked):
+                raise InvalidArgumentError("nodes", "holds one id twice")
+            if checked:
+                await self._write_graph(GraphChanges(add_nodes=checked))
+            return ok(checked)
+        except Exception as exc:
+            return self._fail("add_nodes", exc)
+
+    async def add_node(self, node: NodeInput) -> MemoryResult[GraphNode]:
+        """Store one node (see :meth:`add_nodes`)."""
+        result = await self.add_nodes([node])
+        return ok(result.data[0]) if result.success and result.data else result  # type: ignore[return-value]
+
+    async def get_node(self, node_id: str) -> MemoryResult[GraphNode | None]:
+        """The node with this id, or None."""
+        try:
+            self._require_connected()
+            found = await self._get_nodes([tree.check_id("node_id", node_id)])
+            return ok(found[0] if found else None)
+        except Exception as exc:
+            return self._fail("get_node", exc)
+
+    async def get_node_by_name(
+        self, agent_id: str, name: str, *, visible_to: MemoryScope | Mapping[str, Any] | None = None
+    ) -> MemoryResult[GraphNode | None]:
+        """The agent's node whose name or an alias is ``name`` (spacing and case aside), the oldest
+        id first when several are; ``visible_to`` keeps to the nodes a scope sees."""
+        try:
+            self._require_connected()
+            filter_: dict[str, Any] = {"agent_id": agent_id, "name": name, "visible_to": visible_to}
+            found = await self._query_nodes(check_node_filter(filter_))
+            found.sort(key=lambda n: n.id)
+            return ok(found[0] if found else None)
+        except Exception as exc:
+            return self._fail("get_node_by_name", exc)
+
+    async def query_nodes(self, filter: Mapping[str, Any]) -> MemoryResult[list[GraphNode]]:
+        """Nodes passing ``filter`` (see :func:`check_node_filter`), by name key then id."""
+        try:
+            self._require_connected()
+            query = check_node_filter(filter)
+            found = sorted(await self._query_nodes(query), key=lambda n: (name_key(n.name), n.id))
+            return ok(found[: query.limit] if query.limit else found)
+        except Exception as exc:
+            return self._fail("query_nodes", exc)
+
+    async def update_node(self, node_id: str, changes: Mapping[str, Any]) -> MemoryResult[GraphNode]:
+        """Change a node's fields (all but id, scope and created_at); a missing node is a ``NotFoundError``."""
+        try:
+            self._require_connected()
+            node = _changed("changes", await self._node("node_id", node_id), changes)
+            await self._write_graph(GraphChanges(put_nodes=[node]))
+            return ok(node)
+        except Exception as exc:
+            return self._fail("update_node", exc)
+
+    async def delete_node(self, node_id: str) -> MemoryResult[bool]:
+        """Delete a node and every edge touching it; whether it existed."""
+        try:
+            self._require_connected()
+            found = await self._get_nodes([tree.check_id("node_id", node_id)])
+            if found:
+                await self._write_graph(GraphChanges(delete_nodes=[found[0].id]))
+            return ok(bool(found))
+        except Exception as exc:
+            return self._fail("delete_node", exc)
+
+    async def search_nodes_semantic(
+        self,
+        agent_id: str,
+        query: str | Sequence[float],
+        *,
+        embedding_service: EmbeddingService | None = None,
+        limit: int = 10,
+        threshold: float = 0.0,
+        types: Sequence[str] | None = None,
+        visible_to: MemoryScope | Mapping[str, Any] | None = None,
+    ) -> MemoryResult[list[tuple[GraphNode, float]]]:
+        """The agent's nodes whose ``embedding`` is nearest ``query`` (a vector, or text embedded by
+        ``embedding_service``), best first, with their cosine; at least ``threshold``, at most ``limit``."""
+        try:
+            self._require_connected()
+            if isinstance(query, str):
+                if embedding_service is None:
+                    raise InvalidArgumentError("embedding_service", "is needed to search by text")
+                if not query.strip():
+                    raise InvalidArgumentError("query", "must not be empty")
+                vector = list(await embedding_service.embed(query))
+            else:
+                vector = [float(_number("query", v, -math.inf, math.inf)) for v in _list("query", query)]
+                if not vector:
+                    raise InvalidArgumentError("query", "must not be empty")
+            count = _count("limit", limit, 1, MAX_BATCH)
+            least = _number("threshold", threshold, -1.0, 1.0)
+            filter_ = {"agent_id": agent_id, "types": types, "visible_to": visible_to}
+            scored: list[tuple[GraphNode, float]] = []
+            for node in await self._query_nodes(check_node_filter(filter_)):
+                if node.embedding is not None and len(node.embedding) == len(vector):
+                    score = cosine(vector, node.embedding)
+                    if score >= least:
+                        scored.append((node, score))
+            scored.sort(key=lambda pair: (-pair[1], pair[0].id))
+            return ok(scored[:count])
+        except Exception as exc:
+            return self._fail("search_nodes_semantic", exc)
+
+    async def embed_nodes(
+        self, agent_id: str, embedding_service: EmbeddingService, *, only_missing: bool = True
+    ) -> MemoryResult[int]:
+        """Give the agent's nodes an ``embedding`` of their name, aliases and description (those
+        without one, or all); how many were embedded."""
+        try:
+            self._require_connected()
+            nodes = await self._query_nodes(check_node_filter({"agent_id": agent_id}))
+            todo = sorted((n for n in nodes if not only_missing or n.embedding is None), key=lambda n: n.id)
+            done = 0
+            for start in range(0, len(todo), 256):
+                chunk = todo[start : start + 256]
+                texts = [node_text(n) for n in chunk]
+                vectors = await embedding_service.embed_batch(texts)
+                now = clock.now()
+                puts = [
+                    n.model_copy(update={"embedding": list(v), "updated_at": now})
+                    for n, v in zip(chunk, vectors, strict=True)
+                ]
+                await self._write_graph(GraphChanges(put_nodes=puts))
+                done += len(puts)
+            return ok(done)
+        except Exception as exc:
+            return self._fail("embed_nodes", exc)
+
+    # ----- edges -------------------------------------------------------------------------------
+
+    async def add_edges(self, edges: Sequence[EdgeInput]) -> MemoryResult[list[GraphEdge]]:
+        """Store edges between stored nodes of their agent, all or nothing (see :meth:`add_nodes`)."""
+        try:
+            self._require_connected()
+            checked = [check_edge(f"edges[{i}]", v) for i, v in enumerate(_list("edges", edges))]
+            if len({e.id for e in checked}) != len(checked):
+                raise InvalidArgumentError("edges", "holds one id twice")
+            if checked:
+                await self._check_endpoints(checked, "edges")
+                await self._write_graph(GraphChanges(add_edges=checked))
+            return ok(checked)
+        except Exception as exc:
+            return self._fail("add_edges", exc)
+
+    async def add_edge(self, edge: EdgeInput) -> MemoryResult[GraphEdge]:
+        """Store one edge (see :meth:`add_edges`)."""
+        result = await self.add_edges([edge])
+        return ok(result.data[0]) if result.success and result.data else result  # type: ignore[return-value]
+
+    async def get_edge(self, edge_id: str) -> MemoryResult[GraphEdge | None]:
+        """The edge with this id, or None."""
+        try:
+            self._require_connected()
+            found = await self._get_edges([tree.check_id("edge_id", edge_id)])
+            return ok(found[0] if found else None)
+        except Exception as exc:
+            return self._fail("get_edge", exc)
+
+    async def query_edges(self, filter: Mapping[str, Any]) -> MemoryResult[list[GraphEdge]]:
+        """Edges passing ``filter`` (see :func:`check_edge_filter`), by id."""
+        try:
+            self._require_connected()
+            query = check_edge_filter(filter)
+            found = sorted(await self._query_edges(query), key=lambda e: e.id)
+            return ok(found[: query.limit] if query.limit else found)
+        except Exception as exc:
+            return self._fail("query_edges", exc)
+
+    async def get_edges_between(self, source_id: str, target_id: str) -> MemoryResult[list[GraphEdge]]:
+        """The edges from ``source_id`` to ``target_id``, by id."""
+        try:
+            self._require_connected()
+            source = await self._node("source_id", source_id)
+            between = (source.id, tree.check_id("target_id", target_id))
+            found = await self._query_edges(EdgeQuery(agent_id=source.agent_id, between=between))
+            return ok(sorted(found, key=lambda e: e.id))
+        except Exception as exc:
+            return self._fail("get_edges_between", exc)
+
+    async def update_edge(self, edge_id: str, changes: Mapping[str, Any]) -> MemoryResult[GraphEdge]:
+        """Change an edge's fields (not its id, scope, ends or created_at)."""
+        try:
+            self._require_connected()
+            found = await self._get_edges([tree.check_id("edge_id", edge_id)])
+            if not found:
+                raise NotFoundError(f"graph edge not found: {edge_id}")
+            edge = _changed("changes", found[0], changes)
+            await self._write_graph(GraphChanges(put_edges=[edge]))
+            return ok(edge)
+        except Exception as exc:
+            return self._fail("update_edge", exc)
+
+    async def delete_edge(self, edge_id: str) -> MemoryResult[bool]:
+        """Delete an edge; whether it existed."""
+        try:
+            self._require_connected()
+            found = await self._get_edges([tree.check_id("edge_id", edge_id)])
+            if found:
+                await self._write_graph(GraphChanges(delete_edges=[found[0].id]))
+            return ok(bool(found))
+        except Exception as exc:
+            return self._fail("delete_edge", exc)
+
+    # ----- walks -------------------------------------------------------------------------------
+
+    def _graph_walk(self, starts: list[str], options: Mapping[str, Any], *, depth: int, fan_out: int) -> Walk:
+        unknown = set(options) - {
+            "max_depth",
+            "direction",
+            "relation_types",
+            "min_confidence",
+            "include_inferred",
+            "fan_out",
+            "max_nodes",
+        }
+        if unknown:
+            raise InvalidArgumentError(sorted(unknown)[0], "is not an option of a walk")
+        inferred = options.get("include_inferred", True)
+        if not isinstance(inferred, bool):
+            raise InvalidArgumentError("include_inferred", "must be true or false")
+        return Walk(
+            start_ids=tuple(starts),
+            max_depth=_count("max_depth", options.get("max_depth", depth), 1, MAX_DEPTH),
+            direction=_direction(options.get("direction", "both")),
+            types=_words("relation_types", options.get("relation_types")),
+            min_confidence=_number("min_confidence", options.get("min_confidence", 0.0), 0.0, 1.0),
+            include_inferred=inferred,
+            fan_out=_count("fan_out", options.get("fan_out", fan_out), 1, MAX_FAN_OUT),
+            max_nodes=_count("max_nodes", options.get("max_nodes", 1_000), 1, MAX_BATCH),
+        )
+
+    async def traverse(self, start_node_id: str | Sequence[str], **options: Any) -> MemoryResult[TraversalResult]:
+        """The nodes within ``max_depth`` hops (default 2, at most 8) of the start node(s), walked in
+        the store: along at most ``fan_out`` edges from each node (default 50, the most confident),
+        ``direction`` (outgoing, incoming, both), ``relation_types``, ``min_confidence``,
+        ``include_inferred``; at most ``max_nodes`` nodes (default 1,000; the nearest, then by id).
+        Returns the nodes, their hops and the edges walked between them."""
+        try:
+            self._require_connected()
+            raw = [start_node_id] if isinstance(start_node_id, str) else _list("start_node_id", start_node_id)
+            starts = list(dict.fromkeys(tree.check_id(f"start_node_id[{i}]", v) for i, v in enumerate(raw)))
+            if not starts:
+                raise InvalidArgumentError("start_node_id", "must name at least one node")
+            walk = self._graph_walk(starts, options, depth=2, fan_out=50)
+            present = {n.id for n in await self._get_nodes(starts)}
+            walk = replace(walk, start_ids=tuple(s for s in starts if s in present))
+            if not walk.start_ids:
+                return ok(TraversalResult(nodes=[], edges=[], depths={}))
+            steps = await self._walk_steps(walk)
+            depths: dict[str, int] = {}
+            for node, hops, _, _ in steps:
+                if hops < depths.get(node, hops + 1):
+                    depths[node] = hops
+            kept = sorted(depths, key=lambda n: (depths[n], n))[: walk.max_nodes]
+            keep = set(kept)
+            edge_ids = sorted({e for node, _, prev, e in steps if e and node in keep and prev in keep})
+            nodes = {n.id: n for n in await self._get_nodes(kept)}
+            edges = sorted(await self._get_edges(edge_ids), key=lambda e: e.id) if edge_ids else []
+            ordered = [nodes[n] for n in kept if n in nodes]
+            return ok(TraversalResult(nodes=ordered, edges=edges, depths={n.id: depths[n.id] for n in ordered}))
+        except Exception as exc:
+            return self._fail("traverse", exc)
+
+    async def find_shortest_path(
+        self, start_node_id: str, end_node_id: str, **options: Any
+    ) -> MemoryResult[GraphPath | None]:
+        """A path of the fewest edges from one node to another within ``max_depth`` hops (default 4),
+        walked like :meth:`traverse` (``direction`` defaults to both); None when there is none."""
+        try:
+            self._require_connected()
+            start = tree.check_id("start_node_id", start_node_id)
+            end = tree.check_id("end_node_id", end_node_id)
+            walk = self._graph_walk(
+                [start], {k: v for k, v in options.items() if k != "max_nodes"}, depth=4, fan_out=50
+            )
+            found = {n.id: n for n in await self._get_nodes([start, end])}
+            if start not in found or end not in found:
+                return ok(None)
+            if start == end:
+                return ok(GraphPath(nodes=[found[start]], edges=[], total_weight=0.0))
+            edge_ids = rules.path_from_steps(await self._walk_steps(walk), start, end)
+            if edge_ids is None:
+                return ok(None)
+            by_id = {e.id: e for e in await self._get_edges(edge_ids)}
+            edges = [by_id[e] for e in edge_ids]
+            order = [start]
+            for edge in edges:
+                order.append(edge.target_id if edge.source_id == order[-1] else edge.source_id)
+            nodes = {n.id: n for n in await self._get_nodes(order)}
+            return ok(
+                GraphPath(nodes=[nodes[n] for n in order], edges=edges, total_weight=sum(e.weight for e in edges))
+            )
+        except Exception as exc:
+            return self._fail("find_shortest_path", exc)
+
+    async def get_neighbors(
+        self, node_id: str, *, direction: Direction = "both", relation_types: Sequence[str] | None = None
+    ) -> MemoryResult[GraphNeighbors]:
+        """The nodes one edge away (``direction`` as in :meth:`traverse`) and those edges."""
+        result = await self.traverse(
+            node_id, max_depth=1, direction=direction, relation_types=relation_types, fan_out=MAX_FAN_OUT
+        )
+        if not result.success or result.data is None:
+            return result  # type: ignore[return-value]
+        data = result.data
+        return ok(GraphNeighbors(nodes=[n for n in data.nodes if data.depths[n.id] == 1], edges=data.edges))
+
+    # ----- whole graph -------------------------------------------------------------------------
+
+    async def merge_nodes(self, target_node_id: str, source_node_ids: Sequence[str]) -> MemoryResult[GraphNode]:
+        """Merge nodes into one, in one atomic write: the sources' names become the target's aliases,
+        their properties and quotes join its own (see :func:`~cogitator_memory.graph.rules.merge_node_records`),
+        their edges move to it (an edge left joining it to itself goes, edges saying the same
+        thing become one) and the sources are deleted. Returns the merged node."""
+        try:
+            self._require_connected()
+            target = await self._node("target_node_id", target_node_id)
+            ids = [
+                tree.check_id(f"source_node_ids[{i}]", v)
+                for i, v in enumerate(_list("source_node_ids", source_node_ids))
+            ]
+            ids = [i for i in dict.fromkeys(ids) if i != target.id]
+            sources = {n.id: n for n in await self._get_nodes(ids)}
+            for i, node_id in enumerate(ids):
+                if node_id not in sources:
+                    raise NotFoundError(f"source_node_ids[{i}]: graph node not found: {node_id}")
+                if sources[node_id].agent_id != target.agent_id:
+                    raise InvalidArgumentError(f"source_node_ids[{i}]", "names a node of another agent")
+            now = clock.now()
+            merged = rules.merge_node_records(target, [sources[i] for i in ids], now)
+            moved = set(ids)
+            touching = await self._query_edges(
+                EdgeQuery(agent_id=target.agent_id, node_ids=frozenset(moved | {target.id}))
+            )
+            puts, gone = rules.repoint_edges(touching, moved, target.id, now)
+            await self._write_graph(
+                GraphChanges(put_nodes=[merged], put_edges=puts, delete_edges=gone, delete_nodes=ids)
+            )
+            return ok(merged)
+        except Exception as exc:
+            return self._fail("merge_nodes", exc)
+
+    async def clear_graph(self, agent_id: str) -> MemoryResult[dict[str, int]]:
+        """Delete every node and edge of an agent; ``{"nodes": n, "edges": m}`` deleted."""
+        try:
+            self._require_connected()
+            nodes, edges = await self._clear_graph(tree.check_id("agent_id", agent_id))
+            return ok({"nodes": nodes, "edges": edges})
+        except Exception as exc:
+            return self._fail("clear_graph", exc)
+
+    async def get_graph_stats(self, agent_id: str) -> MemoryResult[GraphStats]:
+        """Counts of an agent's graph: nodes and edges, each by type, and the average degree."""
+        try:
+            self._require_connected()
+            nodes, edges = await self._graph_counts(tree.check_id("agent_id", agent_id))
+            node_count, edge_count = sum(nodes.values()), sum(edges.values())
+            return ok(
+                GraphStats(
+                    node_count=node_count,
+                    edge_count=edge_count,
+                    nodes_by_type=dict(sorted(nodes.items())),
+                    edges_by_type=dict(sorted(edges.items())),
+                    average_degree=2 * edge_count / node_count if node_count else 0.0,
+                )
+            )
+        except Exception as exc:
+            return self._fail("get_graph_stats", exc)
+
+
+def node_text(node: GraphNode) -> str:
+    """What a node's embedding is made of: its name, aliases and description."""
+    parts = [node.name]
+    if node.aliases:
+        parts.append(f"(also {', '.join(node.aliases)})")
+    if node.description:
+        parts.append(f": {node.description}")
+    return " ".join(parts)
+
+
+__all__ = [
+    "MAX_BATCH",
+    "EdgeInput",
+    "GraphAdapter",
+    "GraphChanges",
+    "GraphStoreMixin",
+    "NodeInput",
+    "check_edge",
+    "check_edge_filter",
+    "check_node",
+    "check_node_filter",
+    "cosine",
+    "is_graph_adapter",
+    "node_text",
+]

@@ -1,0 +1,143 @@
+"""Graph rules that need no store: merging nodes and edges, and reading a walk's steps back into paths.
+
+Every engine stores what these return; none of them does I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from ..items.records import ItemEvidence
+from .records import GraphEdge, GraphNode, name_key
+
+
+def merged_evidence(*groups: Iterable[ItemEvidence]) -> list[ItemEvidence]:
+    """The quotes of every group, each once (same entry, tool call, file range and words), in order."""
+    seen: set[str] = set()
+    kept: list[ItemEvidence] = []
+    for group in groups:
+        for evidence in group:
+            key = evidence.model_dump_json(exclude_none=True)
+            if key not in seen:
+                seen.add(key)
+                kept.append(evidence)
+    return kept
+
+
+def merged_properties(*groups: dict[str, Any]) -> dict[str, Any]:
+    """The properties of every group; an earlier group wins a key both hold."""
+    merged: dict[str, Any] = {}
+    for group in reversed(groups):
+        merged.update(group)
+    return merged
+
+
+def merge_node_records(target: GraphNode, sources: Sequence[GraphNode], at: datetime) -> GraphNode:
+    """``target`` taking in ``sources``: their names become aliases (the target's name stays), their
+    properties fill keys it lacks, their quotes join its own, its confidence is the highest, its
+    description the first one set, its embedding kept (or the first source's)."""
+    aliases: list[str] = []
+    keys = {name_key(target.name)}
+    for name in [*target.aliases, *(n for s in sources for n in (s.name, *s.aliases))]:
+        key = name_key(name)
+        if key not in keys:
+            keys.add(key)
+            aliases.append(name)
+    description = target.description or next((s.description for s in sources if s.description), None)
+    embedding = target.embedding or next((s.embedding for s in sources if s.embedding), None)
+    return target.model_copy(
+        update={
+            "aliases": aliases,
+            "properties": merged_properties(target.properties, *(s.properties for s in sources)),
+            "metadata": merged_properties(target.metadata, *(s.metadata for s in sources)),
+            "evidence": merged_evidence(target.evidence, *(s.evidence for s in sources)),
+            "confidence": max([target.confidence, *(s.confidence for s in sources)]),
+            "description": description,
+            "embedding": embedding,
+            "updated_at": at,
+        },
+        deep=True,
+    )
+
+
+def edge_key(edge: GraphEdge) -> tuple[str, str, str]:
+    """Edges with the same key say the same thing: source, type, target."""
+    return (edge.source_id, edge.type, edge.target_id)
+
+
+def repoint_edges(
+    edges: Iterable[GraphEdge], moved: set[str], target_id: str, at: datetime
+) -> tuple[list[GraphEdge], list[str]]:
+    """The edges touching merged nodes re-pointed to ``target_id``: returns (edges to write, ids to
+    delete). An edge that would join the target to itself goes; edges that come to say the same
+    thing (see :func:`edge_key`) become one, the first by id, with the quotes of all and the
+    highest confidence and weight."""
+    kept: dict[tuple[str, str, str], GraphEdge] = {}
+    gone: list[str] = []
+    for edge in sorted(edges, key=lambda e: e.id):
+        source = target_id if edge.source_id in moved else edge.source_id
+        target = target_id if edge.target_id in moved else edge.target_id
+        if source == target:
+            gone.append(edge.id)
+            continue
+        moved_edge = edge.model_copy(update={"source_id": source, "target_id": target}, deep=True)
+        key = edge_key(moved_edge)
+        first = kept.get(key)
+        if first is None:
+            kept[key] = moved_edge
+            continue
+        gone.append(edge.id)
+        kept[key] = first.model_copy(
+            update={
+                "evidence": merged_evidence(first.evidence, edge.evidence),
+                "confidence": max(first.confidence, edge.confidence),
+                "weight": max(first.weight, edge.weight),
+                "properties": merged_properties(first.properties, edge.properties),
+                "updated_at": at,
+            }
+        )
+    changed = [e.model_copy(update={"updated_at": at}) for e in kept.values()]
+    return changed, gone
+
+
+def path_from_steps(steps: Iterable[tuple[str, int, str | None, str | None]], start: str, end: str) -> list[str] | None:
+    """The edge ids of a shortest path from ``start`` to ``end`` read from a walk's steps
+    ``(node, hops, previous node, edge)``: the least hops to ``end``, then back through a node one
+    hop closer (the smallest edge id first, so every engine gives the same path). None if unreached."""
+    by_node: dict[str, dict[int, list[tuple[str, str]]]] = {}
+    for node, hops, prev, edge in steps:
+        if prev is not None and edge is not None:
+            by_node.setdefault(node, {}).setdefault(hops, []).append((edge, prev))
+    if start == end:
+        return []
+    reached = by_node.get(end)
+    if not reached:
+        return None
+    hops = min(reached)
+    path: list[str] = []
+    node = end
+    while hops > 0:
+        options = sorted(
+            (edge, prev)
+            for edge, prev in by_node.get(node, {}).get(hops, [])
+            if (prev == start and hops == 1) or (hops > 1 and (hops - 1) in by_node.get(prev, {}))
+        )
+        if not options:
+            return None
+        edge, node = options[0]
+        path.append(edge)
+        hops -= 1
+    path.reverse()
+    return path
+
+
+__all__ = [
+    "edge_key",
+    "merge_node_records",
+    "merged_evidence",
+    "merged_properties",
+    "path_from_steps",
+    "repoint_edges",
+]
