@@ -614,8 +614,12 @@ class MemoryFiles:
         while frontier:
             batch: list[MemoryFileVersion] = []
             for path in sorted(frontier):
-                batch.extend(unwrap(await self.adapter.query_file_versions({**scope, "prefix": path})))
-            batch.extend(unwrap(await self.adapter.query_file_versions({**scope, "renamed_from": sorted(frontier)})))
+                under: Versions = unwrap(await self.adapter.query_file_versions({**scope, "prefix": path}))
+                batch.extend(under)
+            moved: Versions = unwrap(
+                await self.adapter.query_file_versions({**scope, "renamed_from": sorted(frontier)})
+            )
+            batch.extend(moved)
             done |= frontier
             for version in batch:
                 found[version.id] = version
@@ -626,7 +630,8 @@ class MemoryFiles:
         redacted: list[MemoryFileVersion] = []
         for start in range(0, len(ids), MAX_FILE_BATCH):
             chunk = ids[start : start + MAX_FILE_BATCH]
-            redacted.extend(unwrap(await self.adapter.redact_file_versions(chunk, redaction)))
+            done_now: Versions = unwrap(await self.adapter.redact_file_versions(chunk, redaction))
+            redacted.extend(done_now)
         return redacted
 
     @staticmethod

@@ -186,11 +186,49 @@ def _m004_memory_items(db: sqlite3.Connection) -> None:
         db.execute(statement)
 
 
+def _m005_memory_files(db: sqlite3.Connection) -> None:
+    """Memory files (:mod:`cogitator_memory.engines.sqlite.files`): one row per version, the fields
+    queries filter by as indexed columns, the text in ``content`` and the rest as JSON in ``body``.
+    ``(scope_key, path, sequence)`` is unique, so a store never keeps two versions at one
+    sequence; ``head`` marks the newest of each scope and path, under a partial unique index that
+    heads are read through without reading history.
+    """
+    for statement in (
+        """CREATE TABLE memory_file_versions (
+            rid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            agent_id TEXT NOT NULL,
+            user_id TEXT,
+            project_id TEXT,
+            thread_id TEXT,
+            scope_key TEXT NOT NULL,
+            path TEXT NOT NULL,
+            sequence INTEGER NOT NULL,
+            head INTEGER NOT NULL,
+            place_entry_id TEXT,
+            renamed_from TEXT,
+            created_us INTEGER NOT NULL,
+            content TEXT,
+            body TEXT NOT NULL
+        )""",
+        "CREATE UNIQUE INDEX memory_file_versions_by_path ON memory_file_versions (scope_key, path, sequence)",
+        "CREATE UNIQUE INDEX memory_file_heads ON memory_file_versions (scope_key, path) WHERE head = 1",
+        "CREATE INDEX memory_file_versions_by_agent ON memory_file_versions (agent_id, user_id, project_id)",
+        "CREATE INDEX memory_file_versions_by_thread ON memory_file_versions (thread_id) WHERE thread_id IS NOT NULL",
+        "CREATE INDEX memory_file_versions_by_entry ON memory_file_versions (place_entry_id)"
+        " WHERE place_entry_id IS NOT NULL",
+        "CREATE INDEX memory_file_versions_by_origin ON memory_file_versions (scope_key, renamed_from)"
+        " WHERE renamed_from IS NOT NULL",
+    ):
+        db.execute(statement)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "m001_initial", _m001_initial),
     Migration(2, "m002_embeddings", _m002_embeddings),
     Migration(3, "m003_keyword_index", _m003_keyword_index),
     Migration(4, "m004_memory_items", _m004_memory_items),
+    Migration(5, "m005_memory_files", _m005_memory_files),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
