@@ -15,6 +15,9 @@ import cogitator_memory.context
 import cogitator_memory.embeddings
 import cogitator_memory.engines
 import cogitator_memory.engines.factory
+import cogitator_memory.items
+import cogitator_memory.models
+import cogitator_memory.recall
 import cogitator_memory.search
 import cogitator_memory.testing
 import cogitator_memory.threads
@@ -36,8 +39,10 @@ RUNNABLE_PAGES = [
     "embeddings.md",
     "time.md",
     "models.md",
+    "convert.md",
     "items.md",
     "recall.md",
+    "facts.md",
 ]
 
 
@@ -53,6 +58,9 @@ PACKAGES = [
     cogitator_memory.search,
     cogitator_memory.threads,
     cogitator_memory.engines.factory,
+    cogitator_memory.items,
+    cogitator_memory.models,
+    cogitator_memory.recall,
     cogitator_memory.testing,
     cogitator_memory.vectors,
 ]
