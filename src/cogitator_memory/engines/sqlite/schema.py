@@ -223,12 +223,21 @@ def _m005_memory_files(db: sqlite3.Connection) -> None:
         db.execute(statement)
 
 
+def _m006_graph(db: sqlite3.Connection) -> None:
+    """The knowledge graph of :mod:`cogitator_memory.engines.sqlite.graph` (its ``GRAPH_TABLES``)."""
+    from .graph import GRAPH_TABLES
+
+    for statement in GRAPH_TABLES:
+        db.execute(statement)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "m001_initial", _m001_initial),
     Migration(2, "m002_embeddings", _m002_embeddings),
     Migration(3, "m003_keyword_index", _m003_keyword_index),
     Migration(4, "m004_memory_items", _m004_memory_items),
     Migration(5, "m005_memory_files", _m005_memory_files),
+    Migration(6, "m006_graph", _m006_graph),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

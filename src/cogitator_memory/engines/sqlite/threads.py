@@ -36,6 +36,7 @@ from ...threads.records import MemoryEntry, NewMemoryEntry, Thread
 from ...threads.tree import build_entry, with_fork_listed
 from .db import normalize_path, open_database, write_transaction
 from .files import SQLiteFiles
+from .graph import SQLiteGraph
 from .items import SQLiteItems
 
 DEFAULT_PATH = "cogitator-memory.db"
@@ -65,7 +66,7 @@ def _types_clause(types: frozenset[str] | None, column: str = "type") -> tuple[s
     return f" AND {column} IN ({','.join('?' * len(ordered))})", list(ordered)
 
 
-class SQLiteAdapter(SQLiteFiles, SQLiteItems, BaseMemoryAdapter):
+class SQLiteAdapter(SQLiteFiles, SQLiteGraph, SQLiteItems, BaseMemoryAdapter):
     """A thread store in a SQLite file (or ``:memory:``).
 
     ``path`` is created with its parent folders; ``wal_mode`` (default on) uses write-ahead

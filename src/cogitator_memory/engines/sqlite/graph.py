@@ -1,0 +1,252 @@
+"""The knowledge graph in SQLite: the primitives of :class:`~cogitator_memory.graph.base.GraphStoreMixin`
+as SQL, mixed into :class:`~cogitator_memory.engines.sqlite.threads.SQLiteAdapter` (the same file as the threads).
+
+Tables (migration ``m006_graph``): ``graph_nodes`` and ``graph_edges`` (indexed columns beside the
+record's JSON ``body``), ``graph_node_names`` (each name and alias key to its node) and
+``graph_adjacency``: two rows per edge, one from each end, saying whether the walk may go that way
+along the edge (``out``) or against it (``inc``), with the columns a walk filters by. A walk is one
+recursive query over ``graph_adjacency`` (see :data:`WALK_SQL`); every write is one
+``BEGIN IMMEDIATE`` transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
+
+from ...errors import ConflictError, NotFoundError
+from ...graph.base import GraphChanges, GraphStoreMixin
+from ...graph.records import TRUSTED, EdgeQuery, GraphEdge, GraphNode, NodeQuery, Walk
+
+#: The tables of the graph (migration ``m006_graph`` of :mod:`.schema`).
+GRAPH_TABLES: tuple[str, ...] = (
+    """CREATE TABLE graph_nodes (
+        id TEXT PRIMARY KEY, agent_id TEXT NOT NULL, scope_key TEXT NOT NULL, type TEXT NOT NULL,
+        confidence REAL NOT NULL, origin TEXT NOT NULL, body TEXT NOT NULL
+    )""",
+    "CREATE INDEX graph_nodes_by_agent ON graph_nodes (agent_id, type)",
+    "CREATE INDEX graph_nodes_by_scope ON graph_nodes (scope_key)",
+    """CREATE TABLE graph_node_names (
+        name_key TEXT NOT NULL, node_id TEXT NOT NULL, PRIMARY KEY (name_key, node_id)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX graph_node_names_by_node ON graph_node_names (node_id)",
+    """CREATE TABLE graph_edges (
+        id TEXT PRIMARY KEY, agent_id TEXT NOT NULL, source_id TEXT NOT NULL, target_id TEXT NOT NULL,
+        type TEXT NOT NULL, confidence REAL NOT NULL, origin TEXT NOT NULL, body TEXT NOT NULL
+    )""",
+    "CREATE INDEX graph_edges_by_source ON graph_edges (source_id, target_id)",
+    "CREATE INDEX graph_edges_by_target ON graph_edges (target_id)",
+    "CREATE INDEX graph_edges_by_agent ON graph_edges (agent_id, type)",
+    """CREATE TABLE graph_adjacency (
+        node_id TEXT NOT NULL, edge_id TEXT NOT NULL, other_id TEXT NOT NULL, out INTEGER NOT NULL,
+        inc INTEGER NOT NULL, type TEXT NOT NULL, confidence REAL NOT NULL, inferred INTEGER NOT NULL,
+        PRIMARY KEY (node_id, edge_id)
+    ) WITHOUT ROWID""",
+)
+
+#: A bounded walk: ``{follow}`` is the filter of the edges a node may be left by.
+WALK_SQL = """
+WITH RECURSIVE w(node, hops, prev, edge) AS (
+    SELECT value, 0, NULL, NULL FROM json_each(?)
+    UNION
+    SELECT a.other_id, w.hops + 1, w.node, a.edge_id
+    FROM w JOIN graph_adjacency AS a ON a.node_id = w.node
+    WHERE w.hops < ? AND a.edge_id IN (
+        SELECT b.edge_id FROM graph_adjacency AS b WHERE b.node_id = w.node {follow}
+        ORDER BY b.confidence DESC, b.edge_id LIMIT ?
+    )
+)
+SELECT node, hops, prev, edge FROM w"""
+
+_CHUNK = 500
+
+
+def _chunks(values: Sequence[str]) -> Iterator[Sequence[str]]:
+    for start in range(0, len(values), _CHUNK):
+        yield values[start : start + _CHUNK]
+
+
+def _marks(count: int) -> str:
+    return ",".join("?" * count)
+
+
+def walk_filter(walk: Walk) -> tuple[str, list[Any]]:
+    """The SQL filter on ``b`` (a ``graph_adjacency`` row) of the edges ``walk`` follows."""
+    sql = {"outgoing": " AND b.out = 1", "incoming": " AND b.inc = 1", "both": ""}[walk.direction]
+    params: list[Any] = []
+    if walk.types is not None:
+        sql += f" AND b.type IN ({_marks(len(walk.types))})"
+        params.extend(sorted(walk.types))
+    if walk.min_confidence > 0:
+        sql += " AND b.confidence >= ?"
+        params.append(walk.min_confidence)
+    if not walk.include_inferred:
+        sql += " AND b.inferred = 0"
+    return sql, params
+
+
+def _adjacency(edge: GraphEdge) -> list[tuple[Any, ...]]:
+    both = int(edge.bidirectional)
+    common = (edge.type, edge.confidence, int(edge.inferred))
+    return [
+        (edge.source_id, edge.id, edge.target_id, 1, both, *common),
+        (edge.target_id, edge.id, edge.source_id, both, 1, *common),
+    ]
+
+
+class SQLiteGraph(GraphStoreMixin):
+    """The graph part of :class:`~cogitator_memory.engines.sqlite.threads.SQLiteAdapter`."""
+
+    if TYPE_CHECKING:  # provided by the adapter
+
+        @property
+        def connection(self) -> sqlite3.Connection: ...
+
+        def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
+
+    @staticmethod
+    def _put_node(db: sqlite3.Connection, node: GraphNode) -> None:
+        db.execute(
+            "INSERT OR REPLACE INTO graph_nodes (id, agent_id, scope_key, type, confidence, origin, body)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (node.id, node.agent_id, node.scope_key, node.type, node.confidence, node.origin, node.dump_json()),
+        )
+        db.execute("DELETE FROM graph_node_names WHERE node_id = ?", (node.id,))
+        db.executemany(
+            "INSERT INTO graph_node_names (name_key, node_id) VALUES (?, ?)", [(k, node.id) for k in node.name_keys]
+        )
+
+    @staticmethod
+    def _put_edge(db: sqlite3.Connection, edge: GraphEdge) -> None:
+        db.execute(
+            "INSERT OR REPLACE INTO graph_edges (id, agent_id, source_id, target_id, type, confidence, origin, body)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                edge.id,
+                edge.agent_id,
+                edge.source_id,
+                edge.target_id,
+                edge.type,
+                edge.confidence,
+                edge.origin,
+                edge.dump_json(),
+            ),
+        )
+        db.execute(
+            "DELETE FROM graph_adjacency WHERE edge_id = ? AND node_id IN (?, ?)",
+            (edge.id, edge.source_id, edge.target_id),
+        )
+        db.executemany("INSERT OR REPLACE INTO graph_adjacency VALUES (?, ?, ?, ?, ?, ?, ?, ?)", _adjacency(edge))
+
+    @staticmethod
+    def _delete_edges(db: sqlite3.Connection, where: str, params: Sequence[Any]) -> int:
+        rows = db.execute(f"SELECT id, source_id, target_id FROM graph_edges WHERE {where}", params).fetchall()
+        db.executemany(
+            "DELETE FROM graph_adjacency WHERE node_id = ? AND edge_id = ?",
+            [(r[n], r[0]) for r in rows for n in (1, 2)],
+        )
+        db.executemany("DELETE FROM graph_edges WHERE id = ?", [(r[0],) for r in rows])
+        return len(rows)
+
+    async def _write_graph(self, changes: GraphChanges) -> None:
+        with self._write() as db:
+            for table, records in (("graph_nodes", changes.add_nodes), ("graph_edges", changes.add_edges)):
+                for chunk in _chunks([r.id for r in records]):
+                    taken = db.execute(f"SELECT id FROM {table} WHERE id IN ({_marks(len(chunk))})", chunk).fetchone()
+                    if taken is not None:
+                        raise ConflictError(f"graph {table[6:-1]} id is taken: {taken[0]}")
+            for table, records in (("graph_nodes", changes.put_nodes), ("graph_edges", changes.put_edges)):
+                for record in records:
+                    if db.execute(f"SELECT 1 FROM {table} WHERE id = ?", (record.id,)).fetchone() is None:
+                        raise NotFoundError(f"graph {table[6:-1]} not found: {record.id}")
+            for node in [*changes.add_nodes, *changes.put_nodes]:
+                self._put_node(db, node)
+            for edge in [*changes.add_edges, *changes.put_edges]:
+                self._put_edge(db, edge)
+            for chunk in _chunks(changes.delete_edges):
+                self._delete_edges(db, f"id IN ({_marks(len(chunk))})", chunk)
+            for chunk in _chunks(changes.delete_nodes):
+                marks = _marks(len(chunk))
+                self._delete_edges(db, f"source_id IN ({marks}) OR target_id IN ({marks})", [*chunk, *chunk])
+                db.execute(f"DELETE FROM graph_node_names WHERE node_id IN ({marks})", chunk)
+                db.execute(f"DELETE FROM graph_nodes WHERE id IN ({marks})", chunk)
+
+    def _read(self, sql: str, params: Sequence[Any]) -> list[str]:
+        return [row[0] for row in self.connection.execute(sql, params)]
+
+    async def _get_nodes(self, ids: list[str]) -> list[GraphNode]:
+        bodies = [
+            b
+            for c in _chunks(ids)
+            for b in self._read(f"SELECT body FROM graph_nodes WHERE id IN ({_marks(len(c))})", c)
+        ]
+        return [GraphNode.model_validate_json(b, context=TRUSTED) for b in bodies]
+
+    async def _get_edges(self, ids: list[str]) -> list[GraphEdge]:
+        bodies = [
+            b
+            for c in _chunks(ids)
+            for b in self._read(f"SELECT body FROM graph_edges WHERE id IN ({_marks(len(c))})", c)
+        ]
+        return [GraphEdge.model_validate_json(b, context=TRUSTED) for b in bodies]
+
+    async def _query_nodes(self, query: NodeQuery) -> list[GraphNode]:
+        where, params = ["agent_id = ?", "confidence >= ?"], [query.agent_id, query.min_confidence]
+        for column, values in (("scope_key", query.scope_keys), ("type", query.types), ("origin", query.origins)):
+            if values is not None:
+                where.append(f"{column} IN ({_marks(len(values))})")
+                params.extend(sorted(values))
+        if query.name_key is not None:
+            where.append("id IN (SELECT node_id FROM graph_node_names WHERE name_key = ?)")
+            params.append(query.name_key)
+        bodies = self._read(f"SELECT body FROM graph_nodes WHERE {' AND '.join(where)}", params)
+        nodes = [GraphNode.model_validate_json(b, context=TRUSTED) for b in bodies]
+        return [n for n in nodes if query.matches(n)] if query.text is not None else nodes
+
+    async def _query_edges(self, query: EdgeQuery) -> list[GraphEdge]:
+        where, params = ["agent_id = ?", "confidence >= ?"], [query.agent_id, query.min_confidence]
+        for column, values in (("type", query.types), ("origin", query.origins)):
+            if values is not None:
+                where.append(f"{column} IN ({_marks(len(values))})")
+                params.extend(sorted(values))
+        if query.between is not None:
+            where.append("source_id = ? AND target_id = ?")
+            params.extend(query.between)
+        if query.node_ids is not None:
+            ids = sorted(query.node_ids)
+            ends = {"outgoing": ["source_id"], "incoming": ["target_id"], "both": ["source_id", "target_id"]}[
+                query.direction
+            ]
+            where.append("(" + " OR ".join(f"{end} IN (SELECT value FROM json_each(?))" for end in ends) + ")")
+            params.extend([json.dumps(ids)] * len(ends))
+        bodies = self._read(f"SELECT body FROM graph_edges WHERE {' AND '.join(where)}", params)
+        return [GraphEdge.model_validate_json(b, context=TRUSTED) for b in bodies]
+
+    async def _walk_steps(self, walk: Walk) -> list[tuple[str, int, str | None, str | None]]:
+        follow, params = walk_filter(walk)
+        sql = WALK_SQL.format(follow=follow)
+        rows = self.connection.execute(sql, [json.dumps(list(walk.start_ids)), walk.max_depth, *params, walk.fan_out])
+        return [(r[0], int(r[1]), r[2], r[3]) for r in rows]
+
+    async def _clear_graph(self, agent_id: str) -> tuple[int, int]:
+        with self._write() as db:
+            edges = self._delete_edges(db, "agent_id = ?", (agent_id,))
+            db.execute(
+                "DELETE FROM graph_node_names WHERE node_id IN (SELECT id FROM graph_nodes WHERE agent_id = ?)",
+                (agent_id,),
+            )
+            nodes = db.execute("DELETE FROM graph_nodes WHERE agent_id = ?", (agent_id,)).rowcount
+        return nodes, edges
+
+    async def _graph_counts(self, agent_id: str) -> tuple[dict[str, int], dict[str, int]]:
+        db = self.connection
+        nodes = db.execute("SELECT type, count(*) FROM graph_nodes WHERE agent_id = ? GROUP BY type", (agent_id,))
+        node_counts = {str(t): int(c) for t, c in nodes}
+        edges = db.execute("SELECT type, count(*) FROM graph_edges WHERE agent_id = ? GROUP BY type", (agent_id,))
+        return node_counts, {str(t): int(c) for t, c in edges}
+
+
+__all__ = ["GRAPH_TABLES", "WALK_SQL", "SQLiteGraph", "walk_filter"]
