@@ -189,8 +189,9 @@ def _part(text: str, tokens: int) -> str:
 
 
 def plan_windows(entries: Sequence[MemoryEntry], window_tokens: int, zone: tzinfo, zone_name: str) -> list[Window]:
-    """Consecutive windows of at most ``window_tokens`` (an entry longer than a window is shown in
-    parts, each alone in a window)."""
+    """Consecutive windows of at most ``window_tokens``, filled in order. An entry longer than a
+    window is shown in parts of about a window each, cut at a line or sentence end where one is in
+    the part's second half (quotes of a part are checked against the whole entry)."""
     budget = window_tokens - WINDOW_FRAME_TOKENS
     pieces: list[tuple[MemoryEntry, str, int, int, int]] = []  # entry, text, part, parts, tokens
     for entry in entries:
