@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
+from .. import clock
 from ..facts.core import core_key
 from ..items import rules
 from ..items.base import MemoryItemAdapter, is_memory_item_adapter
@@ -151,20 +152,25 @@ async def read_fact_lines(
     agent_id: str,
     user_id: str | None,
     thread_id: str,
-    as_of: datetime,
+    as_of: datetime | None,
     limit: int,
 ) -> list[FactLine]:
-    """The facts of a build, in the order sent, at most ``limit`` from each source."""
+    """The facts of a build, in the order sent, at most ``limit`` from each source. ``as_of``
+    ``None`` reads them as they hold now: at the clock's time, or at the newest record time when
+    that is later (writes of one agent run a millisecond apart, so a burst of them records ahead
+    of the clock, and the build that follows must see them)."""
     lines: list[FactLine] = []
     adapter = items_of(deps)
     if adapter is not None:
         scope: dict[str, Any] = {"agent_id": agent_id, "thread_id": thread_id}
         if user_id is not None:
             scope["user_id"] = user_id
-        found: list[MemoryItem] = unwrap(
-            await adapter.query_items({"visible_to": scope, "statuses": sorted(LAID_OUT_STATUSES), "known_at": as_of})
-        )
-        for item, before in held_facts(found, as_of)[:limit]:
+        flt: dict[str, Any] = {"visible_to": scope, "statuses": sorted(LAID_OUT_STATUSES)}
+        if as_of is not None:
+            flt["known_at"] = as_of
+        found: list[MemoryItem] = unwrap(await adapter.query_items(flt))
+        at = as_of or max([clock.now(), *(i.recorded_at for i in found)])
+        for item, before in held_facts(found, at)[:limit]:
             text = item_text(item)
             if before is not None:
                 text += f" (previously: {before.value})"
