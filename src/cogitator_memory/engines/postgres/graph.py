@@ -1,0 +1,248 @@
+"""The knowledge graph in PostgreSQL: the primitives of :class:`~cogitator_memory.graph.base.GraphStoreMixin`
+as SQL, mixed into :class:`~cogitator_memory.engines.postgres.adapter.PostgresAdapter`.
+
+The tables (migration ``m005_graph``) are those of the SQLite engine (:mod:`..sqlite.graph`):
+nodes, name keys, edges, and ``graph_adjacency`` with two rows per edge; a walk is one recursive
+query whose step reads at most ``fan_out`` adjacency rows of each node (``LATERAL ... LIMIT``).
+Every write runs in one transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ...errors import ConflictError, NotFoundError
+from ...graph.base import GraphChanges, GraphStoreMixin
+from ...graph.records import TRUSTED, EdgeQuery, GraphEdge, GraphNode, NodeQuery, Walk
+from .schema import quote_ident
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+
+T = TypeVar("T")
+
+#: The statements of migration ``m005_graph`` (``{s}`` is the schema).
+GRAPH_TABLES: tuple[str, ...] = (
+    """CREATE TABLE {s}.graph_nodes (
+        id text PRIMARY KEY, agent_id text NOT NULL, scope_key text NOT NULL, type text NOT NULL,
+        confidence float8 NOT NULL, origin text NOT NULL, body text NOT NULL
+    )""",
+    "CREATE INDEX graph_nodes_by_agent ON {s}.graph_nodes (agent_id, type)",
+    "CREATE INDEX graph_nodes_by_scope ON {s}.graph_nodes (scope_key)",
+    "CREATE TABLE {s}.graph_node_names (name_key text NOT NULL, node_id text NOT NULL, PRIMARY KEY (name_key, node_id))",
+    "CREATE INDEX graph_node_names_by_node ON {s}.graph_node_names (node_id)",
+    """CREATE TABLE {s}.graph_edges (
+        id text PRIMARY KEY, agent_id text NOT NULL, source_id text NOT NULL, target_id text NOT NULL,
+        type text NOT NULL, confidence float8 NOT NULL, origin text NOT NULL, body text NOT NULL
+    )""",
+    "CREATE INDEX graph_edges_by_source ON {s}.graph_edges (source_id, target_id)",
+    "CREATE INDEX graph_edges_by_target ON {s}.graph_edges (target_id)",
+    "CREATE INDEX graph_edges_by_agent ON {s}.graph_edges (agent_id, type)",
+    """CREATE TABLE {s}.graph_adjacency (
+        node_id text NOT NULL, edge_id text NOT NULL, other_id text NOT NULL, out boolean NOT NULL,
+        inc boolean NOT NULL, type text NOT NULL, confidence float8 NOT NULL, inferred boolean NOT NULL,
+        PRIMARY KEY (node_id, edge_id)
+    )""",
+)
+
+#: A bounded walk (``{t}`` the quoted schema, ``{follow}`` the filter of the edges followed).
+WALK_SQL = """
+WITH RECURSIVE w(node, hops, prev, edge) AS (
+    SELECT s, 0, NULL::text, NULL::text FROM unnest(%s::text[]) AS s
+    UNION
+    SELECT a.other_id, w.hops + 1, w.node, a.edge_id
+    FROM w CROSS JOIN LATERAL (
+        SELECT b.other_id, b.edge_id FROM {t}.graph_adjacency AS b WHERE b.node_id = w.node {follow}
+        ORDER BY b.confidence DESC, b.edge_id COLLATE "C" LIMIT %s
+    ) AS a
+    WHERE w.hops < %s
+)
+SELECT node, hops, prev, edge FROM w"""
+
+
+def walk_filter(walk: Walk) -> tuple[str, list[Any]]:
+    """The SQL filter on ``b`` (a ``graph_adjacency`` row) of the edges ``walk`` follows."""
+    sql = {"outgoing": " AND b.out", "incoming": " AND b.inc", "both": ""}[walk.direction]
+    params: list[Any] = []
+    if walk.types is not None:
+        sql += " AND b.type = ANY(%s)"
+        params.append(sorted(walk.types))
+    if walk.min_confidence > 0:
+        sql += " AND b.confidence >= %s"
+        params.append(walk.min_confidence)
+    if not walk.include_inferred:
+        sql += " AND NOT b.inferred"
+    return sql, params
+
+
+def _adjacency(edge: GraphEdge) -> list[tuple[Any, ...]]:
+    both = edge.bidirectional
+    common = (edge.type, edge.confidence, edge.inferred)
+    return [
+        (edge.source_id, edge.id, edge.target_id, True, both, *common),
+        (edge.target_id, edge.id, edge.source_id, both, True, *common),
+    ]
+
+
+class PostgresGraph(GraphStoreMixin):
+    """The graph part of :class:`~cogitator_memory.engines.postgres.adapter.PostgresAdapter`."""
+
+    if TYPE_CHECKING:  # provided by the adapter
+        schema: str
+
+        async def run(
+            self, operation: Callable[[AsyncConnection[Any]], Awaitable[T]], *, timeout: float | None = None
+        ) -> T: ...
+
+    async def _rows(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        async def op(conn: AsyncConnection[Any]) -> list[Any]:
+            cur = await conn.execute(sql, params)
+            return await cur.fetchall()
+
+        return await self.run(op)
+
+    async def _write_graph(self, changes: GraphChanges) -> None:
+        t = quote_ident(self.schema)
+        nodes = [*changes.add_nodes, *changes.put_nodes]
+        edges = [*changes.add_edges, *changes.put_edges]
+
+        async def op(conn: AsyncConnection[Any]) -> None:
+            async with conn.transaction():
+                for table, added, put in (
+                    ("graph_nodes", changes.add_nodes, changes.put_nodes),
+                    ("graph_edges", changes.add_edges, changes.put_edges),
+                ):
+                    what = table[6:-1]
+                    if added:
+                        cur = await conn.execute(
+                            f"SELECT id FROM {t}.{table} WHERE id = ANY(%s) LIMIT 1", ([r.id for r in added],)
+                        )
+                        taken = await cur.fetchone()
+                        if taken is not None:
+                            raise ConflictError(f"graph {what} id is taken: {taken[0]}")
+                    if put:
+                        wanted = [r.id for r in put]
+                        cur = await conn.execute(f"SELECT id FROM {t}.{table} WHERE id = ANY(%s) FOR UPDATE", (wanted,))
+                        found = {row[0] for row in await cur.fetchall()}
+                        for record_id in wanted:
+                            if record_id not in found:
+                                raise NotFoundError(f"graph {what} not found: {record_id}")
+                removed_edges = list(changes.delete_edges)
+                if changes.delete_nodes:
+                    cur = await conn.execute(
+                        f"SELECT id FROM {t}.graph_edges WHERE source_id = ANY(%s) OR target_id = ANY(%s)",
+                        (changes.delete_nodes, changes.delete_nodes),
+                    )
+                    removed_edges += [row[0] for row in await cur.fetchall()]
+                cur = conn.cursor()
+                stale = [*removed_edges, *(e.id for e in edges)]
+                if stale:
+                    await conn.execute(f"DELETE FROM {t}.graph_adjacency WHERE edge_id = ANY(%s)", (stale,))
+                    await conn.execute(f"DELETE FROM {t}.graph_edges WHERE id = ANY(%s)", (stale,))
+                gone_nodes = [*changes.delete_nodes, *(n.id for n in nodes)]
+                if gone_nodes:
+                    await conn.execute(f"DELETE FROM {t}.graph_node_names WHERE node_id = ANY(%s)", (gone_nodes,))
+                    await conn.execute(f"DELETE FROM {t}.graph_nodes WHERE id = ANY(%s)", (gone_nodes,))
+                if nodes:
+                    await cur.executemany(
+                        f"INSERT INTO {t}.graph_nodes VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                        [(n.id, n.agent_id, n.scope_key, n.type, n.confidence, n.origin, n.dump_json()) for n in nodes],
+                    )
+                    await cur.executemany(
+                        f"INSERT INTO {t}.graph_node_names VALUES (%s, %s)",
+                        [(k, n.id) for n in nodes for k in n.name_keys],
+                    )
+                if edges:
+                    await cur.executemany(
+                        f"INSERT INTO {t}.graph_edges VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                        [
+                            (e.id, e.agent_id, e.source_id, e.target_id, e.type, e.confidence, e.origin, e.dump_json())
+                            for e in edges
+                        ],
+                    )
+                    await cur.executemany(
+                        f"INSERT INTO {t}.graph_adjacency VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                        [row for e in edges for row in _adjacency(e)],
+                    )
+
+        await self.run(op)
+
+    async def _get_nodes(self, ids: list[str]) -> list[GraphNode]:
+        rows = await self._rows(f"SELECT body FROM {quote_ident(self.schema)}.graph_nodes WHERE id = ANY(%s)", (ids,))
+        return [GraphNode.model_validate_json(r[0], context=TRUSTED) for r in rows]
+
+    async def _get_edges(self, ids: list[str]) -> list[GraphEdge]:
+        rows = await self._rows(f"SELECT body FROM {quote_ident(self.schema)}.graph_edges WHERE id = ANY(%s)", (ids,))
+        return [GraphEdge.model_validate_json(r[0], context=TRUSTED) for r in rows]
+
+    async def _query_nodes(self, query: NodeQuery) -> list[GraphNode]:
+        t = quote_ident(self.schema)
+        where, params = ["agent_id = %s", "confidence >= %s"], [query.agent_id, query.min_confidence]
+        for column, values in (("scope_key", query.scope_keys), ("type", query.types), ("origin", query.origins)):
+            if values is not None:
+                where.append(f"{column} = ANY(%s)")
+                params.append(sorted(values))
+        if query.name_key is not None:
+            where.append(f"id IN (SELECT node_id FROM {t}.graph_node_names WHERE name_key = %s)")
+            params.append(query.name_key)
+        rows = await self._rows(f"SELECT body FROM {t}.graph_nodes WHERE {' AND '.join(where)}", params)
+        nodes = [GraphNode.model_validate_json(r[0], context=TRUSTED) for r in rows]
+        return [n for n in nodes if query.matches(n)] if query.text is not None else nodes
+
+    async def _query_edges(self, query: EdgeQuery) -> list[GraphEdge]:
+        where, params = ["agent_id = %s", "confidence >= %s"], [query.agent_id, query.min_confidence]
+        for column, values in (("type", query.types), ("origin", query.origins)):
+            if values is not None:
+                where.append(f"{column} = ANY(%s)")
+                params.append(sorted(values))
+        if query.between is not None:
+            where.append("source_id = %s AND target_id = %s")
+            params.extend(query.between)
+        if query.node_ids is not None:
+            ids = sorted(query.node_ids)
+            ends = {"outgoing": ["source_id"], "incoming": ["target_id"], "both": ["source_id", "target_id"]}[
+                query.direction
+            ]
+            where.append("(" + " OR ".join(f"{end} = ANY(%s)" for end in ends) + ")")
+            params.extend([ids] * len(ends))
+        sql = f"SELECT body FROM {quote_ident(self.schema)}.graph_edges WHERE {' AND '.join(where)}"
+        return [GraphEdge.model_validate_json(r[0], context=TRUSTED) for r in await self._rows(sql, params)]
+
+    async def _walk_steps(self, walk: Walk) -> list[tuple[str, int, str | None, str | None]]:
+        follow, params = walk_filter(walk)
+        sql = WALK_SQL.format(t=quote_ident(self.schema), follow=follow)
+        rows = await self._rows(sql, [list(walk.start_ids), *params, walk.fan_out, walk.max_depth])
+        return [(r[0], int(r[1]), r[2], r[3]) for r in rows]
+
+    async def _clear_graph(self, agent_id: str) -> tuple[int, int]:
+        t = quote_ident(self.schema)
+
+        async def op(conn: AsyncConnection[Any]) -> tuple[int, int]:
+            async with conn.transaction():
+                await conn.execute(
+                    f"DELETE FROM {t}.graph_adjacency WHERE edge_id IN (SELECT id FROM {t}.graph_edges WHERE agent_id = %s)",
+                    (agent_id,),
+                )
+                edges = (await conn.execute(f"DELETE FROM {t}.graph_edges WHERE agent_id = %s", (agent_id,))).rowcount
+                await conn.execute(
+                    f"DELETE FROM {t}.graph_node_names WHERE node_id IN (SELECT id FROM {t}.graph_nodes WHERE agent_id = %s)",
+                    (agent_id,),
+                )
+                nodes = (await conn.execute(f"DELETE FROM {t}.graph_nodes WHERE agent_id = %s", (agent_id,))).rowcount
+                return nodes, edges
+
+        return await self.run(op)
+
+    async def _graph_counts(self, agent_id: str) -> tuple[dict[str, int], dict[str, int]]:
+        t = quote_ident(self.schema)
+        counts = []
+        for table in ("graph_nodes", "graph_edges"):
+            rows = await self._rows(
+                f"SELECT type, count(*) FROM {t}.{table} WHERE agent_id = %s GROUP BY type", (agent_id,)
+            )
+            counts.append({str(r[0]): int(r[1]) for r in rows})
+        return counts[0], counts[1]
+
+
+__all__ = ["GRAPH_TABLES", "WALK_SQL", "PostgresGraph", "walk_filter"]
