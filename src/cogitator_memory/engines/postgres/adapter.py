@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from psycopg import AsyncConnection
     from psycopg_pool import AsyncConnectionPool
 
+from .files import PostgresFiles
 from .items import PostgresItems
 from .threads import PostgresThreads
 
@@ -104,7 +105,7 @@ def _import_driver() -> tuple[Any, Any]:
     return psycopg, psycopg_pool
 
 
-class PostgresAdapter(PostgresThreads, PostgresVectors, PostgresItems, BaseMemoryAdapter):
+class PostgresAdapter(PostgresThreads, PostgresVectors, PostgresFiles, PostgresItems, BaseMemoryAdapter):
     """A thread store and pgvector embedding store in PostgreSQL (psycopg 3, async, a pool of
     ``pool_size`` connections).
 

@@ -16,6 +16,8 @@ Versions:
    active leaf becomes its newest entry.
 3. ``m003_memory_items``: ``memory_items`` (:mod:`cogitator_memory.engines.postgres.items`), the
    fields item queries filter by as indexed columns beside the item's JSON ``body``.
+4. ``m004_memory_files``: ``memory_file_versions`` (:mod:`cogitator_memory.engines.postgres.files`),
+   one row per version, unique by scope, path and sequence, heads under a partial unique index.
 
 The SQL here (the migrations, and :class:`ThreadSql`, the statements of the thread store) is
 plain text built from a quoted schema name; nothing in this module but :func:`migrate`,
@@ -151,7 +153,44 @@ M003_MEMORY_ITEMS = Migration(
     ),
 )
 
-MIGRATIONS: tuple[Migration, ...] = (M001_INITIAL, M002_TREES, M003_MEMORY_ITEMS)
+M004_MEMORY_FILES = Migration(
+    4,
+    "m004_memory_files",
+    (
+        # One row per version (:mod:`cogitator_memory.engines.postgres.files`). Paths compare byte
+        # by byte (COLLATE "C"), so the paths under a directory are one range of an index; the
+        # text is a column of its own (heads read without it skip it), the rest JSON text.
+        """CREATE TABLE {s}.memory_file_versions (
+            id text COLLATE "C" PRIMARY KEY,
+            agent_id text COLLATE "C" NOT NULL,
+            user_id text COLLATE "C",
+            project_id text COLLATE "C",
+            thread_id text COLLATE "C",
+            scope_key text COLLATE "C" NOT NULL,
+            path text COLLATE "C" NOT NULL,
+            sequence bigint NOT NULL,
+            head boolean NOT NULL,
+            place_entry_id text COLLATE "C",
+            renamed_from text COLLATE "C",
+            created_at timestamptz NOT NULL,
+            content text,
+            body text NOT NULL
+        )""",
+        # A second version at one sequence is refused, whichever process writes it.
+        "CREATE UNIQUE INDEX memory_file_versions_by_path ON {s}.memory_file_versions (scope_key, path, sequence)",
+        # The newest version of each scope and path: what stands is read through this alone.
+        "CREATE UNIQUE INDEX memory_file_heads ON {s}.memory_file_versions (scope_key, path) WHERE head",
+        "CREATE INDEX memory_file_versions_by_agent ON {s}.memory_file_versions (agent_id, user_id, project_id)",
+        "CREATE INDEX memory_file_versions_by_thread ON {s}.memory_file_versions (agent_id, thread_id)"
+        " WHERE thread_id IS NOT NULL",
+        "CREATE INDEX memory_file_versions_by_entry ON {s}.memory_file_versions (place_entry_id)"
+        " WHERE place_entry_id IS NOT NULL",
+        "CREATE INDEX memory_file_versions_by_origin ON {s}.memory_file_versions (scope_key, renamed_from)"
+        " WHERE renamed_from IS NOT NULL",
+    ),
+)
+
+MIGRATIONS: tuple[Migration, ...] = (M001_INITIAL, M002_TREES, M003_MEMORY_ITEMS, M004_MEMORY_FILES)
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
 
