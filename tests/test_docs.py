@@ -43,6 +43,7 @@ RUNNABLE_PAGES = [
     "items.md",
     "recall.md",
     "facts.md",
+    "graph.md",
 ]
 
 
