@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
 
 from .files import PostgresFiles
+from .graph import PostgresGraph
 from .items import PostgresItems
 from .threads import PostgresThreads
 
@@ -105,7 +106,7 @@ def _import_driver() -> tuple[Any, Any]:
     return psycopg, psycopg_pool
 
 
-class PostgresAdapter(PostgresThreads, PostgresVectors, PostgresFiles, PostgresItems, BaseMemoryAdapter):
+class PostgresAdapter(PostgresThreads, PostgresVectors, PostgresFiles, PostgresGraph, PostgresItems, BaseMemoryAdapter):
     """A thread store and pgvector embedding store in PostgreSQL (psycopg 3, async, a pool of
     ``pool_size`` connections).
 

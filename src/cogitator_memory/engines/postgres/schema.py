@@ -190,7 +190,15 @@ M004_MEMORY_FILES = Migration(
     ),
 )
 
-MIGRATIONS: tuple[Migration, ...] = (M001_INITIAL, M002_TREES, M003_MEMORY_ITEMS, M004_MEMORY_FILES)
+def _graph_tables() -> tuple[str, ...]:
+    from .graph import GRAPH_TABLES
+
+    return GRAPH_TABLES
+
+
+M005_GRAPH = Migration(5, "m005_graph", _graph_tables())
+
+MIGRATIONS: tuple[Migration, ...] = (M001_INITIAL, M002_TREES, M003_MEMORY_ITEMS, M004_MEMORY_FILES, M005_GRAPH)
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
 

@@ -1,0 +1,58 @@
+"""The graph conformance suite on PostgresAdapter (a fresh schema per test), and the plan of a walk."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
+
+import pytest
+
+from cogitator_memory.engines.postgres.adapter import PostgresAdapter
+from cogitator_memory.testing import service_url
+from cogitator_memory.testing.graph import GraphConformanceCase, graph_adapter_conformance_cases
+
+T0 = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def pg_url() -> Iterator[str]:
+    """A database of the module's own on the test server (``COGMEM_TEST_POSTGRES_URL``), dropped at the end."""
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    admin_url = service_url("COGMEM_TEST_POSTGRES_URL")
+    name = f"cogmem_graph_{secrets.token_hex(4)}"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield make_conninfo(admin_url, dbname=name)
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def schema(pg_url: str) -> Iterator[str]:
+    """A schema name no other test uses, dropped with everything in it after the test."""
+    import psycopg
+
+    name = f"cogmem_g_{secrets.token_hex(6)}"
+    yield name
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
+@pytest.fixture
+async def store(pg_url: str, schema: str) -> AsyncIterator[PostgresAdapter]:
+    async with PostgresAdapter(connection_string=pg_url, schema=schema, pool_size=5, dimensions=8) as memory:
+        yield memory
+
+
+@pytest.mark.parametrize("case", graph_adapter_conformance_cases(), ids=str)
+async def test_graph_conformance(case: GraphConformanceCase, store: PostgresAdapter) -> None:
+    await case.run(store)
+
+
+def test_the_postgres_store_keeps_a_graph() -> None:
+    assert PostgresAdapter(url="postgresql://x/y").supports("graph")  # type: ignore[arg-type]
