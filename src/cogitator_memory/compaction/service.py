@@ -1,0 +1,288 @@
+"""CompactionService: replace the older part of a thread's branch by a summary, deleting nothing.
+
+A compaction reads the compacted view of the active branch (:func:`read_compacted_history`
+without the events), decides whether it is due (``threshold`` tokens or ``message_threshold``
+entries), picks the entries to cover (all but the newest ``keep_recent``, never splitting a tool
+call from its result) and asks the summarizer about them (after the earlier summary, so only what
+is new is summarized again). It then reads the branch again and writes one compaction entry at
+its end naming the first entry it keeps. The thread is left as it was when the summarizer fails,
+times out or answers no usable summary, and when an entry it summarized was deleted, redacted or
+left the branch meanwhile. Entries added while the model was writing are kept after the summary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..context.history import compacted_history, compaction_of, entry_messages, is_tool_result, summary_message
+from ..errors import InvalidArgumentError
+from ..models.records import SummarizeFn, SummarizeOptions
+from ..result import unwrap
+from ..threads.base import MemoryAdapter
+from ..threads.records import HISTORY_ENTRY_TYPES, CompactionEvent, MemoryEntry, Message
+from ..threads.values import has_surrogate
+from ..tokens import count_entry_tokens, count_tokens
+from .records import (
+    COMPACTION_STRATEGIES,
+    DEFAULT_KEEP_RECENT,
+    DEFAULT_SUMMARY_TIMEOUT,
+    HYBRID_WINDOW_LIMIT,
+    CompactionError,
+    CompactionResult,
+)
+
+#: The instruction sent to the summarizer when ``summary_prompt`` is not given.
+COMPACTION_PROMPT = (
+    "Summarize the conversation above so that it can continue without it. Keep names, numbers, "
+    "dates, decisions, open questions and tasks. When it opens with a summary of an earlier part, "
+    "fold that summary into yours. Answer with the summary only."
+)
+
+#: How many times the entry is written again when entries raced in between the last read and it.
+_WRITE_TRIES = 3
+
+
+def _positive(name: str, value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidArgumentError(name, f"must be a positive integer or None, got {value!r}")
+    return value
+
+
+def _optional_text(name: str, value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidArgumentError(name, f"must be a non-empty string or None, got {value!r}")
+    return value
+
+
+def _fingerprint(entry: MemoryEntry) -> tuple[str, bool]:
+    """What must not change under a summary: the entry's text and whether it was redacted."""
+    text = entry.message.text if entry.message is not None else ""
+    return text, bool(entry.metadata and entry.metadata.get("redacted"))
+
+
+@dataclass(slots=True)
+class _Plan:
+    previous: MemoryEntry | None
+    entries: list[MemoryEntry]  # the conversation entries of the view, oldest first
+    cut: int  # entries[:cut] are covered
+    strategy: str
+
+
+class CompactionService:
+    """Compacts threads of ``adapter`` (any store with branches: every built-in one), asking
+    ``summarize`` (a :data:`~cogitator_memory.models.SummarizeFn`) for the summaries.
+
+    ``timeout`` bounds each summarizer call in seconds. Compactions of one thread by one service
+    run one after another. See ``docs/compaction.md``.
+    """
+
+    def __init__(
+        self, adapter: MemoryAdapter, summarize: SummarizeFn, *, timeout: float = DEFAULT_SUMMARY_TIMEOUT
+    ) -> None:
+        if not callable(getattr(adapter, "get_path", None)) or not callable(getattr(adapter, "add_entry", None)):
+            raise InvalidArgumentError("adapter", "must be a thread store with get_path() and add_entry()")
+        if not callable(summarize):
+            raise InvalidArgumentError("summarize", "must be an async function (messages, options) -> str")
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+            raise InvalidArgumentError("timeout", f"must be a positive number of seconds, got {timeout!r}")
+        self.adapter = adapter
+        self.summarize = summarize
+        self.timeout = float(timeout)
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+
+    async def compact(
+        self,
+        thread_id: str,
+        *,
+        strategy: str = "summary",
+        threshold: int | None = None,
+        message_threshold: int | None = None,
+        keep_recent: int = DEFAULT_KEEP_RECENT,
+        summary_model: str | None = None,
+        summary_prompt: str | None = None,
+    ) -> CompactionResult:
+        """Compact the thread's active branch once it holds ``threshold`` tokens or
+        ``message_threshold`` conversation entries (set at least one), keeping the newest
+        ``keep_recent`` entries as they are.
+
+        Raises :class:`InvalidArgumentError` naming a bad argument, ``NotFoundError`` for a
+        missing thread, :class:`CompactionError` when the compaction is refused (nothing is
+        written then), and the store's error when it fails.
+        """
+        if not isinstance(thread_id, str) or not thread_id:
+            raise InvalidArgumentError("thread_id", "must be a non-empty string")
+        if strategy not in COMPACTION_STRATEGIES:
+            raise InvalidArgumentError(
+                "strategy", f"must be one of {', '.join(COMPACTION_STRATEGIES)}, got {strategy!r}"
+            )
+        threshold = _positive("threshold", threshold)
+        message_threshold = _positive("message_threshold", message_threshold)
+        if threshold is None and message_threshold is None:
+            raise InvalidArgumentError("threshold", "set threshold or message_threshold (or both)")
+        if isinstance(keep_recent, bool) or not isinstance(keep_recent, int) or keep_recent < 0:
+            raise InvalidArgumentError("keep_recent", f"must be an integer >= 0, got {keep_recent!r}")
+        options = SummarizeOptions(
+            model=_optional_text("summary_model", summary_model),
+            prompt=_optional_text("summary_prompt", summary_prompt) or COMPACTION_PROMPT,
+        )
+        lock = self._locks.get(thread_id)
+        if lock is None:
+            lock = self._locks[thread_id] = asyncio.Lock()
+        async with lock:
+            return await self._compact(thread_id, strategy, threshold, message_threshold, keep_recent, options)
+
+    async def _read(self, thread_id: str) -> list[MemoryEntry]:
+        return unwrap(
+            await self.adapter.get_path(thread_id=thread_id, types=HISTORY_ENTRY_TYPES, include_tool_calls=True)
+        )
+
+    def _plan(
+        self,
+        path: Sequence[MemoryEntry],
+        strategy: str,
+        threshold: int | None,
+        message_threshold: int | None,
+        keep_recent: int,
+    ) -> _Plan | None:
+        view = compacted_history(path)
+        previous = view[0] if view and compaction_of(view[0]) is not None else None
+        entries = view[1:] if previous is not None else view
+        tokens = sum(count_entry_tokens(e) for e in entries)
+        if previous is not None:
+            tokens += count_tokens(summary_message(previous).text)
+        due = (threshold is not None and tokens >= threshold) or (
+            message_threshold is not None and len(entries) >= message_threshold
+        )
+        cut = max(0, len(entries) - keep_recent)
+        while 0 < cut < len(entries) and is_tool_result(entries[cut]):
+            cut -= 1  # a tool result stays with the call it answers
+        if not due or cut == 0:
+            return None
+        if strategy == "hybrid":
+            strategy = "sliding-window" if cut <= HYBRID_WINDOW_LIMIT else "summary"
+        return _Plan(previous, entries, cut, strategy)
+
+    async def _compact(
+        self,
+        thread_id: str,
+        strategy: str,
+        threshold: int | None,
+        message_threshold: int | None,
+        keep_recent: int,
+        options: SummarizeOptions,
+    ) -> CompactionResult:
+        path = await self._read(thread_id)
+        plan = self._plan(path, strategy, threshold, message_threshold, keep_recent)
+        if plan is None:
+            view = compacted_history(path)
+            return CompactionResult(thread_id, len(view), len(view), 0)
+        covered = plan.entries[: plan.cut]
+        original = len(plan.entries) + (1 if plan.previous is not None else 0)
+        previous_event = compaction_of(plan.previous) if plan.previous is not None else None
+        if plan.strategy == "summary":
+            summary = await self._summary(plan.previous, covered, options)
+            written_by = "summary"
+        else:
+            left_out = f"[{len(covered)} earlier messages are left out.]"
+            summary = f"{previous_event.summary}\n{left_out}" if previous_event is not None else left_out
+            written_by = "sliding-window"
+        expected = {e.id: _fingerprint(e) for e in covered}
+        for _ in range(_WRITE_TRIES):
+            first_kept = self._check(await self._read(thread_id), expected, covered[-1].id)
+            entry = unwrap(
+                await self.adapter.add_entry(
+                    {
+                        "thread_id": thread_id,
+                        "type": "compaction",
+                        "event": CompactionEvent(
+                            summary=summary,
+                            first_kept_entry_id=first_kept,
+                            tokens_before=sum(count_entry_tokens(e) for e in covered),
+                            strategy=written_by,
+                        ),
+                    }
+                )
+            )
+            after = unwrap(
+                await self.adapter.get_path(
+                    thread_id=thread_id, leaf_id=entry.id, types=HISTORY_ENTRY_TYPES, include_tool_calls=True
+                )
+            )
+            try:
+                now_first = self._check(after[:-1], expected, covered[-1].id)
+            except CompactionError:
+                await self.adapter.delete_entry(entry.id)
+                raise
+            if now_first == first_kept:
+                view = compacted_history(after)
+                return CompactionResult(
+                    session_id=thread_id,
+                    original_messages=original,
+                    compacted_messages=len(view),
+                    summary_tokens=count_tokens(summary),
+                    entry_id=entry.id,
+                    strategy=written_by,
+                    covered=len(covered),
+                )
+            unwrap(await self.adapter.delete_entry(entry.id))  # an entry raced in: write it again
+        raise CompactionError(f"thread {thread_id} kept changing while its compaction was written; try again")
+
+    @staticmethod
+    def _check(path: Sequence[MemoryEntry], expected: dict[str, tuple[str, bool]], last_covered: str) -> str | None:
+        """The first entry to keep (the one after the last covered entry on the branch), after
+        checking that every covered entry is still on it as it was summarized."""
+        seen = 0
+        first_kept: str | None = None
+        passed = False
+        for entry in path:
+            if entry.is_event:
+                continue
+            if passed:
+                first_kept = entry.id
+                break
+            want = expected.get(entry.id)
+            if want is not None:
+                if _fingerprint(entry) != want:
+                    raise CompactionError(f"entry {entry.id} was redacted or changed while it was summarized")
+                seen += 1
+            if entry.id == last_covered:
+                passed = True
+        if seen != len(expected):
+            raise CompactionError("entries being summarized were deleted or left the active branch meanwhile")
+        return first_kept
+
+    async def _summary(
+        self, previous: MemoryEntry | None, covered: Sequence[MemoryEntry], options: SummarizeOptions
+    ) -> str:
+        messages: list[Message] = [summary_message(previous)] if previous is not None else []
+        for entry in covered:
+            messages.extend(entry_messages(entry))
+        if not any(m.role != "system" for m in messages):
+            messages.append(Message(role="user", content="(no messages)"))
+        try:
+            answer = await asyncio.wait_for(self.summarize(messages, options), self.timeout)
+        except TimeoutError:
+            raise CompactionError(f"the summarizer gave no answer within {self.timeout:g} s") from None
+        except Exception as exc:  # the summarizer's own failure: nothing is written
+            raise CompactionError(f"the summarizer failed: {exc}") from exc
+        if not isinstance(answer, str) or not answer.strip() or has_surrogate(answer) or "\x00" in answer:
+            raise CompactionError(f"the summarizer answered no usable summary: {answer!r:.200}")
+        summary = answer.strip()
+        replaced = sum(count_entry_tokens(e) for e in covered)
+        if previous is not None:
+            replaced += count_tokens(summary_message(previous).text)
+        if count_tokens(summary) > replaced:
+            raise CompactionError(
+                f"the summary ({count_tokens(summary)} tokens) is longer than what it replaces ({replaced} tokens)"
+            )
+        return summary
+
+
+__all__ = ["COMPACTION_PROMPT", "CompactionService"]
