@@ -28,7 +28,7 @@ from .result import MemoryResult, err, ok_none
 
 logger = logging.getLogger("cogitator_memory")
 
-Capability = Literal["branches", "redaction", "health", "vectors", "keyword-search", "items", "files"]
+Capability = Literal["branches", "redaction", "health", "vectors", "keyword-search", "items", "files", "graph", "facts"]
 """What a store may declare it supports beyond its contract (see ``capabilities``)."""
 
 #: The attributes of a store whose values may hold credentials (URLs, passwords, API keys).

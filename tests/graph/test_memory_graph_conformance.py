@@ -21,5 +21,5 @@ async def test_graph_conformance(case: GraphConformanceCase, store: InMemoryAdap
 
 
 def test_the_in_memory_store_keeps_a_graph() -> None:
-    assert InMemoryAdapter().supports("graph")  # type: ignore[arg-type]
+    assert InMemoryAdapter().supports("graph")
     assert is_graph_adapter(InMemoryAdapter())

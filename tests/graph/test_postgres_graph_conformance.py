@@ -55,4 +55,4 @@ async def test_graph_conformance(case: GraphConformanceCase, store: PostgresAdap
 
 
 def test_the_postgres_store_keeps_a_graph() -> None:
-    assert PostgresAdapter(url="postgresql://x/y").supports("graph")  # type: ignore[arg-type]
+    assert PostgresAdapter(url="postgresql://x/y").supports("graph")
