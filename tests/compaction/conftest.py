@@ -92,11 +92,12 @@ def server() -> Iterator[ScriptedServer]:
 @pytest.fixture
 async def client(server: ScriptedServer) -> AsyncIterator[OpenAIChatClient]:
     """A chat client of the scripted server, retrying nothing and waiting at most 2 s."""
-    async with OpenAIChatClient(
+    chat = OpenAIChatClient(
         provider="compatible",
         base_url=server.url + "/v1",
         model="summarizer-1",
         timeout=2.0,
         retry=RetryPolicy(max_retries=0),
-    ) as chat:
+    )
+    async with chat:
         yield chat
