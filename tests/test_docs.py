@@ -44,6 +44,7 @@ RUNNABLE_PAGES = [
     "recall.md",
     "facts.md",
     "graph.md",
+    "compaction.md",
 ]
 
 
