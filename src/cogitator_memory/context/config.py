@@ -123,6 +123,40 @@ class RecallSettings(RetrieverSettings):
     hybrid_limit: int = Field(default=40, ge=1, le=10_000)
 
 
+class GraphContextOptions(BaseModel):
+    """What ``include_graph_context`` sends: the entities the turn names and those within
+    ``max_depth`` hops of them (0: only the named ones), at most ``max_nodes`` of them and
+    ``max_edges`` relations; ``include_inferred`` keeps relations (and entities) the inference
+    pass added; ``entity_types`` keeps only entities of those types (all when ``None``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_nodes: int = Field(default=20, ge=1, le=1_000)
+    max_edges: int = Field(default=40, ge=0, le=10_000)
+    max_depth: int = Field(default=2, ge=0, le=8)
+    include_inferred: bool = True
+    entity_types: list[str] | None = None
+
+
+def check_graph_options(value: object, name: str = "config.graph_context_options") -> GraphContextOptions:
+    """:class:`GraphContextOptions` from one, a dict of its fields or ``None`` (the defaults)."""
+    if value is None:
+        return GraphContextOptions()
+    if isinstance(value, GraphContextOptions):
+        return value
+    if not isinstance(value, Mapping):
+        raise InvalidArgumentError(name, f"must be GraphContextOptions or a dict, got {type(value).__name__}")
+    types = value.get("entity_types")
+    if types is not None and (
+        not isinstance(types, list | tuple) or not all(isinstance(t, str) and t.strip() for t in types)
+    ):
+        raise InvalidArgumentError(f"{name}.entity_types", f"must be a list of type names, got {types!r}")
+    try:
+        return GraphContextOptions.model_validate(dict(value))
+    except ValidationError as exc:
+        raise tree.validation_error(name, exc) from None
+
+
 def check_recall(value: object, name: str = "config.recall") -> RecallSettings:
     """:class:`RecallSettings` from one, a dict of its fields or ``None`` (the defaults)."""
     if value is None:
@@ -162,7 +196,7 @@ class ContextBuilderConfig(BaseModel):
     include_facts: bool = False
     include_semantic_context: bool = False
     include_graph_context: bool = False
-    graph_context_options: dict[str, Any] = Field(default_factory=dict)
+    graph_context_options: GraphContextOptions = Field(default_factory=GraphContextOptions)
     partitions: dict[str, Any] | None = None
     time_zone: str = "UTC"
     recall: RecallSettings = Field(default_factory=RecallSettings)
@@ -189,6 +223,8 @@ def check_config(value: object) -> ContextBuilderConfig:
         check_time_zone("config.time_zone", raw["time_zone"])
     if "recall" in raw:
         raw["recall"] = check_recall(raw["recall"])
+    if "graph_context_options" in raw:
+        raw["graph_context_options"] = check_graph_options(raw["graph_context_options"])
     try:
         config = ContextBuilderConfig.model_validate(raw)
     except ValidationError as exc:
@@ -282,10 +318,12 @@ __all__ = [
     "ContextPartition",
     "ContextPartitionBudget",
     "ContextStrategy",
+    "GraphContextOptions",
     "RecallSettings",
     "check_as_of",
     "check_budget",
     "check_config",
+    "check_graph_options",
     "check_recall",
     "check_reserve",
     "check_share",

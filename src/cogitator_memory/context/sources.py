@@ -2,8 +2,8 @@
 
 :class:`ContextBuilderDeps` names them. The thread store is required; the rest are optional and
 each enables a part: an embedding service (relevance, semantic context), an embedding store
-(semantic context), a fact source (``include_facts``), a message index. The knowledge graph,
-memory items and a reranker come in later releases; their slots are here so that they plug in.
+(semantic context), a fact source (``include_facts``), a message index, a graph store (``include_graph_context``). A reranker
+comes in a later release; its slot is here so that it plugs in.
 
 :class:`FactSource` is the small protocol the builder needs of a fact store: any object with an
 async ``get_facts(agent_id, *, user_id, limit)`` returning a
@@ -23,6 +23,7 @@ from ..result import MemoryResult
 from ..threads.base import MemoryAdapter
 
 if TYPE_CHECKING:
+    from ..graph.base import GraphAdapter
     from ..vectors.base import EmbeddingAdapter
     from .message_index import MessageIndex
 
@@ -57,6 +58,7 @@ class ContextBuilderDeps:
     embedding_adapter: EmbeddingAdapter | None = None
     fact_adapter: FactSource | None = None
     message_index: MessageIndex | None = None
+    graph_adapter: GraphAdapter | None = None
     graph_context_builder: Any = None
     memory_items: Any = None
     reranker: Any = None
@@ -88,6 +90,10 @@ def check_deps(value: object) -> ContextBuilderDeps:
         raise InvalidArgumentError(
             "deps.fact_adapter", "must have an async get_facts(agent_id, user_id=..., limit=...)"
         )
+    if deps.graph_adapter is not None and not (
+        hasattr(deps.graph_adapter, "traverse") and hasattr(deps.graph_adapter, "query_nodes")
+    ):
+        raise InvalidArgumentError("deps.graph_adapter", "must be a graph store (GraphAdapter)")
     if deps.message_index is not None and not hasattr(deps.message_index, "search"):
         raise InvalidArgumentError("deps.message_index", "must be a MessageIndex")
     return deps
