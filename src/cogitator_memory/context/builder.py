@@ -447,12 +447,12 @@ class ContextBuilder(RelevanceRanking):
         try:
             history_room = self._history_room(window, room, required, loaded)
             cut = estimated_cut(window, history_room, self._tokens, self._window_blocks(window))
-            turns = await self._recall.older_turns(thread_id, leaf_id, window, cut)
+            turns, places = await self._recall.older_turns(thread_id, leaf_id, window, cut)
             turn_cos, item_cos = await gather_vectors(
                 self._recall, thread_id, turns, loaded.items, loaded.vector, self._embed_entries, errors
             )
             hits = await self._recall.search(analysis, turns, turn_cos, loaded.items, item_cos, errors)
-            return self._recall.blocks(hits, turns, zone, as_of, analysis.terms, room)
+            return self._recall.blocks(hits, turns, zone, as_of, analysis.terms, room, places)
         except Exception as exc:
             errors.append(ContextBuildError("relevance", exc))
             return []

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -161,9 +161,10 @@ class HybridRecall:
 
     async def older_turns(
         self, thread_id: str, leaf_id: str | None, window: HistoryWindow, keep_from: int
-    ) -> list[MemoryEntry]:
+    ) -> tuple[list[MemoryEntry], Mapping[str, int] | None]:
         """The turns older than ``window.entries[keep_from]``, oldest first: the newest
-        ``settings.window`` of them without a message index, all of the branch with one."""
+        ``settings.window`` of them without a message index, all of the branch with one (then
+        with their places, by id)."""
         entries = window.entries
         older_read = list(entries[:keep_from])
         if self.deps.message_index is not None:
@@ -171,11 +172,11 @@ class HybridRecall:
             if entries and keep_from < len(entries):
                 at = branch.pos.get(entries[keep_from].id)
                 if at is not None:
-                    return branch.entries[:at]
-            return branch.entries[: len(branch.entries) - (len(entries) - keep_from)]
+                    return branch.entries[:at], branch.pos
+            return branch.entries[: len(branch.entries) - (len(entries) - keep_from)], branch.pos
         want = self.settings.window
         if len(older_read) >= want or not entries:
-            return older_read[-want:]
+            return older_read[-want:], None
         memory = self.deps.memory_adapter
         first = entries[0].id
         where: dict[str, Any] = {
@@ -189,7 +190,7 @@ class HybridRecall:
             found = await memory.get_path(**where, copy=False)
         else:
             found = await memory.get_path(**where)
-        return [*unwrap(found), *older_read]
+        return [*unwrap(found), *older_read], None
 
     async def _branch(self, thread_id: str, leaf_id: str | None, window: HistoryWindow) -> _Branch:
         """Every turn of the branch, oldest first, kept up to date from the newest entries read."""
@@ -360,13 +361,14 @@ class HybridRecall:
         as_of: datetime,
         terms: Sequence[str] = (),
         room: int | None = None,
+        places: Mapping[str, int] | None = None,
     ) -> list[ContextBlock]:
         """The recall blocks of ``hits``, best first: a turn with the turn next to it that makes
         it readable (a hit among its neighbours is sent whole, in the same block), an item alone.
         With ``room``, blocks stop once they hold twice that many tokens (the rest could not fit)."""
         wanted_terms = frozenset(terms)
         total = 0
-        pos = {e.id: i for i, e in enumerate(turns)}
+        pos = places if places is not None else {e.id: i for i, e in enumerate(turns)}
         hit_ids = {h.id for h in hits if h.kind == "turn"}
         used: set[str] = set()
         out: list[ContextBlock] = []

@@ -61,6 +61,9 @@ class Corpus(Generic[D]):
 
     bm25: BM25Index[str]
     docs: dict[str, Doc[D]] = field(default_factory=dict)
+    #: The ids of the documents in the order of the last sync.
+    order: list[str] = field(default_factory=list)
+    _index: dict[str, int] | None = None
 
     @classmethod
     def new(cls, k1: float, b: float) -> Corpus[D]:
@@ -94,7 +97,16 @@ class Corpus(Generic[D]):
             if len(wanted) != len(docs):
                 for rid in [r for r in docs if r not in wanted]:
                     self.bm25.remove_terms(rid, docs.pop(rid).terms)
+        if ids != self.order:
+            self.order = ids
+            self._index = None
         return ids
+
+    def index(self) -> dict[str, int]:
+        """Each document's place in the order of the last sync (made once per order)."""
+        if self._index is None:
+            self._index = {rid: i for i, rid in enumerate(self.order)}
+        return self._index
 
     def times_of(self, rid: str, said_at: datetime, time_zone: str) -> list[TimeInterval]:
         """The intervals the document's text names, read from ``said_at`` (read once, kept)."""

@@ -28,9 +28,10 @@ thread of 10,000 turns is tokenized once; it changes nothing it is given.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
+from operator import attrgetter
 from typing import Any, Literal
 
 from ..errors import InvalidArgumentError
@@ -39,7 +40,7 @@ from ..items.records import MemoryItem, MemoryScope, check_scope
 from ..result import unwrap
 from ..search.fusion import reciprocal_rank_fusion
 from ..search.tokenizer import index_terms
-from ..threads.records import MemoryEntry
+from ..threads.records import EVENT_TYPES, MemoryEntry
 from . import item_search
 from .corpus import CorpusCache, jaccard, phrase_pattern, turn_text
 from .query import QueryAnalysis, analyze_query
@@ -47,6 +48,11 @@ from .rerank import Reranker, check_results, reranked_order
 from .settings import Channel, RetrieverSettings, check_settings
 
 HitKind = Literal["turn", "item"]
+
+_ID = attrgetter("id")
+#: Past this many turns, a term held by more than half of them is not searched by BM25 (its
+#: weight is under a tenth of a rare term's, and its postings cost the most to read).
+COMMON_TERMS_FROM = 2000
 
 #: How many of the best hits of each channel the time channel reads the time words of.
 TIME_CHECKED = 15
@@ -139,6 +145,7 @@ class MemoryRetriever:
         item_adapter: Any = None,
         scope: MemoryScope | Mapping[str, Any] | None = None,
         item_cosines: Mapping[str, float] | None = None,
+        keyword_hits: Sequence[str] | None = None,
         limit: int | None = None,
         analysis: QueryAnalysis | None = None,
     ) -> Retrieval:
@@ -149,7 +156,9 @@ class MemoryRetriever:
         turns to search, in conversation order; ``held`` ids of turns or items already in the
         context, never returned. ``cosines`` (entry id -> cosine with the input's vector) and
         ``item_cosines`` (item id -> cosine) feed the vector channels; without them those
-        channels find nothing. ``items`` are the items to search; or give ``item_adapter`` (a
+        channels find nothing. ``keyword_hits`` (entry ids, best first) replaces the BM25 of the
+        turns by a keyword search done elsewhere (an embedding store's, over a whole thread).
+        ``items`` are the items to search; or give ``item_adapter`` (a
         :class:`~cogitator_memory.items.MemoryItemAdapter`) and ``scope``, and the active and
         superseded items the scope sees, known at ``anchor``, are read. ``limit`` (default
         ``settings.limit``) caps the hits. Raises
@@ -216,24 +225,25 @@ class MemoryRetriever:
             rankings.extend((c, [f"i:{r}" for r in ranking]) for c, ranking in item_rank)
 
         # --- turns -----------------------------------------------------------------------------
-        turns = [e for e in history if not e.is_event]
-        entry_map: dict[str, MemoryEntry] = {}
-        position: dict[str, float] = {}
-        turn_ids: list[str] = []
+        turns = [e for e in history if e.type not in EVENT_TYPES]
+        entry_map: _Turns = _Turns({}, held_ids)
+        index_of: Mapping[str, int] = {}
+        span = 1
         corpus_t = None
         if turns:
             corpus_t = self._turns.get(turns[0].thread_id, s.bm25_k1, s.bm25_b)
-            ids = turn_ids = corpus_t.sync(turns, lambda e: e.id, turn_text)
-            span = max(1, len(ids) - 1)
-            for i, rid in enumerate(ids):
-                position[rid] = i / span
-            entry_map = {e.id: e for e in turns if e.id not in held_ids}
-
-            def keep(rid: str) -> bool:
-                return rid in entry_map
+            corpus_t.sync(turns, _ID, turn_text)
+            index_of = corpus_t.index()
+            span = max(1, len(index_of) - 1)
+            entry_map = _Turns(corpus_t.docs, held_ids)
+            keep = entry_map.__contains__
 
             vector = item_search.vector_ranking(turn_cos, entry_map, s.vector_min_cosine, s.vector_relative, s.depth)
-            bm25 = [r for r, _ in corpus_t.bm25.search_terms(list(analysis.terms), limit=s.depth, keep=keep)]
+            if keyword_hits is not None:
+                bm25 = [r for r in dict.fromkeys(keyword_hits) if r in entry_map][: s.depth]
+            else:
+                asked = _telling(corpus_t, analysis.terms)
+                bm25 = [r for r, _ in corpus_t.bm25.search_terms(asked, limit=s.depth, keep=keep)]
             entity = self._entity_turns(corpus_t, analysis, named, keep)
             time = self._time_turns(corpus_t, analysis, entry_map, [vector, bm25, entity], zone)
             evidence: list[str] = []
@@ -244,8 +254,9 @@ class MemoryRetriever:
                 for rid, _score in best[: s.evidence_items]:
                     item = item_map.get(rid[2:])
                     for ev in item.evidence if item is not None else ():
-                        if ev.entry_id in entry_map and ev.entry_id not in evidence:
-                            evidence.append(ev.entry_id)
+                        quoted = ev.entry_id
+                        if quoted is not None and quoted in entry_map and quoted not in evidence:
+                            evidence.append(quoted)
             turn_rankings: list[tuple[Channel, list[str]]] = [
                 ("vector", vector),
                 ("bm25", bm25),
@@ -262,8 +273,8 @@ class MemoryRetriever:
         fused = reciprocal_rank_fusion(
             [r for _, r in rankings], k=s.rrf_k, weights=[s.weight(analysis.kind, c) for c, _ in rankings]
         )
-        if s.neighbour_weight > 0 and turns:
-            fused = _with_neighbours(fused, turn_ids, entry_map, s.neighbour_weight)
+        if s.neighbour_weight > 0 and corpus_t is not None:
+            fused = _with_neighbours(fused, corpus_t.order, index_of, entry_map, s.neighbour_weight)
         places: dict[str, dict[Channel, int]] = {}
         for channel, ranking in rankings:
             for rank, rid in enumerate(ranking, start=1):
@@ -277,7 +288,7 @@ class MemoryRetriever:
             if kind == "t":
                 assert corpus_t is not None
                 term_set = corpus_t.docs[raw].term_set
-                score *= 1.0 + s.recency_weight * position.get(raw, 0.0)
+                score *= 1.0 + s.recency_weight * index_of.get(raw, 0) / span
             else:
                 item = item_map[raw]
                 assert corpus_i is not None
@@ -404,22 +415,66 @@ class MemoryRetriever:
         return [head[i] for i in reranked_order(checked, top)] + hits[top:]
 
 
+def _telling(corpus: Any, terms: Sequence[str]) -> list[str]:
+    """``terms`` without those more than half of a large corpus holds (see :data:`COMMON_TERMS_FROM`)."""
+    index = corpus.bm25
+    size = len(index)
+    if size < COMMON_TERMS_FROM:
+        return list(terms)
+    kept = [t for t in terms if index.doc_freq(t) * 2 <= size]
+    return kept or list(terms)
+
+
 def _with_neighbours(
-    fused: list[tuple[str, float]], turn_ids: Sequence[str], allowed: Mapping[str, object], weight: float
+    fused: list[tuple[str, float]],
+    order: Sequence[str],
+    index_of: Mapping[str, int],
+    allowed: Collection[str],
+    weight: float,
 ) -> list[tuple[str, float]]:
     """Each turn's fused score plus ``weight`` times the best score of the turns next to it (a
     question is found through its answer, and the answer through its question), best first."""
     base = dict(fused)
-    out = dict(base)
-    for i, rid in enumerate(turn_ids):
-        if rid not in allowed:
+    bonus: dict[str, float] = {}
+    for key, score in fused:
+        if key[0] != "t":
             continue
-        near = [base.get(f"t:{turn_ids[j]}", 0.0) for j in (i - 1, i + 1) if 0 <= j < len(turn_ids)]
-        bonus = weight * max(near, default=0.0)
-        if bonus > 0:
-            key = f"t:{rid}"
-            out[key] = out.get(key, 0.0) + bonus
+        at = index_of.get(key[2:])
+        if at is None:
+            continue
+        for j in (at - 1, at + 1):
+            if 0 <= j < len(order) and order[j] in allowed:
+                near = f"t:{order[j]}"
+                bonus[near] = max(bonus.get(near, 0.0), weight * score)
+    out = dict(base)
+    for key, extra in bonus.items():
+        out[key] = out.get(key, 0.0) + extra
     return sorted(out.items(), key=lambda pair: (-pair[1], pair[0]))
+
+
+class _Turns(Mapping[str, MemoryEntry]):
+    """The turns of a corpus a search may return (those not held), by id, without a copy."""
+
+    __slots__ = ("_docs", "_held")
+
+    def __init__(self, docs: Mapping[str, Any], held: Collection[str]) -> None:
+        self._docs = docs
+        self._held = held
+
+    def __getitem__(self, key: str) -> MemoryEntry:
+        if key in self._held:
+            raise KeyError(key)
+        entry: MemoryEntry = self._docs[key].record
+        return entry
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._docs and key not in self._held
+
+    def __iter__(self) -> Iterator[str]:
+        return (k for k in self._docs if k not in self._held)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def _mmr(scored: list[tuple[float, str]], term_sets: Mapping[str, frozenset[str]], lam: float, pool: int) -> list[str]:
