@@ -41,6 +41,7 @@ from .config import (
     default_reserve,
 )
 from .facts import FactLine, read_fact_lines
+from .graph_context import GRAPH_HEADING, GraphContextNode, GraphSelection, graph_context, graph_section, select_graph
 from .history import (
     HistoryReader,
     HistoryWindow,
@@ -98,6 +99,7 @@ class _Loaded:
     facts: list[FactLine] = field(default_factory=list)
     vector: list[float] | None = None
     items: list[MemoryItem] | None = None
+    graph: GraphSelection | None = None
 
 
 class ContextBuilder(RelevanceRanking):
@@ -119,6 +121,10 @@ class ContextBuilder(RelevanceRanking):
         if deps is None:
             raise InvalidArgumentError("deps", "is required: at least {'memory_adapter': <thread store>}")
         self.deps = check_deps(deps)
+        if self.config.include_graph_context and self.deps.graph_adapter is None:
+            raise InvalidArgumentError(
+                "deps.graph_adapter", "is required by config.include_graph_context: give the graph store to read"
+            )
         self.assembler = ContextAssembler(self.config.partitions, strategy=self.config.strategy)
         self._tokens = TokenCache()
         self._history = HistoryReader()
@@ -222,6 +228,9 @@ class ContextBuilder(RelevanceRanking):
             jobs.append(self._load_vector(text_input or "", loaded, errors, relevance or recall_on, semantic))
         if recall_on and self.deps.memory_items is not None:
             jobs.append(self._load_items(tid, agent, user, anchor, loaded, errors))
+        if cfg.include_graph_context and has_input:
+            graph_analysis = analysis or analyze_query(text_input or "", anchor, zone)
+            jobs.append(self._load_graph(tid, agent, user, text_input or "", graph_analysis, loaded, errors, warnings))
         if len(jobs) == 1:  # most builds: no task to schedule
             await jobs[0]
         else:
@@ -263,6 +272,8 @@ class ContextBuilder(RelevanceRanking):
         self._add_context_blocks(
             blocks, overhead, window, loaded.facts, semantic_hits, candidates, recall_blocks, start
         )
+        if loaded.graph is not None and loaded.graph.blocks:
+            self._add_graph_blocks(blocks, overhead, loaded.graph)
         fitter: Fitter
         if candidates is not None:
             fitter = fit_relevant
@@ -274,7 +285,10 @@ class ContextBuilder(RelevanceRanking):
                 self._recall, tid, self.assembler, budget, blocks, overhead, fitter, assembly
             )
         warnings.extend(assembly.warnings)
-        return self._result(assembly, window, used_strategy, errors, warnings, window.entries[:start])
+        built = self._result(assembly, window, used_strategy, errors, warnings, window.entries[:start])
+        if cfg.include_graph_context:
+            self._graph_result(built, assembly.kept.get("recall", ()), loaded.graph)
+        return built
 
     # ----- loading ---------------------------------------------------------------------------
 
@@ -347,6 +361,68 @@ class ContextBuilder(RelevanceRanking):
             loaded.facts = await read_fact_lines(self.deps, agent, user, thread_id, as_of, FACTS_LIMIT)
         except Exception as exc:
             errors.append(ContextBuildError("facts", exc))
+
+    async def _load_graph(
+        self,
+        thread_id: str,
+        agent_id: str | None,
+        user_id: str | None,
+        text: str,
+        analysis: QueryAnalysis,
+        loaded: _Loaded,
+        errors: list[ContextBuildError],
+        warnings: list[str],
+    ) -> None:
+        """The graph context of the build (see ``context/graph_context.py``)."""
+        adapter = self.deps.graph_adapter
+        assert adapter is not None
+        try:
+            agent, user = await self._thread_scope(thread_id, agent_id, user_id)
+            if agent is None:
+                warnings.append("graph context needs an agent: give agent_id or build on a thread of an agent")
+                return
+            loaded.graph = await select_graph(
+                adapter,
+                agent,
+                user,
+                thread_id,
+                text,
+                analysis,
+                self.config.graph_context_options,
+                self._tokens.text_tokens,
+            )
+        except Exception as exc:
+            errors.append(ContextBuildError("graph", exc))
+
+    def _add_graph_blocks(
+        self,
+        blocks: dict[ContextPartition, list[ContextBlock]],
+        overhead: dict[ContextPartition, int],
+        graph: GraphSelection,
+    ) -> None:
+        """The graph's blocks at the end of the recall partition, with their heading (and the
+        memory context's framing when nothing else frames it)."""
+        if "brief" not in blocks and "recall" not in blocks:
+            framing = self._tokens.text_tokens(OPEN_TAG) + self._tokens.text_tokens(CLOSE_TAG) + MESSAGE_OVERHEAD + 1
+            overhead["recall"] = overhead.get("recall", 0) + framing
+        blocks["recall"] = [*blocks.get("recall", ()), *graph.blocks]
+        overhead["recall"] = overhead.get("recall", 0) + self._tokens.text_tokens(GRAPH_HEADING) + 2
+
+    def _graph_result(self, built: BuiltContext, kept: Sequence[ContextBlock], graph: GraphSelection | None) -> None:
+        """``graph_context``, its counts and what of it was left out, on a built context."""
+        blocks = [b for b in kept if isinstance(b.item, GraphContextNode)]
+        built.graph_context = graph_context(blocks)
+        built.metadata.graph_nodes_included = len(built.graph_context.nodes)
+        built.metadata.graph_edges_included = len(built.graph_context.edges)
+        sent = {id(b) for b in blocks}
+        dropped = built.dropped
+        for block in graph.blocks if graph is not None else ():
+            if id(block) not in sent:
+                dropped.graph_nodes.append(block.item.node.model_copy(deep=True))
+        for block in graph.extra if graph is not None else ():
+            dropped.graph_nodes.append(block.item.node.model_copy(deep=True))
+            dropped.blocks.append(DroppedBlock("recall", "not-selected", block.tokens, block.source_id))
+            dropped.token_count += block.tokens
 
     async def _load_vector(
         self, text: str, loaded: _Loaded, errors: list[ContextBuildError], relevance: bool, semantic: bool
@@ -605,7 +681,9 @@ class ContextBuilder(RelevanceRanking):
         if facts:
             sections.append(FACTS_HEADING + "\n" + "\n".join(f"- {b.text}" for b in kept["facts"]))
         kept_recall = kept.get("recall", ())
-        semantic_blocks = [b for b in kept_recall if not isinstance(b.item, RecalledTurns | MemoryItem)]
+        semantic_blocks = [
+            b for b in kept_recall if not isinstance(b.item, RecalledTurns | MemoryItem | GraphContextNode)
+        ]
         semantic = [b.item for b in semantic_blocks]
         if semantic:
             sections.append(SEMANTIC_HEADING + "\n" + "\n".join(f"- {b.text}" for b in semantic_blocks))
@@ -615,6 +693,9 @@ class ContextBuilder(RelevanceRanking):
         item_blocks = [b for b in kept_recall if isinstance(b.item, MemoryItem)]
         if item_blocks:
             sections.append(ITEMS_HEADING + "\n" + "\n".join(f"- {b.text}" for b in item_blocks))
+        graph_blocks = [b for b in kept_recall if isinstance(b.item, GraphContextNode)]
+        if graph_blocks:
+            sections.append(graph_section(graph_blocks))
         recalled_entries = [e for b in turn_blocks for e in b.item.hits]
         recalled_ids = {e.id for e in recalled_entries}
         memory_context = format_turn_context(sections) or None
@@ -634,7 +715,9 @@ class ContextBuilder(RelevanceRanking):
                         history_cut = True
             elif block.partition == "facts":
                 dropped.facts.append(block.item)
-            elif block.partition == "recall" and not isinstance(block.item, RecalledTurns | MemoryItem):
+            elif block.partition == "recall" and not isinstance(
+                block.item, RecalledTurns | MemoryItem | GraphContextNode
+            ):
                 dropped.semantic_results.append(block.item)
         for entry in hidden:  # older than the history hybrid keeps, and not recalled
             if entry.id not in recalled_ids:
