@@ -341,3 +341,15 @@ async def test_neighbour_weight_finds_a_turn_through_the_turn_next_to_it(memory:
     paired = await MemoryRetriever({"neighbour_weight": 0.5}).retrieve(question, anchor=LATER, history=turns)
     assert [h.id for h in paired.hits] == [turns[1].id, turns[0].id]  # the question of the answer found
     assert paired.hits[1].channels == {}  # found by no channel of its own
+
+
+async def test_keyword_hits_from_elsewhere_replace_the_turns_bm25(memory: InMemoryAdapter) -> None:
+    turns = await thread_of(memory, ["the gunicorn workers", "three of them", "lunch at noon", "pasta"])
+    retriever = MemoryRetriever({"neighbour_weight": 0.0})
+    own = await retriever.retrieve("gunicorn workers?", anchor=LATER, history=turns)
+    assert [h.id for h in own.hits] == [turns[0].id]
+    given = await retriever.retrieve(
+        "gunicorn workers?", anchor=LATER, history=turns, keyword_hits=[turns[3].id, "entry_unknown", turns[2].id]
+    )
+    assert [h.id for h in given.hits] == [turns[3].id, turns[2].id]  # unknown ids are left out
+    assert given.hits[0].channels == {"bm25": 1}
