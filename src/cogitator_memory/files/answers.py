@@ -225,13 +225,15 @@ def unknown_command(command: object) -> str:
 def match_lines(content: str, needle: str) -> list[int]:
     """The 1-based lines each occurrence of ``needle`` starts on (each line once)."""
     found: list[int] = []
-    start = 0
+    start = last = 0
+    line = 1
     while True:
         at = content.find(needle, start)
         if at < 0:
             return found
-        line = content.count("\n", 0, at) + 1
-        if line not in found:
+        line += content.count("\n", last, at)
+        last = at
+        if not found or found[-1] != line:
             found.append(line)
         start = at + max(len(needle), 1)
 
