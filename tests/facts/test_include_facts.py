@@ -263,3 +263,15 @@ async def test_expired_and_deleted_facts_are_not_sent(memory: Any) -> None:
         thread.id, max_tokens=2000, as_of=day(1, 10) + timedelta(hours=1)
     )
     assert [(f.id, f.content) for f in context.facts] == [(kept.id, "Late checkout allowed")]
+
+
+async def test_a_build_right_after_a_burst_of_writes_sees_them(memory: Any) -> None:
+    # One agent's writes are a millisecond apart, so a burst records ahead of a clock that did
+    # not move (here: frozen); a build without as_of reads what holds now, the burst included.
+    thread = unwrap(await memory.create_thread(AGENT, {"user_id": "ana"}))
+    items = MemoryItems(adapter=memory)
+    with on(1, 1):
+        for n in range(5):
+            await items.add(said("Ana", f"detail {n}", f"value {n}"))
+        context = await builder(memory, memory_items=items).build(thread.id, max_tokens=2000)
+    assert [f.content for f in context.facts] == [f"Ana (detail {n}): value {n}" for n in range(4, -1, -1)]

@@ -223,7 +223,7 @@ class ContextBuilder(RelevanceRanking):
         by_count = relevance and self.deps.message_index is None
         jobs = [self._load_history(tid, leaf, room, by_count, loaded, errors, warnings)]
         if cfg.include_facts and (self.deps.fact_adapter is not None or self.deps.memory_items is not None):
-            jobs.append(self._load_facts(tid, agent, user, anchor, loaded, errors))
+            jobs.append(self._load_facts(tid, agent, user, None if as_of is None else anchor, loaded, errors))
         if relevance or semantic or (recall_on and service is not None):
             jobs.append(self._load_vector(text_input or "", loaded, errors, relevance or recall_on, semantic))
         if recall_on and self.deps.memory_items is not None:
@@ -348,12 +348,12 @@ class ContextBuilder(RelevanceRanking):
         thread_id: str,
         agent_id: str | None,
         user_id: str | None,
-        as_of: datetime,
+        as_of: datetime | None,
         loaded: _Loaded,
         errors: list[ContextBuildError],
     ) -> None:
         """The facts of the build (see ``context/facts.py``): the items the run sees that hold
-        at ``as_of``, and those of a fact source that keeps no items."""
+        at ``as_of`` (``None``: now), and those of a fact source that keeps no items."""
         try:
             agent, user = await self._thread_scope(thread_id, agent_id, user_id)
             if agent is None:
