@@ -16,6 +16,7 @@ import asyncio
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..context.history import compacted_history, compaction_of, entry_messages, is_tool_result, summary_message
 from ..errors import InvalidArgumentError
@@ -25,6 +26,14 @@ from ..threads.base import MemoryAdapter
 from ..threads.records import HISTORY_ENTRY_TYPES, CompactionEvent, MemoryEntry, Message
 from ..threads.values import has_surrogate
 from ..tokens import count_entry_tokens, count_tokens
+from .hierarchical import (
+    DEFAULT_ARCS_PER_SAGA,
+    DEFAULT_CHAPTER_CONCURRENCY,
+    DEFAULT_CHAPTER_TOKENS,
+    DEFAULT_CHAPTERS_PER_ARC,
+    HierarchicalConfig,
+    compact_hierarchical,
+)
 from .records import (
     COMPACTION_STRATEGIES,
     DEFAULT_KEEP_RECENT,
@@ -107,10 +116,20 @@ class CompactionService:
         keep_recent: int = DEFAULT_KEEP_RECENT,
         summary_model: str | None = None,
         summary_prompt: str | None = None,
+        keep_recent_tokens: int | None = None,
+        chapter_tokens: int = DEFAULT_CHAPTER_TOKENS,
+        chapter_concurrency: int = DEFAULT_CHAPTER_CONCURRENCY,
+        chapters_per_arc: int = DEFAULT_CHAPTERS_PER_ARC,
+        arcs_per_saga: int = DEFAULT_ARCS_PER_SAGA,
     ) -> CompactionResult:
         """Compact the thread's active branch once it holds ``threshold`` tokens or
         ``message_threshold`` conversation entries (set at least one), keeping the newest
         ``keep_recent`` entries as they are.
+
+        ``strategy="hierarchical"`` keeps a tree of checked atoms instead (see
+        :mod:`cogitator_memory.compaction.hierarchical`): ``keep_recent_tokens`` (whole turns
+        kept, in place of ``keep_recent``), ``chapter_tokens``, ``chapter_concurrency``,
+        ``chapters_per_arc`` and ``arcs_per_saga`` apply to it only.
 
         Raises :class:`InvalidArgumentError` naming a bad argument, ``NotFoundError`` for a
         missing thread, :class:`CompactionError` when the compaction is refused (nothing is
@@ -132,10 +151,32 @@ class CompactionService:
             model=_optional_text("summary_model", summary_model),
             prompt=_optional_text("summary_prompt", summary_prompt) or COMPACTION_PROMPT,
         )
+        config = HierarchicalConfig(
+            keep_recent_tokens=keep_recent_tokens,
+            chapter_tokens=chapter_tokens,
+            chapter_concurrency=chapter_concurrency,
+            chapters_per_arc=chapters_per_arc,
+            arcs_per_saga=arcs_per_saga,
+        )
+        if strategy != "hierarchical" and config != HierarchicalConfig():
+            raise InvalidArgumentError(
+                "keep_recent_tokens", "and the chapter options apply to strategy='hierarchical' only"
+            )
         lock = self._locks.get(thread_id)
         if lock is None:
             lock = self._locks[thread_id] = asyncio.Lock()
         async with lock:
+            if strategy == "hierarchical":
+                return await compact_hierarchical(
+                    self,
+                    thread_id,
+                    threshold=threshold,
+                    message_threshold=message_threshold,
+                    keep_recent=keep_recent,
+                    config=config,
+                    options=options,
+                    summary_prompt=summary_prompt,
+                )
             return await self._compact(thread_id, strategy, threshold, message_threshold, keep_recent, options)
 
     async def _read(self, thread_id: str) -> list[MemoryEntry]:
@@ -193,6 +234,19 @@ class CompactionService:
             left_out = f"[{len(covered)} earlier messages are left out.]"
             summary = f"{previous_event.summary}\n{left_out}" if previous_event is not None else left_out
             written_by = "sliding-window"
+        return await self._write(thread_id, covered, original, summary, written_by)
+
+    async def _write(
+        self,
+        thread_id: str,
+        covered: Sequence[MemoryEntry],
+        original: int,
+        summary: str,
+        written_by: str,
+        extra: dict[str, Any] | None = None,
+    ) -> CompactionResult:
+        """Write the compaction entry at the end of the branch, after checking ``covered`` is on
+        it as it was read; ``extra`` goes into the event as it is (hierarchical ``levels``)."""
         expected = {e.id: _fingerprint(e) for e in covered}
         for _ in range(_WRITE_TRIES):
             first_kept = self._check(await self._read(thread_id), expected, covered[-1].id)
@@ -206,6 +260,7 @@ class CompactionService:
                             first_kept_entry_id=first_kept,
                             tokens_before=sum(count_entry_tokens(e) for e in covered),
                             strategy=written_by,
+                            **(extra or {}),
                         ),
                     }
                 )
