@@ -1,0 +1,333 @@
+"""The knowledge graph on SQLite and PostgreSQL, each call beside hand-written SQL in the same run.
+
+A random graph of 100,000 nodes and 500,000 edges (``--quick``: 10,000 / 50,000; 5 relation
+types, confidences 0.5-1.0, one agent) is bulk-loaded straight into the engine's tables
+(``graph_nodes``, ``graph_node_names``, ``graph_edges``, ``graph_adjacency`` with its two rows per
+edge), the same rows the store writes, to save the time of ``add_edges``. Then, p50/p95 of
+
+* ``traverse(start, max_depth=2)`` (both directions) against a hand-written recursive query over
+  ``graph_adjacency`` (the nodes within 2 hops, their least hops and bodies, then the bodies of
+  the edges walked), and
+* ``find_shortest_path(start, end)`` (default ``max_depth`` 4) for an ``end`` 3 hops away,
+  against the usual hand-written breadth-first recursive query carrying the path, stopped by
+  ``LIMIT 1`` at the first row reaching ``end``, then the bodies of its edges and nodes,
+
+both run through the raw driver (``sqlite3``, psycopg) on the same database, the two sides
+alternating call by call. Bodies are parsed with ``json.loads`` on the raw side; the store builds
+its checked records. The hand-written queries follow no ``fan_out`` limit: the bench checks that
+no node has more than 50 adjacency rows, so the limit does not bind and both sides find the same
+nodes (checked once per start) and a path of the same length.
+
+PostgreSQL comes from ``COGMEM_TEST_POSTGRES_URL``; each run uses a fresh schema and drops it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import secrets
+import sqlite3
+import tempfile
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from cogitator_memory import unwrap
+from cogitator_memory.engines.postgres.adapter import PostgresAdapter
+from cogitator_memory.engines.postgres.schema import quote_ident
+from cogitator_memory.engines.sqlite.threads import SQLiteAdapter
+
+from .common import Row, percentiles
+
+ADMIN_URL = os.environ.get("COGMEM_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5433/postgres")
+AGENT = "bench"
+TYPES = ("knows", "works_at", "located_in", "part_of", "related_to")
+STARTS = 40
+PATH_HOPS = 3
+NOW = datetime(2026, 1, 1, tzinfo=UTC).isoformat().replace("+00:00", "Z")
+NODE_BODY = (
+    '{{"id":"{id}","scope":{{"agent_id":"bench"}},"properties":{{}},"confidence":1.0,"origin":"user",'
+    '"evidence":[],"metadata":{{}},"created_at":"{now}","updated_at":"{now}","type":"person",'
+    '"name":"{name}","aliases":[]}}'
+)
+EDGE_BODY = (
+    '{{"id":"{id}","scope":{{"agent_id":"bench"}},"properties":{{}},"confidence":{c},"origin":"user",'
+    '"evidence":[],"metadata":{{}},"created_at":"{now}","updated_at":"{now}","source_id":"{s}",'
+    '"target_id":"{t}","type":"{type}","weight":1.0,"bidirectional":false}}'
+)
+
+
+class Graph:
+    """The rows of the four tables, and the adjacency lists to choose start and end nodes."""
+
+    def __init__(self, nodes: int, edges: int, seed: int = 15) -> None:
+        rng = random.Random(seed)
+        ids = [f"n{i:07d}" for i in range(nodes)]
+        self.nodes = [
+            (i, AGENT, AGENT, "person", 1.0, "user", NODE_BODY.format(id=i, name=f"Entity {i}", now=NOW)) for i in ids
+        ]
+        self.names = [(f"entity {i}", i) for i in ids]
+        self.edges: list[tuple[Any, ...]] = []
+        self.adjacency: list[tuple[Any, ...]] = []
+        self.near: dict[str, list[str]] = {i: [] for i in ids}
+        for n in range(edges):
+            s, t = rng.randrange(nodes), rng.randrange(nodes)
+            while t == s:
+                t = rng.randrange(nodes)
+            eid, src, dst = f"e{n:08d}", ids[s], ids[t]
+            kind, conf = TYPES[n % len(TYPES)], rng.choice((0.5, 0.6, 0.7, 0.8, 0.9, 1.0))
+            body = EDGE_BODY.format(id=eid, c=conf, now=NOW, s=src, t=dst, type=kind)
+            self.edges.append((eid, AGENT, src, dst, kind, conf, "user", body))
+            self.adjacency.append((src, eid, dst, True, False, kind, conf, False))
+            self.adjacency.append((dst, eid, src, False, True, kind, conf, False))
+            self.near[src].append(dst)
+            self.near[dst].append(src)
+        self.max_degree = max(len(v) for v in self.near.values())
+        self.starts = rng.sample(ids, STARTS)
+        self.pairs = [(s, self._at(s, PATH_HOPS, rng)) for s in self.starts]
+
+    def _at(self, start: str, hops: int, rng: random.Random) -> str:
+        seen, queue, ring = {start: 0}, deque([start]), []
+        while queue:
+            node = queue.popleft()
+            if seen[node] == hops:
+                ring.append(node)
+                continue
+            for other in self.near[node]:
+                if other not in seen:
+                    seen[other] = seen[node] + 1
+                    queue.append(other)
+        return rng.choice(sorted(ring))
+
+
+#: The hand-written queries; ``{t}`` is the table prefix (empty on SQLite), ``{p}`` the placeholder.
+RAW_NEAR = """
+WITH RECURSIVE w(node, hops) AS (
+    SELECT {p}, 0
+    UNION
+    SELECT a.other_id, w.hops + 1 FROM w JOIN {t}graph_adjacency AS a ON a.node_id = w.node WHERE w.hops < 2
+)
+SELECT d.hops, n.body FROM (SELECT node, min(hops) AS hops FROM w GROUP BY node) AS d
+JOIN {t}graph_nodes AS n ON n.id = d.node"""
+RAW_NEAR_EDGES = """
+SELECT e.body FROM {t}graph_edges AS e WHERE e.id IN (
+    SELECT a.edge_id FROM {t}graph_adjacency AS a WHERE a.node_id = {p}
+    UNION
+    SELECT b.edge_id FROM {t}graph_adjacency AS a JOIN {t}graph_adjacency AS b ON b.node_id = a.other_id
+    WHERE a.node_id = {p}
+)"""
+RAW_PATH = {
+    "sqlite": """
+WITH RECURSIVE bfs(node, hops, path) AS (
+    SELECT ?, 0, ''
+    UNION ALL
+    SELECT a.other_id, bfs.hops + 1, bfs.path || ',' || a.edge_id
+    FROM bfs JOIN graph_adjacency AS a ON a.node_id = bfs.node WHERE bfs.hops < 4
+)
+SELECT path FROM bfs WHERE node = ? LIMIT 1""",
+    "postgres": """
+WITH RECURSIVE bfs(node, hops, path) AS (
+    SELECT %s::text, 0, ARRAY[]::text[]
+    UNION ALL
+    SELECT a.other_id, bfs.hops + 1, bfs.path || a.edge_id
+    FROM bfs JOIN {t}graph_adjacency AS a ON a.node_id = bfs.node WHERE bfs.hops < 4
+)
+SELECT path FROM bfs WHERE node = %s LIMIT 1""",
+}
+
+
+def _raw_path_ids(found: Any) -> list[str]:
+    return [e for e in found.split(",") if e] if isinstance(found, str) else list(found)
+
+
+async def _alternate(calls: list[tuple[str, Callable[[int], Awaitable[Any]]]], repeat: int) -> dict[str, list[float]]:
+    """Each call ``repeat`` times (the i-th start each time), the sides taking turns call by call."""
+    for _, fn in calls:
+        for i in range(5):  # warm up: prepared statements, caches
+            await fn(i)
+    samples: dict[str, list[float]] = {name: [] for name, _ in calls}
+    for i in range(repeat):
+        for name, fn in calls if i % 2 == 0 else list(reversed(calls)):
+            start = time.perf_counter()
+            await fn(i)
+            samples[name].append(time.perf_counter() - start)
+    return samples
+
+
+def _rows(engine: str, graph: Graph, samples: dict[str, list[float]], reached: float) -> list[Row]:
+    size = f"{len(graph.nodes):,} nodes / {len(graph.edges):,} edges"
+    p = {name: percentiles(values) for name, values in samples.items()}
+    out = []
+    for call, what in (("traverse", "traverse(max_depth=2)"), ("path", f"find_shortest_path ({PATH_HOPS} hops apart)")):
+        ours, raw = p[call], p[f"raw {call}"]
+        out.append(
+            Row(
+                "graph",
+                f"{engine} {what}, {size}, p50 ms",
+                ours[0] * 1e3,
+                "ms",
+                raw[0] * 1e3,
+                "hand-written recursive SQL, raw driver, alternating",
+                ours[0] / raw[0],
+                "within 1.5x",
+                ours[0] / raw[0] <= 1.5,
+                {
+                    "p95_ms": ours[1] * 1e3,
+                    "raw_p95_ms": raw[1] * 1e3,
+                    "p95_ratio": ours[1] / raw[1],
+                    "calls": len(samples[call]),
+                    **({"nodes_reached_avg": reached} if call == "traverse" else {}),
+                },
+            )
+        )
+    return out
+
+
+def _check(engine: str, label: str, ours: object, raw: object) -> None:
+    if ours != raw:
+        raise RuntimeError(f"{engine} {label}: the store found {ours}, the hand-written query {raw}")
+
+
+async def _bench_sqlite(graph: Graph, repeat: int) -> list[Row]:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "graph.db"
+        store = SQLiteAdapter(path=path)
+        unwrap(await store.connect())
+        db = sqlite3.connect(path, isolation_level=None)
+        try:
+            db.execute("BEGIN")
+            db.executemany("INSERT INTO graph_nodes VALUES (?, ?, ?, ?, ?, ?, ?)", graph.nodes)
+            db.executemany("INSERT INTO graph_node_names VALUES (?, ?)", graph.names)
+            db.executemany("INSERT INTO graph_edges VALUES (?, ?, ?, ?, ?, ?, ?, ?)", graph.edges)
+            db.executemany("INSERT INTO graph_adjacency VALUES (?, ?, ?, ?, ?, ?, ?, ?)", graph.adjacency)
+            db.execute("COMMIT")
+            db.execute("ANALYZE")
+            near_sql, edges_sql = RAW_NEAR.format(t="", p="?"), RAW_NEAR_EDGES.format(t="", p="?")
+            reached: list[int] = []
+
+            async def ours_near(i: int) -> Any:
+                return unwrap(await store.traverse(graph.starts[i % STARTS], max_depth=2))
+
+            async def raw_near(i: int) -> tuple[dict[str, int], list[Any]]:
+                start = graph.starts[i % STARTS]
+                nodes = {json.loads(b)["id"]: h for h, b in db.execute(near_sql, (start,))}
+                edges = [json.loads(b) for (b,) in db.execute(edges_sql, (start, start))]
+                return nodes, edges
+
+            async def ours_path(i: int) -> Any:
+                start, end = graph.pairs[i % STARTS]
+                return unwrap(await store.find_shortest_path(start, end))
+
+            async def raw_path(i: int) -> list[Any]:
+                start, end = graph.pairs[i % STARTS]
+                (found,) = db.execute(RAW_PATH["sqlite"], (start, end)).fetchone()
+                ids = _raw_path_ids(found)
+                edges = [
+                    json.loads(b)
+                    for (b,) in db.execute(
+                        f"SELECT body FROM graph_edges WHERE id IN ({','.join('?' * len(ids))})", ids
+                    )
+                ]
+                ends = sorted({x for e in edges for x in (e["source_id"], e["target_id"])})
+                [
+                    json.loads(b)
+                    for (b,) in db.execute(
+                        f"SELECT body FROM graph_nodes WHERE id IN ({','.join('?' * len(ends))})", ends
+                    )
+                ]
+                return edges
+
+            for i in range(STARTS):
+                got, (nodes, edges) = await ours_near(i), await raw_near(i)
+                _check("sqlite", "traverse", (got.depths, len(got.edges)), (nodes, len(edges)))
+                reached.append(len(nodes))
+                p, raw = await ours_path(i), await raw_path(i)
+                _check("sqlite", "path length", len(p.edges), len(raw))
+            samples = await _alternate(
+                [("traverse", ours_near), ("raw traverse", raw_near), ("path", ours_path), ("raw path", raw_path)],
+                repeat,
+            )
+        finally:
+            db.close()
+            await store.disconnect()
+    return _rows("SQLite", graph, samples, sum(reached) / len(reached))
+
+
+async def _bench_postgres(graph: Graph, repeat: int) -> list[Row]:
+    schema = f"bench_graph_{secrets.token_hex(4)}"
+    t = quote_ident(schema) + "."
+    store = PostgresAdapter(url=ADMIN_URL, schema=schema, pool_size=2)
+    unwrap(await store.connect())
+    try:
+        async with await psycopg.AsyncConnection.connect(ADMIN_URL, autocommit=True) as conn:
+            for table, rows in (
+                ("graph_nodes", graph.nodes),
+                ("graph_node_names", graph.names),
+                ("graph_edges", graph.edges),
+                ("graph_adjacency", graph.adjacency),
+            ):
+                async with conn.cursor() as cur, cur.copy(f"COPY {t}{table} FROM STDIN") as copy:
+                    for row in rows:
+                        await copy.write_row(row)
+                await conn.execute(f"ANALYZE {t}{table}")
+            near_sql, edges_sql = RAW_NEAR.format(t=t, p="%s::text"), RAW_NEAR_EDGES.format(t=t, p="%s::text")
+            path_sql = RAW_PATH["postgres"].format(t=t)
+            nodes_sql = f"SELECT body FROM {t}graph_nodes WHERE id = ANY(%s)"
+            edge_bodies_sql = f"SELECT body FROM {t}graph_edges WHERE id = ANY(%s)"
+            reached: list[int] = []
+
+            async def ours_near(i: int) -> Any:
+                return unwrap(await store.traverse(graph.starts[i % STARTS], max_depth=2))
+
+            async def raw_near(i: int) -> tuple[dict[str, int], list[Any]]:
+                start = graph.starts[i % STARTS]
+                cur = await conn.execute(near_sql, (start,))
+                nodes = {json.loads(b)["id"]: h for h, b in await cur.fetchall()}
+                cur = await conn.execute(edges_sql, (start, start))
+                return nodes, [json.loads(b) for (b,) in await cur.fetchall()]
+
+            async def ours_path(i: int) -> Any:
+                start, end = graph.pairs[i % STARTS]
+                return unwrap(await store.find_shortest_path(start, end))
+
+            async def raw_path(i: int) -> list[Any]:
+                start, end = graph.pairs[i % STARTS]
+                cur = await conn.execute(path_sql, (start, end))
+                found = await cur.fetchone()
+                assert found is not None
+                cur = await conn.execute(edge_bodies_sql, (list(found[0]),))
+                edges = [json.loads(b) for (b,) in await cur.fetchall()]
+                ends = sorted({x for e in edges for x in (e["source_id"], e["target_id"])})
+                cur = await conn.execute(nodes_sql, (ends,))
+                [json.loads(b) for (b,) in await cur.fetchall()]
+                return edges
+
+            for i in range(STARTS):
+                got, (nodes, edges) = await ours_near(i), await raw_near(i)
+                _check("postgres", "traverse", (got.depths, len(got.edges)), (nodes, len(edges)))
+                reached.append(len(nodes))
+                p, raw = await ours_path(i), await raw_path(i)
+                _check("postgres", "path length", len(p.edges), len(raw))
+            samples = await _alternate(
+                [("traverse", ours_near), ("raw traverse", raw_near), ("path", ours_path), ("raw path", raw_path)],
+                repeat,
+            )
+            await conn.execute(f"DROP SCHEMA {quote_ident(schema)} CASCADE")
+    finally:
+        await store.disconnect()
+    return _rows("PostgreSQL", graph, samples, sum(reached) / len(reached))
+
+
+async def run(quick: bool) -> list[Row]:
+    nodes, edges = (10_000, 50_000) if quick else (100_000, 500_000)
+    repeat = 40 if quick else 120
+    graph = Graph(nodes, edges)
+    if graph.max_degree > 50:
+        raise RuntimeError(f"a node has {graph.max_degree} edges: fan_out=50 would bind and the sides differ")
+    return [*await _bench_sqlite(graph, repeat), *await _bench_postgres(graph, repeat)]
