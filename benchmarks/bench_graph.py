@@ -326,7 +326,7 @@ async def _bench_postgres(graph: Graph, repeat: int) -> list[Row]:
 
 async def run(quick: bool) -> list[Row]:
     nodes, edges = (10_000, 50_000) if quick else (100_000, 500_000)
-    repeat = 40 if quick else 120
+    repeat = 40 if quick else 80
     graph = Graph(nodes, edges)
     if graph.max_degree > 50:
         raise RuntimeError(f"a node has {graph.max_degree} edges: fan_out=50 would bind and the sides differ")
