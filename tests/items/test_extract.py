@@ -661,7 +661,7 @@ async def test_bad_arguments_are_refused_naming_them(world: World) -> None:
         ({"window_tokens": True}, "window_tokens"),
         ({"max_tokens": 0}, "max_tokens"),
         ({"model": " "}, "model"),
-        ({"mode": "apply"}, "mode"),
+        ({"mode": "active"}, "mode"),
         ({"before_write": "no"}, "before_write"),
     ]
     for options, name in bad:

@@ -74,7 +74,7 @@ DEFAULT_CONFIDENCE = 0.8
 #: The smallest window: room for a message header and some text.
 MIN_WINDOW_TOKENS = 100
 
-ExtractionMode: TypeAlias = Literal["active", "shadow"]
+ExtractionMode: TypeAlias = Literal["apply", "shadow"]
 #: ``before_write(items)``: the items a window is about to write; returns (or resolves to) those to write.
 BeforeWrite: TypeAlias = Callable[
     [list[NewMemoryItem]],
@@ -553,8 +553,9 @@ class MemoryExtractor:
     ``items`` is the :class:`~cogitator_memory.items.MemoryItems` service the items are written
     through; ``summarize`` the :data:`~cogitator_memory.models.SummarizeFn` that reaches the model
     (asked for ``model``, else its own, and for at most ``max_tokens`` tokens an answer).
-    ``window_tokens`` is the size of a window. ``mode="shadow"`` writes every new item as
-    suggested, for a person to review and activate. ``before_write(items)``, sync or async, sees
+    ``window_tokens`` is the size of a window. ``mode="apply"`` (the default) writes items under
+    the activation rules of :class:`~cogitator_memory.items.MemoryItems`; ``mode="shadow"`` writes
+    every new item as suggested, for a person to review and activate. ``before_write(items)``, sync or async, sees
     the :class:`~cogitator_memory.items.NewMemoryItem` list of each window before it is written and
     returns those to write (filtered or changed).
     """
@@ -567,7 +568,7 @@ class MemoryExtractor:
         window_tokens: int = DEFAULT_WINDOW_TOKENS,
         max_tokens: int = DEFAULT_EXTRACTION_MAX_TOKENS,
         model: str | None = None,
-        mode: ExtractionMode = "active",
+        mode: ExtractionMode = "apply",
         before_write: BeforeWrite | None = None,
     ) -> None:
         if not isinstance(items, MemoryItems):
@@ -579,8 +580,8 @@ class MemoryExtractor:
                 "window_tokens", f"must be an integer of at least {MIN_WINDOW_TOKENS}, got {window_tokens!r}"
             )
         check_max_tokens(max_tokens)
-        if mode not in ("active", "shadow"):
-            raise InvalidArgumentError("mode", f"must be 'active' or 'shadow', got {mode!r}")
+        if mode not in ("apply", "shadow"):
+            raise InvalidArgumentError("mode", f"must be 'apply' or 'shadow', got {mode!r}")
         if before_write is not None and not callable(before_write):
             raise InvalidArgumentError("before_write", "must be a function of the items, or None")
         self.items = items
