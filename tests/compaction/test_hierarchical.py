@@ -233,8 +233,9 @@ async def test_chapters_fold_into_arcs_and_a_saga_without_a_model(
     assert event.summary.split("Facts:\n")[1].split("\n\n")[0] == "\n".join(f"- {f}" for f in facts)  # type: ignore[union-attr]
     assert "Open tasks:\n- send the report\n" in event.summary  # type: ignore[union-attr]
     assert len(view) == 1  # keep_recent_tokens=10 keeps no whole turn here
-    later = [r.json()["messages"][1]["content"] for r in calls[1:]]
-    assert all(t.startswith("(the end of the previous chapter, for context)\n[1] ") for t in later)
+    sent = [r.json()["messages"][1]["content"] for r in calls]  # in any order: three at a time
+    first = [t for t in sent if not t.startswith("(the end of the previous chapter, for context)\n[1] ")]
+    assert len(first) == 1 and first[0].startswith("[1] user: step 0 ")
 
 
 async def test_cut_answer_is_continued_after_its_last_atom(
@@ -320,3 +321,56 @@ async def test_hierarchical_arguments_are_checked(memory: BaseMemoryAdapter, cli
     with pytest.raises(InvalidArgumentError) as caught:
         await service.compact(thread.id, strategy="summary", message_threshold=1, keep_recent_tokens=100)
     assert caught.value.argument == "keep_recent_tokens"  # type: ignore[attr-defined]
+
+
+async def test_an_earlier_plain_summary_is_read_as_the_first_message(
+    memory: BaseMemoryAdapter, server: ScriptedServer, client: OpenAIChatClient
+) -> None:
+    thread = unwrap(await memory.create_thread("concierge"))
+    await trip(memory, thread.id)
+    service = CompactionService(memory, summarize_fn(client))
+    server.fallback(PATH, openai_chat_handler("Ana goes to Porto on May 3 and still needs a hotel."))
+    await service.compact(thread.id, message_threshold=5, keep_recent=2)
+
+    def from_summary(chat: ScriptedChatRequest) -> str:
+        found = atom(chat, "thread", "Which hotel?", "still needs a hotel")
+        return json.dumps([found] if found else [])
+
+    server.fallback(PATH, openai_chat_handler(from_summary))
+    await say(memory, thread.id, "user", "Let us talk about food.")
+    result = await service.compact(thread.id, strategy="hierarchical", message_threshold=3, keep_recent=1)
+
+    assert result.compacted
+    transcript = server.requests_to(PATH)[-1].json()["messages"][1]["content"]
+    assert transcript.startswith("[1] earlier summary: Ana goes to Porto on May 3")
+    summary = unwrap(await read_compacted_history(memory, thread_id=thread.id))[0].event.summary  # type: ignore[union-attr]
+    assert "Open questions:\n- Which hotel?\n" in summary
+
+
+def test_folding_keeps_open_items_and_reopens_on_newer_word() -> None:
+    from cogitator_memory.compaction.hierarchical import SAGA_KEPT, fold, handoff_text, open_items_of
+    from cogitator_memory.compaction.records import CompactionAtom, CompactionNode
+
+    def made(kind: str, text: str, status: str = "open") -> CompactionAtom:
+        return CompactionAtom(id=atom_id(kind, text), kind=kind, status=status, text=text, verified=True)  # type: ignore[arg-type]
+
+    chapters = [
+        CompactionNode.model_validate(
+            {"from": f"e{i}", "to": f"e{i}", "atoms": [made("fact", f"fact {i}.{j}") for j in range(30)]}
+        )
+        for i in range(20)
+    ]
+    chapters[0] = chapters[0].model_copy(update={"atoms": [made("task", "ship it"), made("thread", "why?")]})
+    chapters[5] = chapters[5].model_copy(update={"atoms": [made("task", "ship it", "closed")]})
+    chapters[9] = chapters[9].model_copy(update={"atoms": [made("task", "Ship it")]})  # said open again
+    levels = CompactionLevels()
+    for chapter in chapters:
+        levels = fold(CompactionLevels(saga=levels.saga, arcs=levels.arcs, chapters=[*levels.chapters, chapter]), 2, 2)
+
+    assert levels.saga is not None and len(levels.arcs) <= 2 and len(levels.chapters) <= 2
+    assert (levels.saga.from_, levels.chapters[-1].to) == ("e0", "e19")
+    assert sorted(a.text for a in open_items_of(levels)) == ["Ship it", "why?"]
+    assert sum(a.kind == "fact" for a in levels.saga.atoms) == SAGA_KEPT
+    text = handoff_text(levels)
+    assert text.startswith("Open tasks:\n- Ship it\n\nConstraints:\n- none")
+    assert "Done:\n- none" in text
