@@ -549,11 +549,11 @@ class FactStoreMixin:
             check_text("query", query)
             size = tree.check_limit("limit", limit)
             facts = await self._held_facts(agent_id, category, user_id, all_users)
-            index: BM25Index[int] = BM25Index()
+            index: BM25Index[str] = BM25Index()
             for n, fact in enumerate(facts):
-                index.add(n, fact.content)
+                index.add(f"{n:09d}", fact.content)  # ties keep get_facts' order
             ranked = index.search(query, limit=size or None)
-            return ok([facts[n] for n, _ in ranked])
+            return ok([facts[int(key)] for key, _ in ranked])
         except Exception as exc:
             return self._fail("search_facts", exc)
 
