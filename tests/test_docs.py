@@ -45,6 +45,7 @@ RUNNABLE_PAGES = [
     "facts.md",
     "graph.md",
     "compaction.md",
+    "files.md",
 ]
 
 
