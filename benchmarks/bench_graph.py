@@ -318,9 +318,10 @@ async def _bench_postgres(graph: Graph, repeat: int) -> list[Row]:
                 [("traverse", ours_near), ("raw traverse", raw_near), ("path", ours_path), ("raw path", raw_path)],
                 repeat,
             )
-            await conn.execute(f"DROP SCHEMA {quote_ident(schema)} CASCADE")
     finally:
         await store.disconnect()
+        async with await psycopg.AsyncConnection.connect(ADMIN_URL, autocommit=True) as conn:
+            await conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(schema)} CASCADE")
     return _rows("PostgreSQL", graph, samples, sum(reached) / len(reached))
 
 
