@@ -36,6 +36,7 @@ from ...threads.base import BaseMemoryAdapter
 from ...threads.records import FORKED_FROM_KEY, FORKS_KEY, MemoryEntry, NewMemoryEntry, Thread
 from ...threads.tree import build_entry
 from . import scripts as lua
+from .files import RedisFiles
 from .items import RedisItems
 
 DEFAULT_KEY_PREFIX = "cogitator:"
@@ -130,7 +131,7 @@ def _types_args(types: frozenset[str] | None) -> list[str]:
     return [] if types is None else sorted(types)
 
 
-class RedisAdapter(RedisItems, BaseMemoryAdapter):
+class RedisAdapter(RedisFiles, RedisItems, BaseMemoryAdapter):
     """A thread store in Redis (standalone or cluster), on ``redis.asyncio``.
 
     Connect with ``url`` (``redis://[user:password@]host:port/db``, ``rediss://`` for TLS), or
