@@ -53,7 +53,7 @@ def to_micros(value: datetime) -> int:
 
 def from_micros(us: int) -> datetime:
     """The inverse of :func:`to_micros`."""
-    return datetime.fromtimestamp(us / 1_000_000, UTC).replace(microsecond=us % 1_000_000)
+    return datetime.fromtimestamp(us // 1_000_000, UTC).replace(microsecond=us % 1_000_000)
 
 
 __all__ = ["from_micros", "frozen_clock", "now", "to_micros", "to_utc"]
