@@ -144,6 +144,11 @@ async def test_known_facts_are_the_items_that_hold(memory: Any) -> None:
         "- Hotel (wifi): ana-secret\n"
         "</memory_context>"
     )
+    # Read as the present (no as_of, the clock at the same moment), by the states' times and each
+    # sent slot's states, the facts are the same.
+    with on(3, 10):
+        present = await b.build(thread.id, max_tokens=4000)
+    assert present.memory_context == context.memory_context and not present.errors
     assert all(isinstance(f, Fact) for f in context.facts) and context.metadata.facts_included == 10
     first = context.facts[0]
     assert (first.id, first.content, first.category) == (dark_id, "User prefers light mode", "preference")

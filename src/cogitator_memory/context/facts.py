@@ -9,9 +9,10 @@ knew them then:
 - one state per slot: the one that started last, the narrowest scope on a tie (a user's value
   over the agent's shared one);
 - instructions and preferences first, then the newest first;
-- a state that replaced another value is sent with ``(previously: X)``, X the value of the
-  state that started last before it (in a scope the run sees, not stale), unless that state
-  ended on its own before it started (memory let it go) or holds the same value;
+- a state that replaced another value is sent with ``(previously: X)``: X is the value the run
+  saw just before the state started (the state of the slot that held then, in a scope the run
+  sees, not stale), when it differs; a value that ended on its own before (memory let it go, a
+  fact expired) held no longer, so nothing is shown for it;
 - a fact written through the ``FactAdapter`` is sent as its content, a core fact as
   ``key: value``, any other item as ``subject (attribute): value``.
 
@@ -22,17 +23,17 @@ A ``fact_adapter`` that keeps no items (any object with an async ``get_facts``, 
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
-from .. import clock
 from ..facts.core import core_key
 from ..items import rules
 from ..items.base import MemoryItemAdapter, is_memory_item_adapter
-from ..items.facts import Fact, fact_of
+from ..items.facts import Fact, fact_of, reading_time
 from ..items.records import LAID_OUT_STATUSES, MemoryItem
 from ..result import MemoryResult, unwrap
 
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 
 #: Item kinds sent before the others.
 FIRST_KINDS = frozenset({"instruction", "preference"})
+_TICK = timedelta(microseconds=1)
 
 
 @dataclass(slots=True)
@@ -111,40 +113,103 @@ def _narrowness(item: MemoryItem) -> int:
     return sum(limit is not None for limit in (scope.user_id, scope.project_id, scope.thread_id))
 
 
+def chosen_states(holding: Sequence[MemoryItem]) -> list[MemoryItem]:
+    """Of the states that hold (one per slot and scope), those sent as facts, in the order sent:
+    one per slot across scopes (started last, the narrowest scope on a tie), then instructions
+    and preferences first and the newest first."""
+    chosen: dict[str, tuple[tuple[Any, ...], MemoryItem]] = {}
+    out: list[MemoryItem] = []
+    for item in holding:
+        if item.attribute is None:
+            out.append(item)
+            continue
+        key = item.slot_key
+        rank = _rank(item)
+        best = chosen.get(key)
+        if best is None or rank > best[0]:
+            chosen[key] = (rank, item)
+    out += [item for _, item in chosen.values()]
+    out.sort(key=lambda i: (i.start, i.recorded_at, i.id), reverse=True)
+    out.sort(key=lambda i: i.kind not in FIRST_KINDS)
+    return out
+
+
+def _rank(item: MemoryItem) -> tuple[Any, ...]:
+    return (item.start, _narrowness(item), item.recorded_at, item.id)
+
+
+def just_before(item: MemoryItem) -> datetime:
+    """The moment just before ``item`` started, when the state it replaced still held."""
+    return item.start - _TICK if item.start > datetime.min.replace(tzinfo=UTC) else item.start
+
+
+def replaced_state(item: MemoryItem, held_before: Sequence[MemoryItem]) -> MemoryItem | None:
+    """The state ``item`` replaced, when it is shown: of ``held_before`` (the states of its slot
+    that held just before it started, one per scope), the one the run saw then (started last,
+    the narrowest scope on a tie), when its value differs. A value that ended on its own before
+    (let go, expired) held no longer, so nothing is shown for it."""
+    candidates = [s for s in held_before if s.id != item.id and s.start < item.start]
+    if not candidates:
+        return None
+    before = max(candidates, key=_rank)
+    return None if rules.same_value(before.value, item.value) else before
+
+
 def held_facts(items: Sequence[MemoryItem], as_of: datetime) -> list[tuple[MemoryItem, MemoryItem | None]]:
     """The items sent as facts at ``as_of``, in the order sent, each with the state it replaced
     when that is shown (see the module docstring). ``items`` are the active and superseded items
-    the run sees, as recorded by ``as_of``."""
+    the run sees, as recorded by ``as_of``: each slot is laid out again from what was known then."""
     known = [i for i in items if i.status in LAID_OUT_STATUSES and rules.known_at(i, as_of)]
     holding = rules.holding(known, as_of=as_of, known_at_time=as_of, relayout=True)
-    chosen: dict[str, MemoryItem] = {}
-    loose: list[MemoryItem] = []
-    for item in holding:
-        if item.attribute is None:
-            loose.append(item)
-            continue
-        rank = (item.start, _narrowness(item), item.recorded_at, item.id)
-        best = chosen.get(item.slot_key)
-        if best is None or rank > (best.start, _narrowness(best), best.recorded_at, best.id):
-            chosen[item.slot_key] = item
     states: dict[str, list[MemoryItem]] = defaultdict(list)
     for item in known:
-        if item.attribute is not None and item.slot_key in chosen:
+        if item.attribute is not None:
             states[item.slot_key].append(item)
     out: list[tuple[MemoryItem, MemoryItem | None]] = []
-    for key, item in chosen.items():
-        order = rules.layout_order(item)
-        earlier = [s for s in states[key] if s.start < item.start and rules.layout_order(s) < order]
-        before = max(earlier, key=rules.layout_order) if earlier else None
-        if before is not None and (
-            rules.same_value(before.value, item.value) or (before.ends_at is not None and before.ends_at <= item.start)
-        ):
-            before = None
+    for item in chosen_states(holding):
+        before = None
+        if item.attribute is not None:
+            then = rules.holding(states[item.slot_key], as_of=just_before(item), known_at_time=as_of, relayout=True)
+            before = replaced_state(item, then)
         out.append((item, before))
-    out += [(item, None) for item in loose]
-    out.sort(key=lambda pair: (pair[0].start, pair[0].recorded_at, pair[0].id), reverse=True)
-    out.sort(key=lambda pair: pair[0].kind not in FIRST_KINDS)
     return out
+
+
+async def _item_facts(
+    adapter: MemoryItemAdapter, scope: dict[str, Any], as_of: datetime | None, limit: int
+) -> list[tuple[MemoryItem, MemoryItem | None]]:
+    """The items sent as facts, with the states they replaced. A build of the present (``as_of``
+    not before the agent's reading time) reads the states that hold by their times, and for each
+    sent slot the states that held just before its state started, so its cost follows what is
+    sent, not the history; a build in the past reads every state known then and lays each slot
+    out again from those."""
+    statuses = sorted(LAID_OUT_STATUSES)
+    now = reading_time(adapter, scope["agent_id"])
+    if as_of is not None and as_of < now:
+        found: list[MemoryItem] = unwrap(
+            await adapter.query_items({"visible_to": scope, "statuses": statuses, "known_at": as_of})
+        )
+        return held_facts(found, as_of)[:limit]
+    at = as_of or now
+    current = unwrap(await adapter.query_items({"visible_to": scope, "statuses": statuses, "as_of": at}))
+    holding = rules.holding(current, as_of=at, known_at_time=at, relayout=False)
+    sent = chosen_states(holding)[:limit]
+    slotted = [item for item in sent if item.attribute is not None]
+    earlier = await asyncio.gather(
+        *(
+            adapter.query_items(
+                {"visible_to": scope, "slot": item.slot, "statuses": statuses, "as_of": just_before(item)}
+            )
+            for item in slotted
+        )
+    )
+    before: dict[str, MemoryItem | None] = {}
+    for item, result in zip(slotted, earlier, strict=True):
+        then: list[MemoryItem] = unwrap(result)
+        before[item.id] = replaced_state(
+            item, rules.holding(then, as_of=just_before(item), known_at_time=at, relayout=False)
+        )
+    return [(item, before.get(item.id)) for item in sent]
 
 
 async def read_fact_lines(
@@ -156,21 +221,15 @@ async def read_fact_lines(
     limit: int,
 ) -> list[FactLine]:
     """The facts of a build, in the order sent, at most ``limit`` from each source. ``as_of``
-    ``None`` reads them as they hold now: at the clock's time, or at the newest record time when
-    that is later (writes of one agent run a millisecond apart, so a burst of them records ahead
-    of the clock, and the build that follows must see them)."""
+    ``None`` reads them as they hold now (see
+    :func:`~cogitator_memory.items.facts.reading_time`: a burst of writes just before is seen)."""
     lines: list[FactLine] = []
     adapter = items_of(deps)
     if adapter is not None:
         scope: dict[str, Any] = {"agent_id": agent_id, "thread_id": thread_id}
         if user_id is not None:
             scope["user_id"] = user_id
-        flt: dict[str, Any] = {"visible_to": scope, "statuses": sorted(LAID_OUT_STATUSES)}
-        if as_of is not None:
-            flt["known_at"] = as_of
-        found: list[MemoryItem] = unwrap(await adapter.query_items(flt))
-        at = as_of or max([clock.now(), *(i.recorded_at for i in found)])
-        for item, before in held_facts(found, at)[:limit]:
+        for item, before in await _item_facts(adapter, scope, as_of, limit):
             text = item_text(item)
             if before is not None:
                 text += f" (previously: {before.value})"
@@ -192,4 +251,15 @@ async def read_fact_lines(
     return lines
 
 
-__all__ = ["FIRST_KINDS", "FactLine", "held_facts", "item_fact", "item_text", "items_of", "read_fact_lines"]
+__all__ = [
+    "FIRST_KINDS",
+    "FactLine",
+    "chosen_states",
+    "held_facts",
+    "item_fact",
+    "item_text",
+    "items_of",
+    "just_before",
+    "read_fact_lines",
+    "replaced_state",
+]

@@ -414,6 +414,19 @@ class FactAdapter(Protocol):
         ...
 
 
+def reading_time(adapter: MemoryItemAdapter, agent_id: str) -> datetime:
+    """Now, for reading an agent's items in ``adapter``: the clock's time, or the agent's last
+    record time in this process when that is later (one agent's records are a millisecond apart,
+    so a burst of writes records ahead of the clock; a read right after must see them)."""
+    return _fact_items_of(adapter).now_for(agent_id)
+
+
+def _fact_items_of(adapter: MemoryItemAdapter, first_id: str | None = None) -> FactItems:
+    from ._fact_items import FactItems
+
+    return FactItems(adapter, first_id=first_id)
+
+
 def is_fact_adapter(value: object) -> bool:
     """Whether ``value`` keeps facts (has the calls of :class:`FactAdapter`)."""
     return isinstance(value, FactAdapter)
@@ -436,9 +449,7 @@ class FactStoreMixin:
         async def delete_items(self, ids: Sequence[str]) -> MemoryResult[int]: ...
 
     def _fact_items(self, first_id: str | None = None) -> FactItems:
-        from ._fact_items import FactItems
-
-        return FactItems(cast("MemoryItemAdapter", self), first_id=first_id)
+        return _fact_items_of(cast("MemoryItemAdapter", self), first_id)
 
     async def _locate(self, fact_id: str) -> tuple[MemoryItem | None, MemoryItem | None]:
         """The fact's first state and the state that holds now (either ``None`` when missing)."""
@@ -706,4 +717,5 @@ __all__ = [
     "is_fact_adapter",
     "is_fact_item",
     "kind_of_category",
+    "reading_time",
 ]
