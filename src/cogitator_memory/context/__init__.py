@@ -18,8 +18,11 @@ from .config import (
     ContextPartition,
     ContextPartitionBudget,
     ContextStrategy,
+    GraphContextOptions,
+    RecallSettings,
 )
 from .convert import from_anthropic_messages, from_openai_messages, to_anthropic_request, to_openai_messages
+from .graph_context import GraphContext
 from .history import (
     HistoryReader,
     HistoryWindow,
@@ -65,9 +68,12 @@ __all__ = [
     "FactSource",
     "Fit",
     "Fitter",
+    "GraphContext",
+    "GraphContextOptions",
     "HistoryReader",
     "HistoryWindow",
     "MessageIndex",
+    "RecallSettings",
     "compacted_history",
     "default_partitions",
     "entry_messages",

@@ -18,6 +18,22 @@ from .base import (
     UpdateInput,
     is_memory_item_adapter,
 )
+from .extract import (
+    EXTRACTION_ATTEMPTS,
+    EXTRACTION_CONTINUATIONS,
+    EXTRACTION_PROMPT,
+    ExtractedItem,
+    ExtractedQuote,
+    ExtractionAnswerError,
+    ExtractionMode,
+    ExtractionReport,
+    MemoryExtractor,
+    WindowError,
+    WindowReport,
+    extraction_continuation_prompt,
+    parse_extraction,
+    trust_of_entry,
+)
 from .records import (
     ITEM_KINDS,
     ITEM_STATUSES,
@@ -38,10 +54,18 @@ from .rules import same_value
 from .service import MemoryItems, without_entries
 
 __all__ = [
+    "EXTRACTION_ATTEMPTS",
+    "EXTRACTION_CONTINUATIONS",
+    "EXTRACTION_PROMPT",
     "ITEM_KINDS",
     "ITEM_STATUSES",
     "TRUST_ORDER",
     "BaseMemoryItemAdapter",
+    "ExtractedItem",
+    "ExtractedQuote",
+    "ExtractionAnswerError",
+    "ExtractionMode",
+    "ExtractionReport",
     "ItemEvidence",
     "ItemFilterInput",
     "ItemInput",
@@ -49,6 +73,7 @@ __all__ = [
     "ItemQuery",
     "ItemStatus",
     "ItemUpdate",
+    "MemoryExtractor",
     "MemoryItem",
     "MemoryItemAdapter",
     "MemoryItemFilter",
@@ -59,8 +84,13 @@ __all__ = [
     "Slot",
     "Trust",
     "UpdateInput",
+    "WindowError",
+    "WindowReport",
+    "extraction_continuation_prompt",
     "is_memory_item_adapter",
+    "parse_extraction",
     "rules",
     "same_value",
+    "trust_of_entry",
     "without_entries",
 ]
