@@ -47,6 +47,7 @@ from ...threads.base import BaseMemoryAdapter
 from ...threads.damage import broken_branch
 from ...threads.records import FORKS_KEY, MemoryEntry, NewMemoryEntry, Thread
 from ...threads.tree import type_allowed
+from .files import MongoDBFiles
 from .items import MongoDBItems
 
 if TYPE_CHECKING:
@@ -223,7 +224,7 @@ def _check_seconds(argument: str, value: object) -> float:
 # --- the adapter --------------------------------------------------------------------------
 
 
-class MongoDBAdapter(MongoDBItems, BaseMemoryAdapter):
+class MongoDBAdapter(MongoDBFiles, MongoDBItems, BaseMemoryAdapter):
     """A thread store in MongoDB (``pip install "cogitator-memory[mongodb]"``).
 
     ``uri`` (or ``url``) is a MongoDB connection string; ``database`` (default ``cogitator``)
