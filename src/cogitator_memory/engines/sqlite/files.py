@@ -66,6 +66,52 @@ def _path_clause(paths: frozenset[str] | None, prefix: str | None) -> tuple[str,
     return "", []
 
 
+def heads_sql(query: FileHeadQuery) -> tuple[str, list[Any]]:
+    """The SELECT of the heads ``query`` asks for and its parameters (through the heads index)."""
+    keys = sorted(query.scope_keys)
+    clause, params = _path_clause(query.paths, query.prefix)
+    columns = _COLUMNS if query.content else "body, NULL"
+    sql = (
+        f"SELECT {columns} FROM memory_file_versions INDEXED BY memory_file_heads"
+        f" WHERE scope_key IN ({_marks(len(keys))}) AND head = 1{clause}"
+    )
+    return sql, [*keys, *params]
+
+
+def versions_sql(query: FileVersionQuery) -> tuple[str, list[Any]]:
+    """The SELECT of ``query`` and its parameters: every condition on an indexed column."""
+    where: list[str] = []
+    params: list[Any] = []
+    if query.scope_keys is not None:
+        keys = sorted(query.scope_keys)
+        where.append(f"scope_key IN ({_marks(len(keys))})")
+        params.extend(keys)
+    else:
+        where.append("agent_id = ?")
+        params.append(query.agent_id)
+        within = query.within
+        assert within is not None
+        for column, value in (
+            ("user_id", within.user_id),
+            ("project_id", within.project_id),
+            ("thread_id", within.thread_id),
+        ):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+    clause, extra = _path_clause(query.paths, query.prefix)
+    for column, values in (
+        ("place_entry_id", query.entry_ids),
+        ("renamed_from", query.renamed_from),
+        ("id", query.ids),
+    ):
+        if values is not None:
+            ordered = sorted(values)
+            where.append(f"{column} IN ({_marks(len(ordered))})")
+            params.extend(ordered)
+    return f"SELECT {_COLUMNS} FROM memory_file_versions WHERE {' AND '.join(where)}{clause}", [*params, *extra]
+
+
 def _conflict(exc: sqlite3.IntegrityError, version: MemoryFileVersion) -> ConflictError:
     if "memory_file_versions.id" in str(exc):
         return ConflictError(f"memory file version id is taken: {version.id}")
@@ -125,48 +171,12 @@ class SQLiteFiles(MemoryFileStoreMixin):
                     raise _conflict(exc, version) from None
 
     async def _find_file_heads(self, query: FileHeadQuery) -> list[MemoryFileVersion]:
-        keys = sorted(query.scope_keys)
-        clause, params = _path_clause(query.paths, query.prefix)
-        columns = _COLUMNS if query.content else "body, NULL"
-        rows = self.connection.execute(
-            f"SELECT {columns} FROM memory_file_versions INDEXED BY memory_file_heads"
-            f" WHERE scope_key IN ({_marks(len(keys))}) AND head = 1{clause}",
-            (*keys, *params),
-        ).fetchall()
-        return list(map(_version, rows))
+        sql, params = heads_sql(query)
+        return list(map(_version, self.connection.execute(sql, params).fetchall()))
 
     async def _query_file_versions(self, query: FileVersionQuery) -> list[MemoryFileVersion]:
-        where: list[str] = []
-        params: list[Any] = []
-        if query.scope_keys is not None:
-            keys = sorted(query.scope_keys)
-            where.append(f"scope_key IN ({_marks(len(keys))})")
-            params.extend(keys)
-        else:
-            where.append("agent_id = ?")
-            params.append(query.agent_id)
-            within = query.within
-            assert within is not None
-            for column, value in (
-                ("user_id", within.user_id),
-                ("project_id", within.project_id),
-                ("thread_id", within.thread_id),
-            ):
-                if value is not None:
-                    where.append(f"{column} = ?")
-                    params.append(value)
-        clause, extra = _path_clause(query.paths, query.prefix)
-        for column, values in (
-            ("place_entry_id", query.entry_ids),
-            ("renamed_from", query.renamed_from),
-            ("id", query.ids),
-        ):
-            if values is not None:
-                ordered = sorted(values)
-                where.append(f"{column} IN ({_marks(len(ordered))})")
-                params.extend(ordered)
-        sql = f"SELECT {_COLUMNS} FROM memory_file_versions WHERE {' AND '.join(where)}{clause}"
-        return list(map(_version, self.connection.execute(sql, (*params, *extra)).fetchall()))
+        sql, params = versions_sql(query)
+        return list(map(_version, self.connection.execute(sql, params).fetchall()))
 
     async def _redact_file_versions(self, ids: list[str], redaction: FileRedaction) -> list[MemoryFileVersion]:
         done: list[MemoryFileVersion] = []
@@ -187,4 +197,4 @@ class SQLiteFiles(MemoryFileStoreMixin):
         return done
 
 
-__all__ = ["SQLiteFiles"]
+__all__ = ["SQLiteFiles", "heads_sql", "versions_sql"]
