@@ -11,10 +11,14 @@ from pathlib import Path
 import pytest
 
 import cogitator_memory
+import cogitator_memory.compaction
 import cogitator_memory.context
 import cogitator_memory.embeddings
 import cogitator_memory.engines
 import cogitator_memory.engines.factory
+import cogitator_memory.facts
+import cogitator_memory.files
+import cogitator_memory.graph
 import cogitator_memory.items
 import cogitator_memory.models
 import cogitator_memory.recall
@@ -56,11 +60,15 @@ EXPECTED_OUTPUT = {
 
 PACKAGES = [
     cogitator_memory,
+    cogitator_memory.compaction,
     cogitator_memory.context,
     cogitator_memory.embeddings,
     cogitator_memory.search,
     cogitator_memory.threads,
     cogitator_memory.engines.factory,
+    cogitator_memory.facts,
+    cogitator_memory.files,
+    cogitator_memory.graph,
     cogitator_memory.items,
     cogitator_memory.models,
     cogitator_memory.recall,

@@ -1,7 +1,13 @@
-"""Test support that ships with the package: conformance suites and service URLs.
+"""Test support that ships with the package: conformance suites, a scripted HTTP server and service URLs.
 
-``memory_adapter_conformance_cases()`` checks a thread store against the contract every
-built-in store keeps; run it on stores of your own (see :mod:`.conformance`).
+One suite per capability, each a list of named async cases that take a fresh connected store:
+``memory_adapter_conformance_cases()`` (threads, :mod:`.conformance`),
+``embedding_adapter_conformance_cases()`` (vectors, :mod:`.embedding`),
+``memory_item_adapter_conformance_cases()`` (items, :mod:`.items`),
+``fact_adapter_conformance_cases()`` (facts, :mod:`.facts`),
+``memory_file_adapter_conformance_cases()`` (memory files, :mod:`.files`) and
+``graph_adapter_conformance_cases()`` (the knowledge graph, :mod:`.graph`). Run them on stores of
+your own; see ``docs/testing.md``.
 """
 
 from .conformance import ConformanceCase, memory_adapter_conformance_cases
@@ -13,6 +19,10 @@ from .embedding import (
     embedding_adapter_conformance_cases,
     seeded_vector,
 )
+from .facts import FactConformanceCase, fact_adapter_conformance_cases
+from .files import FileConformanceCase, memory_file_adapter_conformance_cases
+from .graph import GraphConformanceCase, graph_adapter_conformance_cases
+from .items import ItemConformanceCase, memory_item_adapter_conformance_cases
 from .scripted_server import ScriptedServer
 from .services import service_url
 
@@ -20,11 +30,19 @@ __all__ = [
     "CONFORMANCE_DIMENSIONS",
     "ConformanceCase",
     "EmbeddingConformanceCase",
+    "FactConformanceCase",
+    "FileConformanceCase",
+    "GraphConformanceCase",
+    "ItemConformanceCase",
     "ScriptedServer",
     "axis_vector",
     "blend",
     "embedding_adapter_conformance_cases",
+    "fact_adapter_conformance_cases",
+    "graph_adapter_conformance_cases",
     "memory_adapter_conformance_cases",
+    "memory_file_adapter_conformance_cases",
+    "memory_item_adapter_conformance_cases",
     "seeded_vector",
     "service_url",
 ]
