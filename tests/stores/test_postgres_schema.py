@@ -37,7 +37,7 @@ def test_migrations_are_named_and_numbered() -> None:
     assert [m.version for m in MIGRATIONS] == list(range(1, len(MIGRATIONS) + 1))
     assert [m.name for m in MIGRATIONS][:4] == ["m001_initial", "m002_trees", "m003_memory_items", "m004_memory_files"]
     assert all(m.name.startswith(f"m{m.version:03d}_") for m in MIGRATIONS)
-    assert SCHEMA_VERSION == MIGRATIONS[-1].version
+    assert MIGRATIONS[-1].version == SCHEMA_VERSION
     assert quote_ident('a"b') == '"a""b"'
     assert MIGRATIONS[0].sql("x")[0].startswith('CREATE TABLE "x".threads')
     with pytest.raises(ValueError, match="schema"):

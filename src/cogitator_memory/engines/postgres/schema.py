@@ -190,6 +190,7 @@ M004_MEMORY_FILES = Migration(
     ),
 )
 
+
 def _graph_tables() -> tuple[str, ...]:
     from .graph import GRAPH_TABLES
 
