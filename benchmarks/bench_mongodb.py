@@ -36,7 +36,7 @@ from typing import Any
 from pymongo import AsyncMongoClient, ReturnDocument
 
 from cogitator_memory.clock import to_micros
-from cogitator_memory.engines.mongodb.threads import MongoDBAdapter
+from cogitator_memory.engines.mongodb.adapter import MongoDBAdapter
 from cogitator_memory.result import unwrap
 
 from .common import Row, percentiles, time_async

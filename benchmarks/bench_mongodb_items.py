@@ -37,7 +37,7 @@ from typing import Any
 
 from cogitator_memory import unwrap
 from cogitator_memory.clock import to_micros
-from cogitator_memory.engines.mongodb.threads import MongoDBAdapter
+from cogitator_memory.engines.mongodb.adapter import MongoDBAdapter
 from cogitator_memory.items import MemoryItem, MemoryItems, MemoryScope
 from cogitator_memory.items.records import scope_key, visible_scope_keys
 

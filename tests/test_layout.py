@@ -87,7 +87,7 @@ def test_importing_the_package_imports_no_driver() -> None:
 
 
 def test_every_store_is_exported_from_the_root() -> None:
-    from cogitator_memory.engines.mongodb.threads import MongoDBAdapter
+    from cogitator_memory.engines.mongodb.adapter import MongoDBAdapter
     from cogitator_memory.engines.postgres.adapter import PostgresAdapter
     from cogitator_memory.engines.redis.threads import RedisAdapter
 

@@ -59,7 +59,7 @@ from .embeddings import (
 from .engines.factory import create_embedding_adapter, create_memory_adapter
 from .engines.memory.threads import InMemoryAdapter
 from .engines.memory.vectors import InMemoryEmbeddingAdapter
-from .engines.mongodb.threads import MongoDBAdapter
+from .engines.mongodb.adapter import MongoDBAdapter
 from .engines.postgres.adapter import PostgresAdapter
 from .engines.qdrant.vectors import QdrantAdapter
 from .engines.redis.threads import RedisAdapter

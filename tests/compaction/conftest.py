@@ -57,7 +57,7 @@ async def memory(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
 
         store = RedisAdapter(url=service_url("COGMEM_TEST_REDIS_URL"), key_prefix=f"test:{uuid.uuid4().hex[:12]}:")
     else:
-        from cogitator_memory.engines.mongodb.threads import MongoDBAdapter
+        from cogitator_memory.engines.mongodb.adapter import MongoDBAdapter
 
         store = MongoDBAdapter(
             uri=service_url("COGMEM_TEST_MONGODB_URL"),

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from cogitator_memory.engines.mongodb.threads import MongoDBAdapter
+from cogitator_memory.engines.mongodb.adapter import MongoDBAdapter
 from cogitator_memory.testing import service_url
 from cogitator_memory.testing.facts import FactConformanceCase, fact_adapter_conformance_cases
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from cogitator_memory import unwrap
-from cogitator_memory.engines.mongodb.threads import MongoDBAdapter, server_has_transactions
+from cogitator_memory.engines.mongodb.adapter import MongoDBAdapter, server_has_transactions
 from cogitator_memory.testing import service_url
 from cogitator_memory.testing.files import FileConformanceCase, memory_file_adapter_conformance_cases
 

@@ -24,8 +24,8 @@ import pytest
 
 from cogitator_memory import InMemoryAdapter, unwrap
 from cogitator_memory.clock import to_micros
+from cogitator_memory.engines.mongodb.adapter import MongoDBAdapter, server_has_transactions
 from cogitator_memory.engines.mongodb.items import ITEM_INDEXES, item_filter, item_index
-from cogitator_memory.engines.mongodb.threads import MongoDBAdapter, server_has_transactions
 from cogitator_memory.errors import ConflictError
 from cogitator_memory.items.records import check_filter
 from cogitator_memory.testing import service_url

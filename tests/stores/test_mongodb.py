@@ -26,15 +26,17 @@ import pytest
 
 from cogitator_memory.clock import to_micros
 from cogitator_memory.engines.factory import create_memory_adapter
-from cogitator_memory.engines.mongodb.threads import (
+from cogitator_memory.engines.mongodb.adapter import (
     DEFAULT_URI,
     MongoDBAdapter,
+    is_write_conflict,
+    server_has_transactions,
+)
+from cogitator_memory.engines.mongodb.threads import (
     entries_filter,
     entry_document,
     entry_from_document,
-    is_write_conflict,
     scan_filter,
-    server_has_transactions,
     thread_document,
     thread_from_document,
 )
@@ -152,7 +154,7 @@ def test_missing_driver_fails_connect_with_the_pip_command() -> None:
         "import cogitator_memory, cogitator_memory.engines.mongodb.threads\n"
         "print('imported:', 'pymongo' in sys.modules)\n"
         "sys.modules['pymongo'] = None  # this interpreter has no pymongo\n"
-        "from cogitator_memory.engines.mongodb.threads import MongoDBAdapter\n"
+        "from cogitator_memory.engines.mongodb.adapter import MongoDBAdapter\n"
         "adapter = MongoDBAdapter()\n"
         "result = asyncio.run(adapter.connect())\n"
         "print(result.success, result.error_type.__name__, adapter.connected, result.error)\n"

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from cogitator_memory.engines.mongodb.threads import MongoDBAdapter
+from cogitator_memory.engines.mongodb.adapter import MongoDBAdapter
 from cogitator_memory.errors import ConflictError, NotFoundError, StoreUnavailableError
 from cogitator_memory.result import MemoryResult, unwrap
 from cogitator_memory.testing import service_url
@@ -210,7 +210,7 @@ DYING_CLIENT = textwrap.dedent(
     """
     import asyncio, os, signal, sys
     from pymongo.asynchronous.collection import AsyncCollection
-    from cogitator_memory.engines.mongodb.threads import MongoDBAdapter
+    from cogitator_memory.engines.mongodb.adapter import MongoDBAdapter
 
     uri, database, kill_at, operation = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
     state = {"armed": False, "writes": 0}

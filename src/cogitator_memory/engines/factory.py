@@ -20,7 +20,7 @@ PROVIDERS: dict[str, tuple[str, str]] = {
     "sqlite": ("cogitator_memory.engines.sqlite.threads", "SQLiteAdapter"),
     "postgres": ("cogitator_memory.engines.postgres.adapter", "PostgresAdapter"),
     "redis": ("cogitator_memory.engines.redis.threads", "RedisAdapter"),
-    "mongodb": ("cogitator_memory.engines.mongodb.threads", "MongoDBAdapter"),
+    "mongodb": ("cogitator_memory.engines.mongodb.adapter", "MongoDBAdapter"),
 }
 
 

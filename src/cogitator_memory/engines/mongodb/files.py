@@ -1,5 +1,5 @@
 """Memory files in MongoDB: the primitives of :class:`~cogitator_memory.files.base.MemoryFileStoreMixin`
-as pymongo calls, mixed into :class:`~cogitator_memory.engines.mongodb.threads.MongoDBAdapter`.
+as pymongo calls, mixed into :class:`~cogitator_memory.engines.mongodb.adapter.MongoDBAdapter`.
 
 A version is a document of ``<prefix>file_versions`` (``_id`` is the version id): the fields
 queries filter by are fields of their own (the scope key and the agent, user, project and thread
@@ -167,7 +167,7 @@ def _refusal(exc: Exception, docs: list[Doc]) -> tuple[int, Exception | None]:
 
 
 class MongoDBFiles(MemoryFileStoreMixin):
-    """The file half of :class:`~cogitator_memory.engines.mongodb.threads.MongoDBAdapter`:
+    """The file half of :class:`~cogitator_memory.engines.mongodb.adapter.MongoDBAdapter`:
     versions in the collection ``<prefix>file_versions`` (see the module docstring)."""
 
     _files_state: tuple[Any, AsyncCollection[Doc]] | None = None
@@ -184,7 +184,7 @@ class MongoDBFiles(MemoryFileStoreMixin):
         a write conflict that left the batch's sequences free (a conflict over other documents)."""
         if not self._use_transactions or self._client is None:
             return await work(None)
-        from .threads import is_write_conflict
+        from .adapter import is_write_conflict
 
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 10.0

@@ -1,5 +1,5 @@
 """Memory items in MongoDB: the primitives of :class:`~cogitator_memory.items.base.MemoryItemStoreMixin`
-as pymongo calls, mixed into :class:`~cogitator_memory.engines.mongodb.threads.MongoDBAdapter`.
+as pymongo calls, mixed into :class:`~cogitator_memory.engines.mongodb.adapter.MongoDBAdapter`.
 
 An item is a document of ``<prefix>items`` (``_id`` is the item id). The fields queries filter
 by are fields of their own, under the indexes made at ``connect()``: the scope key and the
@@ -214,7 +214,7 @@ def _taken(exc: Exception, docs: list[Doc]) -> tuple[int, str | None]:
 
 
 class MongoDBItems(MemoryItemStoreMixin):
-    """The item half of :class:`~cogitator_memory.engines.mongodb.threads.MongoDBAdapter`: items
+    """The item half of :class:`~cogitator_memory.engines.mongodb.adapter.MongoDBAdapter`: items
     in the collection ``<prefix>items`` (see the module docstring)."""
 
     _items_col: AsyncCollection[Doc] | None = None
