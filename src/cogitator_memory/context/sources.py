@@ -2,8 +2,9 @@
 
 :class:`ContextBuilderDeps` names them. The thread store is required; the rest are optional and
 each enables a part: an embedding service (relevance, semantic context), an embedding store
-(semantic context), a fact source (``include_facts``), a message index, a graph store (``include_graph_context``). A reranker
-comes in a later release; its slot is here so that it plugs in.
+(semantic context), a fact source or the memory items (``include_facts``, recalled items), a
+message index, a graph store (``include_graph_context``) and a reranker of recalled hits
+(:class:`~cogitator_memory.recall.Reranker`, used by ``relevant`` and ``hybrid``).
 
 :class:`FactSource` is the small protocol the builder needs of a fact store: any object with an
 async ``get_facts(agent_id, *, user_id, limit)`` returning a
@@ -59,7 +60,6 @@ class ContextBuilderDeps:
     fact_adapter: FactSource | None = None
     message_index: MessageIndex | None = None
     graph_adapter: GraphAdapter | None = None
-    graph_context_builder: Any = None
     memory_items: Any = None
     reranker: Any = None
 

@@ -107,8 +107,8 @@ def _import_driver() -> tuple[Any, Any]:
 
 
 class PostgresAdapter(PostgresThreads, PostgresVectors, PostgresFiles, PostgresGraph, PostgresItems, BaseMemoryAdapter):
-    """A thread store and pgvector embedding store in PostgreSQL (psycopg 3, async, a pool of
-    ``pool_size`` connections).
+    """Threads, pgvector embeddings, memory items (and facts), memory files and the knowledge graph
+    in one PostgreSQL schema (psycopg 3, async, a pool of ``pool_size`` connections).
 
     ``connection_string`` (or ``url``) is a libpq URL or DSN; ``schema`` (default ``public``) holds
     the tables, created on the first :meth:`connect`; ``dimensions`` is the vector size of a new
