@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+import re
+import sys
 from typing import Any
 
 import pytest
@@ -106,6 +109,51 @@ def test_count_grows_with_text() -> None:
         current = count_tokens(" ".join(words[:n]))
         assert current >= previous - 1  # monotone up to rounding
         previous = current
+
+
+def _fuzzed_texts(count: int, seed: int) -> list[str]:
+    """Texts of words, marks and every kind of whitespace next to one another."""
+    rng = random.Random(seed)
+    alphabet = [*"ab Zé\t\n\r  .,'-_0123²½Ⅻ我中한Щ!?\"(){}", "\u00a0", "\u2003", "\u3000", "\x0b", "\x1c"]
+    alphabet += ["\x85", "\u2028", "'s", "'ll", " the", "\r\n", "  \n", " \n ", "hello", "42"]
+    return ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 30))) for _ in range(count)]
+
+
+@pytest.mark.parametrize(
+    "text", [PROSE, CODE, CHINESE_RUN, *(t for t, _ in CL100K_COUNTS), *(t for t, _ in CL100K_PIECES)]
+)
+def test_words_cut_between_the_pieces_of_the_pattern(text: str) -> None:
+    # count_tokens prices a text word by word (parts cut at single spaces): the parts, each with
+    # the space before it, must be cut into exactly the pieces of the whole text.
+    for sample in [text, *_fuzzed_texts(300, seed=len(text))]:
+        words = tokens._words(sample)
+        pieces = tokens._PIECE.findall(words[0])
+        for word in words[1:]:
+            pieces += tokens._PIECE.findall(" " + word)
+        assert pieces == tokens._PIECE.findall(sample), sample
+
+
+def test_every_kind_of_whitespace_is_known_to_the_word_cut() -> None:
+    # A space after any whitespace must be seen (it may belong to a whitespace run).
+    spaces = {chr(code) for code in range(sys.maxunicode + 1) if chr(code).isspace()}
+    assert {ch for ch in spaces if re.fullmatch(r"\s", ch)} == spaces
+    for ch in spaces:
+        assert tokens._space_after_whitespace(f"a{ch} b"), repr(ch)
+    assert not tokens._space_after_whitespace("a b\nc\td")
+
+
+def test_counts_by_words_are_the_counts_by_pieces() -> None:
+    texts = [*_fuzzed_texts(3000, seed=7), PROSE, CODE, CHINESE_RUN, PROSE * 20, "word " * 300]
+    texts += [f"The quick brown fox, #{i}: 'ok' it's {i * 7} done.\n\n  - item {i}" for i in range(300)]
+    for round_ in range(2):  # words new, then words known
+        for text in texts:
+            exact = tokens._total(tokens._exact_total(text))
+            assert count_tokens(text) == exact, (round_, text)
+    tokens._SPACED.clear()
+    tokens._LEADING.clear()
+    long_new = " ".join(f"w{i}x" for i in range(400))  # mostly new words: priced by pieces
+    assert count_tokens(long_new) == tokens._total(tokens._exact_total(long_new))
+    assert 0 < len(tokens._SPACED) <= tokens._NEW_WORDS_PRICED
 
 
 def test_scripts_are_priced_differently() -> None:
