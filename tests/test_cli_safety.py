@@ -86,6 +86,13 @@ def _big_chat(path: Path, count: int) -> Path:
 # --- item 6: an import is all or nothing -------------------------------------------------------
 
 
+def _interruptible() -> None:
+    """In the child: Ctrl-C as a terminal delivers it. A test run started in the background by a
+    shell without job control (``cmd &``, as CI runners may) inherits SIGINT ignored, and Python
+    then never raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start_import(db: Path, source: Path, *extra: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "cogitator_memory", "import", str(source), "--db", str(db), "--progress", *extra],
@@ -93,6 +100,7 @@ def _start_import(db: Path, source: Path, *extra: str) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
         env=_env(),
+        preexec_fn=_interruptible,
     )
 
 
