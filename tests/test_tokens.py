@@ -151,9 +151,21 @@ def test_counts_by_words_are_the_counts_by_pieces() -> None:
             assert count_tokens(text) == exact, (round_, text)
     tokens._SPACED.clear()
     tokens._LEADING.clear()
-    long_new = " ".join(f"w{i}x" for i in range(400))  # mostly new words: priced by pieces
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    long_new = " ".join(f"w{letters[i // 26]}{letters[i % 26]}x," for i in range(400))  # new words: by pieces
     assert count_tokens(long_new) == tokens._total(tokens._exact_total(long_new))
     assert 0 < len(tokens._SPACED) <= tokens._NEW_WORDS_PRICED
+
+
+def test_counts_stay_the_same_when_the_caches_are_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    for cache in ("_SPACED", "_LEADING", "_CACHE"):
+        monkeypatch.setattr(tokens, cache, {})
+    monkeypatch.setattr(tokens, "_WORD_CACHE_LIMIT", 40)
+    monkeypatch.setattr(tokens, "_CACHE_LIMIT", 40)
+    texts = [*_fuzzed_texts(500, seed=11), *(f"{PROSE} #{i} {i * 13}" for i in range(100))]
+    for text in texts:
+        assert count_tokens(text) == tokens._total(tokens._exact_total(text)), text
+        assert len(tokens._SPACED) <= 40 and len(tokens._LEADING) <= 40 and len(tokens._CACHE) <= 40
 
 
 def test_scripts_are_priced_differently() -> None:

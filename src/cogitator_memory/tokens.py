@@ -31,7 +31,8 @@ import json
 import re
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
-from itertools import filterfalse, islice, repeat
+from itertools import compress, islice, repeat
+from operator import getitem, itemgetter
 from typing import Any, cast
 
 from .threads.records import (
@@ -262,10 +263,16 @@ def _cost(piece: str) -> float:
     if cost is None:
         cost = _piece_cost(piece)
         if len(piece) <= _CACHED_PIECE_CHARS:
-            if len(_CACHE) >= _CACHE_LIMIT:
-                _CACHE.clear()
-            _CACHE[piece] = cost
+            _remember(_CACHE, _CACHE_LIMIT, piece, cost)
     return cost
+
+
+def _remember(cache: dict[str, float], limit: int, key: str, cost: float) -> None:
+    """Keep ``cost`` under ``key``; a full cache first forgets the quarter it was given first."""
+    if len(cache) >= limit:
+        for old in list(islice(cache, limit // 4)):
+            del cache[old]
+    cache[key] = cost
 
 
 def _total(total: float) -> int:
@@ -291,20 +298,28 @@ _WORD_CACHE_LIMIT = 50_000
 _CACHED_WORD_CHARS = 64
 #: New words a text of mostly new words prices on its way (see :func:`_words_total`).
 _NEW_WORDS_PRICED = 8
-_NAN = float("nan")
 
 
 # Whitespace other than a space, tab, newline or carriage return: what Python's ``\s`` (and
 # ``str.isspace``) matches besides them.
-_RARE_SPACES = "\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+_RARE_SPACES = (
+    "\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u1680"
+    + "".join(map(chr, range(0x2000, 0x200B)))
+    + "\u2028\u2029\u202f\u205f\u3000"
+)
 _RARE_SPACE_THEN_SPACE = re.compile(f"[{_RARE_SPACES}] ")
+_RARE_ASCII_SPACES = _RARE_SPACES[:6]
 
 
 def _space_after_whitespace(text: str) -> bool:
     """Whether a space of ``text`` follows whitespace (two spaces, a newline and an indent...)."""
+    if text.isprintable():  # no whitespace but spaces
+        return "  " in text
     if "  " in text or "\n " in text or "\t " in text or "\r " in text:
         return True
-    return not text.isprintable() and _RARE_SPACE_THEN_SPACE.search(text) is not None
+    if text.isascii() and not any(map(text.__contains__, _RARE_ASCII_SPACES)):
+        return False
+    return _RARE_SPACE_THEN_SPACE.search(text) is not None
 
 
 def _words(text: str) -> list[str]:
@@ -319,61 +334,92 @@ def _words(text: str) -> list[str]:
     words = text.split(" ")
     if not _space_after_whitespace(text):
         return words
-    parts = [words[0]]
-    for word in islice(words, 1, None):
-        last = parts[-1]
-        if last and not last[-1].isspace():
-            parts.append(word)
-        else:
-            parts[-1] = last + " " + word
-    return parts
+    # The words that are empty or end with whitespace, and so join the next one (the last
+    # characters looked up at C speed; the joins made from the end, where each leaves the
+    # places before it as they were).
+    ends = map(_JOINS_NEXT.__contains__, map(getitem, words, repeat(_LAST)))
+    for at in reversed(list(compress(range(len(words) - 1), ends))):
+        words[at : at + 2] = [words[at] + " " + words[at + 1]]
+    return words
+
+
+_LAST = slice(-1, None)
+# What a word ends with when the space after it follows whitespace: nothing, or whitespace.
+_JOINS_NEXT = frozenset(["", " ", "\t", "\n", "\r", *_RARE_SPACES])
 
 
 def _word_cost(word: str, spaced: bool) -> float:
     """The summed prices of the pieces of ``word`` (after a space when ``spaced``), kept."""
-    text = " " + word if spaced else word
-    # A word of letters (and its space) is one piece; any other word is cut by the pattern.
-    cost = _cost(text) if word.isalpha() else _exact_total(text)
-    _keep(_SPACED if spaced else _LEADING, word, cost)
+    cache = _SPACED if spaced else _LEADING
+    if word.isalpha():
+        cost = _cost(" " + word if spaced else word)  # letters (after a space) are one piece
+    elif word[-1:] in _CLOSING_MARKS and word[:-1].isalpha():
+        # Letters and a mark after them ("end.", "well,"): two pieces.
+        cost = _cost(" " + word[:-1] if spaced else word[:-1]) + _cost(word[-1])
+    else:
+        # Digits are pieces of their own, each priced 1 whatever the digit: a word is priced
+        # like the word with every digit 0 (so "#1234" and "#5678" are priced once).
+        plain = word.translate(_DIGITS_TO_ZERO)
+        found = cache.get(plain) if plain != word else None
+        if found is None:
+            cost = _exact_total(" " + plain if spaced else plain)
+            _keep(cache, plain, cost)
+        else:
+            cost = found
+    _keep(cache, word, cost)
     return cost
+
+
+_DIGITS_TO_ZERO = str.maketrans("123456789", "000000000")
+_CLOSING_MARKS = frozenset('.,;:!?)]}"*')
 
 
 def _words_total(text: str) -> float | None:
     """:func:`_exact_total` summed by the parts of :func:`_words` (the same pieces, the prices
-    of the parts kept), at C speed for parts seen before; ``None`` when too many are new.
-
-    A new part costs a pass of the pattern of its own, more than its share of one pass over the
-    whole text: a text of mostly new parts is left to :func:`_exact_total`, pricing (and keeping)
-    a few of them on the way, so that texts like it find them later.
-    """
+    of the parts kept), at C speed for parts seen before; ``None`` when many are new, which are
+    then left to :func:`_exact_total` (a few of them priced and kept on the way, so that texts
+    like it find them later)."""
     words = _words(text)
     first = words[0]
     lead = _LEADING.get(first)
     if lead is None:
         lead = _word_cost(first, False) if first else 0.0
+    rest = words[1:]
+    if len(rest) > 1:
+        try:
+            # Every part seen before: the prices looked up and summed at C speed.
+            return sum(itemgetter(*rest)(_SPACED), lead)
+        except KeyError:
+            pass
+    elif not rest:
+        return lead
+    # Some parts are new: the first few are priced one by one (and kept), the others together
+    # (joined by spaces, which no piece crosses either), unless most are new.
     get = _SPACED.get
-    # Every part seen before: the sum runs at C speed (a part not kept adds a NaN).
-    total: float = sum(map(get, islice(words, 1, None), repeat(_NAN)), lead)
-    if total == total:
-        return total
-    size = len(words) - 1
-    new = size - sum(map(_SPACED.__contains__, islice(words, 1, None)))
-    if new > _NEW_WORDS_PRICED and new * 4 > size:
-        for word in islice(filterfalse(_SPACED.__contains__, islice(words, 1, None)), _NEW_WORDS_PRICED):
-            _word_cost(word, True)
-        return None
     total = lead
-    for word in islice(words, 1, None):
+    priced = 0
+    later: list[str] = []
+    most = len(rest) // 4
+    for word in rest:
         cost = get(word)
-        total += _word_cost(word, True) if cost is None else cost
+        if cost is None:
+            if priced < _NEW_WORDS_PRICED:
+                cost = _word_cost(word, True)
+                priced += 1
+            else:
+                later.append(word)
+                if len(later) > most:
+                    return None
+                continue
+        total += cost
+    if later:
+        total += _exact_total(" " + " ".join(later))
     return total
 
 
 def _keep(cache: dict[str, float], word: str, cost: float) -> None:
     if len(word) <= _CACHED_WORD_CHARS:
-        if len(cache) >= _WORD_CACHE_LIMIT:
-            cache.clear()
-        cache[word] = cost
+        _remember(cache, _WORD_CACHE_LIMIT, word, cost)
 
 
 def count_tokens(text: str) -> int:

@@ -224,13 +224,58 @@ def build_entry(
     new: NewMemoryEntry, entry_id: str, parent_id: str | None, seq: int, token_count: int, now: datetime
 ) -> MemoryEntry:
     """The stored entry :meth:`add_entry` makes of ``new`` at its place in the tree."""
+    given = new.__dict__
+    message, metadata, calls, results = given["message"], given["metadata"], given["tool_calls"], given["tool_results"]
+    kind = given["type"]
+    if (
+        type(message) is Message
+        and given["event"] is None
+        and kind in _MESSAGE_TYPES
+        and (metadata is None or type(metadata) is dict)
+        and (calls is None or (type(calls) is list and all(type(c) is ToolCall for c in calls)))
+        and (results is None or (type(results) is list and all(type(r) is ToolResult for r in results)))
+    ):
+        # What validation makes of fields that are valid already (a checked record): the same
+        # objects, new top-level containers, the fields given set. Built directly, for half the
+        # cost of validating them again; anything else (events, a record changed after it was
+        # checked) is validated below.
+        entry = _new_object(MemoryEntry)
+        _set_slot(
+            entry,
+            "__dict__",
+            {
+                "message": message,
+                "token_count": token_count,
+                "type": kind,
+                "event": None,
+                "metadata": None if metadata is None else dict(metadata),
+                "tool_calls": None if calls is None else list(calls),
+                "tool_results": None if results is None else list(results),
+                "id": entry_id,
+                "thread_id": given["thread_id"],
+                "parent_id": parent_id,
+                "seq": seq,
+                "created_at": now,
+            },
+        )
+        fields_set = _ALWAYS_SET.copy()
+        if metadata is not None:
+            fields_set.add("metadata")
+        if calls is not None:
+            fields_set.add("tool_calls")
+        if results is not None:
+            fields_set.add("tool_results")
+        _set_slot(entry, "__pydantic_fields_set__", fields_set)
+        _set_slot(entry, "__pydantic_extra__", None)
+        _set_slot(entry, "__pydantic_private__", None)
+        return entry
     fields: dict[str, Any] = {
         "id": entry_id,
         "thread_id": new.thread_id,
         "parent_id": parent_id,
         "seq": seq,
         "type": new.type,
-        "message": new.message,
+        "message": message,
         "token_count": token_count,
         "created_at": now,
     }
@@ -239,6 +284,12 @@ def build_entry(
         if value is not None:
             fields[name] = value
     return MemoryEntry.model_validate(fields)
+
+
+_MESSAGE_TYPES = frozenset(CONVERSATION_ENTRY_TYPES)
+_ALWAYS_SET = {"id", "thread_id", "parent_id", "seq", "type", "message", "token_count", "created_at"}
+_new_object = object.__new__
+_set_slot = object.__setattr__
 
 
 def redacted_entry(entry: MemoryEntry, redaction: EntryRedaction) -> MemoryEntry:

@@ -171,9 +171,10 @@ def _check_results(name: str, results: list[ToolResult] | None) -> None:
 
 def check_message(name: str, message: Message) -> None:
     """Check the text and tool data of a message (see the module docstring)."""
-    content = message.content
+    fields = message.__dict__
+    content = fields["content"]
     if isinstance(content, str):
-        if has_surrogate(content):
+        if not content.isascii() and has_surrogate(content):
             check_text(f"{name}.content", content)
     else:
         for i, part in enumerate(content):
@@ -182,9 +183,13 @@ def check_message(name: str, message: Message) -> None:
                 check_text(f"{where}.text", part.text)
             else:
                 check_json(where, part.model_dump(exclude_none=True))
-    check_optional_text(f"{name}.name", message.name)
-    check_optional_text(f"{name}.tool_call_id", message.tool_call_id)
-    _check_calls(f"{name}.tool_calls", message.tool_calls)
+    # Only the fields given are checked (most messages have neither a name nor tool data).
+    if fields["name"] is not None:
+        check_text(f"{name}.name", fields["name"])
+    if fields["tool_call_id"] is not None:
+        check_text(f"{name}.tool_call_id", fields["tool_call_id"])
+    if fields["tool_calls"]:
+        _check_calls(f"{name}.tool_calls", fields["tool_calls"])
 
 
 def check_event(name: str, event: EventPayload) -> None:
@@ -196,14 +201,17 @@ def check_event(name: str, event: EventPayload) -> None:
 def check_entry_content(name: str, entry: EntryContent) -> None:
     """Check every value an entry carries: its message, event, tool calls, tool results and
     metadata (text, numbers, JSON and depth, see the module docstring)."""
-    if entry.message is not None:
-        check_message(f"{name}.message", entry.message)
-    if entry.event is not None:
-        check_event(f"{name}.event", entry.event)
-    _check_calls(f"{name}.tool_calls", entry.tool_calls)
-    _check_results(f"{name}.tool_results", entry.tool_results)
-    if entry.metadata is not None:
-        check_json(f"{name}.metadata", entry.metadata)
+    fields = entry.__dict__
+    if fields["message"] is not None:
+        check_message(f"{name}.message", fields["message"])
+    if fields["event"] is not None:
+        check_event(f"{name}.event", fields["event"])
+    if fields["tool_calls"]:
+        _check_calls(f"{name}.tool_calls", fields["tool_calls"])
+    if fields["tool_results"]:
+        _check_results(f"{name}.tool_results", fields["tool_results"])
+    if fields["metadata"] is not None:
+        check_json(f"{name}.metadata", fields["metadata"])
 
 
 __all__ = [
