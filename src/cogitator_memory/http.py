@@ -23,6 +23,7 @@ import asyncio
 import base64
 import email.utils
 import json
+import os
 import random
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -201,6 +202,24 @@ def error_text(response: httpx.Response, secrets: Iterable[str] = (), limit: int
     return redact(text, secrets)[:limit]
 
 
+def env_key_for(url: str, home: str, *variables: str) -> str | None:
+    """The API key from the first set environment ``variables``, only when ``url`` is on the same
+    host as ``home`` (the provider's own address): a key from the environment is never sent to a
+    gateway or a local server the caller pointed the client at (pass ``api_key`` for those)."""
+    try:
+        target = httpx.URL(url).host.lower()
+        own = httpx.URL(home).host.lower()
+    except (httpx.InvalidURL, TypeError):
+        return None
+    if not target or target != own:
+        return None
+    for variable in variables:
+        value = os.environ.get(variable)
+        if value:
+            return value
+    return None
+
+
 def retryable_status(status: int) -> bool:
     """Whether an answer of ``status`` is worth another try: 429 and every 5xx."""
     return status == 429 or status >= 500
@@ -311,6 +330,7 @@ __all__ = [
     "RetryCallback",
     "RetryPolicy",
     "check_timeout",
+    "env_key_for",
     "error_text",
     "header_secrets",
     "parse_retry_after",

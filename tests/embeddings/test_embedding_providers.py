@@ -390,3 +390,29 @@ def test_unknown_model_needs_dimensions() -> None:
     with pytest.raises(InvalidArgumentError, match="'timeout'"):
         OllamaEmbeddingService(timeout=0)
     assert OllamaEmbeddingService(model="nomic-embed-text:latest").dimensions == 768
+
+
+async def test_environment_keys_go_only_to_the_providers_own_host(
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key read from the environment is never sent to a server the caller pointed the client at."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env-openai-secret")
+    monkeypatch.setenv("GEMINI_API_KEY", "env-gemini-secret")
+    server.fallback("/v1/embeddings", openai_embeddings_handler())
+    async with OpenAIEmbeddingService(base_url=server.url + "/v1", model="custom", dimensions=8) as service:
+        await service.embed("hi")
+    assert server.requests[0].header("authorization") is None
+    # Passed explicitly, the key goes wherever the caller says.
+    async with OpenAIEmbeddingService(
+        base_url=server.url + "/v1", model="custom", dimensions=8, api_key="sk-given"
+    ) as service:
+        await service.embed("hi")
+    assert server.requests[1].header("authorization") == "Bearer sk-given"
+    # Google's client has no key for a foreign host, so it fails before sending anything.
+    async with GoogleEmbeddingService(base_url=server.url, model="text-embedding-004") as google:
+        with pytest.raises(EmbeddingServiceError, match="no API key"):
+            await google.embed("hi")
+    assert len(server.requests) == 2
+    # The provider's own addresses still read the environment.
+    assert OpenAIEmbeddingService()._api_key == "sk-env-openai-secret"
+    assert GoogleEmbeddingService()._api_key == "env-gemini-secret"

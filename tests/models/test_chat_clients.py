@@ -497,3 +497,16 @@ async def test_bad_arguments_name_the_argument(provider: Provider, server: Scrip
         OpenAIChatClient(model="m", base_url="localhost:11434")
     with pytest.raises(InvalidArgumentError, match="'model'"):
         AnthropicChatClient(model="  ", api_key="k")
+
+
+async def test_an_environment_key_is_not_sent_to_a_foreign_host(
+    server: ScriptedServer, provider: Provider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keys in the environment belong to the provider's own API: a client pointed at another
+    server (a gateway, a test server) sends only a key it was given."""
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.setenv(name, f"secret-{name}")
+    async with provider.make(server.url, api_key=None) as client:
+        with pytest.raises(ModelServiceError, match="no API key"):
+            await client.complete([{"role": "user", "content": "hi"}])
+    assert server.requests == []

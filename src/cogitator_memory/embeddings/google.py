@@ -7,11 +7,11 @@ in the same order. The API takes at most 100 texts per call, the default ``batch
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import httpx
 
+from ..http import env_key_for
 from .base import EmbeddingServiceError, parse_vector, resolve_model
 from .http import HttpEmbeddingService, RetryPolicy
 
@@ -28,7 +28,8 @@ DEFAULT_GOOGLE_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 class GoogleEmbeddingService(HttpEmbeddingService):
     """Embeddings from the Gemini API.
 
-    ``api_key`` defaults to ``$GEMINI_API_KEY``, then ``$GOOGLE_API_KEY``. ``dimensions`` smaller
+    ``api_key`` defaults to ``$GEMINI_API_KEY``, then ``$GOOGLE_API_KEY`` (for Google's own
+    ``base_url`` only). ``dimensions`` smaller
     than the model's native size is sent as ``outputDimensionality`` (Gemini then returns vectors
     that are not unit length; cosine search does not mind). ``task_type`` (e.g.
     ``"RETRIEVAL_DOCUMENT"``, ``"RETRIEVAL_QUERY"``, ``"SEMANTIC_SIMILARITY"``) is sent with every
@@ -59,14 +60,21 @@ class GoogleEmbeddingService(HttpEmbeddingService):
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.task_type = task_type
-        key = api_key if api_key is not None else os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
+        key = (
+            api_key
+            if api_key is not None
+            else env_key_for(self.base_url, DEFAULT_GOOGLE_BASE_URL, "GEMINI_API_KEY", "GOOGLE_API_KEY")
+        )
         self._api_key = key
         self._send_dimensions = dimensions != native
 
     async def _embed_chunk(self, texts: list[str]) -> list[list[float]]:
         if not self._api_key:
             raise EmbeddingServiceError(
-                self.provider, None, "no API key: pass api_key or set GEMINI_API_KEY / GOOGLE_API_KEY", attempts=0
+                self.provider,
+                None,
+                "no API key: pass api_key, or set GEMINI_API_KEY / GOOGLE_API_KEY (read only for Google's own base_url)",
+                attempts=0,
             )
         requests: list[dict[str, Any]] = []
         for text in texts:

@@ -7,12 +7,11 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import httpx
 
-from ..http import redact_url
+from ..http import env_key_for, redact_url
 from .base import EmbeddingServiceError, parse_vector, resolve_model
 from .http import HttpEmbeddingService, RetryPolicy
 
@@ -29,8 +28,9 @@ DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 class OpenAIEmbeddingService(HttpEmbeddingService):
     """Embeddings from OpenAI's ``/v1/embeddings`` API.
 
-    ``api_key`` defaults to ``$OPENAI_API_KEY``; without one no ``Authorization`` header is sent
-    (local OpenAI-compatible servers need none). ``dimensions`` defaults to the model's native
+    ``api_key`` defaults to ``$OPENAI_API_KEY`` when ``base_url`` is OpenAI's own (the key is never
+    sent to another server unless passed); without one no ``Authorization`` header is sent (local
+    OpenAI-compatible servers need none). ``dimensions`` defaults to the model's native
     size; for a ``text-embedding-3`` model a smaller value is sent as the API's ``dimensions``
     parameter. ``batch_size`` texts go in one request (the API takes up to 2048).
     """
@@ -56,7 +56,9 @@ class OpenAIEmbeddingService(HttpEmbeddingService):
         )
         self.model = model
         self.base_url = base_url.rstrip("/")
-        self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        self._api_key = (
+            api_key if api_key is not None else env_key_for(self.base_url, DEFAULT_OPENAI_BASE_URL, "OPENAI_API_KEY")
+        )
         self._organization = organization
         self._send_dimensions = model.startswith("text-embedding-3") and dimensions != native
 

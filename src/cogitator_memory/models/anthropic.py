@@ -16,7 +16,6 @@ joined; thinking blocks are left out.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,7 +23,7 @@ import httpx
 
 from ..context.convert import to_anthropic_request
 from ..errors import InvalidArgumentError
-from ..http import RetryPolicy
+from ..http import RetryPolicy, env_key_for
 from ..threads.records import Message
 from .base import DEFAULT_CHAT_TIMEOUT, DEFAULT_MAX_TOKENS, BaseChatClient, normalize_finish, object_at, usage_of
 from .records import ChatCompletion, FinishReason
@@ -51,7 +50,8 @@ _FINISH: dict[str, FinishReason] = {
 class AnthropicChatClient(BaseChatClient):
     """Answers from Anthropic's Messages API.
 
-    ``api_key`` defaults to ``$ANTHROPIC_API_KEY``; a call without one fails before sending.
+    ``api_key`` defaults to ``$ANTHROPIC_API_KEY`` when ``base_url`` is Anthropic's own (a gateway
+    gets a key only when one is passed); a call without one fails before sending.
     ``base_url`` (default ``https://api.anthropic.com``, without ``/v1``) may point at a gateway;
     ``beta`` features are sent as ``anthropic-beta``; ``version`` is the ``anthropic-version``
     header (default :data:`ANTHROPIC_VERSION`).
@@ -83,7 +83,9 @@ class AnthropicChatClient(BaseChatClient):
         super().__init__(
             model=model,
             base_url=base_url,
-            api_key=api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY"),
+            api_key=api_key
+            if api_key is not None
+            else env_key_for(base_url, DEFAULT_ANTHROPIC_BASE_URL, "ANTHROPIC_API_KEY"),
             max_tokens=max_tokens,
             temperature=temperature,
             timeout=timeout,

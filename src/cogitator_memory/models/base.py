@@ -272,7 +272,12 @@ class BaseChatClient(ABC):
         """The completion in a successful answer's JSON object, or ``self._malformed(...)`` raised."""
 
     def _no_key(self, where: str) -> ModelServiceError:
-        return ModelServiceError(self.provider, None, f"no API key: pass api_key or set {where}", attempts=0)
+        return ModelServiceError(
+            self.provider,
+            None,
+            f"no API key: pass api_key, or set {where} (read only for the provider's own base_url)",
+            attempts=0,
+        )
 
     def as_summarize_fn(
         self,

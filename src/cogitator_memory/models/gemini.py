@@ -16,7 +16,6 @@ of the text, and thinking tokens count as output.
 from __future__ import annotations
 
 import mimetypes
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -24,7 +23,7 @@ import httpx
 
 from ..context.convert import _messages as _check_message_list
 from ..errors import InvalidArgumentError
-from ..http import RetryPolicy
+from ..http import RetryPolicy, env_key_for
 from ..threads.records import ImageBase64Part, ImageURLPart, Message, TextPart
 from .base import DEFAULT_CHAT_TIMEOUT, DEFAULT_MAX_TOKENS, BaseChatClient, normalize_finish, object_at, usage_of
 from .records import ChatCompletion, FinishReason
@@ -103,8 +102,8 @@ def to_gemini_request(messages: Sequence[Message | Mapping[str, Any]]) -> dict[s
 class GeminiChatClient(BaseChatClient):
     """Answers from Google's Gemini API (``generateContent``).
 
-    ``api_key`` defaults to ``$GEMINI_API_KEY``, then ``$GOOGLE_API_KEY``; a call without one
-    fails before sending. ``model`` may be given with or without its ``models/`` prefix.
+    ``api_key`` defaults to ``$GEMINI_API_KEY``, then ``$GOOGLE_API_KEY`` (for Google's own
+    ``base_url`` only); a call without one fails before sending. ``model`` may be given with or without its ``models/`` prefix.
     """
 
     provider = "google"
@@ -123,7 +122,7 @@ class GeminiChatClient(BaseChatClient):
         headers: Mapping[str, str] | None = None,
     ) -> None:
         if api_key is None:
-            api_key = os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
+            api_key = env_key_for(base_url, DEFAULT_GEMINI_BASE_URL, "GEMINI_API_KEY", "GOOGLE_API_KEY")
         super().__init__(
             model=model.removeprefix("models/") if isinstance(model, str) else model,
             base_url=base_url,

@@ -17,7 +17,8 @@ compatible     (``base_url`` required)            none                    ``max_
 
 With ``base_url`` and no ``provider``, the preset is read from the URL (``api.openai.com``,
 ``openrouter.ai``, port 11434 for Ollama, 1234 for LM Studio), else ``compatible``. A key from the
-environment is only ever sent to its own provider; a local server gets ``api_key`` when you pass
+environment is only ever sent to its own provider's host (``provider="openai"`` with another
+``base_url`` sends no key from the environment); any other server gets ``api_key`` when you pass
 one.
 
 The answer's ``finish_reason`` maps ``stop`` to ``stop``, ``length`` to ``length`` (cut at
@@ -27,7 +28,6 @@ The answer's ``finish_reason`` maps ``stop`` to ``stop``, ``length`` to ``length
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -37,7 +37,7 @@ import httpx
 
 from ..context.convert import to_openai_messages
 from ..errors import InvalidArgumentError
-from ..http import RetryPolicy
+from ..http import RetryPolicy, env_key_for
 from ..threads.records import Message
 from .base import DEFAULT_CHAT_TIMEOUT, DEFAULT_MAX_TOKENS, BaseChatClient, normalize_finish, object_at, usage_of
 from .records import ChatCompletion, FinishReason
@@ -148,8 +148,8 @@ class OpenAIChatClient(BaseChatClient):
         url = base_url if base_url is not None else preset.base_url
         if url is None:
             raise InvalidArgumentError("base_url", f"is required for provider '{self.provider}'")
-        if api_key is None and preset.api_key_env:
-            api_key = os.environ.get(preset.api_key_env)
+        if api_key is None and preset.api_key_env and preset.base_url is not None:
+            api_key = env_key_for(url, preset.base_url, preset.api_key_env)
         self._key_env = preset.api_key_env
         if max_tokens_field is not None and max_tokens_field not in ("max_tokens", "max_completion_tokens"):
             raise InvalidArgumentError(
