@@ -38,6 +38,16 @@ MAX_PATH_CHARS = 4096
 #: Names a directory listing leaves out (besides hidden names, those starting with ``.``).
 UNLISTED_NAMES = frozenset({"node_modules"})
 
+#: The playbook every run of an agent reads, folded from lessons (``cogitator_memory.upkeep``).
+PLAYBOOK_PATH = "/memories/playbook.md"
+#: Where a fold in shadow mode drafts the playbook for review.
+PLAYBOOK_DRAFT_PATH = "/memories/playbook.next.md"
+#: The directory of the observations memory keeps of each entity.
+OBSERVATIONS_DIRECTORY = "/memories/observations"
+#: The paths memory writes itself: the memory tool (:func:`~cogitator_memory.files.run_memory_tool`)
+#: views them and refuses every change of them and of what is under them.
+MEMORY_RESERVED_PATHS: tuple[str, ...] = (PLAYBOOK_PATH, PLAYBOOK_DRAFT_PATH, OBSERVATIONS_DIRECTORY)
+
 #: Characters that look like a separator or a dot and that NFKC leaves as they are.
 _LOOKALIKES = frozenset(
     "\u2215"  # division slash
@@ -227,7 +237,11 @@ __all__ = [
     "MAX_FILE_BYTES",
     "MAX_NAME_CHARS",
     "MAX_PATH_CHARS",
+    "MEMORY_RESERVED_PATHS",
     "MEMORY_ROOT",
+    "OBSERVATIONS_DIRECTORY",
+    "PLAYBOOK_DRAFT_PATH",
+    "PLAYBOOK_PATH",
     "UNLISTED_NAMES",
     "check_text",
     "escape_message",

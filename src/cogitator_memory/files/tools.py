@@ -5,12 +5,15 @@ which answers a tool call with the text and error flag a tool result carries.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import InvalidArgumentError
+from .access import check_access
 from .errors import MemoryFileError
+from .paths import MEMORY_RESERVED_PATHS
 from .service import AccessInput, MemoryFiles
 
 #: The name the memory tool goes by.
@@ -104,7 +107,15 @@ class ToolAnswer:
 async def run_memory_tool(files: MemoryFiles, access: AccessInput, tool_input: object) -> ToolAnswer:
     """Answer one memory tool call: its input as the model sent it (a dict, or the JSON text of
     a function call's arguments). A refused command is an answer with ``is_error`` set and the
-    refusal's text; a store failure raises, since the model cannot fix it."""
+    refusal's text; a store failure raises, since the model cannot fix it.
+
+    The paths memory writes itself (:data:`~cogitator_memory.files.paths.MEMORY_RESERVED_PATHS`:
+    the playbook, its draft and the observations) are reserved on top of the access's own: the
+    model views them and cannot change them."""
+    checked = check_access(access)
+    reserved = tuple(dict.fromkeys((*checked.reserved, *MEMORY_RESERVED_PATHS)))
+    if reserved != checked.reserved:
+        checked = dataclasses.replace(checked, reserved=reserved)
     command = tool_input
     if isinstance(command, str | bytes):
         try:
@@ -114,7 +125,7 @@ async def run_memory_tool(files: MemoryFiles, access: AccessInput, tool_input: o
     if not isinstance(command, dict):
         return ToolAnswer("Error: The tool input must be an object with a command", is_error=True)
     try:
-        return ToolAnswer(await files.run(access, command))
+        return ToolAnswer(await files.run(checked, command))
     except MemoryFileError as exc:
         return ToolAnswer(str(exc), is_error=True)
 
