@@ -1,0 +1,812 @@
+"""``GraphExtractor``: entities and relations read out of a conversation by a model, on quotes that are checked.
+
+It works as memory item extraction does (:class:`~cogitator_memory.items.extract.MemoryExtractor`):
+the entries are cut into windows (:func:`~cogitator_memory.items.prompts.plan_windows`), each
+window is one model call (:data:`~cogitator_memory.graph.prompts.GRAPH_EXTRACTION_PROMPT`), the
+JSON array of the answer is read past any text around it
+(:func:`~cogitator_memory.models.read_json_array`), an answer cut at its length limit is continued
+up to :data:`~cogitator_memory.items.extract.EXTRACTION_CONTINUATIONS` times and one holding no
+array is asked again, :class:`~cogitator_memory.items.extract.ExtractionAnswerError` after
+:data:`~cogitator_memory.items.extract.EXTRACTION_ATTEMPTS` tries. Quotes are read and checked
+with the item extractor's own reader: each names a message the window showed, and holds when its
+words are in that message (:func:`~cogitator_memory.lineage.verify_evidence`, whitespace aside);
+its trust is that of the message (:func:`~cogitator_memory.items.extract.trust_of_entry`).
+
+What is written is stricter than for items, since the graph has no "suggested" state:
+
+- an entity or a relation is written only when every quote it gives holds and it comes from a
+  source at least as trusted as ``min_trust`` (``user`` by default: what the assistant, another
+  user, a tool or a page said is not written);
+- a relation is written only when both its ends are entities written from the same window
+  (by name or alias, case and spacing aside): one naming an entity the answer did not list, or
+  one whose quotes did not hold, writes nothing;
+- a window whose answers held no array, or whose answer was still cut after the last
+  continuation (:class:`GraphAnswerCutError`), writes nothing.
+
+An entity whose name (or an alias) is a node's of the same type in the same scope adds its quotes,
+aliases and confidence to that node; others become nodes of ``origin="extracted"``. A relation
+already stored between the same nodes with the same type adds its quotes to that edge (an
+inferred one becomes extracted). A window's writes go through the public calls of
+:class:`~cogitator_memory.graph.base.GraphStoreMixin`; when one fails, what the window wrote
+before it is taken back (nodes and edges added deleted, changed ones put back) and the error
+raised. See ``docs/graph.md``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import tzinfo
+from functools import partial
+from typing import Any, Literal, TypeAlias
+
+from pydantic import ValidationError
+
+from ..errors import InvalidArgumentError, MemoryStoreError
+from ..items.extract import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_EXTRACTION_MAX_TOKENS,
+    DEFAULT_WINDOW_TOKENS,
+    EXTRACTION_ATTEMPTS,
+    EXTRACTION_CONTINUATIONS,
+    MIN_WINDOW_TOKENS,
+    ExtractedQuote,
+    ExtractionAnswerError,
+    _absent,
+    _check_entries,
+    _Reader,
+    _text,
+    _Unfit,
+    _zone_name,
+)
+from ..items.prompts import Window, plan_windows
+from ..items.records import TRUST_ORDER, ItemEvidence, MemoryScope, Trust, check_scope
+from ..items.rules import least_trusted, trust_rank
+from ..lineage import verify_evidence
+from ..models.json_array import JsonArrayRead, read_json_array
+from ..models.records import SummarizeFn, SummarizeOptions, check_max_tokens
+from ..recall.time import _zone
+from ..result import MemoryResult, unwrap
+from ..threads import tree
+from ..threads.records import MemoryEntry, Message
+from . import rules
+from .base import GraphStoreMixin, check_edge, check_node
+from .prompts import (
+    GRAPH_EXTRACTION_PROMPT,
+    GRAPH_EXTRACTION_RETRY_PROMPT,
+    graph_continuation_prompt,
+    render_graph_window,
+)
+from .records import GraphEdge, GraphNode, name_key
+
+logger = logging.getLogger("cogitator_memory")
+
+#: The type of an entity whose answer gave none.
+DEFAULT_ENTITY_TYPE = "concept"
+
+
+# ----- errors ------------------------------------------------------------------------------------
+
+
+class GraphAnswerCutError(MemoryStoreError):
+    """The model's answer for a window was still cut at its length limit after
+    :data:`~cogitator_memory.items.extract.EXTRACTION_CONTINUATIONS` continuations; the window
+    wrote nothing. ``window`` is its number (from 1), ``elements`` how many it had finished."""
+
+    def __init__(self, window: int, elements: int) -> None:
+        self.window = window
+        self.elements = elements
+        super().__init__(
+            f"the model's answer for graph extraction window {window} was still cut after "
+            f"{EXTRACTION_CONTINUATIONS} continuations ({elements} elements finished); nothing was written"
+        )
+
+
+class GraphWindowError(MemoryStoreError):
+    """:meth:`GraphExtractor.extract` could not read or write a window (it wrote nothing).
+
+    ``window`` is its number (from 1) of ``windows``, ``entry_ids`` the entries it showed and
+    ``__cause__`` what failed (:class:`~cogitator_memory.items.extract.ExtractionAnswerError`,
+    :class:`GraphAnswerCutError`, the model's or the store's error). ``report`` is the
+    :class:`GraphExtractionReport` of the whole call (what the other windows wrote).
+    """
+
+    def __init__(self, window: int, windows: int, entry_ids: Sequence[str], cause: BaseException) -> None:
+        self.window = window
+        self.windows = windows
+        self.entry_ids = list(entry_ids)
+        self.report: GraphExtractionReport | None = None
+        where = f"{self.entry_ids[0]} to {self.entry_ids[-1]}" if self.entry_ids else "no entries"
+        super().__init__(
+            f"graph extraction window {window} of {windows} (entries {where}) failed: {type(cause).__name__}: {cause}"
+        )
+        self.__cause__ = cause
+
+
+# ----- reading answers ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExtractedEntity:
+    """An entity of a model's answer, read and checked: ``verified`` when every quote holds,
+    ``trust`` the least trusted message a holding quote is in (``model`` when none holds)."""
+
+    name: str
+    type: str
+    aliases: tuple[str, ...]
+    description: str | None
+    confidence: float
+    quotes: tuple[ExtractedQuote, ...]
+    trust: Trust
+    verified: bool
+
+    @property
+    def keys(self) -> list[str]:
+        """The lookup keys of its name and aliases (:func:`~cogitator_memory.graph.records.name_key`)."""
+        return list(dict.fromkeys(name_key(n) for n in (self.name, *self.aliases)))
+
+
+@dataclass(frozen=True)
+class ExtractedRelation:
+    """A relation of a model's answer, ``source --type--> target`` by entity names, read and
+    checked as :class:`ExtractedEntity` is."""
+
+    type: str
+    source: str
+    target: str
+    label: str | None
+    confidence: float
+    quotes: tuple[ExtractedQuote, ...]
+    trust: Trust
+    verified: bool
+
+
+@dataclass
+class GraphAnswer:
+    """What :func:`parse_graph_extraction` read from an answer: the entities and relations that
+    fit, how many elements did not fit (``dropped``: not an object, neither an entity nor a
+    relation, a required field missing or of the wrong type, past a record's limits) and how many
+    named a message the window did not show (``unknown_messages``, left out too)."""
+
+    entities: list[ExtractedEntity] = field(default_factory=list)
+    relations: list[ExtractedRelation] = field(default_factory=list)
+    dropped: int = 0
+    unknown_messages: int = 0
+
+
+def _word(value: str | None) -> str | None:
+    """A type as records keep it: lower case, spaces as ``_``."""
+    return None if value is None else "_".join(value.lower().split())
+
+
+def _names(element: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    raw = element.get(key)
+    if _absent(raw):
+        return ()
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
+        raise _Unfit(f"{key} is not a list of names")
+    return tuple(dict.fromkeys(v.strip() for v in raw if v.strip()))
+
+
+_PLACEHOLDER = {"agent_id": "extraction"}
+
+
+class _GraphReader:
+    """Reads the elements of one window's answers against the entries it showed."""
+
+    def __init__(self, entries: Mapping[int, MemoryEntry], user_id: str | None, zone: tzinfo) -> None:
+        self.entries = entries
+        self.items = _Reader(entries, user_id, zone)  # the item extractor's quote and trust reader
+
+    def read(self, elements: Sequence[Any]) -> GraphAnswer:
+        answer = GraphAnswer()
+        for element in elements:
+            try:
+                read = self._element(element)
+            except _Unfit:
+                answer.dropped += 1
+                continue
+            if read is None:
+                answer.unknown_messages += 1
+            elif isinstance(read, ExtractedEntity):
+                answer.entities.append(read)
+            else:
+                answer.relations.append(read)
+        return answer
+
+    def _quotes(self, raw: object) -> tuple[ExtractedQuote, ...] | None:
+        pairs = self.items._quotes(raw)
+        if pairs is None:
+            return None
+        quotes = []
+        for number, words in pairs:
+            entry = self.entries[number]
+            try:
+                evidence = ItemEvidence(entry_id=entry.id, thread_id=entry.thread_id, quote=words)
+            except ValidationError:
+                raise _Unfit("a quote holds text a record cannot keep") from None
+            holds = verify_evidence(evidence, entry) == "verified"
+            quotes.append(
+                ExtractedQuote(number, entry.id, entry.thread_id, words, holds, self.items._entry_trust(entry))
+            )
+        return tuple(quotes)
+
+    def _element(self, element: object) -> ExtractedEntity | ExtractedRelation | None:
+        if not isinstance(element, Mapping):
+            raise _Unfit("not an object")
+        entity, relation = _text(element, "entity"), _word(_text(element, "relation"))
+        if (entity is None) == (relation is None):
+            raise _Unfit("neither an entity nor a relation, or both")
+        confidence = element.get("confidence")
+        if _absent(confidence):
+            confidence = DEFAULT_CONFIDENCE
+        elif isinstance(confidence, bool) or not isinstance(confidence, int | float) or not 0 <= confidence <= 1:
+            raise _Unfit("confidence is not a number from 0 to 1")
+        quotes = self._quotes(element.get("quotes"))
+        if quotes is None:
+            return None
+        holding = [q.trust for q in quotes if q.holds]
+        trust: Trust = least_trusted(holding) if holding else "model"
+        verified = len(holding) == len(quotes)
+        try:  # the limits of a record (text lengths, type words, NUL, surrogates) decide whether it fits
+            if entity is not None:
+                kind = _word(_text(element, "type")) or DEFAULT_ENTITY_TYPE
+                aliases = tuple(a for a in _names(element, "aliases") if name_key(a) != name_key(entity))
+                description = _text(element, "description")
+                check_node(
+                    "entity",
+                    {
+                        **_PLACEHOLDER,
+                        "name": entity,
+                        "type": kind,
+                        "aliases": list(aliases),
+                        "description": description,
+                    },
+                )
+                return ExtractedEntity(entity, kind, aliases, description, float(confidence), quotes, trust, verified)
+            source = _text(element, "source", required=True)
+            target = _text(element, "target", required=True)
+            assert source is not None and target is not None and relation is not None
+            if name_key(source) == name_key(target):
+                raise _Unfit("a relation of an entity to itself")
+            label = _text(element, "label")
+            check_edge(
+                "relation", {**_PLACEHOLDER, "source_id": "a", "target_id": "b", "type": relation, "label": label}
+            )
+            return ExtractedRelation(relation, source, target, label, float(confidence), quotes, trust, verified)
+        except InvalidArgumentError:
+            raise _Unfit("past the limits of a graph record") from None
+
+
+def parse_graph_extraction(
+    text: str,
+    entries_by_ref: Mapping[int, MemoryEntry],
+    *,
+    user_id: str | None = None,
+    time_zone: str | tzinfo = "UTC",
+) -> GraphAnswer:
+    """The entities and relations of one graph extraction answer, read against the entries its
+    messages showed (``entries_by_ref``: message number -> entry), as the module docstring says.
+
+    Elements are objects with ``entity`` (and ``type``, ``aliases``, ``description``) or
+    ``relation`` (and ``source``, ``target``, ``label``), ``quotes`` and ``confidence``; null
+    and blank fields count as absent, an element that does not fit is counted and left out. Nothing
+    is left out for its quotes here: :func:`select_writable` decides what may be written.
+    """
+    if not isinstance(text, str):
+        raise InvalidArgumentError("text", f"must be a string, got {type(text).__name__}")
+    if not isinstance(entries_by_ref, Mapping):
+        raise InvalidArgumentError("entries_by_ref", "must map message numbers to entries")
+    user = tree.check_optional_id("user_id", user_id)
+    return _GraphReader(dict(entries_by_ref), user, _zone(time_zone)).read(read_json_array(text, objects=True).elements)
+
+
+@dataclass
+class Writable:
+    """What :func:`select_writable` keeps: entities (one per name, the others folded in) and
+    relations by entity, with counts of what it left out: ``unverified`` (a quote did not hold),
+    ``untrusted`` (from a source less trusted than ``min_trust``) and ``unknown_entities``
+    (relations naming an entity not kept)."""
+
+    entities: list[ExtractedEntity] = field(default_factory=list)
+    relations: list[tuple[ExtractedEntity, ExtractedRelation, ExtractedEntity]] = field(default_factory=list)
+    unverified: int = 0
+    untrusted: int = 0
+    unknown_entities: int = 0
+
+
+def _fold(first: ExtractedEntity, other: ExtractedEntity) -> ExtractedEntity:
+    keys = set(first.keys)
+    aliases = list(first.aliases)
+    for name in (other.name, *other.aliases):
+        if name_key(name) not in keys:
+            keys.add(name_key(name))
+            aliases.append(name)
+    return ExtractedEntity(
+        first.name,
+        first.type,
+        tuple(aliases),
+        first.description or other.description,
+        max(first.confidence, other.confidence),
+        (*first.quotes, *other.quotes),
+        least_trusted([first.trust, other.trust]),
+        first.verified and other.verified,
+    )
+
+
+def select_writable(answer: GraphAnswer, *, min_trust: Trust = "user") -> Writable:
+    """The entities and relations of ``answer`` that may be written: every quote holding, from a
+    source at least as trusted as ``min_trust``, and for a relation both ends among the entities
+    kept (found by name or alias, case and spacing aside). Entities sharing a name or an alias
+    are one (the first, with the others' aliases and quotes); so are relations of the same ends
+    and type."""
+    if min_trust not in TRUST_ORDER:
+        raise InvalidArgumentError("min_trust", f"must be one of {', '.join(TRUST_ORDER)}")
+    out = Writable()
+    floor = trust_rank(min_trust)
+
+    def passes(record: ExtractedEntity | ExtractedRelation) -> bool:
+        if not record.verified:
+            out.unverified += 1
+            return False
+        if trust_rank(record.trust) > floor:
+            out.untrusted += 1
+            return False
+        return True
+
+    by_key: dict[str, int] = {}
+    for entity in answer.entities:
+        if not passes(entity):
+            continue
+        index = next((by_key[k] for k in entity.keys if k in by_key), None)
+        if index is None:
+            index = len(out.entities)
+            out.entities.append(entity)
+        else:
+            out.entities[index] = _fold(out.entities[index], entity)
+        for key in out.entities[index].keys:
+            by_key.setdefault(key, index)
+    seen: dict[tuple[int, str, int], int] = {}
+    for relation in answer.relations:
+        if not passes(relation):
+            continue
+        source, target = by_key.get(name_key(relation.source)), by_key.get(name_key(relation.target))
+        if source is None or target is None:
+            out.unknown_entities += 1
+            continue
+        if source == target:
+            out.unknown_entities += 1
+            continue
+        pair = (source, relation.type, target)
+        if pair in seen:
+            _, old, _ = out.relations[seen[pair]]
+            merged = ExtractedRelation(
+                old.type,
+                old.source,
+                old.target,
+                old.label or relation.label,
+                max(old.confidence, relation.confidence),
+                (*old.quotes, *relation.quotes),
+                least_trusted([old.trust, relation.trust]),
+                True,
+            )
+            out.relations[seen[pair]] = (out.entities[source], merged, out.entities[target])
+            continue
+        seen[pair] = len(out.relations)
+        out.relations.append((out.entities[source], relation, out.entities[target]))
+    # entities folded after a relation named them: point relations at the final records
+    out.relations = [
+        (out.entities[by_key[name_key(r.source)]], r, out.entities[by_key[name_key(r.target)]])
+        for _, r, _ in out.relations
+    ]
+    return out
+
+
+# ----- the report ----------------------------------------------------------------------------------
+
+GraphWindowStatus: TypeAlias = Literal["read", "failed", "not_read"]
+
+
+@dataclass
+class GraphWindowReport:
+    """What happened to one window.
+
+    ``status``: ``read``, ``failed`` (``error`` says why; it wrote nothing) or ``not_read`` (an
+    earlier window stopped the call). ``calls``, ``continuations``, ``retries`` and
+    ``complete`` count model calls as for items. ``entities_read`` and ``relations_read`` fit;
+    ``elements_dropped`` did not (``unknown_messages`` of them named a message not shown);
+    ``unverified``, ``untrusted`` and ``unknown_entities`` were read and not written (see
+    :class:`Writable`); ``quotes_verified`` and ``quotes_rejected`` count the quotes of what was
+    read. ``nodes_added``, ``nodes_updated``, ``edges_added`` and ``edges_updated`` say what was written.
+    """
+
+    number: int
+    entry_ids: list[str]
+    tokens: int
+    status: GraphWindowStatus = "not_read"
+    calls: int = 0
+    continuations: int = 0
+    retries: int = 0
+    complete: bool = False
+    entities_read: int = 0
+    relations_read: int = 0
+    elements_dropped: int = 0
+    unknown_messages: int = 0
+    unverified: int = 0
+    untrusted: int = 0
+    unknown_entities: int = 0
+    quotes_verified: int = 0
+    quotes_rejected: int = 0
+    nodes_added: int = 0
+    nodes_updated: int = 0
+    edges_added: int = 0
+    edges_updated: int = 0
+    error: GraphWindowError | None = None
+
+
+@dataclass
+class GraphExtractionReport:
+    """What one :meth:`GraphExtractor.extract` call did: the nodes and edges written (added or
+    updated, as stored, in the order written), a :class:`GraphWindowReport` per window and the
+    :class:`GraphWindowError` of every window that failed."""
+
+    nodes: list[GraphNode] = field(default_factory=list)
+    edges: list[GraphEdge] = field(default_factory=list)
+    windows: list[GraphWindowReport] = field(default_factory=list)
+    errors: list[GraphWindowError] = field(default_factory=list)
+
+    def _sum(self, name: str) -> int:
+        return sum(int(getattr(w, name)) for w in self.windows)
+
+    @property
+    def calls(self) -> int:
+        """Model calls, over every window."""
+        return self._sum("calls")
+
+    @property
+    def quotes_rejected(self) -> int:
+        """Quotes not found in the messages they named, over every window."""
+        return self._sum("quotes_rejected")
+
+    @property
+    def left_out(self) -> int:
+        """Elements read and not written (unverified, untrusted, naming unknown entities) or
+        that did not fit, over every window."""
+        return sum(self._sum(n) for n in ("unverified", "untrusted", "unknown_entities", "elements_dropped"))
+
+
+# ----- the extractor -------------------------------------------------------------------------------
+
+
+@dataclass
+class _Undo:
+    """What a window wrote, to take back when a later write of it fails."""
+
+    added_nodes: list[str] = field(default_factory=list)
+    added_edges: list[str] = field(default_factory=list)
+    changed_nodes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    changed_edges: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+
+_NODE_FIELDS = ("aliases", "evidence", "confidence", "description")
+_EDGE_FIELDS = ("evidence", "confidence", "origin", "label")
+
+
+class GraphExtractor:
+    """Reads entities and relations out of conversation entries with a model and writes them to
+    a graph store (see the module docstring).
+
+    ``graph`` is the store (any :class:`~cogitator_memory.graph.base.GraphStoreMixin`:
+    ``InMemoryAdapter``, ``SQLiteAdapter``, ``PostgresAdapter`` or your own); ``summarize`` the
+    :data:`~cogitator_memory.models.SummarizeFn` reaching the model (asked for ``model``, else its
+    own, and for at most ``max_tokens`` tokens an answer); ``window_tokens`` the size of a window;
+    ``min_trust`` the least trusted source whose entities and relations are written.
+    """
+
+    def __init__(
+        self,
+        *,
+        graph: GraphStoreMixin,
+        summarize: SummarizeFn,
+        window_tokens: int = DEFAULT_WINDOW_TOKENS,
+        max_tokens: int = DEFAULT_EXTRACTION_MAX_TOKENS,
+        model: str | None = None,
+        min_trust: Trust = "user",
+    ) -> None:
+        if not isinstance(graph, GraphStoreMixin):
+            raise InvalidArgumentError("graph", f"must be a graph store (GraphStoreMixin), got {type(graph).__name__}")
+        if not callable(summarize):
+            raise InvalidArgumentError("summarize", "must be a SummarizeFn: async (messages, options) -> str")
+        if isinstance(window_tokens, bool) or not isinstance(window_tokens, int) or window_tokens < MIN_WINDOW_TOKENS:
+            raise InvalidArgumentError(
+                "window_tokens", f"must be an integer of at least {MIN_WINDOW_TOKENS}, got {window_tokens!r}"
+            )
+        check_max_tokens(max_tokens)
+        if min_trust not in TRUST_ORDER:
+            raise InvalidArgumentError("min_trust", f"must be one of {', '.join(TRUST_ORDER)}, got {min_trust!r}")
+        self.graph = graph
+        self.summarize = summarize
+        self.window_tokens = window_tokens
+        self.max_tokens = max_tokens
+        self.model = model
+        self.min_trust: Trust = min_trust
+        self._options = SummarizeOptions(model=model, prompt=GRAPH_EXTRACTION_PROMPT, max_tokens=max_tokens)
+
+    async def extract(
+        self,
+        entries: Sequence[MemoryEntry | Mapping[str, Any]],
+        *,
+        scope: MemoryScope | Mapping[str, Any],
+        user_id: str | None = None,
+        time_zone: str | tzinfo = "UTC",
+    ) -> GraphExtractionReport:
+        """Read ``entries`` window by window and write their entities and relations in ``scope``.
+
+        ``user_id`` (default: the scope's user) is the user whose messages count as ``user``;
+        ``time_zone`` dates the messages shown. Each window is written once read, or not at all.
+        A window whose answers held no array or stayed cut is passed and the next one read; a
+        model or store failure stops the call. Either way, once the windows are done, the first
+        failure is raised as a :class:`GraphWindowError` whose ``report`` holds what was written.
+        """
+        checked_scope = check_scope("scope", scope)
+        user = tree.check_optional_id("user_id", user_id)
+        if user is None:
+            user = checked_scope.user_id
+        zone = _zone(time_zone)
+        name = _zone_name(zone, time_zone)
+        checked = _check_entries(entries)
+        windows = plan_windows(checked, self.window_tokens, zone, name)
+        report = GraphExtractionReport(windows=[GraphWindowReport(w.number, w.entry_ids, w.tokens) for w in windows])
+        for window, stats in zip(windows, report.windows, strict=True):
+            failure: BaseException | None = None
+            stop = False
+            try:
+                answer = await self._read_window(
+                    window,
+                    render_graph_window(window, zone, name),
+                    _GraphReader(window.entries_by_ref, user, zone),
+                    stats,
+                )
+                chosen = select_writable(answer, min_trust=self.min_trust)
+                stats.unverified, stats.untrusted = chosen.unverified, chosen.untrusted
+                stats.unknown_entities = chosen.unknown_entities
+                await self._write(chosen, checked_scope, stats, report)
+            except (ExtractionAnswerError, GraphAnswerCutError) as exc:
+                failure = exc
+            except Exception as exc:
+                failure, stop = exc, True
+            if failure is None:
+                stats.status = "read"
+                continue
+            error = GraphWindowError(window.number, len(windows), window.entry_ids, failure)
+            stats.status, stats.error = "failed", error
+            report.errors.append(error)
+            if stop:
+                break
+        if report.errors:
+            for error in report.errors:
+                error.report = report
+            raise report.errors[0]
+        return report
+
+    # ----- asking ----------------------------------------------------------------------------------
+
+    async def _ask(self, messages: list[Message], stats: GraphWindowReport) -> tuple[JsonArrayRead, str]:
+        """An answer holding a JSON array, asking again when one holds none (as items do)."""
+        answers: list[str] = []
+        current = messages
+        for attempt in range(EXTRACTION_ATTEMPTS):
+            if attempt:
+                stats.retries += 1
+            stats.calls += 1
+            answer = await self.summarize(current, self._options)
+            if not isinstance(answer, str):
+                raise InvalidArgumentError("summarize", f"must answer a string, got {type(answer).__name__}")
+            read = read_json_array(answer, objects=True)
+            if read.found:
+                return read, answer
+            answers.append(answer)
+            current = messages
+            if answer.strip():
+                current = [
+                    *messages,
+                    Message(role="assistant", content=answer),
+                    Message(role="user", content=GRAPH_EXTRACTION_RETRY_PROMPT),
+                ]
+        raise ExtractionAnswerError(stats.number, answers)
+
+    async def _read_window(
+        self, window: Window, text: str, reader: _GraphReader, stats: GraphWindowReport
+    ) -> GraphAnswer:
+        base = [Message(role="user", content=text)]
+        read, answer = await self._ask(base, stats)
+        total = read
+        while read.cut and stats.continuations < EXTRACTION_CONTINUATIONS:
+            follow = [
+                *base,
+                Message(role="assistant", content=answer),
+                Message(role="user", content=graph_continuation_prompt(total)),
+            ]
+            stats.continuations += 1
+            read, answer = await self._ask(follow, stats)
+            total = total.then(read)
+        stats.complete = not read.cut
+        parsed = reader.read(total.elements)
+        stats.entities_read, stats.relations_read = len(parsed.entities), len(parsed.relations)
+        stats.elements_dropped = total.skipped + parsed.dropped + parsed.unknown_messages
+        stats.unknown_messages = parsed.unknown_messages
+        records: list[ExtractedEntity | ExtractedRelation] = [*parsed.entities, *parsed.relations]
+        for record in records:
+            held = sum(q.holds for q in record.quotes)
+            stats.quotes_verified += held
+            stats.quotes_rejected += len(record.quotes) - held
+        if read.cut:
+            raise GraphAnswerCutError(window.number, len(total.elements))
+        return parsed
+
+    # ----- writing ---------------------------------------------------------------------------------
+
+    async def _find_node(self, scope: MemoryScope, entity: ExtractedEntity) -> GraphNode | None:
+        """The oldest node of the entity's type in exactly ``scope`` named by its name or an alias."""
+        for name in (entity.name, *entity.aliases):
+            found = unwrap(
+                await self.graph.query_nodes(
+                    {"agent_id": scope.agent_id, "scope": scope, "name": name, "types": [entity.type]}
+                )
+            )
+            if found:
+                return min(found, key=lambda n: n.id)
+        return None
+
+    async def _write(
+        self, chosen: Writable, scope: MemoryScope, stats: GraphWindowReport, report: GraphExtractionReport
+    ) -> None:
+        if not chosen.entities:
+            return
+        new_nodes: list[GraphNode] = []
+        node_changes: list[tuple[GraphNode, dict[str, Any]]] = []
+        ids: dict[int, str] = {}
+        existing: set[str] = set()
+        for entity in chosen.entities:
+            evidence = [q.evidence() for q in entity.quotes]
+            node = await self._find_node(scope, entity)
+            if node is None:
+                new = check_node(
+                    f"nodes[{len(new_nodes)}]",
+                    {
+                        "scope": scope,
+                        "type": entity.type,
+                        "name": entity.name,
+                        "aliases": list(entity.aliases),
+                        "description": entity.description,
+                        "confidence": entity.confidence,
+                        "origin": "extracted",
+                        "evidence": evidence,
+                        "metadata": {"trust": entity.trust},
+                    },
+                )
+                new_nodes.append(new)
+                ids[id(entity)] = new.id
+                continue
+            ids[id(entity)] = node.id
+            existing.add(node.id)
+            keys = set(node.name_keys)
+            aliases = [*node.aliases, *(a for a in (entity.name, *entity.aliases) if name_key(a) not in keys)]
+            changes = {
+                "aliases": list(dict.fromkeys(aliases)),
+                "evidence": rules.merged_evidence(node.evidence, evidence),
+                "confidence": max(node.confidence, entity.confidence),
+                "description": node.description or entity.description,
+            }
+            changes = {k: v for k, v in changes.items() if v != getattr(node, k)}
+            if changes:
+                node_changes.append((node, changes))
+        undo = _Undo()
+        try:
+            added = unwrap(await self.graph.add_nodes(new_nodes))
+            undo.added_nodes = [n.id for n in added]
+            report.nodes.extend(added)
+            stats.nodes_added = len(added)
+            for node, changes in node_changes:
+                updated = unwrap(await self.graph.update_node(node.id, changes))
+                undo.changed_nodes.append((node.id, {k: getattr(node, k) for k in changes}))
+                report.nodes.append(updated)
+                stats.nodes_updated += 1
+            await self._write_edges(chosen, scope, ids, existing, stats, report, undo)
+        except BaseException:
+            await self._undo(undo)
+            raise
+
+    async def _write_edges(
+        self,
+        chosen: Writable,
+        scope: MemoryScope,
+        ids: dict[int, str],
+        existing: set[str],
+        stats: GraphWindowReport,
+        report: GraphExtractionReport,
+        undo: _Undo,
+    ) -> None:
+        new_edges: list[dict[str, Any]] = []
+        edge_changes: list[tuple[GraphEdge, dict[str, Any]]] = []
+        for source, relation, target in chosen.relations:
+            source_id, target_id = ids[id(source)], ids[id(target)]
+            evidence = [q.evidence() for q in relation.quotes]
+            stored: list[GraphEdge] = []
+            if source_id in existing and target_id in existing:
+                stored = unwrap(
+                    await self.graph.query_edges(
+                        {"agent_id": scope.agent_id, "between": [source_id, target_id], "types": [relation.type]}
+                    )
+                )
+            if not stored:
+                new_edges.append(
+                    {
+                        "scope": scope,
+                        "source_id": source_id,
+                        "target_id": target_id,
+                        "type": relation.type,
+                        "label": relation.label,
+                        "confidence": relation.confidence,
+                        "origin": "extracted",
+                        "evidence": evidence,
+                        "metadata": {"trust": relation.trust},
+                    }
+                )
+                continue
+            edge = min(stored, key=lambda e: (e.origin == "inferred", e.id))
+            changes = {
+                "evidence": rules.merged_evidence(edge.evidence, evidence),
+                "confidence": max(edge.confidence, relation.confidence),
+                "origin": "extracted" if edge.origin == "inferred" else edge.origin,
+                "label": edge.label or relation.label,
+            }
+            changes = {k: v for k, v in changes.items() if v != getattr(edge, k)}
+            if changes:
+                edge_changes.append((edge, changes))
+        added = unwrap(await self.graph.add_edges(new_edges))
+        undo.added_edges = [e.id for e in added]
+        report.edges.extend(added)
+        stats.edges_added = len(added)
+        for edge, changes in edge_changes:
+            updated = unwrap(await self.graph.update_edge(edge.id, changes))
+            undo.changed_edges.append((edge.id, {k: getattr(edge, k) for k in changes}))
+            report.edges.append(updated)
+            stats.edges_updated += 1
+
+    async def _undo(self, undo: _Undo) -> None:
+        """Take back a window's writes, best effort (a failure here is logged, the first error raised)."""
+        graph = self.graph
+        steps: list[Callable[[], Awaitable[MemoryResult[Any]]]] = [
+            *(partial(graph.delete_edge, e) for e in undo.added_edges),
+            *(partial(graph.update_edge, e, before) for e, before in reversed(undo.changed_edges)),
+            *(partial(graph.update_node, n, before) for n, before in reversed(undo.changed_nodes)),
+            *(partial(graph.delete_node, n) for n in undo.added_nodes),
+        ]
+        for step in steps:
+            try:
+                result = await step()
+            except Exception as exc:
+                logger.warning("graph extraction could not take back a write: %s", exc)
+                continue
+            if not result.success:
+                logger.warning("graph extraction could not take back a write: %s", result.error)
+
+
+__all__ = [
+    "DEFAULT_ENTITY_TYPE",
+    "ExtractedEntity",
+    "ExtractedRelation",
+    "GraphAnswer",
+    "GraphAnswerCutError",
+    "GraphExtractionReport",
+    "GraphExtractor",
+    "GraphWindowError",
+    "GraphWindowReport",
+    "Writable",
+    "parse_graph_extraction",
+    "select_writable",
+]
