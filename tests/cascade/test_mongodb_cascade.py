@@ -1,0 +1,47 @@
+"""The forgetting cases on MongoDB (``COGMEM_TEST_MONGODB_URL``): threads, items and files in a
+MongoDBAdapter with a database of the test's own (the other cases run on faster stores).
+
+The raw data is every document of every collection of the database, as extended JSON."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+
+from cogitator_memory.engines.mongodb.adapter import MongoDBAdapter
+from cogitator_memory.testing import service_url
+from cogitator_memory.testing.cascade import CascadeCase, CascadeStores, cascade_cases
+
+
+@pytest.fixture
+async def stores() -> AsyncIterator[CascadeStores]:
+    from bson import json_util
+
+    memory = MongoDBAdapter(
+        uri=service_url("COGMEM_TEST_MONGODB_URL"),
+        database=f"cogmem_cascade_{uuid.uuid4().hex[:12]}",
+        connect_timeout=20.0,
+    )
+    async with memory:
+        db = memory.client[memory.database]
+
+        async def raw() -> bytes:
+            out: list[str] = []
+            names = await db.list_collection_names()
+            assert names, "the database has collections"
+            for name in names:
+                async for doc in db[name].find({}):
+                    out.append(json_util.dumps(doc))
+            return "\n".join(out).encode()
+
+        try:
+            yield CascadeStores(memory=memory, raw=raw)
+        finally:
+            await memory.client.drop_database(memory.database)
+
+
+@pytest.mark.parametrize("case", cascade_cases(forgetting=True), ids=str)
+async def test_forgetting(case: CascadeCase, stores: CascadeStores) -> None:
+    await case.run(stores)
