@@ -14,7 +14,7 @@ import cogitator_memory
 
 PACKAGE = Path(cogitator_memory.__file__).parent
 #: Top-level folders and modules that are not wiring: they may not import engines or the CLI.
-WIRING = {"engines", "cli", "__init__.py", "__main__.py"}
+WIRING = {"engines", "cli", "runtime", "server", "__init__.py", "__main__.py"}
 DRIVERS = ("psycopg", "psycopg_pool", "redis", "pymongo", "qdrant_client", "numpy", "onnxruntime", "tokenizers")
 
 

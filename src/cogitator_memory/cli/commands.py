@@ -24,8 +24,9 @@ from .. import __version__
 from ..engines.sqlite.threads import DEFAULT_PATH
 from ..ids import thread_id as new_thread_id
 from ..threads.records import NewMemoryEntry
-from . import render
+from . import memory_commands, render
 from .demo import DEMO_FORK, DEMO_THREAD, write_demo
+from .forget import register as register_forget
 from .formats import CliError, ImportFile, entry_json, export_chunks, messages_to_entries, read_import_file
 from .importing import ImportResult, import_export, import_messages
 from .progress import Progress
@@ -371,6 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--json", action="store_true", help="print JSON: {thread, entries, active_path}")
     _progress_flag(show)
     show.set_defaults(handler=cmd_show)
+    register_forget(sub, db)
 
     imp = sub.add_parser(
         "import", parents=[db], help="import chat messages (JSON or JSONL, OpenAI style) or an exported thread"
@@ -395,6 +397,7 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
     _progress_flag(exp)
     exp.set_defaults(handler=cmd_export)
+    memory_commands.register(sub, db)
     return parser
 
 

@@ -1,0 +1,191 @@
+"""The memory commands of ``cogitator-memory``: ``search``, ``remember``, ``facts`` and ``mcp``.
+
+They run on the store the memory config names (``--config FILE``, else ``$COGITATOR_CONFIG``,
+else ``./cogitator.yml``, else SQLite at ``~/.cogitator/memory.db``), any engine; ``--db PATH``
+picks a SQLite file instead. A bad config or an unreachable store is one error line naming the
+key, before anything is done.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from ..errors import InvalidArgumentError, MemoryStoreError
+from ..runtime.config import MemoryConfig, load_config
+from ..runtime.memory import Memory
+from . import render
+from .formats import CliError
+from .store import PROG
+
+
+def memory_config(args: argparse.Namespace) -> MemoryConfig:
+    """The config of the command: ``--config`` (or the default file), with ``--db`` as the SQLite file."""
+    try:
+        config = load_config(getattr(args, "config", None))
+    except InvalidArgumentError as exc:
+        raise CliError(str(exc)) from None
+    db = getattr(args, "db", None)
+    if db:
+        config = config.model_copy(update={"adapter": "sqlite", "path": str(db), "connection_string": None})
+    return config
+
+
+async def _open(args: argparse.Namespace) -> Memory:
+    try:
+        return await Memory.open(memory_config(args))
+    except (InvalidArgumentError, MemoryStoreError) as exc:
+        raise CliError(str(exc)) from None
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+async def cmd_search(args: argparse.Namespace) -> int:
+    """``search``: the turns and memory items that answer a query, best first."""
+    memory = await _open(args)
+    try:
+        hits = await memory.search(
+            args.query, user_id=args.user, agent_id=args.agent, thread_id=args.thread, limit=args.limit
+        )
+    except InvalidArgumentError as exc:
+        raise CliError(str(exc)) from None
+    finally:
+        await memory.close()
+    if args.json:
+        _print_json({"results": [hit.dump() for hit in hits]})
+        return 0
+    if not hits:
+        print("nothing found")
+        return 0
+    for hit in hits:
+        where = f"{hit.thread_id} " if hit.thread_id else ""
+        print(f"{hit.score:.3f}  {hit.kind:<5} {where}{render.one_line(hit.text)}")
+    return 0
+
+
+async def cmd_remember(args: argparse.Namespace) -> int:
+    """``remember``: save a fact in the knowledge graph (and as a core fact with ``--core-key``)."""
+    memory = await _open(args)
+    try:
+        answer = await memory.remember(
+            args.fact, category=args.category, core_fact_key=args.core_key, user_id=args.user, agent_id=args.agent
+        )
+    except (InvalidArgumentError, MemoryStoreError) as exc:
+        raise CliError(str(exc)) from None
+    finally:
+        await memory.close()
+    if args.json:
+        _print_json(answer)
+    else:
+        state = "updated" if answer.get("updated") else "saved"
+        core = answer.get("core_fact")
+        extra = f" (core fact {core['key']})" if isinstance(core, dict) else ""
+        print(f"{state} {answer.get('id')}: {render.one_line(str(answer.get('fact')))}{extra}")
+    return 0
+
+
+async def cmd_facts(args: argparse.Namespace) -> int:
+    """``facts``: the core facts of a user, one ``key: value`` a line."""
+    memory = await _open(args)
+    try:
+        facts = await memory.facts(user_id=args.user, agent_id=args.agent)
+    except InvalidArgumentError as exc:
+        raise CliError(str(exc)) from None
+    finally:
+        await memory.close()
+    if args.json:
+        _print_json({"facts": facts})
+    elif not facts:
+        print(f"no core facts (save one with '{PROG} remember FACT --core-key KEY')")
+    else:
+        for key, value in facts.items():
+            print(f"{render.one_line(key)}: {render.one_line(value)}")
+    return 0
+
+
+async def cmd_mcp(args: argparse.Namespace) -> int:
+    """``mcp``: serve the memory to MCP clients over stdio, or streamable HTTP with ``--http``."""
+    try:
+        from ..server.mcp import serve
+    except ModuleNotFoundError as exc:
+        raise CliError(str(exc)) from None
+    config = memory_config(args)
+    try:
+        await serve(
+            config,
+            transport="http" if args.http else "stdio",
+            host=args.host,
+            port=args.port,
+            user_id=args.user,
+            agent_id=args.agent,
+        )
+    except (InvalidArgumentError, MemoryStoreError) as exc:
+        raise CliError(str(exc)) from None
+    return 0
+
+
+def _limit(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if not 1 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"must be from 1 to 100, got {value}")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 65535, got {value}")
+    return value
+
+
+def register(sub: Any, db: argparse.ArgumentParser) -> None:
+    """Add ``search``, ``remember``, ``facts`` and ``mcp`` to the subcommands ``sub`` (``db``:
+    the parent parser holding ``--db``)."""
+    config = argparse.ArgumentParser(add_help=False)
+    config.add_argument(
+        "--config",
+        metavar="FILE",
+        default=argparse.SUPPRESS,
+        help="the cogitator.yml whose 'memory' section names the store (default: $COGITATOR_CONFIG, "
+        "else ./cogitator.yml, else SQLite at ~/.cogitator/memory.db)",
+    )
+    who = argparse.ArgumentParser(add_help=False)
+    who.add_argument("--user", metavar="ID", help="whose memory (default: shared)")
+    who.add_argument("--agent", metavar="ID", help="the agent (default: the config's agent_id)")
+    parents = [db, config, who]
+
+    search = sub.add_parser("search", parents=parents, help="search turns and memory items of a user")
+    search.add_argument("query", metavar="QUERY", help="what to look for")
+    search.add_argument("--thread", metavar="ID", help="only this thread")
+    search.add_argument("--limit", type=_limit, default=10, metavar="N", help="at most N hits, 1 to 100 (default 10)")
+    search.add_argument("--json", action="store_true", help="print JSON: {results}")
+    search.set_defaults(handler=cmd_search)
+
+    remember = sub.add_parser("remember", parents=parents, help="save a fact in the knowledge graph")
+    remember.add_argument("fact", metavar="FACT", help="the fact, as a sentence")
+    remember.add_argument("--category", metavar="NAME", help="a short topic (pets, work...)")
+    remember.add_argument("--core-key", metavar="KEY", help="also keep it as this core fact (user_name...)")
+    remember.add_argument("--json", action="store_true", help="print the tool's answer as JSON")
+    remember.set_defaults(handler=cmd_remember)
+
+    facts = sub.add_parser("facts", parents=parents, help="list the core facts of a user")
+    facts.add_argument("--json", action="store_true", help="print JSON: {facts}")
+    facts.set_defaults(handler=cmd_facts)
+
+    mcp = sub.add_parser("mcp", parents=parents, help="serve the memory to MCP clients (stdio, or --http)")
+    mcp.add_argument("--http", action="store_true", help="serve streamable HTTP at http://HOST:PORT/mcp")
+    mcp.add_argument("--host", default="127.0.0.1", help="the address of --http (default 127.0.0.1, loopback)")
+    mcp.add_argument("--port", type=_port, default=8765, help="the port of --http (default 8765)")
+    mcp.set_defaults(handler=cmd_mcp)
+
+
+__all__ = ["cmd_facts", "cmd_mcp", "cmd_remember", "cmd_search", "memory_config", "register"]

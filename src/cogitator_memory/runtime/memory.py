@@ -1,0 +1,651 @@
+"""``Memory``: one object, built from the memory config, that owns every store and service.
+
+:class:`Memory` makes the thread store the config names (through
+:mod:`cogitator_memory.engines.factory`), the message index and its vectors, memory items, core
+facts, the knowledge graph, memory files, compaction and the context builder, and gives the
+calls an application needs: :meth:`Memory.add` a conversation (OpenAI or Anthropic messages),
+:meth:`Memory.search` what a user said and what is known about them, :meth:`Memory.build_context`
+for the next model call, :meth:`Memory.remember` / :meth:`Memory.recall` / :meth:`Memory.forget`
+facts (the memory tools), :meth:`Memory.history` of a thread. See ``docs/runtime.md``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, Self, cast
+
+from ..context.builder import ContextBuilder
+from ..context.convert import from_anthropic_messages, from_openai_messages
+from ..context.history import read_compacted_history
+from ..context.message_index import MessageIndex
+from ..context.records import BuiltContext
+from ..engines.factory import create_embedding_adapter, create_memory_adapter
+from ..errors import InvalidArgumentError, MemoryStoreError
+from ..facts.core import CoreFacts
+from ..files.service import MemoryFiles
+from ..files.tools import ToolAnswer, run_memory_tool
+from ..ids import thread_id as new_thread_id
+from ..items.records import MemoryScope
+from ..items.service import MemoryItems
+from ..recall.retriever import MemoryRetriever, RecallHit
+from ..result import unwrap
+from ..threads import tree
+from ..threads.base import BaseMemoryAdapter
+from ..threads.records import MemoryEntry, NewMemoryEntry
+from ..vectors.base import EmbeddingAdapter
+from .config import ConfigError, MemoryConfig, coerce_config
+
+logger = logging.getLogger(__name__)
+
+MessageFormat = Literal["openai", "anthropic"]
+#: The Anthropic content blocks OpenAI's messages never hold.
+_ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "document"})
+#: How many of a user's threads :meth:`Memory.search` reads, the most recently updated first.
+SEARCH_THREADS = 20
+#: The heading core facts go under in the system prompt.
+CORE_FACTS_HEADING = "What I know about the user"
+
+
+@dataclass(frozen=True, slots=True)
+class AddResult:
+    """What :meth:`Memory.add` wrote: the thread and the entries, in order."""
+
+    thread_id: str
+    entries: list[MemoryEntry] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One thing :meth:`Memory.search` found: a turn (``kind="entry"``, with its ``thread_id``)
+    or a memory item (``kind="item"``), with its text and score (higher is better)."""
+
+    kind: Literal["entry", "item"]
+    id: str
+    text: str
+    score: float
+    thread_id: str | None = None
+    created_at: datetime | None = None
+
+    def dump(self) -> dict[str, Any]:
+        """The hit as JSON-ready data."""
+        return {
+            "kind": self.kind,
+            "id": self.id,
+            "text": self.text,
+            "score": self.score,
+            "thread_id": self.thread_id,
+            "created_at": self.created_at.isoformat() if self.created_at else None,
+        }
+
+
+def message_format(messages: Sequence[Any], system: Any = None) -> MessageFormat:
+    """Anthropic's shape when a ``system`` is given or a message holds a block only Anthropic
+    has (``tool_use``, ``tool_result``, an image with a ``source``), else OpenAI's."""
+    if system is not None:
+        return "anthropic"
+    for message in messages:
+        content = message.get("content") if isinstance(message, Mapping) else getattr(message, "content", None)
+        for block in content if isinstance(content, list) else ():
+            kind = block.get("type") if isinstance(block, Mapping) else getattr(block, "type", None)
+            has_source = (
+                block.get("source") if isinstance(block, Mapping) else getattr(block, "source", None)
+            ) is not None
+            if kind in _ANTHROPIC_BLOCKS or (kind == "image" and has_source):
+                return "anthropic"
+    return "openai"
+
+
+def _store_key(config: MemoryConfig) -> str:
+    """The config key that says where the store is (named when it cannot be reached)."""
+    if config.adapter == "sqlite":
+        return "memory.path"
+    if config.adapter == "memory":
+        return "memory.adapter"
+    return "memory.connection_string"
+
+
+class Memory:
+    """Memory for one application, set up from a :class:`MemoryConfig` (see the module docstring).
+
+    ``config`` is a :class:`MemoryConfig`, a dict of the ``memory`` section, the path of a
+    ``cogitator.yml``, or ``None`` (``$COGITATOR_CONFIG``, else ``./cogitator.yml``, else the
+    defaults). ``adapter`` replaces the configured thread store, ``embedding_service`` the
+    configured embeddings, ``summarize`` the model of compaction and extraction. Nothing
+    connects until :meth:`connect` (or ``async with``, or :meth:`open`).
+    """
+
+    def __init__(
+        self,
+        config: MemoryConfig | Mapping[str, Any] | str | os.PathLike[str] | None = None,
+        *,
+        adapter: BaseMemoryAdapter | None = None,
+        embedding_service: Any = None,
+        summarize: Any = None,
+    ) -> None:
+        self.config = coerce_config(config)
+        cfg = self.config
+        self.agent_id = cfg.agent_id
+        self.adapter: BaseMemoryAdapter = adapter if adapter is not None else self._make_store(cfg)
+        self.embedding_service: Any = embedding_service
+        if self.embedding_service is None:
+            options = cfg.embedding_options()
+            if options is not None:
+                from ..embeddings.factory import create_embedding_service
+
+                try:
+                    self.embedding_service = create_embedding_service(options)
+                except InvalidArgumentError as exc:
+                    raise ConfigError(f"memory.embedding.{exc.argument}", exc.problem) from None
+        self.summarize: Any = summarize if summarize is not None else self._make_summarize(cfg)
+        self.graph: Any = None
+        if cfg.knowledge_graph:
+            if hasattr(self.adapter, "traverse") and hasattr(self.adapter, "query_nodes"):
+                self.graph = self.adapter
+            elif "knowledge_graph" in cfg.model_fields_set:
+                raise ConfigError(
+                    "memory.knowledge_graph",
+                    f"the {cfg.adapter} store keeps no knowledge graph: set it false or use sqlite, postgres or memory",
+                )
+        self.items = MemoryItems(adapter=self.adapter)  # type: ignore[arg-type]
+        self.files: MemoryFiles | None = MemoryFiles(adapter=self.adapter) if cfg.files.enabled else None  # type: ignore[arg-type]
+        self.vectors: Any = None
+        self.message_index: MessageIndex | None = None
+        self.context_builder: ContextBuilder | None = None
+        self.compaction: Any = None
+        self.extractor: Any = None
+        self.retriever = MemoryRetriever()
+        self.enabled = True
+        self._connected = False
+        self._core: dict[tuple[str, str | None], CoreFacts] = {}
+        self._tools: dict[tuple[str, str | None], dict[str, Any]] = {}
+
+    # ----- construction ------------------------------------------------------------------------
+
+    @staticmethod
+    def _make_store(cfg: MemoryConfig) -> BaseMemoryAdapter:
+        options = cfg.store_options()
+        if cfg.adapter == "sqlite":
+            Path(options["path"]).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        try:
+            return create_memory_adapter(options)
+        except InvalidArgumentError as exc:
+            key = exc.argument
+            if key in cfg.options:
+                key = f"options.{key}"
+            elif key in ("connection_string", "url", "uri"):
+                key = "connection_string"
+            elif key == "config":
+                key = "options"
+            raise ConfigError(f"memory.{key}", exc.problem) from None
+
+    @staticmethod
+    def _make_summarize(cfg: MemoryConfig) -> Any:
+        if cfg.model is None:
+            return None
+        from ..models.base import summarize_fn
+        from ..models.factory import create_chat_client
+
+        try:
+            client = create_chat_client(cfg.model.model_dump(exclude_none=True))
+        except InvalidArgumentError as exc:
+            raise ConfigError(f"memory.model.{exc.argument}", exc.problem) from None
+        return summarize_fn(client)
+
+    def _make_vectors(self) -> Any:
+        cfg = self.config
+        dims = getattr(self.embedding_service, "dimensions", None)
+        chosen = cfg.vectors
+        if chosen is None:
+            if cfg.adapter == "sqlite":
+                return create_embedding_adapter({"provider": "sqlite"}, store=self.adapter, dimensions=dims)
+            if cfg.adapter == "postgres" and hasattr(self.adapter, "search"):
+                return self.adapter
+            return create_embedding_adapter({"provider": "memory"}, dimensions=dims)
+        options: dict[str, Any] = {"provider": chosen.adapter, "dimensions": dims}
+        if chosen.adapter == "sqlite":
+            if chosen.path:
+                options["path"] = str(Path(chosen.path).expanduser())
+            elif cfg.adapter == "sqlite":
+                options["store"] = self.adapter
+            else:
+                raise ConfigError("memory.vectors.path", "vectors in SQLite need a path when the store is not SQLite")
+        elif chosen.adapter == "postgres":
+            if cfg.adapter != "postgres":
+                raise ConfigError("memory.vectors.adapter", "postgres vectors live in the postgres store")
+            return self.adapter
+        elif chosen.adapter == "qdrant":
+            options.update({k: v for k, v in (("url", chosen.url), ("collection", chosen.collection)) if v})
+        try:
+            return create_embedding_adapter(options)
+        except InvalidArgumentError as exc:
+            raise ConfigError(f"memory.vectors.{exc.argument}", exc.problem) from None
+
+    # ----- lifecycle ---------------------------------------------------------------------------
+
+    @classmethod
+    async def open(
+        cls,
+        config: MemoryConfig | Mapping[str, Any] | str | os.PathLike[str] | None = None,
+        **options: Any,
+    ) -> Memory:
+        """A connected :class:`Memory` (``Memory(config, **options)`` then :meth:`connect`)."""
+        memory = cls(config, **options)
+        await memory.connect()
+        return memory
+
+    async def connect(self) -> None:
+        """Connect the stores and start the services. A store that cannot be reached raises
+        :class:`ConfigError` naming the key that says where it is, or, with ``on_error:
+        disable``, turns memory off with a warning (calls then write nothing and find nothing)."""
+        if self._connected:
+            return
+        cfg = self.config
+        opened = await self.adapter.connect()
+        if not opened.success:
+            problem = f"cannot reach the {cfg.adapter} store: {opened.error}"
+            if cfg.on_error == "disable":
+                warnings.warn(f"memory disabled: {problem}", RuntimeWarning, stacklevel=2)
+                self.enabled = False
+                self._connected = True
+                return
+            raise ConfigError(_store_key(cfg), problem)
+        try:
+            await self._start()
+        except BaseException:
+            await self.adapter.disconnect()
+            raise
+        self._connected = True
+
+    async def _start(self) -> None:
+        cfg = self.config
+        if self.embedding_service is not None:
+            self.vectors = self._make_vectors()
+            if self.vectors is not self.adapter:
+                unwrap(await self.vectors.connect())
+            self.message_index = MessageIndex(
+                store=cast(EmbeddingAdapter, self.vectors), embedding=self.embedding_service
+            )
+            self.message_index.attach(self.adapter)
+        ctx = cfg.context_builder
+        strategy = ctx.strategy or ("hybrid" if self.embedding_service is not None else "recent")
+        builder_config: dict[str, Any] = {
+            "strategy": strategy,
+            "max_tokens": ctx.max_tokens,
+            "reserve_tokens": ctx.reserve_tokens,
+            "include_facts": ctx.include_facts,
+            "include_semantic_context": ctx.include_semantic_context and self.embedding_service is not None,
+            "include_graph_context": ctx.include_graph_context and self.graph is not None,
+        }
+        if ctx.time_zone is not None:
+            builder_config["time_zone"] = ctx.time_zone
+        deps: dict[str, Any] = {
+            "memory_adapter": self.adapter,
+            "embedding_service": self.embedding_service,
+            "embedding_adapter": self.vectors,
+            "message_index": self.message_index,
+            "graph_adapter": self.graph,
+            "memory_items": self.items,
+        }
+        try:
+            self.context_builder = ContextBuilder(builder_config, deps)
+        except InvalidArgumentError as exc:
+            raise ConfigError(f"memory.context_builder.{exc.argument}", exc.problem) from None
+        if self.summarize is not None and cfg.compaction is not None:
+            from ..compaction.service import CompactionService
+
+            self.compaction = CompactionService(self.adapter, self.summarize)
+        if self.summarize is not None and (cfg.extraction.mode != "off" or cfg.auto_extract):
+            from ..items.extract import MemoryExtractor
+
+            mode: Literal["apply", "shadow"] = "shadow" if cfg.extraction.mode == "shadow" else "apply"
+            self.extractor = MemoryExtractor(items=self.items, summarize=self.summarize, mode=mode)
+
+    async def close(self) -> None:
+        """Stop the services and disconnect the stores. Safe to call twice."""
+        if not self._connected:
+            return
+        self._connected = False
+        for facts in self._core.values():
+            await facts.close()
+        self._core.clear()
+        self._tools.clear()
+        if self.message_index is not None:
+            self.message_index.detach()
+            await self.message_index.close()
+            self.message_index = None
+        if self.vectors is not None and self.vectors is not self.adapter:
+            await self.vectors.disconnect()
+        self.vectors = None
+        if self.enabled:
+            await self.adapter.disconnect()
+
+    async def __aenter__(self) -> Self:
+        await self.connect()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    def _require(self) -> None:
+        if not self._connected:
+            raise MemoryStoreError("memory is not connected: use 'async with Memory(...)' or 'await Memory.open()'")
+
+    def _agent(self, agent_id: str | None) -> str:
+        return self.agent_id if agent_id is None else tree.check_id("agent_id", agent_id)
+
+    # ----- conversations -----------------------------------------------------------------------
+
+    async def add(
+        self,
+        messages: Sequence[Any],
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        thread_id: str | None = None,
+        system: Any = None,
+        format: MessageFormat | None = None,
+    ) -> AddResult:
+        """Add a conversation's messages (OpenAI's or Anthropic's shape, told apart by
+        :func:`message_format` unless ``format`` says) to ``thread_id``, created when missing for
+        ``agent_id`` (default the config's) with ``user_id`` in its metadata. Without
+        ``thread_id`` a new thread is made. ``system`` is an Anthropic request's system prompt.
+
+        Every message is checked before any is written. Then the thread is compacted when the
+        config asks and its messages are read for memory items when extraction is on.
+        """
+        self._require()
+        agent = self._agent(agent_id)
+        user = tree.check_optional_id("user_id", user_id)
+        tid = new_thread_id() if thread_id is None else tree.check_id("thread_id", thread_id)
+        if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+            raise InvalidArgumentError("messages", "must be a list of chat messages")
+        if format not in (None, "openai", "anthropic"):
+            raise InvalidArgumentError("format", f"must be 'openai' or 'anthropic', got {format!r}")
+        shape = format or message_format(messages, system)
+        if shape == "anthropic":
+            new = from_anthropic_messages(messages, thread_id=tid, system=system)
+        else:
+            if system is not None:
+                raise InvalidArgumentError("system", "is Anthropic's; OpenAI messages carry it as a system message")
+            new = from_openai_messages(messages, thread_id=tid)
+        if not self.enabled:
+            return AddResult(thread_id=tid)
+        existing = unwrap(await self.adapter.get_thread(tid))
+        if existing is None:
+            metadata = {"user_id": user} if user is not None else None
+            unwrap(await self.adapter.create_thread(agent, metadata=metadata, thread_id=tid))
+        written = await self._write(new)
+        await self._after_add(tid, written, agent, user)
+        return AddResult(thread_id=tid, entries=written)
+
+    async def _write(self, new: list[NewMemoryEntry]) -> list[MemoryEntry]:
+        written: list[MemoryEntry] = []
+        try:
+            for entry in new:
+                written.append(unwrap(await self.adapter.add_entry(entry)))
+        except BaseException:
+            for entry_written in reversed(written):
+                await self.adapter.delete_entry(entry_written.id)
+            raise
+        return written
+
+    async def _after_add(self, tid: str, written: list[MemoryEntry], agent: str, user: str | None) -> None:
+        cfg = self.config
+        if self.compaction is not None and cfg.compaction is not None:
+            await self.compaction.compact(
+                tid,
+                strategy=cfg.compaction.strategy,
+                message_threshold=cfg.compaction.threshold,
+                threshold=cfg.compaction.tokens,
+                keep_recent=cfg.compaction.keep_recent,
+            )
+        if self.extractor is not None and written:
+            await self.extractor.extract(written, scope={"agent_id": agent, "user_id": user}, user_id=user)
+
+    async def history(self, thread_id: str, *, limit: int | None = None) -> list[MemoryEntry]:
+        """The thread's conversation as the model sees it: the latest compaction summary, then
+        the entries after it, on the active branch (the newest ``limit`` when given)."""
+        self._require()
+        tid = tree.check_id("thread_id", thread_id)
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise InvalidArgumentError("limit", f"must be a positive integer, got {limit!r}")
+        if not self.enabled:
+            return []
+        read = await read_compacted_history(self.adapter, thread_id=tid)
+        if not read.success:
+            raise MemoryStoreError(read.error or "the store failed")
+        entries = read.data or []
+        return entries[-limit:] if limit else entries
+
+    async def search(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        thread_id: str | None = None,
+        limit: int = 10,
+    ) -> list[SearchHit]:
+        """What answers ``query`` among the user's turns (their threads of ``agent_id``, the
+        :data:`SEARCH_THREADS` most recent, or only ``thread_id``) and the memory items the
+        scope ``{agent_id, user_id}`` sees, best first: words, time, entities and, with
+        embeddings, meaning (see :class:`~cogitator_memory.recall.MemoryRetriever`)."""
+        self._require()
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidArgumentError("query", "must be non-empty text")
+        agent = self._agent(agent_id)
+        user = tree.check_optional_id("user_id", user_id)
+        tid = tree.check_optional_id("thread_id", thread_id)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
+            raise InvalidArgumentError("limit", f"must be an integer from 1 to 100, got {limit!r}")
+        if not self.enabled:
+            return []
+        if tid is not None:
+            thread_ids = [tid]
+        else:
+            page = unwrap(
+                await self.adapter.list_threads(
+                    agent_id=agent, metadata={"user_id": user} if user is not None else None, limit=SEARCH_THREADS
+                )
+            )
+            thread_ids = [t.id for t in page.threads]
+        history: list[MemoryEntry] = []
+        for one in thread_ids:
+            path = await self.adapter.get_path(thread_id=one)
+            if not path.success:
+                raise MemoryStoreError(path.error or "the store failed")
+            history.extend(path.data or [])
+        cosines: dict[str, float] = {}
+        if self.message_index is not None and self.embedding_service is not None and thread_ids:
+            vector = await self.embedding_service.embed(query)
+            for one in thread_ids:
+                for hit in await self.message_index.search(one, vector, limit=50):
+                    if hit.source_id is not None:
+                        cosines[hit.source_id] = hit.score
+        scope = MemoryScope(agent_id=agent, user_id=user)
+        found = await self.retriever.retrieve(
+            query, history=history, cosines=cosines, item_adapter=self.adapter, scope=scope, limit=limit
+        )
+        return [self._hit(h) for h in found.hits]
+
+    @staticmethod
+    def _hit(hit: RecallHit) -> SearchHit:
+        if hit.entry is not None:
+            return SearchHit(
+                kind="entry",
+                id=hit.id,
+                text=hit.text,
+                score=hit.score,
+                thread_id=hit.entry.thread_id,
+                created_at=hit.entry.created_at,
+            )
+        assert hit.item is not None
+        return SearchHit(kind="item", id=hit.id, text=hit.text, score=hit.score, created_at=hit.item.recorded_at)
+
+    async def build_context(
+        self,
+        thread_id: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        current_input: str | None = None,
+        system_prompt: str | None = None,
+        max_tokens: int | None = None,
+        reserve_tokens: int | None = None,
+        pinned: Sequence[str] | str | None = None,
+        leaf_id: str | None = None,
+        as_of: datetime | None = None,
+        time_zone: str | None = None,
+    ) -> BuiltContext:
+        """The messages of the next model call of ``thread_id`` within ``max_tokens`` (default the
+        config's), with the user's core facts in the system prompt under "What I know about the
+        user" (read at each call). The other arguments are those of :meth:`ContextBuilder.build`."""
+        self._require()
+        tid = tree.check_id("thread_id", thread_id)
+        agent = self._agent(agent_id)
+        user = tree.check_optional_id("user_id", user_id)
+        if not self.enabled or self.context_builder is None:
+            raise MemoryStoreError("memory is disabled: the store could not be reached when it started")
+        facts = await (await self.core_facts(user_id=user, agent_id=agent)).format_for_prompt()
+        prompt = system_prompt
+        if facts:
+            prompt = f"{system_prompt}\n\n" if system_prompt else ""
+            prompt += f"{CORE_FACTS_HEADING}:\n{facts}"
+        return await self.context_builder.build(
+            tid,
+            agent_id=agent,
+            user_id=user,
+            system_prompt=prompt,
+            current_input=current_input,
+            max_tokens=max_tokens,
+            reserve_tokens=reserve_tokens,
+            pinned=pinned,
+            leaf_id=leaf_id,
+            as_of=as_of,
+            time_zone=time_zone,
+        )
+
+    # ----- facts: the memory tools -------------------------------------------------------------
+
+    async def core_facts(self, *, user_id: str | None = None, agent_id: str | None = None) -> CoreFacts:
+        """The core facts of ``user_id`` (shared ones without), ready to use."""
+        self._require()
+        agent = self._agent(agent_id)
+        user = tree.check_optional_id("user_id", user_id)
+        key = (agent, user)
+        facts = self._core.get(key)
+        if facts is None:
+            scope: dict[str, Any] = {"agent_id": "core"}
+            if user is not None:
+                scope["user_id"] = user
+            facts = CoreFacts(adapter=self.adapter, scope=scope)  # type: ignore[arg-type]
+            await facts.initialize()
+            self._core[key] = facts
+        return facts
+
+    async def facts(self, *, user_id: str | None = None, agent_id: str | None = None) -> dict[str, str]:
+        """Every core fact of ``user_id`` (shared ones without), key -> value."""
+        return await (await self.core_facts(user_id=user_id, agent_id=agent_id)).get_all()
+
+    async def remember(
+        self,
+        fact: str,
+        *,
+        category: str | None = None,
+        core_fact_key: str | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Save ``fact`` in the knowledge graph (the ``remember`` memory tool); with
+        ``core_fact_key`` it is saved as that core fact too."""
+        arguments: dict[str, Any] = {"fact": fact}
+        if category is not None:
+            arguments["category"] = category
+        if core_fact_key is not None:
+            arguments["is_core_fact"] = True
+            arguments["core_fact_key"] = core_fact_key
+        return await self.run_tool("remember", arguments, user_id=user_id, agent_id=agent_id)
+
+    async def recall(self, query: str, *, user_id: str | None = None, agent_id: str | None = None) -> dict[str, Any]:
+        """The facts whose text matches ``query`` (up to 10) and every core fact (the ``recall`` tool)."""
+        return await self.run_tool("recall", {"query": query}, user_id=user_id, agent_id=agent_id)
+
+    async def forget(self, query: str, *, user_id: str | None = None, agent_id: str | None = None) -> dict[str, Any]:
+        """Delete every fact whose text matches ``query`` (the ``forget`` tool)."""
+        return await self.run_tool("forget", {"query": query}, user_id=user_id, agent_id=agent_id)
+
+    async def run_tool(
+        self, name: str, arguments: Mapping[str, Any], *, user_id: str | None = None, agent_id: str | None = None
+    ) -> dict[str, Any]:
+        """Run the memory tool ``name`` (``remember``, ``recall``, ``forget`` of
+        :func:`cogitator_memory.tools.create_memory_tools`) with ``arguments`` in the memory of
+        ``{agent_id, user_id}``; its answer as a dict. Bad arguments raise
+        :class:`InvalidArgumentError` naming the argument."""
+        self._require()
+        agent = self._agent(agent_id)
+        user = tree.check_optional_id("user_id", user_id)
+        if not self.enabled:
+            raise MemoryStoreError("memory is disabled: the store could not be reached when it started")
+        if self.graph is None:
+            raise MemoryStoreError(f"the knowledge graph is off: remember, recall and forget need it ({name})")
+        tools = self._tools.get((agent, user))
+        if tools is None:
+            from ..tools import create_memory_tools
+
+            scope: dict[str, Any] = {"agent_id": agent}
+            if user is not None:
+                scope["user_id"] = user
+            made = create_memory_tools(
+                graph=self.graph,
+                agent_id=agent,
+                core_facts=await self.core_facts(user_id=user, agent_id=agent),
+                embedding_service=self.embedding_service,
+                scope=scope,
+            )
+            tools = {tool.name: tool for tool in made}
+            self._tools[(agent, user)] = tools
+        tool = tools.get(name)
+        if tool is None:
+            raise InvalidArgumentError("name", f"must be one of {', '.join(tools)}, got {name!r}")
+        answer: dict[str, Any] = await tool.handler(tool.check_arguments(arguments))
+        return answer
+
+    # ----- memory files ------------------------------------------------------------------------
+
+    async def memory_file_tool(
+        self, command: Mapping[str, Any] | str, *, user_id: str | None = None, agent_id: str | None = None
+    ) -> ToolAnswer:
+        """Answer one memory tool command (``view``, ``create``, ``str_replace``, ``insert``,
+        ``delete``, ``rename``) in the files of ``{agent_id, user_id}``; a refused command is an
+        answer with ``is_error`` set."""
+        self._require()
+        if self.files is None:
+            raise MemoryStoreError("memory files are off (files.enabled: false)")
+        agent = self._agent(agent_id)
+        user = tree.check_optional_id("user_id", user_id)
+        scope: dict[str, Any] = {"agent_id": agent}
+        if user is not None:
+            scope["user_id"] = user
+        return await run_memory_tool(
+            self.files, {"scope": scope}, dict(command) if isinstance(command, Mapping) else command
+        )
+
+
+__all__ = [
+    "CORE_FACTS_HEADING",
+    "SEARCH_THREADS",
+    "AddResult",
+    "Memory",
+    "MessageFormat",
+    "SearchHit",
+    "message_format",
+]

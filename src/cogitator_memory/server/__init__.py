@@ -1,0 +1,1 @@
+"""Servers that expose the memory to other programs (``mcp``: the MCP server)."""

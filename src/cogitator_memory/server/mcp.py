@@ -1,0 +1,195 @@
+"""The MCP server: the memory as tools any MCP client (Claude Desktop, IDEs, agents) can call.
+
+Built on the official ``mcp`` SDK (the ``[server]`` extra). :func:`create_server` exposes a
+connected :class:`~cogitator_memory.runtime.Memory` as the tools ``remember``, ``recall``,
+``forget``, ``search_memory``, ``build_context`` and ``memory`` (the memory file tool);
+:func:`serve` opens the memory of a config and runs the server over stdio (what a desktop client
+starts) or streamable HTTP (loopback by default). Wrong arguments and refused calls come back as
+tool errors (``isError``), never as a stopped server. See ``docs/mcp.md``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import Field
+
+from ..context.convert import to_openai_messages
+from ..errors import MemoryStoreError
+from ..runtime.config import MemoryConfig
+from ..runtime.memory import Memory
+
+try:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+except ModuleNotFoundError as exc:  # pragma: no cover - depends on the install
+    raise ModuleNotFoundError(
+        "the MCP server needs the mcp package: pip install 'cogitator-memory[server]'", name=exc.name
+    ) from exc
+
+#: The server's name as clients list it.
+SERVER_NAME = "cogitator-memory"
+#: The port of ``--http`` unless one is given.
+DEFAULT_PORT = 8765
+#: The path the streamable HTTP endpoint is served at.
+HTTP_PATH = "/mcp"
+
+T = TypeVar("T")
+
+_INSTRUCTIONS = (
+    "Long-term memory. Call recall before answering questions about the user, remember to save "
+    "facts worth keeping (is_core_fact with core_fact_key for the few that always matter: name, "
+    "time zone), forget when asked to. search_memory finds past conversation turns and extracted "
+    "facts; memory reads and writes notes under /memories."
+)
+
+
+async def _guard(call: Awaitable[T]) -> T:
+    """The call's result; a refused call (bad argument, store failure) becomes a tool error
+    carrying its message."""
+    try:
+        return await call
+    except (MemoryStoreError, ValueError) as exc:
+        raise ToolError(str(exc)) from exc
+
+
+def create_server(memory: Memory, *, user_id: str | None = None, agent_id: str | None = None) -> MCPServer:
+    """An MCP server over ``memory`` (connected by the caller). ``user_id`` and ``agent_id`` are
+    whose memory the tools read and write unless a call names a user."""
+
+    server = MCPServer(SERVER_NAME, instructions=_INSTRUCTIONS)
+
+    def who(user: str | None) -> dict[str, Any]:
+        return {"user_id": user if user is not None else user_id, "agent_id": agent_id}
+
+    async def remember(
+        fact: Annotated[str, Field(min_length=1, description="The fact to save, as a sentence.")],
+        category: Annotated[str | None, Field(description="A short category (pets, work...).")] = None,
+        is_core_fact: Annotated[bool, Field(description="Also keep it as a core fact, always in the prompt.")] = False,
+        core_fact_key: Annotated[str | None, Field(description="The core fact's key (user_name).")] = None,
+    ) -> dict[str, Any]:
+        """Save a fact about the user in long-term memory."""
+        if is_core_fact and not core_fact_key:
+            raise ToolError("core_fact_key is required when is_core_fact is true")
+        return await _guard(
+            memory.remember(fact, category=category, core_fact_key=core_fact_key if is_core_fact else None, **who(None))
+        )
+
+    async def recall(
+        query: Annotated[str, Field(min_length=1, description="Words to look for in saved facts.")],
+    ) -> dict[str, Any]:
+        """Find saved facts matching the query (up to 10), with every core fact."""
+        return await _guard(memory.recall(query, **who(None)))
+
+    async def forget(
+        query: Annotated[str, Field(min_length=1, description="Facts whose text matches this are deleted.")],
+    ) -> dict[str, Any]:
+        """Delete every saved fact whose text matches the query."""
+        return await _guard(memory.forget(query, **who(None)))
+
+    async def search_memory(
+        query: Annotated[str, Field(min_length=1, description="What to look for.")],
+        user_id: Annotated[str | None, Field(description="Whose memory (default: the server's user).")] = None,
+        thread_id: Annotated[str | None, Field(description="Only this conversation.")] = None,
+        limit: Annotated[int, Field(ge=1, le=100, description="At most this many hits.")] = 10,
+    ) -> dict[str, Any]:
+        """Search past conversation turns and extracted memory items, best first."""
+        hits = await _guard(memory.search(query, thread_id=thread_id, limit=limit, **who(user_id)))
+        return {"results": [hit.dump() for hit in hits]}
+
+    async def build_context(
+        thread_id: Annotated[str, Field(min_length=1, description="The conversation.")],
+        current_input: Annotated[str | None, Field(description="The message being answered.")] = None,
+        system_prompt: Annotated[str | None, Field(description="The system prompt to build around.")] = None,
+        max_tokens: Annotated[int | None, Field(ge=1, description="The token budget.")] = None,
+        user_id: Annotated[str | None, Field(description="Whose memory (default: the server's user).")] = None,
+    ) -> dict[str, Any]:
+        """The messages for the next model call of a conversation, within a token budget."""
+        built = await _guard(
+            memory.build_context(
+                thread_id,
+                current_input=current_input,
+                system_prompt=system_prompt,
+                max_tokens=max_tokens,
+                **who(user_id),
+            )
+        )
+        return {
+            "messages": to_openai_messages(built.messages),
+            "token_count": built.token_count,
+            "truncated": built.truncated,
+            "warnings": list(built.warnings),
+        }
+
+    async def memory_files(
+        command: Annotated[
+            Literal["view", "create", "str_replace", "insert", "delete", "rename"], Field(description="What to do.")
+        ],
+        path: Annotated[str | None, Field(description="The file or directory under /memories.")] = None,
+        view_range: Annotated[list[int] | None, Field(min_length=2, max_length=2)] = None,
+        file_text: Annotated[str | None, Field(description="create: the new file's text.")] = None,
+        old_str: Annotated[str | None, Field(description="str_replace: text found exactly once.")] = None,
+        new_str: Annotated[str | None, Field(description="str_replace: the replacement.")] = None,
+        insert_line: Annotated[int | None, Field(ge=0, description="insert: after this line.")] = None,
+        insert_text: Annotated[str | None, Field(description="insert: the text.")] = None,
+        old_path: Annotated[str | None, Field(description="rename: from.")] = None,
+        new_path: Annotated[str | None, Field(description="rename: to.")] = None,
+    ) -> str:
+        """Your notes: files under /memories that outlast the conversation (view, create,
+        str_replace, insert, delete, rename)."""
+        given = {
+            "command": command,
+            "path": path,
+            "view_range": view_range,
+            "file_text": file_text,
+            "old_str": old_str,
+            "new_str": new_str,
+            "insert_line": insert_line,
+            "insert_text": insert_text,
+            "old_path": old_path,
+            "new_path": new_path,
+        }
+        answer = await _guard(memory.memory_file_tool({k: v for k, v in given.items() if v is not None}, **who(None)))
+        if answer.is_error:
+            raise ToolError(answer.content)
+        return answer.content
+
+    tools: list[tuple[Callable[..., Awaitable[Any]], str]] = [
+        (remember, "remember"),
+        (recall, "recall"),
+        (forget, "forget"),
+        (search_memory, "search_memory"),
+        (build_context, "build_context"),
+    ]
+    if memory.files is not None:
+        tools.append((memory_files, "memory"))
+    for fn, name in tools:
+        server.add_tool(fn, name=name)
+    return server
+
+
+async def serve(
+    config: MemoryConfig | Mapping[str, Any] | str | os.PathLike[str] | None = None,
+    *,
+    transport: Literal["stdio", "http"] = "stdio",
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+) -> None:
+    """Open the memory of ``config`` and serve it until the client goes away (stdio) or the
+    process is stopped (HTTP, at ``http://host:port/mcp``). A bad config or an unreachable store
+    raises before the server starts."""
+    if transport not in ("stdio", "http"):
+        raise ValueError(f"transport must be 'stdio' or 'http', got {transport!r}")
+    async with Memory(config) as memory:
+        server = create_server(memory, user_id=user_id, agent_id=agent_id)
+        if transport == "stdio":
+            await server.run_stdio_async()
+        else:
+            await server.run_streamable_http_async(host=host, port=port, streamable_http_path=HTTP_PATH)
+
+
+__all__ = ["DEFAULT_PORT", "HTTP_PATH", "SERVER_NAME", "create_server", "serve"]
