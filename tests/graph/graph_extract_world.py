@@ -14,7 +14,7 @@ from typing import Any
 from cogitator_memory import InMemoryAdapter, SQLiteAdapter, unwrap
 from cogitator_memory.graph.base import GraphStoreMixin
 from cogitator_memory.http import RetryPolicy
-from cogitator_memory.models import OpenAIChatClient
+from cogitator_memory.models import BaseChatClient, OpenAIChatClient
 from cogitator_memory.testing import service_url
 from cogitator_memory.testing.scripted_server import ScriptedChatRequest, ScriptedServer, openai_chat_handler
 from cogitator_memory.threads.records import MemoryEntry
@@ -74,7 +74,7 @@ async def open_store(kind: str, tmp_path: Path) -> AsyncIterator[Any]:
 class Model:
     """A scripted model reached over HTTP: ``answer(fn_or_text)`` sets what it says."""
 
-    def __init__(self, server: ScriptedServer, client: OpenAIChatClient) -> None:
+    def __init__(self, server: ScriptedServer, client: BaseChatClient) -> None:
         self.server = server
         self.client = client
 

@@ -286,13 +286,14 @@ async def test_a_store_failure_takes_back_what_the_window_wrote(model: Model) ->
 async def test_bad_arguments_are_refused_naming_them(model: Model) -> None:
     async with InMemoryAdapter() as store:
         summarize = model.client.as_summarize_fn()
-        for kwargs, name in [
+        cases: list[tuple[dict[str, Any], str]] = [
             ({"graph": object(), "summarize": summarize}, "graph"),
             ({"graph": store, "summarize": "no"}, "summarize"),
             ({"graph": store, "summarize": summarize, "min_trust": "friend"}, "min_trust"),
             ({"graph": store, "summarize": summarize, "window_tokens": 5}, "window_tokens"),
             ({"graph": store, "summarize": summarize, "max_tokens": 0}, "max_tokens"),
-        ]:
+        ]
+        for kwargs, name in cases:
             with pytest.raises(InvalidArgumentError) as caught:
                 GraphExtractor(**kwargs)
             assert caught.value.argument == name

@@ -265,7 +265,7 @@ def _infer(edges: Iterable[GraphEdge], rules: InferenceRules | None) -> tuple[li
 @dataclass
 class InferenceReport:
     """What :func:`run_inference` did: inferred edges ``added``, ``updated`` and ``deleted`` (as
-    stored, and ids); ``complete`` is false when the agent had more stated edges than
+    stored, and ids); ``complete`` is false when the read of the agent's stated edges reached
     ``max_edges`` (the pass used the first by id and deleted nothing) or the rules gave more than
     ``max_new``."""
 
@@ -298,11 +298,9 @@ async def run_inference(
         if checked.agent_id != agent:
             raise InvalidArgumentError("scope", "must be a scope of agent_id")
         key = scope_key(checked)
-    stated = unwrap(
-        await graph.query_edges({"agent_id": agent, "origins": ["user", "extracted"], "limit": max_edges + 1})
-    )
-    report = InferenceReport(complete=len(stated) <= max_edges)
-    stated = [e for e in stated[:max_edges] if key is None or e.scope_key == key]
+    stated = unwrap(await graph.query_edges({"agent_id": agent, "origins": ["user", "extracted"], "limit": max_edges}))
+    report = InferenceReport(complete=len(stated) < max_edges)  # at the limit, more may be left unread
+    stated = [e for e in stated if key is None or e.scope_key == key]
     wanted, capped = _infer(stated, chosen)
     report.complete = report.complete and not capped
     stored = unwrap(await graph.query_edges({"agent_id": agent, "origins": ["inferred"]}))
