@@ -5,7 +5,9 @@ merging, result wrapping) over eight primitives an engine implements:
 
 - ``_write_graph(changes)``: apply a :class:`GraphChanges` as one atomic step: add nodes and
   edges (``ConflictError`` naming a taken id), replace stored ones whole (``NotFoundError``
-  naming a missing one), delete edges, delete nodes with every edge touching them.
+  naming a missing one; ``ConflictError`` when the stored record's ``version`` is not the new
+  one's less 1: another change came first), delete edges, delete nodes with every edge touching
+  them.
 - ``_get_nodes(ids)`` / ``_get_edges(ids)``: the stored records with those ids, any order.
 - ``_query_nodes(query)`` / ``_query_edges(query)``: what :class:`NodeQuery.matches
   <cogitator_memory.graph.records.NodeQuery.matches>` (:class:`EdgeQuery`) accepts, any order,
@@ -13,8 +15,8 @@ merging, result wrapping) over eight primitives an engine implements:
 - ``_walk_steps(walk)``: the steps of a bounded walk (:class:`~cogitator_memory.graph.records.Walk`)
   as ``(node, hops, previous node, edge)`` rows, the start nodes as ``(id, 0, None, None)``: from
   every node reached in fewer than ``max_depth`` hops, along at most ``walk.fan_out`` of the edges
-  ``walk.follows`` (most confident first, then by edge id), the way ``walk.steps`` says; each
-  distinct row once. Done in the engine (SQL engines: one recursive query), never by loading the
+  ``walk.follows`` (most confident first, then by edge id), the way ``walk.steps`` says, into
+  nodes ``walk.sees`` (any node when ``walk.scope_keys`` is None); each distinct row once. Done in the engine (SQL engines: one recursive query), never by loading the
   graph.
 - ``_clear_graph(agent_id)``: delete an agent's nodes and edges; how many of each.
 - ``_graph_counts(agent_id)``: an agent's nodes and edges counted by type.
@@ -32,15 +34,30 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
-from pydantic import ValidationError
-
 from .. import clock
-from ..errors import InvalidArgumentError, NotFoundError
-from ..ids import new_id
-from ..items.records import MemoryScope, check_scope, scope_key, visible_scope_keys
+from ..errors import ConflictError, InvalidArgumentError, NotFoundError
+from ..items.records import MemoryScope
 from ..result import MemoryResult, ok
 from ..threads import tree
 from . import rules
+from .checks import (
+    MAX_BATCH,
+    EdgeInput,
+    NodeInput,
+    _changed,
+    _count,
+    _direction,
+    _list,
+    _number,
+    _scope_keys,
+    _words,
+    check_edge,
+    check_edge_filter,
+    check_node,
+    check_node_filter,
+    cosine,
+    node_text,
+)
 from .records import (
     MAX_DEPTH,
     MAX_FAN_OUT,
@@ -59,13 +76,6 @@ from .records import (
 
 if TYPE_CHECKING:
     from ..embeddings.base import EmbeddingService
-
-NodeInput = GraphNode | Mapping[str, Any]
-EdgeInput = GraphEdge | Mapping[str, Any]
-#: The most nodes or edges one call may write or read.
-MAX_BATCH = 10_000
-_DIRECTIONS = ("outgoing", "incoming", "both")
-_FIXED = frozenset({"id", "scope", "created_at", "source_id", "target_id"})
 
 
 @dataclass
@@ -97,6 +107,22 @@ class GraphAdapter(Protocol):
         """Nodes passing a filter."""
         ...
 
+    async def update_node(
+        self, node_id: str, changes: Mapping[str, Any], *, expected_version: int | None = None
+    ) -> MemoryResult[GraphNode]:
+        """Change a node's fields."""
+        ...
+
+    async def delete_nodes(self, node_ids: Sequence[str]) -> MemoryResult[list[str]]:
+        """Delete nodes and their edges, all in one step."""
+        ...
+
+    async def search_nodes_semantic(
+        self, agent_id: str, query: str | Sequence[float], **options: Any
+    ) -> MemoryResult[list[tuple[GraphNode, float]]]:
+        """Nodes nearest a text or a vector."""
+        ...
+
     async def add_edge(self, edge: EdgeInput) -> MemoryResult[GraphEdge]:
         """Store an edge between two stored nodes."""
         ...
@@ -112,201 +138,31 @@ class GraphAdapter(Protocol):
         ...
 
 
+def check_next_version(what: str, record_id: str, stored: int, written: int) -> None:
+    """What an engine's ``_write_graph`` checks of each replaced record (in the write's step):
+    the stored ``version`` is the written one's less 1, ``ConflictError`` otherwise."""
+    if stored != written - 1:
+        raise ConflictError(
+            f"graph {what} {record_id} is at version {stored}, not {written - 1}: it changed since it was read"
+        )
+
+
+def _at_version(record: Any, expected_version: int | None) -> Any:
+    """``record`` when it is at ``expected_version`` (or none is given); ``ConflictError`` otherwise."""
+    if expected_version is not None:
+        _count("expected_version", expected_version, 1, 2**63 - 1)
+        if record.version != expected_version:
+            what = "node" if isinstance(record, GraphNode) else "edge"
+            raise ConflictError(
+                f"graph {what} {record.id} is at version {record.version}, not {expected_version}: "
+                "it changed since it was read"
+            )
+    return record
+
+
 def is_graph_adapter(value: object) -> bool:
     """Whether ``value`` keeps a knowledge graph (has the calls of :class:`GraphAdapter`)."""
     return isinstance(value, GraphAdapter)
-
-
-# --- argument checks ---------------------------------------------------------------------------
-
-
-def _fields(name: str, value: object, model: type[Any]) -> dict[str, Any]:
-    if isinstance(value, model):
-        dumped: dict[str, Any] = value.model_dump()
-        return dumped
-    if not isinstance(value, Mapping):
-        raise InvalidArgumentError(name, f"must be a {model.__name__} or a dict, got {type(value).__name__}")
-    return dict(value)
-
-
-def _with_defaults(name: str, data: dict[str, Any], prefix: str) -> dict[str, Any]:
-    now = clock.now()
-    if "scope" not in data and "agent_id" in data:
-        data["scope"] = {"agent_id": data.pop("agent_id")}
-    elif "agent_id" in data:
-        raise InvalidArgumentError(f"{name}.agent_id", "give agent_id or scope, not both")
-    data.setdefault("id", new_id(prefix))
-    data.setdefault("created_at", now)
-    data.setdefault("updated_at", data["created_at"])
-    return data
-
-
-def check_node(name: str, value: object) -> GraphNode:
-    """A :class:`GraphNode` from a record or a dict (``id`` and times filled in when missing;
-    ``agent_id`` may stand for ``scope``); ``InvalidArgumentError`` naming the field."""
-    try:
-        return GraphNode.model_validate(_with_defaults(name, _fields(name, value, GraphNode), "node_"))
-    except ValidationError as exc:
-        raise tree.validation_error(name, exc) from None
-
-
-def check_edge(name: str, value: object) -> GraphEdge:
-    """A :class:`GraphEdge` from a record or a dict, like :func:`check_node`; an edge from a node
-    to itself is refused."""
-    try:
-        edge = GraphEdge.model_validate(_with_defaults(name, _fields(name, value, GraphEdge), "edge_"))
-    except ValidationError as exc:
-        raise tree.validation_error(name, exc) from None
-    if edge.source_id == edge.target_id:
-        raise InvalidArgumentError(f"{name}.target_id", "an edge must join two different nodes")
-    return edge
-
-
-def _changed(name: str, record: Any, changes: object) -> Any:
-    if not isinstance(changes, Mapping):
-        raise InvalidArgumentError(name, "must be a dict of the fields to change")
-    for key in changes:
-        if key in _FIXED:
-            raise InvalidArgumentError(f"{name}.{key}", "cannot change")
-    data = record.model_dump()
-    data.update(changes)
-    data["updated_at"] = clock.now()
-    try:
-        return type(record).model_validate(data)
-    except ValidationError as exc:
-        raise tree.validation_error(name, exc) from None
-
-
-def _list(name: str, value: object) -> list[Any]:
-    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
-        raise InvalidArgumentError(name, "must be a list")
-    if len(value) > MAX_BATCH:
-        raise InvalidArgumentError(name, f"must hold at most {MAX_BATCH} elements, got {len(value)}")
-    return list(value)
-
-
-def _words(name: str, value: object) -> frozenset[str] | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        value = [value]
-    items = _list(name, value)
-    if not items or not all(isinstance(v, str) and v.strip() for v in items):
-        raise InvalidArgumentError(name, "must be a non-empty list of words")
-    return frozenset(v.strip().lower() for v in items)
-
-
-def _number(name: str, value: object, low: float, high: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
-        raise InvalidArgumentError(name, f"must be a number from {low} to {high}")
-    return float(value)
-
-
-def _count(name: str, value: object, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise InvalidArgumentError(name, f"must be a whole number from {low} to {high}")
-    return value
-
-
-def _direction(value: object) -> Direction:
-    if value not in _DIRECTIONS:
-        raise InvalidArgumentError("direction", f"must be one of {', '.join(_DIRECTIONS)}")
-    return value  # type: ignore[return-value]
-
-
-def _scope_keys(value: object, name: str) -> frozenset[str] | None:
-    return None if value is None else frozenset(visible_scope_keys(check_scope(name, value)))
-
-
-def check_node_filter(value: object) -> NodeQuery:
-    """A :class:`NodeQuery` from a dict: ``agent_id`` (required), ``visible_to`` (a scope: the nodes
-    it sees) or ``scope`` (exactly that scope), ``types``, ``name`` (name or alias, spacing and case
-    aside), ``text`` (words in the name, an alias or the description), ``origins``,
-    ``min_confidence``, ``limit``."""
-    if not isinstance(value, Mapping):
-        raise InvalidArgumentError("filter", "must be a dict")
-    unknown = set(value) - {
-        "agent_id",
-        "visible_to",
-        "scope",
-        "types",
-        "name",
-        "text",
-        "origins",
-        "min_confidence",
-        "limit",
-    }
-    if unknown:
-        raise InvalidArgumentError(f"filter.{sorted(unknown)[0]}", "is not a filter field")
-    agent = tree.check_id("filter.agent_id", value.get("agent_id"))
-    keys = _scope_keys(value.get("visible_to"), "filter.visible_to")
-    if value.get("scope") is not None:
-        if keys is not None:
-            raise InvalidArgumentError("filter.scope", "give visible_to or scope, not both")
-        keys = frozenset({scope_key(check_scope("filter.scope", value["scope"]))})
-    text = value.get("text")
-    if text is not None and (not isinstance(text, str) or not text.strip()):
-        raise InvalidArgumentError("filter.text", "must be non-empty text")
-    name = value.get("name")
-    if name is not None and (not isinstance(name, str) or not name.strip()):
-        raise InvalidArgumentError("filter.name", "must be non-empty text")
-    return NodeQuery(
-        agent_id=agent,
-        scope_keys=keys,
-        types=_words("filter.types", value.get("types")),
-        name_key=None if name is None else name_key(name),
-        text=None if text is None else " ".join(text.split()),
-        origins=_words("filter.origins", value.get("origins")),
-        min_confidence=_number("filter.min_confidence", value.get("min_confidence", 0.0), 0.0, 1.0),
-        limit=_count("filter.limit", value.get("limit", 0), 0, MAX_BATCH),
-    )
-
-
-def check_edge_filter(value: object) -> EdgeQuery:
-    """An :class:`EdgeQuery` from a dict: ``agent_id`` (required), ``node_ids`` with ``direction``,
-    ``between`` (source, target), ``types``, ``origins``, ``min_confidence``, ``limit``."""
-    if not isinstance(value, Mapping):
-        raise InvalidArgumentError("filter", "must be a dict")
-    unknown = set(value) - {
-        "agent_id",
-        "node_ids",
-        "direction",
-        "between",
-        "types",
-        "origins",
-        "min_confidence",
-        "limit",
-    }
-    if unknown:
-        raise InvalidArgumentError(f"filter.{sorted(unknown)[0]}", "is not a filter field")
-    node_ids = value.get("node_ids")
-    between = value.get("between")
-    if between is not None:
-        pair = _list("filter.between", between)
-        if len(pair) != 2:
-            raise InvalidArgumentError("filter.between", "must be (source id, target id)")
-        between = (tree.check_id("filter.between[0]", pair[0]), tree.check_id("filter.between[1]", pair[1]))
-    return EdgeQuery(
-        agent_id=tree.check_id("filter.agent_id", value.get("agent_id")),
-        node_ids=None
-        if node_ids is None
-        else frozenset(
-            tree.check_id(f"filter.node_ids[{i}]", v) for i, v in enumerate(_list("filter.node_ids", node_ids))
-        ),
-        direction=_direction(value.get("direction", "both")),
-        between=between,
-        types=_words("filter.types", value.get("types")),
-        origins=_words("filter.origins", value.get("origins")),
-        min_confidence=_number("filter.min_confidence", value.get("min_confidence", 0.0), 0.0, 1.0),
-        limit=_count("filter.limit", value.get("limit", 0), 0, MAX_BATCH),
-    )
-
-
-def cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    """The cosine of two vectors of one size (0 when either is all zeros)."""
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return dot / norm if norm else 0.0
 
 
 class GraphStoreMixin(ABC):
@@ -438,15 +294,35 @@ class GraphStoreMixin(ABC):
         except Exception as exc:
             return self._fail("query_nodes", exc)
 
-    async def update_node(self, node_id: str, changes: Mapping[str, Any]) -> MemoryResult[GraphNode]:
-        """Change a node's fields (all but id, scope and created_at); a missing node is a ``NotFoundError``."""
+    async def update_node(
+        self, node_id: str, changes: Mapping[str, Any], *, expected_version: int | None = None
+    ) -> MemoryResult[GraphNode]:
+        """Change a node's fields (all but id, scope, created_at and version); its ``version`` moves
+        on by one. With ``expected_version`` (the version it was read at) the change is made only
+        if no other came first: ``ConflictError`` otherwise. A missing node is a ``NotFoundError``."""
         try:
             self._require_connected()
-            node = _changed("changes", await self._node("node_id", node_id), changes)
+            node = _changed("changes", _at_version(await self._node("node_id", node_id), expected_version), changes)
             await self._write_graph(GraphChanges(put_nodes=[node]))
             return ok(node)
         except Exception as exc:
             return self._fail("update_node", exc)
+
+    async def delete_nodes(self, node_ids: Sequence[str]) -> MemoryResult[list[str]]:
+        """Delete nodes and every edge touching them, in one atomic write; the ids that existed
+        (in the order given)."""
+        try:
+            self._require_connected()
+            ids = list(
+                dict.fromkeys(tree.check_id(f"node_ids[{i}]", v) for i, v in enumerate(_list("node_ids", node_ids)))
+            )
+            present = {n.id for n in await self._get_nodes(ids)} if ids else set()
+            gone = [i for i in ids if i in present]
+            if gone:
+                await self._write_graph(GraphChanges(delete_nodes=gone))
+            return ok(gone)
+        except Exception as exc:
+            return self._fail("delete_nodes", exc)
 
     async def delete_node(self, node_id: str) -> MemoryResult[bool]:
         """Delete a node and every edge touching it; whether it existed."""
@@ -514,7 +390,7 @@ class GraphStoreMixin(ABC):
                 vectors = await embedding_service.embed_batch(texts)
                 now = clock.now()
                 puts = [
-                    n.model_copy(update={"embedding": list(v), "updated_at": now})
+                    n.model_copy(update={"embedding": list(v), "updated_at": now, "version": n.version + 1})
                     for n, v in zip(chunk, vectors, strict=True)
                 ]
                 await self._write_graph(GraphChanges(put_nodes=puts))
@@ -574,14 +450,17 @@ class GraphStoreMixin(ABC):
         except Exception as exc:
             return self._fail("get_edges_between", exc)
 
-    async def update_edge(self, edge_id: str, changes: Mapping[str, Any]) -> MemoryResult[GraphEdge]:
-        """Change an edge's fields (not its id, scope, ends or created_at)."""
+    async def update_edge(
+        self, edge_id: str, changes: Mapping[str, Any], *, expected_version: int | None = None
+    ) -> MemoryResult[GraphEdge]:
+        """Change an edge's fields (not its id, scope, ends, created_at or version), like
+        :meth:`update_node` (``expected_version`` included)."""
         try:
             self._require_connected()
             found = await self._get_edges([tree.check_id("edge_id", edge_id)])
             if not found:
                 raise NotFoundError(f"graph edge not found: {edge_id}")
-            edge = _changed("changes", found[0], changes)
+            edge = _changed("changes", _at_version(found[0], expected_version), changes)
             await self._write_graph(GraphChanges(put_edges=[edge]))
             return ok(edge)
         except Exception as exc:
@@ -609,6 +488,7 @@ class GraphStoreMixin(ABC):
             "include_inferred",
             "fan_out",
             "max_nodes",
+            "visible_to",
         }
         if unknown:
             raise InvalidArgumentError(sorted(unknown)[0], "is not an option of a walk")
@@ -624,6 +504,7 @@ class GraphStoreMixin(ABC):
             include_inferred=inferred,
             fan_out=_count("fan_out", options.get("fan_out", fan_out), 1, MAX_FAN_OUT),
             max_nodes=_count("max_nodes", options.get("max_nodes", 1_000), 1, MAX_BATCH),
+            scope_keys=_scope_keys(options.get("visible_to"), "visible_to"),
         )
 
     async def traverse(self, start_node_id: str | Sequence[str], **options: Any) -> MemoryResult[TraversalResult]:
@@ -631,7 +512,8 @@ class GraphStoreMixin(ABC):
         the store: along at most ``fan_out`` edges from each node (default 50, the most confident),
         ``direction`` (outgoing, incoming, both), ``relation_types``, ``min_confidence``,
         ``include_inferred``; at most ``max_nodes`` nodes (default 1,000; the nearest, then by id).
-        Returns the nodes, their hops and the edges walked between them."""
+        ``visible_to`` (a scope) keeps the walk to the nodes and edges that scope sees: it never
+        goes through one it does not. Returns the nodes, their hops and the edges walked between them."""
         try:
             self._require_connected()
             raw = [start_node_id] if isinstance(start_node_id, str) else _list("start_node_id", start_node_id)
@@ -639,7 +521,7 @@ class GraphStoreMixin(ABC):
             if not starts:
                 raise InvalidArgumentError("start_node_id", "must name at least one node")
             walk = self._graph_walk(starts, options, depth=2, fan_out=50)
-            present = {n.id for n in await self._get_nodes(starts)}
+            present = {n.id for n in await self._get_nodes(starts) if walk.sees(n)}
             walk = replace(walk, start_ids=tuple(s for s in starts if s in present))
             if not walk.start_ids:
                 return ok(TraversalResult(nodes=[], edges=[], depths={}))
@@ -662,7 +544,8 @@ class GraphStoreMixin(ABC):
         self, start_node_id: str, end_node_id: str, **options: Any
     ) -> MemoryResult[GraphPath | None]:
         """A path of the fewest edges from one node to another within ``max_depth`` hops (default 4),
-        walked like :meth:`traverse` (``direction`` defaults to both); None when there is none."""
+        walked like :meth:`traverse` (``direction`` defaults to both, ``visible_to`` keeps it to what
+        a scope sees); None when there is none."""
         try:
             self._require_connected()
             start = tree.check_id("start_node_id", start_node_id)
@@ -670,7 +553,7 @@ class GraphStoreMixin(ABC):
             walk = self._graph_walk(
                 [start], {k: v for k, v in options.items() if k != "max_nodes"}, depth=4, fan_out=50
             )
-            found = {n.id: n for n in await self._get_nodes([start, end])}
+            found = {n.id: n for n in await self._get_nodes([start, end]) if walk.sees(n)}
             if start not in found or end not in found:
                 return ok(None)
             if start == end:
@@ -698,11 +581,21 @@ class GraphStoreMixin(ABC):
             return self._fail("find_shortest_path", exc)
 
     async def get_neighbors(
-        self, node_id: str, *, direction: Direction = "both", relation_types: Sequence[str] | None = None
+        self,
+        node_id: str,
+        *,
+        direction: Direction = "both",
+        relation_types: Sequence[str] | None = None,
+        visible_to: MemoryScope | Mapping[str, Any] | None = None,
     ) -> MemoryResult[GraphNeighbors]:
-        """The nodes one edge away (``direction`` as in :meth:`traverse`) and those edges."""
+        """The nodes one edge away (``direction`` and ``visible_to`` as in :meth:`traverse`) and those edges."""
         result = await self.traverse(
-            node_id, max_depth=1, direction=direction, relation_types=relation_types, fan_out=MAX_FAN_OUT
+            node_id,
+            max_depth=1,
+            direction=direction,
+            relation_types=relation_types,
+            fan_out=MAX_FAN_OUT,
+            visible_to=visible_to,
         )
         if not result.success or result.data is None:
             return result  # type: ignore[return-value]
@@ -772,16 +665,6 @@ class GraphStoreMixin(ABC):
             return self._fail("get_graph_stats", exc)
 
 
-def node_text(node: GraphNode) -> str:
-    """What a node's embedding is made of: its name, aliases and description."""
-    parts = [node.name]
-    if node.aliases:
-        parts.append(f"(also {', '.join(node.aliases)})")
-    if node.description:
-        parts.append(f": {node.description}")
-    return " ".join(parts)
-
-
 __all__ = [
     "MAX_BATCH",
     "EdgeInput",
@@ -791,6 +674,7 @@ __all__ = [
     "NodeInput",
     "check_edge",
     "check_edge_filter",
+    "check_next_version",
     "check_node",
     "check_node_filter",
     "cosine",

@@ -24,7 +24,7 @@ from pydantic import Field, ValidationInfo, field_validator
 from ..items.records import TRUSTED, ItemEvidence, MemoryScope, normalize_key_text, scope_key
 from ..threads import tree
 from ..threads.records import Record
-from ..threads.values import has_surrogate
+from ..threads.values import MAX_INT, has_surrogate
 
 __all__ = [
     "ENTITY_TYPES",
@@ -104,6 +104,9 @@ class _GraphRecord(Record):
     metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: datetime
     updated_at: datetime
+    #: 1 when stored, one more with every change: a change given the ``expected_version`` it was
+    #: read at fails with ``ConflictError`` once another change came first.
+    version: int = Field(default=1, ge=1, le=MAX_INT)
 
     @field_validator("id")
     @classmethod
@@ -326,7 +329,8 @@ class Walk:
     followed from each node (the most confident first, then by edge id), at most ``max_nodes``
     nodes reached (start nodes included), along edges of ``types`` (None: any) whose confidence is
     at least ``min_confidence``, inferred ones only with ``include_inferred``. ``direction`` is
-    walked as :meth:`steps` says."""
+    walked as :meth:`steps` says. With ``scope_keys`` (a ``visible_to`` scope's keys) the walk
+    goes only along edges and into nodes whose scope key is one of them (:meth:`sees`)."""
 
     start_ids: tuple[str, ...]
     max_depth: int = 2
@@ -336,10 +340,17 @@ class Walk:
     include_inferred: bool = True
     fan_out: int = 50
     max_nodes: int = 1_000
+    scope_keys: frozenset[str] | None = None
+
+    def sees(self, record: GraphNode | GraphEdge) -> bool:
+        """Whether the walk may go into this node or along this edge for its scope."""
+        return self.scope_keys is None or record.scope_key in self.scope_keys
 
     def follows(self, edge: GraphEdge) -> bool:
-        """Whether the walk may go along ``edge`` at all (type, confidence, origin)."""
+        """Whether the walk may go along ``edge`` at all (type, confidence, origin, scope)."""
         if self.types is not None and edge.type not in self.types:
+            return False
+        if not self.sees(edge):
             return False
         if not self.include_inferred and edge.inferred:
             return False

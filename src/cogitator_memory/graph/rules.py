@@ -57,6 +57,7 @@ def merge_node_records(target: GraphNode, sources: Sequence[GraphNode], at: date
             "description": description,
             "embedding": embedding,
             "updated_at": at,
+            "version": target.version + 1,
         },
         deep=True,
     )
@@ -73,7 +74,7 @@ def repoint_edges(
     """The edges touching merged nodes re-pointed to ``target_id``: returns (edges to write, ids to
     delete). An edge that would join the target to itself goes; edges that come to say the same
     thing (see :func:`edge_key`) become one, the first by id, with the quotes of all and the
-    highest confidence and weight."""
+    highest confidence and weight. Each edge written is one version on."""
     kept: dict[tuple[str, str, str], GraphEdge] = {}
     gone: list[str] = []
     for edge in sorted(edges, key=lambda e: e.id):
@@ -98,7 +99,7 @@ def repoint_edges(
                 "updated_at": at,
             }
         )
-    changed = [e.model_copy(update={"updated_at": at}) for e in kept.values()]
+    changed = [e.model_copy(update={"updated_at": at, "version": e.version + 1}) for e in kept.values()]
     return changed, gone
 
 

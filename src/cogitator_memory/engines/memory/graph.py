@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ...errors import ConflictError, NotFoundError
-from ...graph.base import GraphChanges, GraphStoreMixin
+from ...graph.base import GraphChanges, GraphStoreMixin, check_next_version
 from ...graph.records import TRUSTED, EdgeQuery, GraphEdge, GraphNode, NodeQuery, Walk
 
 
@@ -42,12 +42,14 @@ class InMemoryGraph(GraphStoreMixin):
         for edge in changes.add_edges:
             if edge.id in self._edges:
                 raise ConflictError(f"graph edge id is taken: {edge.id}")
-        for node in changes.put_nodes:
-            if node.id not in self._nodes:
-                raise NotFoundError(f"graph node not found: {node.id}")
-        for edge in changes.put_edges:
-            if edge.id not in self._edges:
-                raise NotFoundError(f"graph edge not found: {edge.id}")
+        for what, records, stored, read in (
+            ("node", changes.put_nodes, self._nodes, self._node_of),
+            ("edge", changes.put_edges, self._edges, self._edge_of),
+        ):
+            for record in records:
+                if record.id not in stored:
+                    raise NotFoundError(f"graph {what} not found: {record.id}")
+                check_next_version(what, record.id, read(record.id).version, record.version)
         for node in [*changes.add_nodes, *changes.put_nodes]:
             self._nodes[node.id] = node.model_dump_json(exclude_none=True)
             self._touching.setdefault(node.id, set())
@@ -92,6 +94,8 @@ class InMemoryGraph(GraphStoreMixin):
                 edges = [e for e in map(self._edge_of, self._touching.get(node, ())) if walk.follows(e)]
                 edges = [e for e in edges if walk.steps(e, node) is not None]
                 edges.sort(key=lambda e: (-e.confidence, e.id))
+                if walk.scope_keys is not None:
+                    edges = [e for e in edges if walk.sees(self._node_of(walk.steps(e, node) or ""))]
                 for edge in edges[: walk.fan_out]:
                     other = walk.steps(edge, node)
                     assert other is not None

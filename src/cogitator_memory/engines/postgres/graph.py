@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...errors import ConflictError, NotFoundError
-from ...graph.base import GraphChanges, GraphStoreMixin
+from ...graph.base import GraphChanges, GraphStoreMixin, check_next_version
 from ...graph.records import TRUSTED, EdgeQuery, GraphEdge, GraphNode, NodeQuery, Walk
 from .schema import quote_ident
 
@@ -61,8 +61,19 @@ WITH RECURSIVE w(node, hops, prev, edge) AS (
 SELECT node, hops, prev, edge FROM w"""
 
 
-def walk_filter(walk: Walk) -> tuple[str, list[Any]]:
-    """The SQL filter on ``b`` (a ``graph_adjacency`` row) of the edges ``walk`` follows."""
+#: An edge's scope key (:func:`~cogitator_memory.items.records.scope_key`) read from its body.
+_EDGE_SCOPE_KEY = (
+    "concat_ws(chr(31), "
+    + ", ".join(
+        ["(e.body::jsonb #>> '{scope,agent_id}')"]
+        + [f"coalesce(e.body::jsonb #>> '{{scope,{part}}}', '')" for part in ("user_id", "project_id", "thread_id")]
+    )
+    + ")"
+)
+
+
+def walk_filter(walk: Walk, t: str) -> tuple[str, list[Any]]:
+    """The SQL filter on ``b`` (a ``graph_adjacency`` row of schema ``t``, quoted) of the edges ``walk`` follows."""
     sql = {"outgoing": " AND b.out", "incoming": " AND b.inc", "both": ""}[walk.direction]
     params: list[Any] = []
     if walk.types is not None:
@@ -73,6 +84,13 @@ def walk_filter(walk: Walk) -> tuple[str, list[Any]]:
         params.append(walk.min_confidence)
     if not walk.include_inferred:
         sql += " AND NOT b.inferred"
+    if walk.scope_keys is not None:
+        sql += (
+            f" AND EXISTS (SELECT 1 FROM {t}.graph_nodes AS n WHERE n.id = b.other_id AND n.scope_key = ANY(%s))"
+            f" AND EXISTS (SELECT 1 FROM {t}.graph_edges AS e WHERE e.id = b.edge_id AND {_EDGE_SCOPE_KEY} = ANY(%s))"
+        )
+        keys = sorted(walk.scope_keys)
+        params.extend([keys, keys])
     return sql, params
 
 
@@ -122,12 +140,16 @@ class PostgresGraph(GraphStoreMixin):
                         if taken is not None:
                             raise ConflictError(f"graph {what} id is taken: {taken[0]}")
                     if put:
-                        wanted = [r.id for r in put]
-                        cur = await conn.execute(f"SELECT id FROM {t}.{table} WHERE id = ANY(%s) FOR UPDATE", (wanted,))
-                        found = {row[0] for row in await cur.fetchall()}
-                        for record_id in wanted:
-                            if record_id not in found:
-                                raise NotFoundError(f"graph {what} not found: {record_id}")
+                        cur = await conn.execute(
+                            f"SELECT id, coalesce((body::jsonb ->> 'version')::bigint, 1) FROM {t}.{table}"
+                            " WHERE id = ANY(%s) FOR UPDATE",
+                            ([r.id for r in put],),
+                        )
+                        found = {row[0]: int(row[1]) for row in await cur.fetchall()}
+                        for record in put:
+                            if record.id not in found:
+                                raise NotFoundError(f"graph {what} not found: {record.id}")
+                            check_next_version(what, record.id, found[record.id], record.version)
                 removed_edges = list(changes.delete_edges)
                 if changes.delete_nodes:
                     cur = await conn.execute(
@@ -210,8 +232,9 @@ class PostgresGraph(GraphStoreMixin):
         return [GraphEdge.model_validate_json(r[0], context=TRUSTED) for r in await self._rows(sql, params)]
 
     async def _walk_steps(self, walk: Walk) -> list[tuple[str, int, str | None, str | None]]:
-        follow, params = walk_filter(walk)
-        sql = WALK_SQL.format(t=quote_ident(self.schema), follow=follow)
+        t = quote_ident(self.schema)
+        follow, params = walk_filter(walk, t)
+        sql = WALK_SQL.format(t=t, follow=follow)
         rows = await self._rows(sql, [list(walk.start_ids), *params, walk.fan_out, walk.max_depth])
         return [(r[0], int(r[1]), r[2], r[3]) for r in rows]
 

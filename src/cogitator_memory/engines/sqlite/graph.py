@@ -18,7 +18,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from ...errors import ConflictError, NotFoundError
-from ...graph.base import GraphChanges, GraphStoreMixin
+from ...graph.base import GraphChanges, GraphStoreMixin, check_next_version
 from ...graph.records import TRUSTED, EdgeQuery, GraphEdge, GraphNode, NodeQuery, Walk
 
 #: The tables of the graph (migration ``m006_graph`` of :mod:`.schema`).
@@ -62,6 +62,11 @@ WITH RECURSIVE w(node, hops, prev, edge) AS (
 SELECT node, hops, prev, edge FROM w"""
 
 _CHUNK = 500
+#: An edge's scope key (:func:`~cogitator_memory.items.records.scope_key`) read from its body.
+_EDGE_SCOPE_KEY = " || char(31) || ".join(
+    ["json_extract(e.body, '$.scope.agent_id')"]
+    + [f"ifnull(json_extract(e.body, '$.scope.{part}'), '')" for part in ("user_id", "project_id", "thread_id")]
+)
 
 
 def _chunks(values: Sequence[str]) -> Iterator[Sequence[str]]:
@@ -85,6 +90,14 @@ def walk_filter(walk: Walk) -> tuple[str, list[Any]]:
         params.append(walk.min_confidence)
     if not walk.include_inferred:
         sql += " AND b.inferred = 0"
+    if walk.scope_keys is not None:
+        keys = sorted(walk.scope_keys)
+        marks = _marks(len(keys))
+        sql += (
+            f" AND b.other_id IN (SELECT n.id FROM graph_nodes AS n WHERE n.id = b.other_id AND n.scope_key IN ({marks}))"
+            f" AND b.edge_id IN (SELECT e.id FROM graph_edges AS e WHERE e.id = b.edge_id AND {_EDGE_SCOPE_KEY} IN ({marks}))"
+        )
+        params.extend([*keys, *keys])
     return sql, params
 
 
@@ -160,8 +173,12 @@ class SQLiteGraph(GraphStoreMixin):
                         raise ConflictError(f"graph {table[6:-1]} id is taken: {taken[0]}")
             for table, records in (("graph_nodes", changes.put_nodes), ("graph_edges", changes.put_edges)):
                 for record in records:
-                    if db.execute(f"SELECT 1 FROM {table} WHERE id = ?", (record.id,)).fetchone() is None:
+                    row = db.execute(
+                        f"SELECT ifnull(json_extract(body, '$.version'), 1) FROM {table} WHERE id = ?", (record.id,)
+                    ).fetchone()
+                    if row is None:
                         raise NotFoundError(f"graph {table[6:-1]} not found: {record.id}")
+                    check_next_version(table[6:-1], record.id, int(row[0]), record.version)
             for node in [*changes.add_nodes, *changes.put_nodes]:
                 self._put_node(db, node)
             for edge in [*changes.add_edges, *changes.put_edges]:

@@ -1,0 +1,32 @@
+"""Tools a model calls to use memory: ``remember``, ``recall`` and ``forget``
+(:func:`create_memory_tools`), each a :class:`MemoryTool` rendering as an OpenAI function tool, an
+Anthropic tool or an MCP tool, with an async handler. See ``docs/tools.md``."""
+
+from .base import MemoryTool, ToolAnswer, ToolHandler, ToolShape, anthropic_tools, call_tool, mcp_tools, openai_tools
+from .memory import (
+    EVERYTHING,
+    FACT_TYPE,
+    MAX_FACT_CHARS,
+    MAX_FORGET,
+    RECALL_LIMIT,
+    create_memory_tools,
+    fact_text,
+)
+
+__all__ = [
+    "EVERYTHING",
+    "FACT_TYPE",
+    "MAX_FACT_CHARS",
+    "MAX_FORGET",
+    "RECALL_LIMIT",
+    "MemoryTool",
+    "ToolAnswer",
+    "ToolHandler",
+    "ToolShape",
+    "anthropic_tools",
+    "call_tool",
+    "create_memory_tools",
+    "fact_text",
+    "mcp_tools",
+    "openai_tools",
+]

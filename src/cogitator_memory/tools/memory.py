@@ -1,0 +1,354 @@
+"""The memory tools: ``remember``, ``recall`` and ``forget`` over an agent's knowledge graph and
+its core facts (:func:`create_memory_tools`).
+
+* ``remember({fact, category?, is_core_fact?, core_fact_key?})`` stores the fact as a node of
+  type ``fact`` (origin ``user``, ``properties["category"]``; the same fact again updates that
+  node instead of adding one) and, as a core fact, sets ``core_fact_key`` to it as well.
+* ``recall({query})`` gives up to ``recall_limit`` (10) nodes matching the query (every word of it
+  in the name, an alias or the description, case aside; the whole query first, then the newest),
+  or, with an ``embedding_service``, the nodes nearest it by meaning; always with every core fact:
+  ``{"results": [{"id", "fact", "type", "category", "confidence", "score"?}], "core_facts": {...}}``.
+  Every node of the agent the scope sees takes part, the extracted ones too.
+* ``forget({query})`` deletes every node matching the query as ``recall`` matches text (never by
+  meaning) and lets go of the core facts whose key or value holds its words, in one write. An
+  empty query, one of symbols or wildcards only, "everything"-like words, one shorter than three
+  letters, one matching every stored fact (when there are more than two) or more than
+  :data:`MAX_FORGET` of them is refused.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConflictError, InvalidArgumentError
+from ..facts.core import CoreFacts, check_key, check_value
+from ..graph.base import is_graph_adapter
+from ..graph.records import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, GraphNode
+from ..items.facts import DEFAULT_CATEGORY, MAX_CATEGORY_CHARS
+from ..items.records import MemoryScope, check_scope
+from ..result import unwrap
+from ..threads import tree
+from .base import MemoryTool
+
+if TYPE_CHECKING:
+    from ..embeddings.base import EmbeddingService
+    from ..graph.base import GraphAdapter
+
+#: The node type ``remember`` writes.
+FACT_TYPE = "fact"
+#: The most results ``recall`` gives unless told otherwise.
+RECALL_LIMIT = 10
+#: The most facts one ``forget`` call deletes.
+MAX_FORGET = 50
+#: The longest fact ``remember`` takes.
+MAX_FACT_CHARS = MAX_DESCRIPTION_CHARS
+#: Queries ``forget`` refuses as meaning "everything" (case and spacing aside).
+EVERYTHING = frozenset(
+    {"all", "everything", "anything", "all facts", "every fact", "all of it", "all memories", "everything you know"}
+)
+_WORD = re.compile(r"\w+")
+_ATTEMPTS = 3
+
+_REMEMBER = (
+    "Save a fact to long-term memory so it is there in later conversations. Save one fact per "
+    'call, in a sentence that stands on its own ("User\'s dog is named Luna"). For a key fact '
+    "about the user that should always be known (their name, language, timezone), also set "
+    "is_core_fact with a short core_fact_key such as user_name."
+)
+_RECALL = (
+    "Search long-term memory. Gives up to {limit} stored facts matching the query, and every core "
+    'fact about the user. Use a few telling words ("dog", "home address").'
+)
+_FORGET = (
+    "Delete from long-term memory every stored fact matching the query (and core facts whose key "
+    'or value holds its words). Name what to forget precisely ("old address"); a query matching '
+    "everything is refused."
+)
+
+
+def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.casefold())
+
+
+def _hay(node: GraphNode) -> str:
+    return " ".join([node.name, *node.aliases, node.description or ""]).casefold()
+
+
+def fact_text(node: GraphNode) -> str:
+    """What a node says, as ``recall`` gives it: a fact's whole text, any other node's name,
+    aliases and description."""
+    if node.type == FACT_TYPE:
+        return node.description or node.name
+    text = f"{node.name} (also {', '.join(node.aliases)})" if node.aliases else node.name
+    return f"{text}: {node.description}" if node.description else text
+
+
+def _fact_name(fact: str) -> str:
+    return fact if len(fact) <= MAX_NAME_CHARS else fact[: MAX_NAME_CHARS - 1].rstrip() + "…"
+
+
+class _MemoryToolState:
+    """What the three handlers share: the stores, the scope and the options."""
+
+    def __init__(
+        self,
+        graph: GraphAdapter,
+        core_facts: CoreFacts | None,
+        scope: MemoryScope,
+        embedding_service: EmbeddingService | None,
+        recall_limit: int,
+    ) -> None:
+        self.graph = graph
+        self.core_facts = core_facts
+        self.scope = scope
+        self.embedding_service = embedding_service
+        self.recall_limit = recall_limit
+
+    @property
+    def agent_id(self) -> str:
+        return self.scope.agent_id
+
+    async def _matching(self, query: str) -> tuple[list[GraphNode], list[str]]:
+        """The visible nodes holding every word of ``query``: the whole query first, then the
+        newest; and the query's words."""
+        words = _words(query)
+        if not words:
+            return [], words
+        longest = max(words, key=len)
+        found = unwrap(
+            await self.graph.query_nodes({"agent_id": self.agent_id, "visible_to": self.scope, "text": longest})
+        )
+        phrase = " ".join(query.split()).casefold()
+        hits = [n for n in found if all(w in _hay(n) for w in words)]
+        hits.sort(key=lambda n: (phrase not in _hay(n), -n.updated_at.timestamp(), n.id))
+        return hits, words
+
+    async def _core(self) -> dict[str, str]:
+        return {} if self.core_facts is None else await self.core_facts.get_all()
+
+    @staticmethod
+    def _result(node: GraphNode, score: float | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": node.id, "fact": fact_text(node), "type": node.type}
+        category = node.properties.get("category")
+        if isinstance(category, str):
+            out["category"] = category
+        out["confidence"] = node.confidence
+        if score is not None:
+            out["score"] = round(score, 4)
+        return out
+
+    # ----- remember ----------------------------------------------------------------------------
+
+    async def remember(self, args: dict[str, Any]) -> dict[str, Any]:
+        fact = check_value("fact", args["fact"]).strip()
+        category = " ".join(args["category"].split()) if "category" in args else None
+        key = args.get("core_fact_key")
+        core = args.get("is_core_fact", key is not None)
+        if core and key is None:
+            raise InvalidArgumentError("core_fact_key", "is required when is_core_fact is true (e.g. user_name)")
+        if key is not None and not core:
+            raise InvalidArgumentError("is_core_fact", "must be true when core_fact_key is given")
+        if core:
+            if self.core_facts is None:
+                raise InvalidArgumentError("is_core_fact", "core facts are not kept here: save it without is_core_fact")
+            key = check_key("core_fact_key", key).strip()
+        node, updated = await self._save_fact(fact, category)
+        answer: dict[str, Any] = {
+            "saved": True,
+            "id": node.id,
+            "fact": fact,
+            "category": node.properties.get("category", DEFAULT_CATEGORY),
+            "updated": updated,
+        }
+        if core:
+            assert self.core_facts is not None and key is not None
+            await self.core_facts.set(key, fact)
+            answer["core_fact"] = {"key": key, "value": fact}
+        return answer
+
+    async def _save_fact(self, fact: str, category: str | None) -> tuple[GraphNode, bool]:
+        """The fact's node, added (False) or, when the scope holds it already, updated (True):
+        the category when one is given, confidence back to 1."""
+        name = _fact_name(fact)
+        properties = {"category": category} if category is not None else {}
+        description = fact if name != fact else None
+        for attempt in range(_ATTEMPTS):
+            same = unwrap(
+                await self.graph.query_nodes(
+                    {"agent_id": self.agent_id, "scope": self.scope, "types": [FACT_TYPE], "name": name}
+                )
+            )
+            same = [n for n in same if fact_text(n) == fact]
+            if not same:
+                node: dict[str, Any] = {
+                    "type": FACT_TYPE,
+                    "name": name,
+                    "description": description,
+                    "properties": properties or {"category": DEFAULT_CATEGORY},
+                    "origin": "user",
+                    "scope": self.scope,
+                }
+                if self.embedding_service is not None:
+                    node["embedding"] = list(await self.embedding_service.embed(fact))
+                return unwrap(await self.graph.add_node(node)), False
+            current = min(same, key=lambda n: n.id)
+            changes = {"properties": {**current.properties, **properties}, "confidence": 1.0, "origin": "user"}
+            result = await self.graph.update_node(current.id, changes, expected_version=current.version)
+            if result.success or result.error_type is not ConflictError or attempt == _ATTEMPTS - 1:
+                return unwrap(result), True
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # ----- recall ------------------------------------------------------------------------------
+
+    async def recall(self, args: dict[str, Any]) -> dict[str, Any]:
+        query = " ".join(args["query"].split())
+        results: list[dict[str, Any]]
+        if self.embedding_service is not None:
+            scored = unwrap(
+                await self.graph.search_nodes_semantic(
+                    self.agent_id,
+                    query,
+                    embedding_service=self.embedding_service,
+                    limit=self.recall_limit,
+                    visible_to=self.scope,
+                )
+            )
+            results = [self._result(node, score) for node, score in scored]
+        else:
+            hits, _ = await self._matching(query)
+            results = [self._result(node) for node in hits[: self.recall_limit]]
+        return {"results": results, "core_facts": await self._core()}
+
+    # ----- forget ------------------------------------------------------------------------------
+
+    async def forget(self, args: dict[str, Any]) -> dict[str, Any]:
+        query = " ".join(args["query"].split())
+        words = _words(query)
+        if not words:
+            raise InvalidArgumentError("query", "must name what to forget in words, not only symbols or wildcards")
+        if query.casefold() in EVERYTHING or " ".join(words) in EVERYTHING:
+            raise InvalidArgumentError("query", "matches everything: name what to forget (e.g. 'old address')")
+        if sum(len(w) for w in words) < 3:
+            raise InvalidArgumentError("query", "is too short to tell what to forget: use at least three letters")
+        hits, _ = await self._matching(query)
+        core = await self._core()
+        core_hits = [k for k, v in core.items() if all(w in f"{k.replace('_', ' ')} {k} {v}".casefold() for w in words)]
+        if hits or core_hits:
+            stored = unwrap(await self.graph.query_nodes({"agent_id": self.agent_id, "visible_to": self.scope}))
+            total, matched = len(stored) + len(core), len(hits) + len(core_hits)
+            if matched == total and total > 2:
+                raise InvalidArgumentError(
+                    "query", f"matches every stored fact ({total}): name what to forget more precisely"
+                )
+            if matched > MAX_FORGET:
+                raise InvalidArgumentError(
+                    "query",
+                    f"matches {matched} facts, more than {MAX_FORGET} at once: name what to forget more precisely",
+                )
+        gone: set[str] = set()
+        if hits:
+            deleted: list[str] = unwrap(await self.graph.delete_nodes([n.id for n in hits]))
+            gone.update(deleted)
+        for key in core_hits:
+            assert self.core_facts is not None
+            await self.core_facts.delete(key)
+        return {
+            "forgotten": len(gone) + len(core_hits),
+            "facts": [fact_text(n) for n in hits if n.id in gone],
+            "core_fact_keys": core_hits,
+        }
+
+
+def create_memory_tools(
+    *,
+    graph: GraphAdapter,
+    agent_id: str,
+    core_facts: CoreFacts | None = None,
+    embedding_service: EmbeddingService | None = None,
+    scope: MemoryScope | Mapping[str, Any] | None = None,
+    recall_limit: int = RECALL_LIMIT,
+) -> list[MemoryTool]:
+    """The ``remember``, ``recall`` and ``forget`` tools (in that order) of ``agent_id``'s memory
+    in ``graph`` (a connected store that keeps a graph), with the core facts of ``core_facts``
+    (an initialized :class:`~cogitator_memory.facts.core.CoreFacts`; without it ``recall`` gives
+    none and ``remember`` refuses ``is_core_fact``). ``embedding_service`` turns ``recall`` into a
+    search by meaning (and ``remember`` embeds each fact). ``scope`` narrows the memory to a
+    user, project or thread of the agent (default ``{"agent_id": agent_id}``): facts are written
+    there, and ``recall`` and ``forget`` see what it sees. See the module docstring and
+    ``docs/tools.md``."""
+    checked_agent = tree.check_id("agent_id", agent_id)
+    if not is_graph_adapter(graph):
+        raise InvalidArgumentError("graph", f"must be a store that keeps a graph (a GraphAdapter), got {graph!r}")
+    if core_facts is not None and not isinstance(core_facts, CoreFacts):
+        raise InvalidArgumentError("core_facts", f"must be a CoreFacts (or CoreFactsStore), got {core_facts!r}")
+    if embedding_service is not None and not callable(getattr(embedding_service, "embed", None)):
+        raise InvalidArgumentError("embedding_service", "must be an EmbeddingService (with embed)")
+    the_scope = check_scope("scope", {"agent_id": checked_agent} if scope is None else scope)
+    if the_scope.agent_id != checked_agent:
+        raise InvalidArgumentError("scope.agent_id", f"must be agent_id ({checked_agent!r})")
+    if isinstance(recall_limit, bool) or not isinstance(recall_limit, int) or not 1 <= recall_limit <= 100:
+        raise InvalidArgumentError("recall_limit", "must be a whole number from 1 to 100")
+    state = _MemoryToolState(graph, core_facts, the_scope, embedding_service, recall_limit)
+    text = {"type": "string", "minLength": 1}
+    return [
+        MemoryTool(
+            name="remember",
+            description=_REMEMBER,
+            parameters=_schema(
+                {
+                    "fact": {**text, "maxLength": MAX_FACT_CHARS, "description": "The fact, as a sentence."},
+                    "category": {
+                        **text,
+                        "maxLength": MAX_CATEGORY_CHARS,
+                        "description": f"A short topic such as pets, work or preferences (default {DEFAULT_CATEGORY}).",
+                    },
+                    "is_core_fact": {
+                        "type": "boolean",
+                        "description": "Also keep it as a core fact, always known (needs core_fact_key).",
+                    },
+                    "core_fact_key": {
+                        **text,
+                        "maxLength": 200,
+                        "description": "The core fact's key, e.g. user_name (with is_core_fact).",
+                    },
+                },
+                ["fact"],
+            ),
+            handler=state.remember,
+        ),
+        MemoryTool(
+            name="recall",
+            description=_RECALL.format(limit=recall_limit),
+            parameters=_schema(
+                {"query": {**text, "maxLength": 1000, "description": "What to look for, in a few words."}}, ["query"]
+            ),
+            handler=state.recall,
+            read_only=True,
+        ),
+        MemoryTool(
+            name="forget",
+            description=_FORGET,
+            parameters=_schema(
+                {"query": {**text, "maxLength": 1000, "description": "What to forget, named precisely."}}, ["query"]
+            ),
+            handler=state.forget,
+            destructive=True,
+        ),
+    ]
+
+
+__all__ = [
+    "EVERYTHING",
+    "FACT_TYPE",
+    "MAX_FACT_CHARS",
+    "MAX_FORGET",
+    "RECALL_LIMIT",
+    "create_memory_tools",
+    "fact_text",
+]

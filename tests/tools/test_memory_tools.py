@@ -1,0 +1,303 @@
+"""The memory tools (remember, recall, forget) on real stores: the in-process one and a SQLite file,
+with the core facts kept in the same store; their definitions checked by the OpenAI and Anthropic
+SDKs' own types (and MCP's, when the MCP SDK is installed)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import TypeAdapter
+
+from cogitator_memory import CoreFactsStore, InMemoryAdapter, SQLiteAdapter, unwrap
+from cogitator_memory.embeddings.hashing import HashingEmbedder
+from cogitator_memory.errors import InvalidArgumentError, NotConnectedError
+from cogitator_memory.tools import (
+    MAX_FORGET,
+    MemoryTool,
+    anthropic_tools,
+    call_tool,
+    create_memory_tools,
+    mcp_tools,
+    openai_tools,
+)
+
+AGENT = "jarvis"
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
+    memory = InMemoryAdapter() if request.param == "memory" else SQLiteAdapter(path=str(tmp_path / "memory.db"))
+    async with memory:
+        yield memory
+
+
+@pytest.fixture
+async def core(store: Any) -> AsyncIterator[CoreFactsStore]:
+    async with CoreFactsStore(adapter=store) as facts:
+        yield facts
+
+
+@pytest.fixture
+def tools(store: Any, core: CoreFactsStore) -> list[MemoryTool]:
+    return create_memory_tools(graph=store, core_facts=core, agent_id=AGENT)
+
+
+async def _call(tools: list[MemoryTool], name: str, arguments: object) -> dict[str, Any]:
+    answer = await call_tool(tools, name, arguments)
+    json.dumps(answer)  # every answer is JSON as it is
+    return answer
+
+
+# ----- definitions -------------------------------------------------------------------------------
+
+
+def test_definitions_fit_each_api(tools: list[MemoryTool]) -> None:
+    from anthropic.types import ToolParam
+    from openai.types.chat import ChatCompletionToolParam
+
+    assert [t.name for t in tools] == ["remember", "recall", "forget"]
+    for definition in openai_tools(tools):
+        TypeAdapter(ChatCompletionToolParam).validate_python(definition)
+        assert definition["type"] == "function" and definition["function"]["parameters"]["type"] == "object"
+    for definition in anthropic_tools(tools):
+        TypeAdapter(ToolParam).validate_python(definition)
+        assert set(definition) == {"name", "description", "input_schema"}
+    mcp = mcp_tools(tools)
+    assert [d["annotations"] for d in mcp] == [
+        {"readOnlyHint": False, "destructiveHint": False},
+        {"readOnlyHint": True, "destructiveHint": False},
+        {"readOnlyHint": False, "destructiveHint": True},
+    ]
+    if importlib.util.find_spec("mcp") is not None:
+        from mcp.types import Tool
+
+        assert [Tool.model_validate(d).name for d in mcp] == ["remember", "recall", "forget"]
+    remember = tools[0].to_anthropic()["input_schema"]
+    assert remember["required"] == ["fact"] and remember["additionalProperties"] is False
+    assert set(remember["properties"]) == {"fact", "category", "is_core_fact", "core_fact_key"}
+    assert remember["properties"]["is_core_fact"]["type"] == "boolean"
+    assert tools[1].to_json_schema()["parameters"]["required"] == ["query"]
+    # each rendering is a copy: changing it changes no other
+    openai_tools(tools)[0]["function"]["parameters"]["required"].append("x")
+    assert tools[0].parameters["required"] == ["fact"]
+    with pytest.raises(InvalidArgumentError, match="shape"):
+        tools[0].definition("gemini")  # type: ignore[arg-type]
+
+
+def test_schemas_are_valid_json_schema(tools: list[MemoryTool]) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    for tool in tools:
+        jsonschema.Draft202012Validator.check_schema(tool.parameters)
+    validator = jsonschema.Draft202012Validator(tools[0].parameters)
+    assert validator.is_valid({"fact": "User's dog is named Luna", "category": "pets"})
+    assert not validator.is_valid({"category": "pets"})
+    assert not validator.is_valid({"fact": "x", "isCoreFact": True})
+
+
+# ----- remember and recall ---------------------------------------------------------------------
+
+
+async def test_remember_then_recall(tools: list[MemoryTool], store: Any, core: CoreFactsStore) -> None:
+    saved = await _call(tools, "remember", {"fact": "User's dog is named Luna", "category": "pets"})
+    assert saved["saved"] is True and saved["updated"] is False and saved["category"] == "pets"
+    node = unwrap(await store.get_node(saved["id"]))
+    assert (node.type, node.name, node.origin, node.properties) == (
+        "fact",
+        "User's dog is named Luna",
+        "user",
+        {"category": "pets"},
+    )
+    name = await _call(tools, "remember", {"fact": "Alex", "is_core_fact": True, "core_fact_key": "user_name"})
+    assert name["core_fact"] == {"key": "user_name", "value": "Alex"}
+    assert await core.get("user_name") == "Alex"
+    await _call(tools, "remember", {"fact": "User works at the Lisbon harbour", "category": "work"})
+
+    found = await _call(tools, "recall", {"query": "dog"})
+    assert [r["fact"] for r in found["results"]] == ["User's dog is named Luna"]
+    assert found["results"][0]["category"] == "pets" and found["results"][0]["type"] == "fact"
+    assert found["core_facts"] == {"user_name": "Alex"}
+    assert (await _call(tools, "recall", {"query": "LUNA dog"}))["results"][0]["id"] == saved["id"]
+    nothing = await _call(tools, "recall", {"query": "cat"})
+    assert nothing == {"results": [], "core_facts": {"user_name": "Alex"}}, "core facts come always"
+
+    again = await _call(tools, "remember", {"fact": "User's dog is named Luna"})
+    assert (again["id"], again["updated"], again["category"]) == (saved["id"], True, "pets"), "the same fact once"
+    assert unwrap(await store.get_node(saved["id"])).version == 2
+    moved = await _call(tools, "remember", {"fact": "User's dog is named Luna", "category": "family"})
+    assert moved["category"] == "family"
+    assert len(unwrap(await store.query_nodes({"agent_id": AGENT, "types": ["fact"]}))) == 3
+
+
+async def test_recall_gives_at_most_ten_the_whole_query_first(tools: list[MemoryTool], store: Any) -> None:
+    for i in range(12):
+        await _call(tools, "remember", {"fact": f"Trip {i}: the user flew to a city"})
+    await _call(tools, "remember", {"fact": "The user loves a city trip"})
+    results = (await _call(tools, "recall", {"query": "city trip"}))["results"]
+    assert len(results) == 10
+    assert results[0]["fact"] == "The user loves a city trip", "the whole query before words found apart"
+    # extracted entities are recalled too, as their name and description
+    unwrap(
+        await store.add_node(
+            {
+                "name": "Luna",
+                "type": "animal",
+                "description": "the user's dog",
+                "agent_id": AGENT,
+                "origin": "extracted",
+            }
+        )
+    )
+    luna = (await _call(tools, "recall", {"query": "luna"}))["results"]
+    assert [(r["type"], r["fact"]) for r in luna] == [("animal", "Luna: the user's dog")]
+
+
+async def test_semantic_recall(store: Any, core: CoreFactsStore) -> None:
+    embedder = HashingEmbedder(dimensions=64)
+    tools = create_memory_tools(graph=store, core_facts=core, agent_id=AGENT, embedding_service=embedder)
+    for fact in ("User's dog is named Luna", "User lives in Porto", "User drinks green tea"):
+        saved = await _call(tools, "remember", {"fact": fact})
+        assert unwrap(await store.get_node(saved["id"])).embedding is not None, "embedded when written"
+    found = (await _call(tools, "recall", {"query": "the dog named Luna"}))["results"]
+    assert found[0]["fact"] == "User's dog is named Luna"
+    scores = [r["score"] for r in found]
+    assert scores == sorted(scores, reverse=True) and all(s >= 0 for s in scores), "best first, none below 0"
+    assert len(found) == 1 or scores[0] > scores[1]
+
+
+async def test_scope_narrows_what_tools_see(store: Any, core: CoreFactsStore) -> None:
+    ana = create_memory_tools(graph=store, agent_id=AGENT, scope={"agent_id": AGENT, "user_id": "ana"})
+    bo = create_memory_tools(graph=store, agent_id=AGENT, scope={"agent_id": AGENT, "user_id": "bo"})
+    shared = create_memory_tools(graph=store, agent_id=AGENT)
+    await _call(ana, "remember", {"fact": "Ana's cat is Mia"})
+    await _call(shared, "remember", {"fact": "The office cat is Tom"})
+    assert [r["fact"] for r in (await _call(bo, "recall", {"query": "cat"}))["results"]] == ["The office cat is Tom"]
+    assert sorted(r["fact"] for r in (await _call(ana, "recall", {"query": "cat"}))["results"]) == [
+        "Ana's cat is Mia",
+        "The office cat is Tom",
+    ]
+    assert (await _call(bo, "forget", {"query": "Mia"}))["forgotten"] == 0, "bo cannot forget ana's facts"
+    assert (await _call(ana, "recall", {"query": "Mia"}))["results"]
+    assert (await _call(bo, "recall", {"query": "cat"}))["core_facts"] == {}, "no core facts store: none"
+    refused = await _call(bo, "remember", {"fact": "Bo", "is_core_fact": True, "core_fact_key": "user_name"})
+    assert refused["error"].startswith("is_core_fact:")
+
+
+# ----- forget ------------------------------------------------------------------------------------
+
+
+async def test_forget_deletes_what_matches(tools: list[MemoryTool], store: Any, core: CoreFactsStore) -> None:
+    await _call(tools, "remember", {"fact": "User's old address is 5 Rua Augusta"})
+    await _call(tools, "remember", {"fact": "User's new address is 9 Rua Nova"})
+    await _call(tools, "remember", {"fact": "User's dog is named Luna"})
+    await _call(tools, "remember", {"fact": "Alex", "is_core_fact": True, "core_fact_key": "user_name"})
+    gone = await _call(tools, "forget", {"query": "old address"})
+    assert gone == {"forgotten": 1, "facts": ["User's old address is 5 Rua Augusta"], "core_fact_keys": []}
+    left = await _call(tools, "recall", {"query": "address"})
+    assert [r["fact"] for r in left["results"]] == ["User's new address is 9 Rua Nova"]
+    named = await _call(tools, "forget", {"query": "user name"})
+    assert named["core_fact_keys"] == ["user_name"] and await core.get("user_name") is None
+    assert [h.value for h in await core.get_history("user_name")] == ["Alex"], "the history keeps it"
+    assert (await _call(tools, "forget", {"query": "nothing like this"}))["forgotten"] == 0
+
+
+@pytest.mark.parametrize(
+    ("query", "problem"),
+    [
+        ("", "query: must not be empty"),
+        ("   ", "query: must not be empty"),
+        ("*", "query: must name what to forget"),
+        ("%", "query: must name what to forget"),
+        (".*", "query: must name what to forget"),
+        ("everything", "query: matches everything"),
+        ("  ALL  ", "query: matches everything"),
+        ("all facts!", "query: matches everything"),
+        ("a", "query: is too short"),
+    ],
+)
+async def test_forget_refuses_match_everything(tools: list[MemoryTool], store: Any, query: str, problem: str) -> None:
+    await _call(tools, "remember", {"fact": "User's dog is named Luna"})
+    answer = await _call(tools, "forget", {"query": query})
+    assert answer["error"].startswith(problem), answer
+    assert len(unwrap(await store.query_nodes({"agent_id": AGENT}))) == 1, "nothing deleted"
+
+
+async def test_forget_refuses_a_query_matching_every_fact(tools: list[MemoryTool], store: Any) -> None:
+    for fact in ("User likes tea", "User likes jazz", "User likes Porto"):
+        await _call(tools, "remember", {"fact": fact})
+    answer = await _call(tools, "forget", {"query": "user"})
+    assert answer["error"] == "query: matches every stored fact (3): name what to forget more precisely"
+    assert (await _call(tools, "forget", {"query": "likes jazz"}))["forgotten"] == 1
+    unwrap(
+        await store.add_nodes(
+            [{"name": f"Place {i}", "type": "location", "agent_id": AGENT} for i in range(MAX_FORGET + 1)]
+        )
+    )
+    many = await _call(tools, "forget", {"query": "place"})
+    assert many["error"].startswith(f"query: matches {MAX_FORGET + 1} facts, more than {MAX_FORGET}")
+    assert len(unwrap(await store.query_nodes({"agent_id": AGENT}))) == MAX_FORGET + 3
+
+
+# ----- bad calls ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "error"),
+    [
+        ("remember", {}, "fact: is required"),
+        ("remember", {"fact": None}, "fact: is required"),
+        ("remember", {"fact": 42}, "fact: must be a string, got a number"),
+        ("remember", {"fact": ["a"]}, "fact: must be a string, got an array"),
+        ("remember", {"fact": "x", "is_core_fact": "yes"}, "is_core_fact: must be a boolean, got a string"),
+        ("remember", {"fact": "x", "is_core_fact": True}, "core_fact_key: is required when is_core_fact is true"),
+        ("remember", {"fact": "x", "is_core_fact": False, "core_fact_key": "k"}, "is_core_fact: must be true"),
+        ("remember", {"fact": "x", "isCoreFact": True}, "isCoreFact: is not an argument of remember"),
+        ("remember", {"fact": "x" * 10_001}, "fact: must be at most 10000 characters"),
+        ("remember", {"fact": "x", "category": 3}, "category: must be a string"),
+        ("remember", "{not json", "arguments: are not valid JSON"),
+        ("remember", [1, 2], "arguments: must be a JSON object, got list"),
+        ("recall", {"query": 3}, "query: must be a string, got a number"),
+        ("recall", {"query": True}, "query: must be a string, got a boolean"),
+        ("recall", {"q": "dog"}, "q: is not an argument of recall"),
+        ("recall", None, "query: is required"),
+        ("forget", {}, "query: is required"),
+        ("fly", {}, "name: no tool is called 'fly'"),
+    ],
+)
+async def test_bad_calls_get_an_error_the_model_reads(
+    tools: list[MemoryTool], store: Any, name: str, arguments: object, error: str
+) -> None:
+    answer = await _call(tools, name, arguments)
+    assert set(answer) == {"error"} and answer["error"].startswith(error), answer
+    assert unwrap(await store.query_nodes({"agent_id": AGENT})) == [], "nothing written"
+
+
+async def test_run_gives_a_tool_result(tools: list[MemoryTool]) -> None:
+    ok = await tools[0].run('{"fact": "User drinks green tea", "category": "food"}')
+    assert not ok.is_error and json.loads(ok.content)["fact"] == "User drinks green tea"
+    bad = await tools[1].run({"query": ""})
+    assert bad.is_error and json.loads(bad.content) == {"error": "query: must not be empty"}
+
+
+async def test_a_store_failure_raises(store: Any, core: CoreFactsStore) -> None:
+    tools = create_memory_tools(graph=store, core_facts=core, agent_id=AGENT)
+    unwrap(await store.disconnect())
+    with pytest.raises(NotConnectedError):
+        await tools[1].call({"query": "dog"})
+
+
+def test_create_memory_tools_checks_its_arguments(store: Any) -> None:
+    with pytest.raises(InvalidArgumentError, match="graph"):
+        create_memory_tools(graph=object(), agent_id=AGENT)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="agent_id"):
+        create_memory_tools(graph=store, agent_id="")
+    with pytest.raises(InvalidArgumentError, match=r"scope\.agent_id"):
+        create_memory_tools(graph=store, agent_id=AGENT, scope={"agent_id": "other"})
+    with pytest.raises(InvalidArgumentError, match="core_facts"):
+        create_memory_tools(graph=store, agent_id=AGENT, core_facts={})  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="recall_limit"):
+        create_memory_tools(graph=store, agent_id=AGENT, recall_limit=0)
