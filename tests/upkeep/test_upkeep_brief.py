@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from upkeep_helpers import Model, array
 
 from cogitator_memory.errors import InvalidArgumentError
 from cogitator_memory.upkeep import (
@@ -16,8 +17,6 @@ from cogitator_memory.upkeep import (
     brief_block,
     parse_brief,
 )
-
-from upkeep_helpers import Model, array
 
 SOURCES = [
     {"ref": "item:mem_2", "text": "Ana is allergic to peanuts", "date": "2026-03-01"},

@@ -19,7 +19,7 @@ shares takes only system lessons in apply mode. ``mode="shadow"`` writes the dra
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal, TypeAlias
 
@@ -306,14 +306,21 @@ class MemoryConsolidator:
             draft, draft_sha = await self._standing(checked, PLAYBOOK_DRAFT_PATH)
             drafted = parse_playbook(draft.content) if draft is not None and draft.content is not None else None
             base = drafted if drafted is not None and drafted.draft_of == made_from else base
-            base = Playbook(base.rules, base.through, made_from)
+            base = replace(base, draft_of=made_from)
             path, expected = PLAYBOOK_DRAFT_PATH, draft_sha
-        trusts = {"system"} if mode == "apply" and _shared(checked) else FOLDABLE_TRUST
+        allowed = {"system"} if mode == "apply" and _shared(checked) else FOLDABLE_TRUST
+        waiting = set(base.waiting)
         lessons = await self.items.query(checked, statuses=["active"], kinds=["lesson"])
-        fresh = sorted(
-            (i for i in lessons if i.trust in trusts and (base.through is None or _lesson_time(i) > base.through)),
+        candidates = sorted(
+            (
+                i
+                for i in lessons
+                if i.trust in FOLDABLE_TRUST
+                and (base.through is None or _lesson_time(i) > base.through or i.id in waiting)
+            ),
             key=_lesson_time,
-        )[:LESSONS_PER_FOLD]
+        )
+        fresh = [i for i in candidates if i.trust in allowed][:LESSONS_PER_FOLD]
         if not fresh:
             return None
         answer = await summarize([Message(role="user", content=_fold_request(base, fresh))], options)
@@ -323,7 +330,10 @@ class MemoryConsolidator:
         if edits is None:
             return None
         folded, done = apply_playbook_edits(base, edits)
-        folded = Playbook(folded.rules, _lesson_time(fresh[-1]), folded.draft_of)
+        taken = {i.id for i in fresh}
+        through = max(_lesson_time(fresh[-1]), base.through or _lesson_time(fresh[-1]))
+        passed = [i.id for i in candidates if i.id not in taken and _lesson_time(i) <= through]
+        folded = replace(folded, through=through, waiting=tuple(dict.fromkeys(passed)))
         await self.files.put(self._access(checked), path, playbook_file(folded), expected)
         return FoldResult(path=path, edits=done, lesson_ids=[i.id for i in fresh])
 
@@ -350,7 +360,7 @@ class MemoryConsolidator:
                 f"The playbook changed since the draft at {PLAYBOOK_DRAFT_PATH} was made; fold again.",
                 PLAYBOOK_DRAFT_PATH,
             )
-        promoted = Playbook(drafted.rules, drafted.through, None)
+        promoted = replace(drafted, draft_of=None)
         try:
             version = await self.files.put(access, PLAYBOOK_PATH, playbook_file(promoted), live_sha)
         except MemoryFileError as exc:

@@ -36,6 +36,9 @@ MAX_RULE_CHARS = 300
 PLAYBOOK_TITLE = "# Playbook"
 _THROUGH = re.compile(r"^<!-- folded-through: (\S+) (\S+) -->$")
 _DRAFT_OF = re.compile(r"^<!-- draft-of: (\S+) -->$")
+_WAITING = re.compile(r"^<!-- waiting: ([A-Za-z0-9_\- ]*) -->$")
+#: The most lessons a playbook keeps waiting for a review.
+MAX_WAITING = 500
 _LESSON = re.compile(r"\s*\[lesson:([A-Za-z0-9_\-]+)\]")
 _ID = re.compile(r"^[A-Za-z0-9_\-]{1,200}$")
 
@@ -59,12 +62,14 @@ class PlaybookRule:
 @dataclass(frozen=True)
 class Playbook:
     """A playbook as read from its file: the rules, how far lessons were folded (the time and id
-    of the last lesson folded) and, for a draft, the SHA-256 of the playbook it was made from
-    (``"none"`` when there was none; ``None`` in the playbook itself)."""
+    of the last lesson folded), for a draft the SHA-256 of the playbook it was made from
+    (``"none"`` when there was none; ``None`` in the playbook itself), and the ids of lessons
+    passed over because this mode may not fold them (``waiting`` for a draft to take them)."""
 
     rules: tuple[PlaybookRule, ...] = ()
     through: tuple[datetime, str] | None = None
     draft_of: str | None = None
+    waiting: tuple[str, ...] = ()
 
     @property
     def lesson_ids(self) -> frozenset[str]:
@@ -106,8 +111,13 @@ def parse_playbook(text: str) -> Playbook:
     rules: list[PlaybookRule] = []
     through: tuple[datetime, str] | None = None
     draft_of: str | None = None
+    waiting: tuple[str, ...] = ()
     for raw in text.splitlines():
         line = raw.strip()
+        match = _WAITING.match(line)
+        if match:
+            waiting = tuple(dict.fromkeys(match.group(1).split()))
+            continue
         match = _THROUGH.match(line)
         if match:
             try:
@@ -132,7 +142,7 @@ def parse_playbook(text: str) -> Playbook:
         body = body.strip()
         if body:
             rules.append(PlaybookRule(body, tuple(dict.fromkeys(ids))))
-    return Playbook(tuple(rules), through, draft_of)
+    return Playbook(tuple(rules), through, draft_of, waiting)
 
 
 def playbook_file(playbook: Playbook) -> str:
@@ -145,6 +155,8 @@ def playbook_file(playbook: Playbook) -> str:
     if playbook.through is not None:
         at, lesson = playbook.through
         lines.append(f"<!-- folded-through: {at.isoformat()} {lesson} -->")
+    if playbook.waiting:
+        lines.append(f"<!-- waiting: {' '.join(playbook.waiting[-MAX_WAITING:])} -->")
     lines.append("")
     lines.extend(rule.line for rule in playbook.rules)
     return "\n".join(lines) + "\n"
@@ -264,6 +276,7 @@ __all__ = [
     "MAX_PLAYBOOK_EDITS",
     "MAX_PLAYBOOK_RULES",
     "MAX_RULE_CHARS",
+    "MAX_WAITING",
     "PLAYBOOK_DRAFT_PATH",
     "PLAYBOOK_PATH",
     "EditOp",
