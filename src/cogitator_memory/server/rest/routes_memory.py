@@ -1,0 +1,272 @@
+"""Routes for what memory keeps beside the conversation: memory items (as of a time, a slot's
+history, activate, mark stale), memory files (list, read, versions with diffs), search, building
+a context, and forgetting (a preview, then the cascade)."""
+
+from __future__ import annotations
+
+import difflib
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_core import to_jsonable_python
+
+from ...errors import InvalidArgumentError
+from ...items.records import MemoryItem
+from .parts import cascade_for, memory_of
+
+MAX_ITEMS = 1000
+"""The most items one read returns."""
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ItemIdsBody(_Body):
+    """Items to change."""
+
+    ids: list[str] = Field(min_length=1, max_length=MAX_ITEMS)
+
+
+class StaleBody(ItemIdsBody):
+    """Items to let go, and why."""
+
+    because: str | None = None
+
+
+class ContextBody(_Body):
+    """A context to build for the next model call of a thread."""
+
+    thread_id: str
+    user_id: str | None = None
+    agent_id: str | None = None
+    current_input: str | None = None
+    system_prompt: str | None = None
+    max_tokens: int | None = Field(default=None, ge=1)
+    strategy: Literal["recent", "relevant", "hybrid"] | None = None
+
+
+class ForgetBody(_Body):
+    """What to forget: a user, a thread, or entries (exactly one of them)."""
+
+    user_id: str | None = None
+    thread_id: str | None = None
+    entry_ids: list[str] | None = Field(default=None, min_length=1, max_length=MAX_ITEMS)
+    keep_replies: bool = False
+
+    def target(self) -> tuple[str, Any]:
+        given = [
+            (k, v)
+            for k, v in (("user_id", self.user_id), ("thread_id", self.thread_id), ("entry_ids", self.entry_ids))
+            if v
+        ]
+        if len(given) != 1:
+            raise InvalidArgumentError("body", "name exactly one of user_id, thread_id or entry_ids")
+        return given[0]
+
+
+def _scope(
+    agent_id: str | None, user_id: str | None, project_id: str | None, thread_id: str | None, memory: Any
+) -> dict[str, Any]:
+    scope: dict[str, Any] = {"agent_id": agent_id or memory.agent_id}
+    for key, value in (("user_id", user_id), ("project_id", project_id), ("thread_id", thread_id)):
+        if value is not None:
+            scope[key] = value
+    return scope
+
+
+def _item(item: MemoryItem) -> dict[str, Any]:
+    return item.model_dump(mode="json", exclude_none=True)
+
+
+def memory_router() -> APIRouter:
+    """The routes for items, files, search, context and forgetting (mounted under ``/api``)."""
+    router = APIRouter()
+
+    @router.get("/items", tags=["items"])
+    async def query_items(
+        request: Request,
+        agent_id: str | None = None,
+        user_id: str | None = None,
+        project_id: str | None = None,
+        thread_id: str | None = None,
+        as_of: datetime | None = None,
+        known_at: datetime | None = None,
+        status: Annotated[list[str] | None, Query()] = None,
+        kind: Annotated[list[str] | None, Query()] = None,
+        subject: str | None = None,
+        exact: bool = False,
+        limit: Annotated[int, Query(ge=1, le=MAX_ITEMS)] = 200,
+    ) -> dict[str, Any]:
+        """The items a scope sees as they held at ``as_of`` as memory knew them at ``known_at``
+        (both default now); ``status`` may ask for suggested or stale ones too (``all``: every
+        status)."""
+        memory = memory_of(request)
+        statuses: Any = status
+        if status == ["all"]:
+            statuses = "all"
+        items = await memory.items.query(
+            _scope(agent_id, user_id, project_id, thread_id, memory),
+            as_of=as_of,
+            known_at=known_at,
+            statuses=statuses,
+            kinds=kind,
+            subject=subject,
+            exact=exact,
+            limit=limit,
+        )
+        return {"items": [_item(i) for i in items]}
+
+    @router.get("/items/history", tags=["items"])
+    async def item_history(
+        request: Request,
+        subject: str,
+        attribute: str,
+        agent_id: str | None = None,
+        user_id: str | None = None,
+        project_id: str | None = None,
+        thread_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Every state of one slot (``subject`` + ``attribute``) kept in exactly the scope, closed
+        ones and stale ones included, oldest first."""
+        memory = memory_of(request)
+        items = await memory.items.history(
+            _scope(agent_id, user_id, project_id, thread_id, memory),
+            {"subject": subject, "attribute": attribute},
+            statuses="all",
+        )
+        return {"items": [_item(i) for i in items]}
+
+    @router.post("/items/activate", tags=["items"])
+    async def activate(request: Request, body: ItemIdsBody) -> dict[str, Any]:
+        """Make suggested items active (a person reviewed them)."""
+        return {"activated": await memory_of(request).items.activate(body.ids)}
+
+    @router.post("/items/stale", tags=["items"])
+    async def mark_stale(request: Request, body: StaleBody) -> dict[str, Any]:
+        """Let items go without deleting them."""
+        because = body.because or "marked stale in the inspector"
+        return {"stale": await memory_of(request).items.mark_stale(body.ids, because)}
+
+    def files_of(request: Request) -> Any:
+        files = memory_of(request).files
+        if files is None:
+            raise InvalidArgumentError("files", "memory files are turned off in this memory's config")
+        return files
+
+    @router.get("/files", tags=["files"])
+    async def list_files(
+        request: Request,
+        agent_id: str | None = None,
+        user_id: str | None = None,
+        project_id: str | None = None,
+        prefix: str = "/memories",
+    ) -> dict[str, Any]:
+        """The files a scope sees under ``prefix``, with their text."""
+        memory = memory_of(request)
+        access = {"scope": _scope(agent_id, user_id, project_id, None, memory), "read_only": True}
+        found = await files_of(request).list(access, prefix)
+        return {"files": [f.model_dump(mode="json", exclude_none=True) for f in found]}
+
+    @router.get("/files/history", tags=["files"])
+    async def file_history(
+        request: Request,
+        path: str,
+        agent_id: str | None = None,
+        user_id: str | None = None,
+        project_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Every version of the file at ``path``, oldest first, each with a unified diff from the
+        version before it."""
+        memory = memory_of(request)
+        access = {"scope": _scope(agent_id, user_id, project_id, None, memory), "read_only": True}
+        versions = await files_of(request).history(access, path)
+        shown: list[dict[str, Any]] = []
+        before = ""
+        for version in versions:
+            text = version.content or ""
+            diff = "".join(
+                difflib.unified_diff(
+                    before.splitlines(keepends=True), text.splitlines(keepends=True), "before", "after", n=2
+                )
+            )
+            shown.append({**version.model_dump(mode="json", exclude_none=True), "diff": diff})
+            before = text
+        return {"versions": shown}
+
+    @router.get("/search", tags=["search"])
+    async def search(
+        request: Request,
+        q: Annotated[str, Query(min_length=1, max_length=2000)],
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        thread_id: str | None = None,
+        limit: Annotated[int, Query(ge=1, le=100)] = 10,
+    ) -> dict[str, Any]:
+        """Turns and memory items that answer ``q``, best first."""
+        hits = await memory_of(request).search(q, user_id=user_id, agent_id=agent_id, thread_id=thread_id, limit=limit)
+        return {"hits": [h.dump() for h in hits]}
+
+    @router.post("/context", tags=["context"])
+    async def build_context(request: Request, body: ContextBody) -> dict[str, Any]:
+        """The messages of the next model call of a thread, within ``max_tokens``."""
+        options: dict[str, Any] = {}
+        if body.strategy is not None:
+            options["strategy"] = body.strategy
+        built = await memory_of(request).build_context(
+            body.thread_id,
+            user_id=body.user_id,
+            agent_id=body.agent_id,
+            current_input=body.current_input,
+            system_prompt=body.system_prompt,
+            max_tokens=body.max_tokens,
+            **options,
+        )
+        shown = {
+            "messages": built.messages,
+            "memory_context": built.memory_context,
+            "partitions": built.partitions,
+            "token_count": built.token_count,
+            "truncated": built.truncated,
+            "strategy": built.strategy,
+            "entry_ids": [e.id for e in built.entries],
+            "recalled": {k: [getattr(v, "id", v) for v in vs] for k, vs in (built.recalled or {}).items()},
+            "errors": [{"source": e.source, "message": e.message} for e in built.errors],
+            "warnings": built.warnings,
+            "metadata": built.metadata,
+        }
+        dumped: dict[str, Any] = to_jsonable_python(shown, fallback=str, exclude_none=True)
+        return dumped
+
+    @router.post("/forget/preview", tags=["forget"])
+    async def forget_preview(request: Request, body: ForgetBody) -> dict[str, Any]:
+        """What :func:`forget` would take, changing nothing."""
+        cascade = cascade_for(memory_of(request))
+        key, value = body.target()
+        if key == "user_id":
+            plan = await cascade.plan_user(value)
+        elif key == "thread_id":
+            plan = await cascade.plan_thread(value)
+        else:
+            plan = await cascade.plan_entries(value, keep_replies=body.keep_replies)
+        return {"threads": plan.threads, "entries": plan.entries, "entry_count": plan.entry_count}
+
+    @router.post("/forget", tags=["forget"])
+    async def forget(request: Request, body: ForgetBody) -> dict[str, Any]:
+        """Forget a user, a thread or entries with everything memory derived from them."""
+        cascade = cascade_for(memory_of(request))
+        key, value = body.target()
+        if key == "user_id":
+            counts = await cascade.delete_user(value)
+        elif key == "thread_id":
+            counts = await cascade.delete_thread(value)
+        else:
+            counts = await cascade.delete_entries(value, keep_replies=body.keep_replies)
+        return {"counts": counts.dump()}
+
+    return router
+
+
+__all__ = ["MAX_ITEMS", "memory_router"]

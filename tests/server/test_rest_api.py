@@ -1,0 +1,297 @@
+"""The REST app over a real SQLite memory: routes, problem details, the guard (token, cross-site
+writes, JSON bodies, body size), paging through a tree, and forgetting through the cascade."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from cogitator_memory import unwrap
+from cogitator_memory.runtime.memory import Memory
+from cogitator_memory.server.rest import MAX_BODY_BYTES, create_app, is_loopback, serve
+from cogitator_memory.server.rest.routes_threads import decode_cursor, encode_cursor
+
+TOKEN = "a-long-enough-test-token"
+
+
+@pytest.fixture
+async def memory(tmp_path: Path) -> AsyncIterator[Memory]:
+    config = {"adapter": "sqlite", "path": str(tmp_path / "memory.db"), "embedding": {"provider": "hashing"}}
+    async with Memory(config) as opened:
+        yield opened
+
+
+def _client(memory: Memory, **options: Any) -> httpx.AsyncClient:
+    app = create_app(memory, **options)
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver")
+
+
+async def _thread_with(memory: Memory, texts: list[str], user: str = "ada") -> tuple[str, list[str]]:
+    store = memory.adapter
+    thread = unwrap(await store.create_thread("default", {"user_id": user}))
+    ids = []
+    for i, text in enumerate(texts):
+        role = "user" if i % 2 == 0 else "assistant"
+        entry = unwrap(await store.add_entry({"thread_id": thread.id, "message": {"role": role, "content": text}}))
+        ids.append(entry.id)
+    return thread.id, ids
+
+
+async def test_threads_entries_and_paths(memory: Memory) -> None:
+    tid, ids = await _thread_with(memory, ["I live in Lisbon", "Noted: Lisbon", "I like tea", "Tea it is"])
+    async with _client(memory) as client:
+        listed = (await client.get("/api/threads", params={"user_id": "ada"})).json()
+        assert [t["id"] for t in listed["threads"]] == [tid]
+        assert (await client.get("/api/threads", params={"user_id": "nobody"})).json()["threads"] == []
+        got = (await client.get(f"/api/threads/{tid}")).json()
+        assert got["active_leaf_id"] == ids[-1]
+        path = (await client.get(f"/api/threads/{tid}/path")).json()["entries"]
+        assert [e["id"] for e in path] == ids
+        # A branch from the second entry, then the tree holds both branches.
+        added = await client.post(
+            "/api/entries",
+            json={"thread_id": tid, "parent_id": ids[1], "message": {"role": "user", "content": "Actually coffee"}},
+        )
+        assert added.status_code == 201, added.text
+        branch_id = added.json()["id"]
+        tree = (await client.get(f"/api/threads/{tid}/entries")).json()
+        assert {e["id"] for e in tree["entries"]} == {*ids, branch_id} and tree["next_cursor"] is None
+        checkout = await client.post(f"/api/threads/{tid}/checkout", json={"entry_id": ids[-1]})
+        assert checkout.json()["active_leaf_id"] == ids[-1]
+        fork = await client.post(f"/api/threads/{tid}/fork", json={"at_entry_id": ids[1]})
+        assert fork.status_code == 201 and fork.json()["metadata"]["forked_from"]["thread_id"] == tid
+        rewound = await client.post(f"/api/threads/{tid}/rewind", json={"to_entry_id": ids[0]})
+        assert rewound.status_code == 200 and rewound.json()["thread"]["active_leaf_id"] == ids[0]
+        one = (await client.get(f"/api/entries/{ids[2]}")).json()
+        assert one["message"]["content"] == "I like tea"
+
+
+async def test_pages_of_a_tree_join_without_loss_even_within_one_microsecond(memory: Memory) -> None:
+    from datetime import UTC, datetime
+
+    from cogitator_memory.clock import frozen_clock
+
+    store = memory.adapter
+    thread = unwrap(await store.create_thread("default"))
+    written = []
+    with frozen_clock(datetime(2026, 1, 1, tzinfo=UTC)):  # every entry has the same time
+        for i in range(23):
+            entry = unwrap(
+                await store.add_entry({"thread_id": thread.id, "message": {"role": "user", "content": f"m{i}"}})
+            )
+            written.append(entry.id)
+    with frozen_clock(datetime(2026, 1, 2, tzinfo=UTC)):
+        for i in range(7):
+            entry = unwrap(
+                await store.add_entry({"thread_id": thread.id, "message": {"role": "user", "content": f"n{i}"}})
+            )
+            written.append(entry.id)
+    async with _client(memory) as client:
+        seen: list[str] = []
+        cursor = None
+        pages = 0
+        while True:
+            params: dict[str, Any] = {"limit": 5}
+            if cursor:
+                params["cursor"] = cursor
+            page = (await client.get(f"/api/threads/{thread.id}/entries", params=params)).json()
+            seen = [e["id"] for e in page["entries"]] + seen
+            cursor = page["next_cursor"]
+            pages += 1
+            if cursor is None:
+                break
+        assert seen == written and pages == 6
+        bad = await client.get(f"/api/threads/{thread.id}/entries", params={"cursor": "not-a-cursor"})
+        assert bad.status_code == 400 and bad.json()["argument"] == "cursor"
+
+
+def test_cursor_round_trip() -> None:
+    from datetime import UTC, datetime
+
+    at = datetime(2026, 3, 4, 5, 6, 7, 8, tzinfo=UTC)
+    assert decode_cursor(encode_cursor(at, 3)) == (at, 3)
+
+
+async def test_problems_name_the_failure(memory: Memory) -> None:
+    async with _client(memory) as client:
+        missing = await client.get("/api/threads/thread_nope")
+        assert missing.status_code == 404
+        body = missing.json()
+        assert missing.headers["content-type"] == "application/problem+json"
+        assert body["error_class"] == "NotFoundError" and "thread_nope" in body["detail"]
+        bad = await client.post(
+            "/api/entries", json={"thread_id": "thread_nope", "message": {"role": "nobody", "content": "x"}}
+        )
+        assert bad.status_code == 400 and bad.json()["error_class"] == "InvalidArgumentError"
+        malformed = await client.post(
+            "/api/threads", content=b'{"agent_id": ', headers={"content-type": "application/json"}
+        )
+        assert malformed.status_code == 400 and malformed.json()["error_class"] == "InvalidArgumentError"
+        wrong_type = await client.post("/api/threads", json={"agent_id": ["x"]})
+        assert wrong_type.status_code == 400 and "agent_id" in wrong_type.json()["detail"]
+        unknown_key = await client.post("/api/threads", json={"agent_id": "a", "surprise": 1})
+        assert unknown_key.status_code == 400 and "surprise" in unknown_key.json()["detail"]
+        too_many = await client.get("/api/threads", params={"limit": 10_000})
+        assert too_many.status_code == 400
+        first = (await client.post("/api/threads", json={"agent_id": "a", "thread_id": "thread_one"})).json()
+        await client.post("/api/threads", json={"agent_id": "a", "thread_id": "thread_two"})
+        root = await client.post(
+            "/api/entries", json={"thread_id": first["id"], "message": {"role": "user", "content": "hi"}}
+        )
+        crossed = await client.post(
+            "/api/entries",
+            json={
+                "thread_id": "thread_two",
+                "parent_id": root.json()["id"],
+                "message": {"role": "user", "content": "x"},
+            },
+        )
+        assert crossed.status_code == 409 and crossed.json()["error_class"] == "ConflictError"
+        # Nothing half-written by the failed calls.
+        tree = (await client.get("/api/threads/thread_two/entries")).json()
+        assert tree["entries"] == []
+        listed = (await client.get("/api/threads")).json()["threads"]
+        assert sorted(t["id"] for t in listed) == ["thread_one", "thread_two"]
+
+
+async def test_path_traversal_in_file_paths_is_refused(memory: Memory) -> None:
+    async with _client(memory) as client:
+        for path in ("/memories/../etc/passwd", "/etc/passwd", "/memories/%2e%2e/x"):
+            answer = await client.get("/api/files/history", params={"path": path})
+            assert answer.status_code == 400, (path, answer.text)
+            assert answer.json()["error_class"] in ("InvalidArgumentError", "MemoryFileError")
+
+
+async def test_the_guard(memory: Memory) -> None:
+    async with _client(memory, token=TOKEN) as client:
+        assert (await client.get("/health")).json() == {"status": "ok"}
+        assert (await client.get("/api/threads")).status_code == 401
+        wrong = await client.get("/api/threads", headers={"authorization": "Bearer not-the-token-at-all"})
+        assert wrong.status_code == 401 and wrong.headers["www-authenticate"] == "Bearer"
+        auth = {"authorization": f"Bearer {TOKEN}"}
+        assert (await client.get("/api/threads", headers=auth)).status_code == 200
+        # A form post from another site (no preflight) is refused before it reaches a route.
+        form = await client.post(
+            "/api/forget", content=b"user_id=ada", headers={**auth, "content-type": "application/x-www-form-urlencoded"}
+        )
+        assert form.status_code == 415
+        plain = await client.post(
+            "/api/forget", content=b'{"user_id": "ada"}', headers={**auth, "content-type": "text/plain"}
+        )
+        assert plain.status_code == 415
+        cross = await client.post(
+            "/api/forget", json={"user_id": "ada"}, headers={**auth, "origin": "https://evil.example"}
+        )
+        assert cross.status_code == 403 and cross.json()["error_class"] == "Forbidden"
+        same = await client.post(
+            "/api/forget/preview", json={"user_id": "ada"}, headers={**auth, "origin": "http://testserver"}
+        )
+        assert same.status_code == 200
+        big = await client.post(
+            "/api/threads", content=b"x" * (MAX_BODY_BYTES + 1), headers={**auth, "content-type": "application/json"}
+        )
+        assert big.status_code == 413 and big.json()["error_class"] == "BodyTooLarge"
+
+
+async def test_a_body_without_a_length_is_counted(memory: Memory) -> None:
+    async def chunks() -> AsyncIterator[bytes]:
+        for _ in range(20):
+            yield b" " * 1000
+
+    async with _client(memory, max_body_bytes=5000) as client:
+        answer = await client.post("/api/threads", content=chunks(), headers={"content-type": "application/json"})
+        assert answer.status_code == 413 and answer.json()["error_class"] == "BodyTooLarge"
+        threads = (await client.get("/api/threads")).json()["threads"]
+        assert threads == []
+
+
+async def test_bad_settings_are_refused(memory: Memory) -> None:
+    from cogitator_memory.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match="'token'"):
+        create_app(memory, token="short")
+    with pytest.raises(InvalidArgumentError, match="'max_body_bytes'"):
+        create_app(memory, max_body_bytes=0)
+    with pytest.raises(InvalidArgumentError, match="'token'"):
+        await serve(memory, host="0.0.0.0")
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and not is_loopback("0.0.0.0")
+
+
+async def test_items_files_search_context_and_ready(memory: Memory) -> None:
+    tid, ids = await _thread_with(memory, ["My sister Maria lives in Porto", "Good to know", "I drink green tea daily"])
+    scope = {"agent_id": "default", "user_id": "ada"}
+    item = await memory.items.add(
+        {
+            "kind": "fact",
+            "subject": "ada",
+            "attribute": "drink",
+            "value": "green tea daily",
+            "evidence": [{"entry_id": ids[2], "thread_id": tid, "quote": "green tea daily"}],
+            "trust": "user",
+            "verified": True,
+            "scope": scope,
+        }
+    )
+    assert memory.files is not None
+    await memory.files.put({"scope": scope, "author": "user"}, "/memories/notes.md", "first line\n")
+    await memory.files.put({"scope": scope, "author": "user"}, "/memories/notes.md", "first line\nsecond line\n")
+    async with _client(memory) as client:
+        items = (await client.get("/api/items", params=scope)).json()["items"]
+        assert [i["id"] for i in items] == [item.id] and items[0]["evidence"][0]["entry_id"] == ids[2]
+        history = (
+            await client.get("/api/items/history", params={**scope, "subject": "ada", "attribute": "drink"})
+        ).json()
+        assert [i["id"] for i in history["items"]] == [item.id]
+        stale = await client.post("/api/items/stale", json={"ids": [item.id], "because": "wrong"})
+        assert stale.json() == {"stale": [item.id]}
+        assert (await client.get("/api/items", params=scope)).json()["items"] == []
+        everything = (await client.get("/api/items", params={**scope, "status": "all"})).json()["items"]
+        assert everything[0]["status"] == "stale" and everything[0]["metadata"]["stale_because"]["reason"] == "wrong"
+        files = (await client.get("/api/files", params=scope)).json()["files"]
+        assert [f["path"] for f in files] == ["/memories/notes.md"]
+        versions = (await client.get("/api/files/history", params={**scope, "path": "/memories/notes.md"})).json()
+        assert len(versions["versions"]) == 2 and "+second line" in versions["versions"][1]["diff"]
+        hits = (await client.get("/api/search", params={"q": "where does Maria live", "user_id": "ada"})).json()
+        assert hits["hits"] and hits["hits"][0]["id"] == ids[0]
+        assert (await client.get("/api/search", params={"q": ""})).status_code == 400
+        built = await client.post("/api/context", json={"thread_id": tid, "user_id": "ada", "max_tokens": 2000})
+        assert built.status_code == 200, built.text
+        assert built.json()["entry_ids"] == ids
+        ready = (await client.get("/ready")).json()
+        assert ready["status"] == "ready" and ready["checks"]["store"] == "ok"
+
+
+async def test_forget_previews_then_takes_the_user(memory: Memory, tmp_path: Path) -> None:
+    secret = "my passport number is X1234567"
+    tid, ids = await _thread_with(memory, [secret, "Stored."], user="ada")
+    other, _ = await _thread_with(memory, ["Bob's thread stays"], user="bob")
+    async with _client(memory) as client:
+        none = await client.post("/api/forget/preview", json={})
+        assert none.status_code == 400 and "exactly one" in none.json()["detail"]
+        plan = (await client.post("/api/forget/preview", json={"user_id": "ada"})).json()
+        assert plan["threads"] == [tid]
+        assert (await client.get(f"/api/threads/{tid}")).status_code == 200  # a preview changes nothing
+        done = (await client.post("/api/forget", json={"user_id": "ada"})).json()
+        assert done["counts"]
+        assert (await client.get(f"/api/threads/{tid}")).status_code == 404
+        assert (await client.get(f"/api/entries/{ids[0]}")).status_code == 404
+        assert (await client.get(f"/api/threads/{other}")).status_code == 200
+
+
+async def test_delete_and_redact_an_entry(memory: Memory) -> None:
+    tid, ids = await _thread_with(memory, ["keep this", "ok", "my pin is 4321", "noted", "bye", "bye"])
+    async with _client(memory) as client:
+        dry = (await client.delete(f"/api/entries/{ids[4]}", params={"dry_run": "true"})).json()
+        assert dry["plan"]["entry_count"] >= 1
+        assert (await client.get(f"/api/entries/{ids[4]}")).status_code == 200
+        gone = await client.delete(f"/api/entries/{ids[4]}")
+        assert gone.status_code == 200 and (await client.get(f"/api/entries/{ids[4]}")).status_code == 404
+        redacted = await client.post(f"/api/entries/{ids[2]}/redact", json={"reason": "pin"})
+        assert redacted.status_code == 200, redacted.text
+        entry = (await client.get(f"/api/entries/{ids[2]}")).json()
+        assert "4321" not in str(entry)
+        assert (await client.delete("/api/entries/entry_missing")).status_code == 404
