@@ -283,7 +283,7 @@ async def test_forget_previews_then_takes_the_user(memory: Memory, tmp_path: Pat
 
 
 async def test_delete_and_redact_an_entry(memory: Memory) -> None:
-    tid, ids = await _thread_with(memory, ["keep this", "ok", "my pin is 4321", "noted", "bye", "bye"])
+    _tid, ids = await _thread_with(memory, ["keep this", "ok", "my pin is 4321", "noted", "bye", "bye"])
     async with _client(memory) as client:
         dry = (await client.delete(f"/api/entries/{ids[4]}", params={"dry_run": "true"})).json()
         assert dry["plan"]["entry_count"] >= 1
