@@ -24,7 +24,7 @@ from .. import __version__
 from ..engines.sqlite.threads import DEFAULT_PATH
 from ..ids import thread_id as new_thread_id
 from ..threads.records import NewMemoryEntry
-from . import memory_commands, render
+from . import render
 from .demo import DEMO_FORK, DEMO_THREAD, write_demo
 from .forget import register as register_forget
 from .formats import CliError, ImportFile, entry_json, export_chunks, messages_to_entries, read_import_file
@@ -397,7 +397,6 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
     _progress_flag(exp)
     exp.set_defaults(handler=cmd_export)
-    memory_commands.register(sub, db)
     return parser
 
 

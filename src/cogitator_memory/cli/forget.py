@@ -1,0 +1,152 @@
+"""``cogitator-memory forget``: take a user, a thread or entries out of a SQLite file with what
+memory derived from them (:class:`~cogitator_memory.cascade.MemoryCascade`).
+
+``forget user USER``, ``forget thread THREAD`` and ``forget entries ID...`` (``--redact`` to
+redact them in place instead, ``--keep-replies`` to leave the replies of a user message).
+``--dry-run`` lists what would go and changes nothing. The store runs with SQLite's
+``secure_delete`` on and the WAL is checkpointed at the end, so the forgotten text does not stay
+in free pages of the file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+from ..cascade import CascadeCounts, CascadePlan, MemoryCascade
+from ..engines.sqlite.vectors import SQLiteEmbeddingAdapter
+from ..errors import InvalidArgumentError, MemoryStoreError
+from . import render
+from .formats import CliError
+from .store import PROG, CliStore, need, open_store
+
+
+def _plan_lines(plan: CascadePlan, what: str) -> list[str]:
+    lines = [f"Dry run: forgetting {what} would take:"]
+    if not plan.threads and not plan.entries:
+        return [f"Dry run: nothing to forget for {what}."]
+    for thread_id in plan.threads:
+        lines.append(f"  thread {thread_id} (whole)")
+    for thread_id, ids in plan.entries.items():
+        lines.append(f"  {len(ids)} entr{'y' if len(ids) == 1 else 'ies'} of thread {thread_id}:")
+        lines.extend(f"    {entry_id}" for entry_id in ids)
+    lines.append("with the summaries, items, facts, graph, vectors and memory file versions standing on them.")
+    lines.append("Nothing was changed.")
+    return lines
+
+
+def _count_lines(counts: CascadeCounts, what: str) -> list[str]:
+    data = counts.dump()
+    parts = [
+        f"threads deleted: {data['threads']}",
+        f"entries deleted: {data['entries']['deleted']}, redacted: {data['entries']['redacted']}",
+        f"summaries: {data['summaries']}",
+        f"items purged: {data['items']['purged']}, trimmed: {data['items']['trimmed']}",
+        f"facts deleted: {data['facts']['deleted']}, trimmed: {data['facts']['trimmed']}",
+        f"graph nodes: {data['graph']['nodes']}, edges: {data['graph']['edges']}, entities: {data['entities']}",
+        f"vectors: {data['vectors']}",
+        f"file versions redacted: {data['file_versions']}, files deleted: {data['files']}",
+        f"playbook rules: {data['playbook_rules']}",
+    ]
+    return [f"Forgot {what}:", *(f"  {p}" for p in parts)]
+
+
+async def _run(args: argparse.Namespace, store: CliStore) -> tuple[CascadePlan | CascadeCounts, str]:
+    vectors = SQLiteEmbeddingAdapter(store=store)
+    opened = await vectors.connect()
+    if not opened.success:
+        raise CliError(opened.error or "cannot open the vectors of the store")
+    try:
+        cascade = MemoryCascade(memory=store, graph=store, embeddings=vectors, reason=args.reason)
+        who = {"agent_ids": args.agent or []}
+        if args.target == "user":
+            what = f"user {args.id}"
+            if args.dry_run:
+                return await cascade.plan_user(args.id), what
+            return await cascade.delete_user(args.id, who), what
+        if args.target == "thread":
+            what = f"thread {args.id}"
+            if need(await store.get_thread(args.id)) is None:
+                raise CliError(f"thread not found: {args.id} (list the threads with '{PROG} threads')")
+            if args.dry_run:
+                return await cascade.plan_thread(args.id), what
+            return await cascade.delete_thread(args.id, who), what
+        ids = list(args.ids)
+        for entry_id in ids:
+            if need(await store.get_entry(entry_id)) is None:
+                raise CliError(f"entry not found: {entry_id} (see the entry ids with '{PROG} show THREAD')")
+        what = f"{len(ids)} entr{'y' if len(ids) == 1 else 'ies'}"
+        if args.dry_run:
+            return await cascade.plan_entries(ids, keep_replies=args.keep_replies), what
+        if args.redact:
+            redaction = {"at": datetime.now(UTC), "reason": args.reason}
+            return await cascade.redact_entries(ids, redaction, who, keep_replies=args.keep_replies), what
+        return await cascade.delete_entries(ids, who, keep_replies=args.keep_replies), what
+    finally:
+        await vectors.disconnect()
+
+
+async def cmd_forget(args: argparse.Namespace) -> int:
+    """``forget user|thread|entries``: a cascade on the SQLite file, or its dry run."""
+    from .commands import db_path
+
+    path = db_path(args)
+    async with open_store(path, create=False) as store:
+        store.connection.execute("PRAGMA secure_delete = ON")
+        try:
+            outcome, what = await _run(args, store)
+        except (InvalidArgumentError, MemoryStoreError) as exc:
+            raise CliError(str(exc)) from None
+        if not args.dry_run:
+            store.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    if isinstance(outcome, CascadePlan):
+        if args.json:
+            _print({"dry_run": True, "threads": outcome.threads, "entries": outcome.entries})
+        else:
+            render.write_lines([render.one_line(line) for line in _plan_lines(outcome, what)])
+        return 0
+    if args.json:
+        _print({"dry_run": False, **outcome.dump()})
+    else:
+        render.write_lines([render.one_line(line) for line in _count_lines(outcome, what)])
+    return 0
+
+
+def _print(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+
+def register(sub: Any, db: argparse.ArgumentParser) -> None:
+    """Add ``forget`` to the subcommands ``sub`` (``db`` is the parser of ``--db``)."""
+    forget = sub.add_parser(
+        "forget",
+        parents=[db],
+        help="delete a user, a thread or entries with what memory derived from them (--dry-run lists it)",
+        description="Delete a user, a thread or entries together with the summaries, items, facts, graph, "
+        f"vectors and memory file versions standing on them. Start with --dry-run. Example: {PROG} forget "
+        "user ana --dry-run",
+    )
+    targets = forget.add_subparsers(dest="target", metavar="WHAT", required=True, parser_class=type(forget))
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--dry-run", action="store_true", help="list what would go and change nothing")
+    common.add_argument("--json", action="store_true", help="print JSON (the plan, or the counts)")
+    common.add_argument(
+        "--agent", metavar="ID", action="append", help="an agent whose memory to go through as well; repeatable"
+    )
+    common.add_argument("--reason", metavar="TEXT", help="why, kept with the redactions")
+    user = targets.add_parser("user", parents=[db, common], help="every thread of a user and what they wrote elsewhere")
+    user.add_argument("id", metavar="USER", help="the user id (metadata user_id of their threads)")
+    thread = targets.add_parser("thread", parents=[db, common], help="a thread whole, with the copies in its forks")
+    thread.add_argument("id", metavar="THREAD", help="the thread id")
+    entries = targets.add_parser("entries", parents=[db, common], help="entries, with their replies and copies")
+    entries.add_argument("ids", metavar="ID", nargs="+", help="the entry ids")
+    entries.add_argument("--redact", action="store_true", help="redact them in place instead of deleting them")
+    entries.add_argument("--keep-replies", action="store_true", help="leave the replies of a user message")
+    for parser in (user, thread, entries):
+        parser.set_defaults(handler=cmd_forget, redact=False, keep_replies=False)
+
+
+__all__ = ["cmd_forget", "register"]
