@@ -23,7 +23,7 @@ from typing import Any, Literal, Self, cast
 
 from ..context.builder import ContextBuilder
 from ..context.convert import from_anthropic_messages, from_openai_messages
-from ..context.history import read_compacted_history
+from ..context.history import entry_messages, read_compacted_history, summary_message
 from ..context.message_index import MessageIndex
 from ..context.records import BuiltContext
 from ..engines.factory import create_embedding_adapter, create_memory_adapter
@@ -38,7 +38,7 @@ from ..recall.retriever import MemoryRetriever, RecallHit
 from ..result import unwrap
 from ..threads import tree
 from ..threads.base import BaseMemoryAdapter
-from ..threads.records import MemoryEntry, NewMemoryEntry
+from ..threads.records import MemoryEntry, Message, NewMemoryEntry
 from ..vectors.base import EmbeddingAdapter
 from .config import ConfigError, MemoryConfig, coerce_config
 
@@ -131,8 +131,8 @@ class Memory:
     ) -> None:
         self.config = coerce_config(config)
         cfg = self.config
+        self._owned: list[Any] = []  # clients made here, closed by close()
         self.agent_id = cfg.agent_id
-        self.adapter: BaseMemoryAdapter = adapter if adapter is not None else self._make_store(cfg)
         self.embedding_service: Any = embedding_service
         if self.embedding_service is None:
             options = cfg.embedding_options()
@@ -141,8 +141,11 @@ class Memory:
 
                 try:
                     self.embedding_service = create_embedding_service(options)
+                    self._owned.append(self.embedding_service)
                 except InvalidArgumentError as exc:
                     raise ConfigError(f"memory.embedding.{exc.argument}", exc.problem) from None
+        dims = getattr(self.embedding_service, "dimensions", None)
+        self.adapter: BaseMemoryAdapter = adapter if adapter is not None else self._make_store(cfg, dims)
         self.summarize: Any = summarize if summarize is not None else self._make_summarize(cfg)
         self.graph: Any = None
         if cfg.knowledge_graph:
@@ -160,6 +163,7 @@ class Memory:
         self.context_builder: ContextBuilder | None = None
         self.compaction: Any = None
         self.extractor: Any = None
+        self.auto_extractor: Any = None
         self.retriever = MemoryRetriever()
         self.enabled = True
         self._connected = False
@@ -169,8 +173,10 @@ class Memory:
     # ----- construction ------------------------------------------------------------------------
 
     @staticmethod
-    def _make_store(cfg: MemoryConfig) -> BaseMemoryAdapter:
+    def _make_store(cfg: MemoryConfig, dimensions: int | None) -> BaseMemoryAdapter:
         options = cfg.store_options()
+        if cfg.adapter == "postgres" and dimensions is not None:
+            options.setdefault("dimensions", dimensions)  # the vector column's size
         if cfg.adapter == "sqlite":
             Path(options["path"]).expanduser().parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -185,8 +191,7 @@ class Memory:
                 key = "options"
             raise ConfigError(f"memory.{key}", exc.problem) from None
 
-    @staticmethod
-    def _make_summarize(cfg: MemoryConfig) -> Any:
+    def _make_summarize(self, cfg: MemoryConfig) -> Any:
         if cfg.model is None:
             return None
         from ..models.base import summarize_fn
@@ -196,6 +201,7 @@ class Memory:
             client = create_chat_client(cfg.model.model_dump(exclude_none=True))
         except InvalidArgumentError as exc:
             raise ConfigError(f"memory.model.{exc.argument}", exc.problem) from None
+        self._owned.append(client)
         return summarize_fn(client)
 
     def _make_vectors(self) -> Any:
@@ -301,7 +307,12 @@ class Memory:
             from ..compaction.service import CompactionService
 
             self.compaction = CompactionService(self.adapter, self.summarize)
-        if self.summarize is not None and (cfg.extraction.mode != "off" or cfg.auto_extract):
+        if self.summarize is not None and cfg.auto_extract and self.graph is not None:
+            from ..graph.auto import AutoExtractor
+
+            self.auto_extractor = AutoExtractor(graph=self.graph, summarize=self.summarize, memory=self.adapter)
+            self.auto_extractor.attach(self.adapter)
+        if self.summarize is not None and cfg.extraction.mode != "off":
             from ..items.extract import MemoryExtractor
 
             mode: Literal["apply", "shadow"] = "shadow" if cfg.extraction.mode == "shadow" else "apply"
@@ -316,6 +327,9 @@ class Memory:
             await facts.close()
         self._core.clear()
         self._tools.clear()
+        if self.auto_extractor is not None:
+            await self.auto_extractor.close()
+            self.auto_extractor = None
         if self.message_index is not None:
             self.message_index.detach()
             await self.message_index.close()
@@ -325,6 +339,17 @@ class Memory:
         self.vectors = None
         if self.enabled:
             await self.adapter.disconnect()
+        for client in self._owned:
+            await client.aclose()
+
+    async def flush(self) -> None:
+        """Wait until the background work queued so far is done: message vectors and the
+        knowledge graph's auto-extraction."""
+        self._require()
+        if self.message_index is not None:
+            await self.message_index.flush()
+        if self.auto_extractor is not None:
+            await self.auto_extractor.flush()
 
     async def __aenter__(self) -> Self:
         await self.connect()
@@ -411,9 +436,10 @@ class Memory:
         if self.extractor is not None and written:
             await self.extractor.extract(written, scope={"agent_id": agent, "user_id": user}, user_id=user)
 
-    async def history(self, thread_id: str, *, limit: int | None = None) -> list[MemoryEntry]:
-        """The thread's conversation as the model sees it: the latest compaction summary, then
-        the entries after it, on the active branch (the newest ``limit`` when given)."""
+    async def history(self, thread_id: str, *, limit: int | None = None) -> list[Message]:
+        """The thread's conversation as the model is sent it: the latest compaction's summary
+        (a user message opening with "Summary of the earlier conversation:"), then the messages after it, on the active branch, tool calls and
+        results included (the newest ``limit`` messages when given)."""
         self._require()
         tid = tree.check_id("thread_id", thread_id)
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
@@ -423,8 +449,13 @@ class Memory:
         read = await read_compacted_history(self.adapter, thread_id=tid)
         if not read.success:
             raise MemoryStoreError(read.error or "the store failed")
-        entries = read.data or []
-        return entries[-limit:] if limit else entries
+        messages: list[Message] = []
+        for entry in read.data or []:
+            if entry.type == "compaction":
+                messages.append(summary_message(entry))
+            else:
+                messages.extend(entry_messages(entry))
+        return messages[-limit:] if limit else messages
 
     async def search(
         self,

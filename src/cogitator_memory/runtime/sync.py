@@ -159,6 +159,7 @@ class SyncMemory:
         return self.memory.enabled
 
     connect = blocking(Memory.connect)
+    flush = blocking(Memory.flush)
     add = blocking(Memory.add)
     search = blocking(Memory.search)
     build_context = blocking(Memory.build_context)

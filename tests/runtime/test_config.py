@@ -1,0 +1,107 @@
+"""The memory config: defaults, both key spellings, and errors naming the key and line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cogitator_memory.errors import InvalidArgumentError
+from cogitator_memory.runtime.config import (
+    ConfigError,
+    MemoryConfig,
+    coerce_config,
+    load_config,
+    local_model_installed,
+    parse_config,
+)
+
+
+def test_defaults_are_sqlite_in_the_home_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COGITATOR_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("COGITATOR_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    config = load_config()
+    assert config.adapter == "sqlite"
+    assert config.store_options() == {"provider": "sqlite", "path": str(tmp_path / "home" / "memory.db")}
+    assert config.knowledge_graph is True
+    assert config.compaction is None and config.extraction.mode == "off"
+    expected = {"provider": "local"} if local_model_installed() else None
+    assert config.embedding_options() == expected
+
+
+def test_the_home_default_is_under_the_user_folder(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("COGITATOR_HOME", raising=False)
+    assert MemoryConfig().sqlite_path() == str(Path("~/.cogitator/memory.db").expanduser())
+
+
+def test_the_spec_yaml_reads_with_camel_case_keys() -> None:
+    config = parse_config(
+        """
+llm: {provider: openai}     # the rest of the runtime's file is left alone
+memory:
+  adapter: postgres
+  connectionString: postgres://u:p@db/x
+  knowledgeGraph: true
+  autoExtract: true
+  model: {provider: openai, model: gpt-4o-mini}
+  compaction:
+    threshold: 50
+  contextBuilder: {maxTokens: 4000, strategy: hybrid}
+"""
+    )
+    assert config.adapter == "postgres"
+    assert config.store_options()["connection_string"] == "postgres://u:p@db/x"
+    assert config.auto_extract and config.compaction is not None and config.compaction.threshold == 50
+    assert config.context_builder.max_tokens == 4000 and config.context_builder.strategy == "hybrid"
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "line", "words"),
+    [
+        ("memory:\n  adapter: sqlite\n  bogus: 1\n", "memory.bogus", 3, "unknown key"),
+        ("memory:\n  adapter: cassandra\n", "memory.adapter", 2, "cassandra"),
+        ("memory:\n  compaction:\n    threshold: lots\n", "memory.compaction.threshold", 3, "integer"),
+        ("memory:\n  contextBuilder:\n    maxTokenz: 5\n", "memory.contextBuilder.maxTokenz", 3, "unknown key"),
+        ("memory:\n  adapter: redis\n  path: /tmp/x.db\n", "memory.path", 3, "SQLite file"),
+        ("memory:\n  compaction: {threshold: 5}\n", "memory.compaction", 2, "needs a model"),
+        ("memory:\n  knowledgeGraph: false\n  autoExtract: true\n", "memory.autoExtract", 3, "knowledge_graph"),
+        ("memory:\n  embedding: {provider: openai, dims: 3}\n", "memory.embedding.dims", 2, "unknown key"),
+        ("memory: [1, 2]\n", "memory", 1, "mapping"),
+        ("memory:\n  adapter: [sqlite\n", "yaml", 3, "not valid YAML"),
+    ],
+)
+def test_errors_name_the_key_and_the_line(text: str, key: str, line: int, words: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(text, source="cogitator.yml")
+    assert caught.value.key == key
+    assert caught.value.line == line
+    assert words in str(caught.value)
+    assert f"cogitator.yml, line {line}" in str(caught.value)
+    assert isinstance(caught.value, InvalidArgumentError)
+
+
+def test_load_config_reads_the_named_file_and_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    file = tmp_path / "c.yml"
+    file.write_text("memory:\n  adapter: memory\n  agentId: jarvis\n")
+    assert load_config(file).agent_id == "jarvis"
+    monkeypatch.setenv("COGITATOR_CONFIG", str(file))
+    assert load_config().adapter == "memory"
+    with pytest.raises(ConfigError, match="no config file"):
+        load_config(tmp_path / "missing.yml")
+
+
+def test_postgres_takes_database_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DATABASE_URL", "postgres://u@h/db")
+    assert MemoryConfig(adapter="postgres").store_options()["connection_string"] == "postgres://u@h/db"
+    monkeypatch.delenv("DATABASE_URL")
+    with pytest.raises(InvalidArgumentError, match="connection_string"):
+        MemoryConfig(adapter="postgres").store_options()
+
+
+def test_a_dict_is_checked_like_the_file() -> None:
+    with pytest.raises(ConfigError) as caught:
+        coerce_config({"adapter": "sqlite", "files": {"enabled": "perhaps"}})
+    assert caught.value.key == "memory.files.enabled"
+    with pytest.raises(ConfigError, match="must be a MemoryConfig"):
+        coerce_config(42)  # type: ignore[arg-type]
