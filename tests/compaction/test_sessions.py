@@ -101,6 +101,50 @@ async def test_compact_goes_through_the_compaction_service(
         await sessions.compact("session_telegram_nobody", message_threshold=4)
 
 
+async def test_message_count_follows_the_thread(
+    memory: BaseMemoryAdapter, server: ScriptedServer, client: OpenAIChatClient
+) -> None:
+    server.fallback("/v1/chat/completions", openai_chat_handler("Ana asked about trains."))
+    sessions = SessionManager(memory, compaction=CompactionService(memory, summarize_fn(client)))
+    session = await sessions.get_or_create("ana", "telegram", "chat-1", "concierge")
+    assert session.message_count == 0
+    written = []
+    for i in range(6):
+        role = "user" if i % 2 == 0 else "assistant"
+        text = f"message {i} about the train timetable to Porto and the platforms"
+        entry = unwrap(await memory.add_entry({"thread_id": session.id, "message": {"role": role, "content": text}}))
+        written.append(entry)
+    # a tool result entry and a label event are no messages
+    unwrap(
+        await memory.add_entry(
+            {
+                "thread_id": session.id,
+                "type": "tool_result",
+                "message": {"role": "tool", "content": "42", "tool_call_id": "c1"},
+            }
+        )
+    )
+    unwrap(await memory.add_entry({"thread_id": session.id, "type": "label", "event": {"label": "checkpoint"}}))
+    assert (await sessions.get_or_create("ana", "telegram", "chat-1", "concierge")).message_count == 6
+    assert (await sessions.get(session.id)).message_count == 6  # type: ignore[union-attr]
+    assert [s.message_count for s in await sessions.list()] == [6]
+
+    # a branch keeps its messages: an edit of the last message adds one
+    unwrap(
+        await memory.add_entry(
+            {"thread_id": session.id, "parent_id": written[4].id, "message": {"role": "assistant", "content": "edit"}}
+        )
+    )
+    unwrap(await memory.delete_entry(written[0].id))
+    assert (await sessions.update(session.id, config={"tone": "brief"})).message_count == 6
+    # a compaction summarizes, and deletes nothing: its summary is no message of the session
+    result = await sessions.compact(session.id, message_threshold=2, keep_recent=1)
+    assert result.compacted
+    assert (await sessions.archive(session.id)).message_count == 6
+    await sessions.delete(session.id)
+    assert await sessions.get(session.id) is None
+
+
 async def test_bad_arguments_name_themselves(memory: BaseMemoryAdapter) -> None:
     sessions = SessionManager(memory)
     with pytest.raises(InvalidArgumentError, match="user_id"):

@@ -25,13 +25,13 @@ import asyncio
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from ..context.history import compacted_history, compaction_of
+from ..context.history import compaction_of
 from ..errors import InvalidArgumentError
 from ..lineage import verify_evidence
 from ..models.json_array import JsonArrayRead, continuation_prompt, read_json_array
@@ -472,13 +472,18 @@ def levels_of(entry: MemoryEntry) -> CompactionLevels | None:
         ) from None
 
 
-def kept_tail(entries: Sequence[MemoryEntry], keep_recent_tokens: int) -> int:
+def kept_tail(
+    entries: Sequence[MemoryEntry],
+    keep_recent_tokens: int,
+    tokens_of: Callable[[MemoryEntry], int] = count_entry_tokens,
+) -> int:
     """Where the kept tail starts: the newest whole turns (each opening with a user message)
-    that fit in ``keep_recent_tokens``; ``len(entries)`` when none fits."""
+    that fit in ``keep_recent_tokens``; ``len(entries)`` when none fits. ``tokens_of`` counts an
+    entry (a cache's count, for one)."""
     cut = len(entries)
     tokens = 0
     for i in range(len(entries) - 1, -1, -1):
-        tokens += count_entry_tokens(entries[i])
+        tokens += tokens_of(entries[i])
         if tokens > keep_recent_tokens:
             break
         message = entries[i].message
@@ -487,13 +492,17 @@ def kept_tail(entries: Sequence[MemoryEntry], keep_recent_tokens: int) -> int:
     return cut
 
 
-def chapters_of(entries: Sequence[MemoryEntry], chapter_tokens: int) -> list[list[MemoryEntry]]:
+def chapters_of(
+    entries: Sequence[MemoryEntry],
+    chapter_tokens: int,
+    tokens_of: Callable[[MemoryEntry], int] = count_entry_tokens,
+) -> list[list[MemoryEntry]]:
     """Consecutive chapters of about ``chapter_tokens`` tokens (at least one entry each)."""
     out: list[list[MemoryEntry]] = []
     current: list[MemoryEntry] = []
     tokens = 0
     for entry in entries:
-        size = count_entry_tokens(entry)
+        size = tokens_of(entry)
         if current and tokens + size > chapter_tokens:
             out.append(current)
             current, tokens = [], 0
@@ -504,13 +513,15 @@ def chapters_of(entries: Sequence[MemoryEntry], chapter_tokens: int) -> list[lis
     return out
 
 
-def _overlap(chapter: Sequence[MemoryEntry], chapter_tokens: int) -> list[MemoryEntry]:
+def _overlap(
+    chapter: Sequence[MemoryEntry], chapter_tokens: int, tokens_of: Callable[[MemoryEntry], int]
+) -> list[MemoryEntry]:
     """The end of a chapter the next one opens with: its last entries within an eighth of a
     chapter, at least the last one."""
     out: list[MemoryEntry] = []
     tokens = 0
     for entry in reversed(chapter):
-        tokens += count_entry_tokens(entry)
+        tokens += tokens_of(entry)
         if out and tokens > chapter_tokens // 8:
             break
         out.insert(0, entry)
@@ -533,12 +544,12 @@ async def compact_hierarchical(
     plan = service._plan(
         path, "summary", threshold, message_threshold, 0 if config.keep_recent_tokens is not None else keep_recent
     )
-    view = compacted_history(path)
+    view = service._view(path)
     if plan is None:
         return CompactionResult(thread_id, len(view), len(view), 0)
     cut = plan.cut
     if config.keep_recent_tokens is not None:
-        cut = kept_tail(plan.entries, config.keep_recent_tokens)
+        cut = kept_tail(plan.entries, config.keep_recent_tokens, service.tokens_of)
     if cut == 0:
         return CompactionResult(thread_id, len(view), len(view), 0)
     covered = plan.entries[:cut]
@@ -547,14 +558,14 @@ async def compact_hierarchical(
     read_entries = list(covered)
     if plan.previous is not None and before is None:
         read_entries.insert(0, plan.previous)  # an earlier plain summary is read as the first message
-    chapters = chapters_of(read_entries, config.chapter_tokens)
+    chapters = chapters_of(read_entries, config.chapter_tokens, service.tokens_of)
     for start in range(0, len(chapters), config.chapter_concurrency):
         batch = chapters[start : start + config.chapter_concurrency]
         still_open = open_items_of(levels)
         calls = []
         for offset, chapter in enumerate(batch):
             index = start + offset
-            head = _overlap(chapters[index - 1], config.chapter_tokens) if index else []
+            head = _overlap(chapters[index - 1], config.chapter_tokens, service.tokens_of) if index else []
             calls.append(
                 chapter_atoms(
                     [*head, *chapter],

@@ -16,16 +16,29 @@ import asyncio
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
-from ..context.history import compacted_history, compaction_of, entry_messages, is_tool_result, summary_message
+from .. import clock
+from ..context.history import (
+    SUMMARY_HEADING,
+    TokenCache,
+    compacted_history,
+    compaction_of,
+    dated_history,
+    dated_order,
+    entry_messages,
+    has_paths,
+    is_tool_result,
+    summary_message,
+)
 from ..errors import InvalidArgumentError
 from ..models.records import SummarizeFn, SummarizeOptions
 from ..result import unwrap
 from ..threads.base import MemoryAdapter
-from ..threads.records import HISTORY_ENTRY_TYPES, CompactionEvent, MemoryEntry, Message
+from ..threads.records import COMPACTION_SUMMARY_KEY, HISTORY_ENTRY_TYPES, CompactionEvent, MemoryEntry, Message
 from ..threads.values import has_surrogate
-from ..tokens import count_entry_tokens, count_tokens
+from ..tokens import count_tokens
 from .hierarchical import (
     DEFAULT_ARCS_PER_SAGA,
     DEFAULT_CHAPTER_CONCURRENCY,
@@ -95,16 +108,26 @@ class CompactionService:
     def __init__(
         self, adapter: MemoryAdapter, summarize: SummarizeFn, *, timeout: float = DEFAULT_SUMMARY_TIMEOUT
     ) -> None:
-        if not callable(getattr(adapter, "get_path", None)) or not callable(getattr(adapter, "add_entry", None)):
-            raise InvalidArgumentError("adapter", "must be a thread store with get_path() and add_entry()")
+        dated = not has_paths(adapter)
+        needs = ("add_entry", "get_entries", "delete_entry") if dated else ("add_entry", "get_path", "delete_entry")
+        if not all(callable(getattr(adapter, name, None)) for name in needs):
+            raise InvalidArgumentError("adapter", f"must be a thread store with {'(), '.join(needs)}()")
         if not callable(summarize):
             raise InvalidArgumentError("summarize", "must be an async function (messages, options) -> str")
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
             raise InvalidArgumentError("timeout", f"must be a positive number of seconds, got {timeout!r}")
         self.adapter = adapter
+        #: Whether the store keeps no branches, so its history is in time order and a compaction
+        #: is a summary message dated before the first kept entry, the covered entries deleted.
+        self.dated = dated
         self.summarize = summarize
         self.timeout = float(timeout)
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._tokens = TokenCache()
+
+    def tokens_of(self, entry: MemoryEntry) -> int:
+        """The entry's tokens, counted once per entry and text while the service's cache holds them."""
+        return self._tokens.tokens(entry)
 
     async def compact(
         self,
@@ -180,9 +203,19 @@ class CompactionService:
             return await self._compact(thread_id, strategy, threshold, message_threshold, keep_recent, options)
 
     async def _read(self, thread_id: str) -> list[MemoryEntry]:
+        """The active branch (on a store without branches: every entry, in time order)."""
+        if self.dated:
+            found = unwrap(
+                await self.adapter.get_entries(thread_id, types=HISTORY_ENTRY_TYPES, include_tool_calls=True)
+            )
+            return sorted(found, key=dated_order)
         return unwrap(
             await self.adapter.get_path(thread_id=thread_id, types=HISTORY_ENTRY_TYPES, include_tool_calls=True)
         )
+
+    def _view(self, path: Sequence[MemoryEntry]) -> list[MemoryEntry]:
+        """The compacted view of what :meth:`_read` read."""
+        return dated_history(path) if self.dated else compacted_history(path)
 
     def _plan(
         self,
@@ -192,10 +225,10 @@ class CompactionService:
         message_threshold: int | None,
         keep_recent: int,
     ) -> _Plan | None:
-        view = compacted_history(path)
+        view = self._view(path)
         previous = view[0] if view and compaction_of(view[0]) is not None else None
         entries = view[1:] if previous is not None else view
-        tokens = sum(count_entry_tokens(e) for e in entries)
+        tokens = sum(self.tokens_of(e) for e in entries)
         if previous is not None:
             tokens += count_tokens(summary_message(previous).text)
         due = (threshold is not None and tokens >= threshold) or (
@@ -222,7 +255,7 @@ class CompactionService:
         path = await self._read(thread_id)
         plan = self._plan(path, strategy, threshold, message_threshold, keep_recent)
         if plan is None:
-            view = compacted_history(path)
+            view = self._view(path)
             return CompactionResult(thread_id, len(view), len(view), 0)
         covered = plan.entries[: plan.cut]
         original = len(plan.entries) + (1 if plan.previous is not None else 0)
@@ -247,6 +280,8 @@ class CompactionService:
     ) -> CompactionResult:
         """Write the compaction entry at the end of the branch, after checking ``covered`` is on
         it as it was read; ``extra`` goes into the event as it is (hierarchical ``levels``)."""
+        if self.dated:
+            return await self._write_dated(thread_id, covered, original, summary, written_by, extra)
         expected = {e.id: _fingerprint(e) for e in covered}
         for _ in range(_WRITE_TRIES):
             first_kept = self._check(await self._read(thread_id), expected, covered[-1].id)
@@ -258,7 +293,7 @@ class CompactionService:
                         "event": CompactionEvent(
                             summary=summary,
                             first_kept_entry_id=first_kept,
-                            tokens_before=sum(count_entry_tokens(e) for e in covered),
+                            tokens_before=sum(self.tokens_of(e) for e in covered),
                             strategy=written_by,
                             **(extra or {}),
                         ),
@@ -289,6 +324,69 @@ class CompactionService:
             unwrap(await self.adapter.delete_entry(entry.id))  # an entry raced in: write it again
         raise CompactionError(f"thread {thread_id} kept changing while its compaction was written; try again")
 
+    async def _write_dated(
+        self,
+        thread_id: str,
+        covered: Sequence[MemoryEntry],
+        original: int,
+        summary: str,
+        written_by: str,
+        extra: dict[str, Any] | None,
+    ) -> CompactionResult:
+        """:meth:`_write` on a store without branches: a summary message dated just before the
+        first kept entry, then the covered entries (and whatever the view no longer shows, such as
+        the summary before) deleted. Readers go by the newest summary, so the view is the
+        compacted one from the moment the summary is written, even before the deletions."""
+        expected = {e.id: _fingerprint(e) for e in covered}
+        last = covered[-1]
+        tokens_before = sum(self.tokens_of(e) for e in covered)
+        for _ in range(_WRITE_TRIES):
+            entries = await self._read(thread_id)
+            first_kept = self._check(entries, expected, last.id)
+            kept = next((e for e in entries if e.id == first_kept), None) if first_kept is not None else None
+            at = kept.created_at - timedelta(microseconds=1) if kept is not None else clock.now()
+            at = max(at, last.created_at)  # ties sort the summary first (see dated_order)
+            event = CompactionEvent(
+                summary=summary,
+                first_kept_entry_id=first_kept,
+                tokens_before=tokens_before,
+                strategy=written_by,
+                **(extra or {}),
+            )
+            with clock.frozen_clock(at):
+                entry = unwrap(
+                    await self.adapter.add_entry(
+                        {
+                            "thread_id": thread_id,
+                            "message": Message(role="user", content=f"{SUMMARY_HEADING}\n{summary}"),
+                            "metadata": {COMPACTION_SUMMARY_KEY: event.model_dump(mode="json", exclude_none=True)},
+                        }
+                    )
+                )
+            after = await self._read(thread_id)
+            try:
+                now_first = self._check([e for e in after if e.id != entry.id], expected, last.id)
+            except CompactionError:
+                unwrap(await self.adapter.delete_entry(entry.id))
+                raise
+            view = dated_history(after)
+            if now_first == first_kept and view and view[0].id == entry.id:
+                shown = {e.id for e in view}
+                for gone in after:
+                    if gone.id not in shown and not gone.is_event:
+                        unwrap(await self.adapter.delete_entry(gone.id))
+                return CompactionResult(
+                    session_id=thread_id,
+                    original_messages=original,
+                    compacted_messages=len(view),
+                    summary_tokens=count_tokens(summary),
+                    entry_id=entry.id,
+                    strategy=written_by,
+                    covered=len(covered),
+                )
+            unwrap(await self.adapter.delete_entry(entry.id))  # an entry raced in: write it again
+        raise CompactionError(f"thread {thread_id} kept changing while its compaction was written; try again")
+
     @staticmethod
     def _check(path: Sequence[MemoryEntry], expected: dict[str, tuple[str, bool]], last_covered: str) -> str | None:
         """The first entry to keep (the one after the last covered entry on the branch), after
@@ -297,7 +395,7 @@ class CompactionService:
         first_kept: str | None = None
         passed = False
         for entry in path:
-            if entry.is_event:
+            if entry.is_event or (entry.metadata and compaction_of(entry) is not None):
                 continue
             if passed:
                 first_kept = entry.id
@@ -330,7 +428,7 @@ class CompactionService:
         if not isinstance(answer, str) or not answer.strip() or has_surrogate(answer) or "\x00" in answer:
             raise CompactionError(f"the summarizer answered no usable summary: {answer!r:.200}")
         summary = answer.strip()
-        replaced = sum(count_entry_tokens(e) for e in covered)
+        replaced = sum(self.tokens_of(e) for e in covered)
         if previous is not None:
             replaced += count_tokens(summary_message(previous).text)
         if count_tokens(summary) > replaced:

@@ -12,11 +12,12 @@ session is in use.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from ..clock import now
+from ..context.history import compaction_of
 from ..errors import InvalidArgumentError, NotFoundError
 from ..result import unwrap
 from ..threads.base import MemoryAdapter
@@ -47,7 +48,12 @@ def session_id_of(channel_type: str, user_id: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Session:
-    """A user's conversation on a channel: the thread ``id`` and what the manager keeps of it."""
+    """A user's conversation on a channel: the thread ``id`` and what the manager keeps of it.
+
+    ``message_count`` is the number of messages the thread holds, on every branch, counted when
+    the session is read (a compaction's summary is not counted; on a store without branches the
+    messages a compaction covered are gone, so they are not counted either).
+    """
 
     id: str
     user_id: str
@@ -58,10 +64,11 @@ class Session:
     config: dict[str, Any] = field(default_factory=dict)
     created_at: datetime | None = None
     last_active_at: datetime | None = None
+    message_count: int = 0
 
     @classmethod
-    def of(cls, thread: Thread) -> Session | None:
-        """The session a thread holds, ``None`` when it is no session's thread."""
+    def of(cls, thread: Thread, message_count: int = 0) -> Session | None:
+        """The session a thread holds (with ``message_count``), ``None`` when it is no session's thread."""
         meta = thread.metadata
         user_id = meta.get("session_user_id")
         channel_type = meta.get("session_channel_type")
@@ -80,6 +87,7 @@ class Session:
             config=dict(config) if isinstance(config, dict) else {},
             created_at=thread.created_at,
             last_active_at=datetime.fromisoformat(last) if isinstance(last, str) else None,
+            message_count=message_count,
         )
 
 
@@ -134,16 +142,16 @@ class SessionManager:
             session = Session.of(thread)
             assert session is not None
             await self._index(session)
-            return session
+            return await self._counted(session)  # the thread may have held messages before it was a session
         if session.channel_id != channel_id:
             session = await self._write(session_id, {"session_channel_id": channel_id})
-        return await self._used(session)
+        return await self._counted(await self._used(session))
 
     async def get(self, session_id: str) -> Session | None:
         """The session, or ``None`` when there is none (or the thread is no session's)."""
         thread = unwrap(await self.memory.get_thread(_name("session_id", session_id)))
         session = Session.of(thread) if thread is not None else None
-        return await self._used(session) if session is not None else None
+        return await self._counted(await self._used(session)) if session is not None else None
 
     async def update(
         self, session_id: str, *, status: str | None = None, config: dict[str, Any] | None = None
@@ -163,10 +171,10 @@ class SessionManager:
             changes["session_config"] = config
         current = await self._require(session_id)
         if not changes:
-            return current
+            return await self._counted(current)
         session = await self._write(session_id, changes)
         await self._index(session)
-        return session
+        return await self._counted(session)
 
     async def archive(self, session_id: str) -> Session:
         """Mark the session archived (its thread and entries stay)."""
@@ -207,7 +215,7 @@ class SessionManager:
             session = Session.of(thread) if thread is not None else None
             if session is None or (status is not None and session.status != status):
                 continue
-            out.append(session)
+            out.append(await self._counted(session))
             if len(out) >= limit:
                 break
         return out
@@ -230,6 +238,12 @@ class SessionManager:
         if session is None:
             raise NotFoundError(f"session {session_id} not found")
         return session
+
+    async def _counted(self, session: Session) -> Session:
+        """The session with its ``message_count`` read from the store."""
+        entries = unwrap(await self.memory.get_entries(session.id, types="message"))
+        count = sum(1 for e in entries if compaction_of(e) is None)
+        return replace(session, message_count=count)
 
     async def _write(self, session_id: str, changes: dict[str, Any]) -> Session:
         thread = unwrap(await self.memory.update_thread(session_id, changes))

@@ -8,6 +8,13 @@ compaction names no first kept entry, or one that is no longer on the branch, it
 in for everything before it. Older compactions are superseded by the newest; events are never
 part of the view.
 
+A store without branches (no ``get_path``, or one whose ``capabilities`` leave out
+``"branches"``: see :func:`has_paths`) keeps its history in time order: a compaction there is a
+summary message (metadata ``compaction_summary`` holding the compaction's payload) dated just
+before the first entry it keeps, the entries it covers deleted. :func:`dated_history` makes the
+view of such a store from its entries, and :func:`read_compacted_history` and
+:class:`HistoryReader` read it that way.
+
 :class:`HistoryReader` reads the newest part of the view that a budget can hold, paging back
 with ``get_path(before=<entry id>)``, so a build costs the same on a long thread as on a short
 one. It remembers per thread the compaction in effect below the newest entry it saw, so it
@@ -22,10 +29,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import NotFoundError
-from ..result import MemoryResult, ok, unwrap
+from pydantic import ValidationError
+
+from ..errors import InvalidArgumentError, NotFoundError
+from ..result import MemoryResult, err, ok, unwrap
 from ..threads.base import BaseMemoryAdapter, MemoryAdapter
-from ..threads.records import HISTORY_ENTRY_TYPES, CompactionEvent, MemoryEntry, Message, ToolResult, copy_message
+from ..threads.records import (
+    COMPACTION_SUMMARY_KEY,
+    HISTORY_ENTRY_TYPES,
+    CompactionEvent,
+    MemoryEntry,
+    Message,
+    ToolResult,
+    copy_message,
+)
 from ..tokens import count_entry_tokens, count_tokens
 
 #: How the compaction summary is introduced in the messages.
@@ -33,10 +50,60 @@ SUMMARY_HEADING = "Summary of the earlier conversation:"
 
 
 def compaction_of(entry: MemoryEntry) -> CompactionEvent | None:
-    """The compaction payload of a compaction entry, else ``None``."""
-    if entry.type == "compaction" and isinstance(entry.event, CompactionEvent):
-        return entry.event
+    """The compaction payload of a compaction entry, or of a summary message written on a store
+    without branches (metadata ``compaction_summary``), else ``None``."""
+    if entry.type == "compaction":
+        return entry.event if isinstance(entry.event, CompactionEvent) else None
+    metadata = entry.metadata
+    if metadata and entry.type == "message":
+        raw = metadata.get(COMPACTION_SUMMARY_KEY)
+        if isinstance(raw, dict):
+            try:
+                return CompactionEvent.model_validate(raw)
+            except ValidationError:
+                return None
     return None
+
+
+def has_paths(memory: object) -> bool:
+    """Whether ``memory`` keeps branches read with ``get_path`` (every built-in store does); a
+    store without ``get_path``, or whose ``capabilities`` leave out ``"branches"``, keeps its
+    history in time order (see :func:`dated_history`)."""
+    if not callable(getattr(memory, "get_path", None)):
+        return False
+    capabilities = getattr(memory, "capabilities", None)
+    return not isinstance(capabilities, set | frozenset) or "branches" in capabilities
+
+
+def dated_order(entry: MemoryEntry) -> tuple[Any, int, int]:
+    """The sort key of a store without branches: time, a summary before the entries of its
+    microsecond, then ``seq``."""
+    return entry.created_at, 0 if compaction_of(entry) is not None else 1, entry.seq
+
+
+def dated_history(entries: Sequence[MemoryEntry]) -> list[MemoryEntry]:
+    """The compacted view of a store without branches, from its entries in any order (read
+    with ``types=HISTORY_ENTRY_TYPES``): in time order, the newest summary message (see the
+    module docs) and the conversation entries dated after it, from its first kept entry on;
+    without one, every conversation entry. Entries dated before the summary are left out."""
+    ordered = sorted(entries, key=dated_order)
+    last = -1
+    for i in range(len(ordered) - 1, -1, -1):
+        if compaction_of(ordered[i]) is not None:
+            last = i
+            break
+    if last < 0:
+        return [e for e in ordered if not e.is_event]
+    summary = ordered[last]
+    event = compaction_of(summary)
+    assert event is not None
+    after = [e for e in ordered[last + 1 :] if not e.is_event]
+    if event.first_kept_entry_id is not None:
+        for i, entry in enumerate(after):
+            if entry.id == event.first_kept_entry_id:
+                after = after[i:]
+                break
+    return [summary, *after]
 
 
 def compacted_history(path: Sequence[MemoryEntry]) -> list[MemoryEntry]:
@@ -70,7 +137,18 @@ def compacted_history(path: Sequence[MemoryEntry]) -> list[MemoryEntry]:
 async def read_compacted_history(
     memory: MemoryAdapter, *, thread_id: str, leaf_id: str | None = None
 ) -> MemoryResult[list[MemoryEntry]]:
-    """The whole compacted view of the active branch (or of ``leaf_id``), tool calls included."""
+    """The whole compacted view of the active branch (or of ``leaf_id``), tool calls included.
+
+    On a store without branches (see :func:`has_paths`) the view of its entries in time order
+    (:func:`dated_history`); ``leaf_id`` must be ``None`` there.
+    """
+    if not has_paths(memory):
+        if leaf_id is not None:
+            return err(InvalidArgumentError("leaf_id", "must be None: the store keeps no branches"))
+        found = await memory.get_entries(thread_id, types=HISTORY_ENTRY_TYPES, include_tool_calls=True)
+        if not found.success:
+            return found
+        return ok(dated_history(found.data or []))
     result = await memory.get_path(
         thread_id=thread_id, leaf_id=leaf_id, types=HISTORY_ENTRY_TYPES, include_tool_calls=True
     )
@@ -275,6 +353,16 @@ class HistoryReader:
 
         Raises the store's error (``NotFoundError`` for a missing thread or leaf).
         """
+        if not has_paths(memory):
+            return await self._read_dated(
+                memory,
+                thread_id,
+                leaf_id,
+                tokens=tokens,
+                token_limit=token_limit,
+                count_limit=count_limit,
+                tool_cap=tool_cap,
+            )
         if count_limit is not None:
             page_size = count_limit + 4
         elif token_limit is not None:
@@ -353,6 +441,40 @@ class HistoryReader:
         window.summary = compaction
         return window
 
+    async def _read_dated(
+        self,
+        memory: MemoryAdapter,
+        thread_id: str,
+        leaf_id: str | None,
+        *,
+        tokens: Callable[[MemoryEntry], int],
+        token_limit: int | None,
+        count_limit: int | None,
+        tool_cap: int | None,
+    ) -> HistoryWindow:
+        """:meth:`read` on a store without branches: its whole view, read at once (the entries a
+        compaction covers are deleted there, so it holds the summary and what came after)."""
+        view = unwrap(await read_compacted_history(memory, thread_id=thread_id, leaf_id=leaf_id))
+        summary = view[0] if view and compaction_of(view[0]) is not None else None
+        entries = view[1:] if summary is not None else view
+        window = HistoryWindow(summary=summary, complete=False, read=len(view))
+        newest: list[MemoryEntry] = []
+        used = 0
+        for entry in reversed(entries):
+            newest.append(entry)
+            cost = window.tokens[entry.id] = tokens(entry)
+            if tool_cap is not None and cost > tool_cap and is_tool_result(entry):
+                cost = tool_cap
+            used += cost
+            if (token_limit is not None and used > token_limit) or (
+                count_limit is not None and len(newest) >= count_limit
+            ):
+                break
+        window.complete = len(newest) == len(entries)
+        newest.reverse()
+        window.entries = newest
+        return window
+
     async def _compaction_below(
         self, memory: MemoryAdapter, thread_id: str, leaf_id: str | None, pages: list[list[MemoryEntry]]
     ) -> MemoryEntry | None:
@@ -380,7 +502,10 @@ __all__ = [
     "TokenCache",
     "compacted_history",
     "compaction_of",
+    "dated_history",
+    "dated_order",
     "entry_messages",
+    "has_paths",
     "is_tool_result",
     "read_compacted_history",
     "reads_shared",
