@@ -11,6 +11,7 @@ store (one that keeps a graph, see :class:`~cogitator_memory.graph.base.GraphAda
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -346,6 +347,110 @@ async def case_semantic_search(store: Any) -> None:
         InvalidArgumentError,
         "embedding_service",
     )
+
+
+@_case
+async def case_versions_guard_changes(store: Any) -> None:
+    unwrap(await store.add_nodes([_node("a", "Ana"), _node("b", "Bo")]))
+    unwrap(await store.add_edge(_edge("e", "a", "b")))
+    _eq(unwrap(await store.get_node("a")).version, 1, "a new node")
+    first = unwrap(await store.update_node("a", {"description": "painter"}, expected_version=1))
+    _eq(first.version, 2, "a change moves the version on")
+    _eq(unwrap(await store.get_node("a")), first, "stored at version 2")
+    _fails(
+        await store.update_node("a", {"description": "chef"}, expected_version=1),
+        "a change from a stale read",
+        ConflictError,
+        "version 2, not 1",
+    )
+    _eq(unwrap(await store.get_node("a")).description, "painter", "the refused change wrote nothing")
+    _eq(unwrap(await store.update_node("a", {"description": "chef"})).version, 3, "no expected_version: no check")
+    _fails(await store.update_node("a", {"version": 9}), "version is the store's", InvalidArgumentError, "version")
+    _fails(
+        await store.update_node("a", {}, expected_version=0), "a bad version", InvalidArgumentError, "expected_version"
+    )
+    edge = unwrap(await store.update_edge("e", {"confidence": 0.4}, expected_version=1))
+    _eq(edge.version, 2, "edges too")
+    _fails(await store.update_edge("e", {"confidence": 0.9}, expected_version=1), "stale edge", ConflictError, "e")
+    _eq(unwrap(await store.get_edge("e")).confidence, 0.4, "the stale edge change wrote nothing")
+    merged = unwrap(await store.merge_nodes("a", ["b"]))
+    _eq(merged.version, 4, "a merge is a change of its target")
+    # two changes made from one read: the second is refused whoever calls
+    a, b = await asyncio.gather(
+        store.update_node("a", {"aliases": ["One"]}, expected_version=4),
+        store.update_node("a", {"aliases": ["Two"]}, expected_version=4),
+    )
+    _eq(sorted([a.success, b.success]), [False, True], "one of two racing changes wins")
+    loser = a if not a.success else b
+    _eq(loser.error_type is not None and issubclass(loser.error_type, ConflictError), True, "the other conflicts")
+
+
+@_case
+async def case_delete_nodes_in_one_write(store: Any) -> None:
+    ids = await _chain(store, 4)
+    _eq(unwrap(await store.delete_nodes(["n1", "missing", "n2", "n1"])), ["n1", "n2"], "the ids that existed")
+    _eq([n.id for n in unwrap(await store.query_nodes({"agent_id": AGENT}))], [ids[0], ids[3]], "nodes left")
+    _eq(unwrap(await store.query_edges({"agent_id": AGENT})), [], "their edges went with them")
+    _eq(unwrap(await store.delete_nodes([])), [], "nothing to delete")
+    _fails(await store.delete_nodes("n0"), "a bare id", InvalidArgumentError, "node_ids")
+
+
+@_case
+async def case_walks_keep_to_a_scope(store: Any) -> None:
+    ana = {"agent_id": AGENT, "user_id": "ana"}
+    bo = {"agent_id": AGENT, "user_id": "bo"}
+    unwrap(
+        await store.add_nodes(
+            [
+                _node("me", "Agent"),
+                _node("porto", "Porto", "location"),
+                _node("ana", "Ana", scope=ana),
+                _node("bo", "Bo", scope=bo),
+                _node("bo_cat", "Mia", "animal", scope=bo),
+                _node("lisbon", "Lisbon", "location"),
+            ]
+        )
+    )
+    unwrap(
+        await store.add_edges(
+            [
+                _edge("e1", "me", "ana"),
+                _edge("e2", "me", "bo"),
+                _edge("e3", "bo", "bo_cat", "owns"),
+                _edge("e4", "bo", "porto", "located_in"),
+                _edge("e5", "ana", "porto", "located_in"),
+                {**_edge("e6", "me", "lisbon", "located_in"), "scope": bo},  # what bo said of shared nodes
+            ]
+        )
+    )
+
+    async def reached(start: str, scope: dict[str, Any] | None, **options: Any) -> dict[str, int]:
+        depths: dict[str, int] = unwrap(await store.traverse(start, max_depth=3, visible_to=scope, **options)).depths
+        return depths
+
+    _eq(
+        await reached("me", None),
+        {"me": 0, "ana": 1, "bo": 1, "lisbon": 1, "porto": 2, "bo_cat": 2},
+        "no scope: everything",
+    )
+    _eq(await reached("me", ana), {"me": 0, "ana": 1, "porto": 2}, "ana's walk: her nodes and the shared ones")
+    _eq(
+        await reached("me", bo),
+        {"me": 0, "bo": 1, "lisbon": 1, "porto": 2, "bo_cat": 2},
+        "bo's walk: his edge between shared nodes too",
+    )
+    _eq(await reached("ana", bo), {}, "a start the scope does not see")
+    _eq(await reached("me", {"agent_id": AGENT}), {"me": 0}, "the agent's own scope sees no user's")
+    walked = unwrap(await store.traverse("me", max_depth=3, visible_to=ana))
+    _eq([e.id for e in walked.edges], ["e1", "e5"], "only the edges it sees")
+    path = unwrap(await store.find_shortest_path("ana", "porto", visible_to=ana))
+    _eq([e.id for e in path.edges] if path else None, ["e5"], "a path within the scope")
+    _eq(unwrap(await store.find_shortest_path("me", "bo_cat", visible_to=ana)), None, "none through what it cannot see")
+    around = unwrap(await store.find_shortest_path("porto", "me", visible_to=bo))
+    _eq([e.id for e in around.edges] if around else None, ["e4", "e2"], "around a hidden node")
+    near = unwrap(await store.get_neighbors("me", visible_to=ana))
+    _eq(([n.id for n in near.nodes], [e.id for e in near.edges]), (["ana"], ["e1"]), "neighbors in a scope")
+    _fails(await store.traverse("me", visible_to={"user_id": "x"}), "a scope without agent", InvalidArgumentError)
 
 
 @_case

@@ -140,12 +140,18 @@ class PostgresGraph(GraphStoreMixin):
                         if taken is not None:
                             raise ConflictError(f"graph {what} id is taken: {taken[0]}")
                     if put:
-                        cur = await conn.execute(
-                            f"SELECT id, coalesce((body::jsonb ->> 'version')::bigint, 1) FROM {t}.{table}"
-                            " WHERE id = ANY(%s) FOR UPDATE",
-                            ([r.id for r in put],),
-                        )
-                        found = {row[0]: int(row[1]) for row in await cur.fetchall()}
+                        found: dict[str, int] = {}
+                        # twice: a row locked while another write replaced it (deleted, then
+                        # inserted again) is read again by a new statement, which sees the new one
+                        for _ in range(2):
+                            cur = await conn.execute(
+                                f"SELECT id, coalesce((body::jsonb ->> 'version')::bigint, 1) FROM {t}.{table}"
+                                " WHERE id = ANY(%s) FOR UPDATE",
+                                ([r.id for r in put if r.id not in found],),
+                            )
+                            found.update((row[0], int(row[1])) for row in await cur.fetchall())
+                            if len(found) == len(put):
+                                break
                         for record in put:
                             if record.id not in found:
                                 raise NotFoundError(f"graph {what} not found: {record.id}")
