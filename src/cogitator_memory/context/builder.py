@@ -88,6 +88,7 @@ FACTS_HEADING = "Known facts:"
 #: About what the note of an oversized tool result costs (the history read counts no more).
 TOOL_NOTE_TOKENS = 30
 SEMANTIC_HEADING = "Relevant context:"
+OBSERVATIONS_HEADING = "Observations:"
 #: History blocks kept per builder for entries read as a store's own objects (cleared when full).
 MAX_HELD_BLOCKS = 50_000
 
@@ -100,6 +101,14 @@ class _Loaded:
     vector: list[float] | None = None
     items: list[MemoryItem] | None = None
     graph: GraphSelection | None = None
+    observations: list[Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Observed:
+    """An observation (``deps.observations``) as a block of the facts partition."""
+
+    observation: Any
 
 
 class ContextBuilder(RelevanceRanking):
@@ -231,6 +240,8 @@ class ContextBuilder(RelevanceRanking):
         if cfg.include_graph_context and has_input:
             graph_analysis = analysis or analyze_query(text_input or "", anchor, zone)
             jobs.append(self._load_graph(tid, agent, user, text_input or "", graph_analysis, loaded, errors, warnings))
+        if self.deps.observations is not None and has_input:
+            jobs.append(self._load_observations(tid, agent, user, loaded, errors))
         if len(jobs) == 1:  # most builds: no task to schedule
             await jobs[0]
         else:
@@ -274,6 +285,8 @@ class ContextBuilder(RelevanceRanking):
         )
         if loaded.graph is not None and loaded.graph.blocks:
             self._add_graph_blocks(blocks, overhead, loaded.graph)
+        if loaded.observations:
+            self._add_observations(blocks, overhead, loaded.observations, text_input or "", recall_blocks, errors)
         fitter: Fitter
         if candidates is not None:
             fitter = fit_relevant
@@ -423,6 +436,53 @@ class ContextBuilder(RelevanceRanking):
             dropped.graph_nodes.append(block.item.node.model_copy(deep=True))
             dropped.blocks.append(DroppedBlock("recall", "not-selected", block.tokens, block.source_id))
             dropped.token_count += block.tokens
+
+    async def _load_observations(
+        self,
+        thread_id: str,
+        agent_id: str | None,
+        user_id: str | None,
+        loaded: _Loaded,
+        errors: list[ContextBuildError],
+    ) -> None:
+        """The observations the run's scope sees (chosen for the turn once recall is known)."""
+        try:
+            agent, user = await self._thread_scope(thread_id, agent_id, user_id)
+            if agent is not None:
+                scope = {"agent_id": agent, "user_id": user}
+                loaded.observations = list(await self.deps.observations.read(scope))
+        except Exception as exc:
+            errors.append(ContextBuildError("facts", exc))
+
+    def _add_observations(
+        self,
+        blocks: dict[ContextPartition, list[ContextBlock]],
+        overhead: dict[ContextPartition, int],
+        observations: list[Any],
+        text: str,
+        recalled: Sequence[ContextBlock],
+        errors: list[ContextBuildError],
+    ) -> None:
+        """Up to three observations of the entities the input names or whose items it recalled,
+        after the facts (with their heading, and the framing when nothing else frames)."""
+        try:
+            item_ids = [b.item.id for b in recalled if isinstance(b.item, MemoryItem)]
+            chosen = self.deps.observations.select(observations, text, item_ids)
+            texts = [(o, str(o.context_text)) for o in chosen]
+        except Exception as exc:
+            errors.append(ContextBuildError("facts", exc))
+            return
+        if not texts:
+            return
+        if not any(part in blocks for part in ("brief", "facts", "recall")):
+            framing = self._tokens.text_tokens(OPEN_TAG) + self._tokens.text_tokens(CLOSE_TAG) + MESSAGE_OVERHEAD + 1
+            overhead["facts"] = overhead.get("facts", 0) + framing
+        made = [
+            ContextBlock("facts", t, self._tokens.text_tokens(t) + 2, f"observation:{o.path}", _Observed(o))
+            for o, t in texts
+        ]
+        blocks["facts"] = [*blocks.get("facts", ()), *made]
+        overhead["facts"] = overhead.get("facts", 0) + self._tokens.text_tokens(OBSERVATIONS_HEADING) + 2
 
     async def _load_vector(
         self, text: str, loaded: _Loaded, errors: list[ContextBuildError], relevance: bool, semantic: bool
@@ -677,9 +737,13 @@ class ContextBuilder(RelevanceRanking):
         mark_turn_ends(history)
         messages.extend(history)
         sections: list[str | None] = [kept["brief"][0].text if kept.get("brief") else None]
-        facts = [b.item for b in kept.get("facts", ())]
+        fact_blocks = [b for b in kept.get("facts", ()) if not isinstance(b.item, _Observed)]
+        facts = [b.item for b in fact_blocks]
         if facts:
-            sections.append(FACTS_HEADING + "\n" + "\n".join(f"- {b.text}" for b in kept["facts"]))
+            sections.append(FACTS_HEADING + "\n" + "\n".join(f"- {b.text}" for b in fact_blocks))
+        observed = [b.text for b in kept.get("facts", ()) if isinstance(b.item, _Observed)]
+        if observed:
+            sections.append(OBSERVATIONS_HEADING + "\n" + "\n\n".join(observed))
         kept_recall = kept.get("recall", ())
         semantic_blocks = [
             b for b in kept_recall if not isinstance(b.item, RecalledTurns | MemoryItem | GraphContextNode)
@@ -713,7 +777,7 @@ class ContextBuilder(RelevanceRanking):
                     if entry.id not in sent and entry.id not in recalled_ids:
                         lost[entry.id] = entry
                         history_cut = True
-            elif block.partition == "facts":
+            elif block.partition == "facts" and not isinstance(block.item, _Observed):
                 dropped.facts.append(block.item)
             elif block.partition == "recall" and not isinstance(
                 block.item, RecalledTurns | MemoryItem | GraphContextNode
@@ -778,6 +842,7 @@ def mark_turn_ends(history: list[Message]) -> None:
 
 __all__ = [
     "FACTS_HEADING",
+    "OBSERVATIONS_HEADING",
     "RELEVANT_SEARCH_LIMIT",
     "RELEVANT_WINDOW",
     "SEMANTIC_HEADING",

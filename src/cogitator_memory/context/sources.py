@@ -3,8 +3,10 @@
 :class:`ContextBuilderDeps` names them. The thread store is required; the rest are optional and
 each enables a part: an embedding service (relevance, semantic context), an embedding store
 (semantic context), a fact source or the memory items (``include_facts``, recalled items), a
-message index, a graph store (``include_graph_context``) and a reranker of recalled hits
-(:class:`~cogitator_memory.recall.Reranker`, used by ``relevant`` and ``hybrid``).
+message index, a graph store (``include_graph_context``), a reranker of recalled hits
+(:class:`~cogitator_memory.recall.Reranker`, used by ``relevant`` and ``hybrid``) and the
+observations of entities (:class:`~cogitator_memory.upkeep.MemoryObservations`: a turn naming
+an entity, or recalling one of its items, gets up to three next to the facts).
 
 :class:`FactSource` is the small protocol the builder needs of a fact store: any object with an
 async ``get_facts(agent_id, *, user_id, limit)`` returning a
@@ -62,6 +64,7 @@ class ContextBuilderDeps:
     graph_adapter: GraphAdapter | None = None
     memory_items: Any = None
     reranker: Any = None
+    observations: Any = None
 
 
 def check_deps(value: object) -> ContextBuilderDeps:
@@ -94,6 +97,10 @@ def check_deps(value: object) -> ContextBuilderDeps:
         hasattr(deps.graph_adapter, "traverse") and hasattr(deps.graph_adapter, "query_nodes")
     ):
         raise InvalidArgumentError("deps.graph_adapter", "must be a graph store (GraphAdapter)")
+    if deps.observations is not None and not (
+        hasattr(deps.observations, "read") and hasattr(deps.observations, "select")
+    ):
+        raise InvalidArgumentError("deps.observations", "must be a MemoryObservations (with read and select)")
     if deps.message_index is not None and not hasattr(deps.message_index, "search"):
         raise InvalidArgumentError("deps.message_index", "must be a MessageIndex")
     return deps
