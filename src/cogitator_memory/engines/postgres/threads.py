@@ -22,10 +22,12 @@ from ...errors import (
     NotFoundError,
     StoreUnavailableError,
 )
+from ...result import MemoryResult, ok
+from ...threads import tree
 from ...threads.damage import broken_branch
 from ...threads.records import MemoryEntry, NewMemoryEntry, Thread
 from ...threads.tree import with_fork_listed
-from .schema import ThreadSql
+from .schema import THREAD_COLUMNS, ThreadSql
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -78,6 +80,9 @@ class PostgresThreads:
 
     if TYPE_CHECKING:
         _sql: ThreadSql
+
+        def _require_connected(self) -> None: ...
+        def _fail(self, operation: str, exc: Exception) -> MemoryResult[Any]: ...
 
         async def run(
             self, operation: Callable[[AsyncConnection[Any]], Awaitable[T]], *, timeout: float | None = None
@@ -149,6 +154,38 @@ class PostgresThreads:
             return [thread_from_row(row) for row in await cur.fetchall()]
 
         return await self.run(op)
+
+    async def threads_of_user(self, user_id: str) -> MemoryResult[list[Thread]]:
+        """Every thread whose metadata ``user_id`` is the user or whose ``memory_user_ids`` lists
+        them (what a user's erasure deletes), read through two indexes (made on first use: a
+        b-tree on the metadata's ``user_id``, a GIN index on ``memory_user_ids``) instead of every thread."""
+        try:
+            self._require_connected()
+            user = tree.check_id("user_id", user_id)
+            table = self._sql.threads
+            ready = getattr(self, "_user_indexes", False)
+
+            async def op(conn: AsyncConnection[Any]) -> list[Thread]:
+                if not ready:
+                    await conn.execute(
+                        f"CREATE INDEX IF NOT EXISTS threads_by_user ON {table} ((metadata->>'user_id'))"
+                    )
+                    await conn.execute(
+                        f"CREATE INDEX IF NOT EXISTS threads_with_users ON {table} "
+                        "USING gin ((metadata->'memory_user_ids') jsonb_path_ops)"
+                    )
+                cur = await conn.execute(
+                    f"SELECT {THREAD_COLUMNS} FROM {table} WHERE metadata->>'user_id' = %s "
+                    f"UNION SELECT {THREAD_COLUMNS} FROM {table} WHERE metadata->'memory_user_ids' @> %s::jsonb",
+                    (user, json.dumps([user])),
+                )
+                return [thread_from_row(row) for row in await cur.fetchall()]
+
+            found = await self.run(op)
+            self._user_indexes = True
+            return ok(found)
+        except Exception as exc:
+            return self._fail("threads_of_user", exc)
 
     # ----- entries -------------------------------------------------------------------------
 

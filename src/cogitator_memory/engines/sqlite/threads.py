@@ -30,6 +30,8 @@ from ...errors import (
     NotFoundError,
     StoreUnavailableError,
 )
+from ...result import MemoryResult, ok
+from ...threads import tree
 from ...threads.base import BaseMemoryAdapter
 from ...threads.damage import broken_branch
 from ...threads.records import MemoryEntry, NewMemoryEntry, Thread
@@ -42,6 +44,9 @@ from .items import SQLiteItems
 DEFAULT_PATH = "cogitator-memory.db"
 
 _THREAD_COLUMNS = "id, agent_id, metadata, created_at, updated_at, active_leaf_id"
+#: The indexed expression of a thread's ``metadata["user_id"]`` and the threads listing users.
+_USER_EXPR = "json_extract(metadata, '$.user_id')"
+_USERS_LISTED = "json_type(metadata, '$.memory_user_ids') = 'array'"
 
 
 def _thread_from_row(row: Sequence[Any]) -> Thread:
@@ -212,6 +217,27 @@ class SQLiteAdapter(SQLiteFiles, SQLiteGraph, SQLiteItems, BaseMemoryAdapter):
         sql += " ORDER BY updated_at DESC, id DESC LIMIT ?"
         args.append(limit)
         return [_thread_from_row(row) for row in self.connection.execute(sql, args)]
+
+    async def threads_of_user(self, user_id: str) -> MemoryResult[list[Thread]]:
+        """Every thread whose metadata ``user_id`` is the user or whose ``memory_user_ids`` lists
+        them (what a user's erasure deletes), read through two indexes (made on first use: one on
+        the metadata's ``user_id``, one over the threads that list users) instead of every thread."""
+        try:
+            self._require_connected()
+            user = tree.check_id("user_id", user_id)
+            if not getattr(self, "_user_indexes", False):
+                with self._write() as db:
+                    db.execute(f"CREATE INDEX IF NOT EXISTS threads_by_user ON threads ({_USER_EXPR})")
+                    db.execute(f"CREATE INDEX IF NOT EXISTS threads_with_users ON threads (id) WHERE {_USERS_LISTED}")
+                self._user_indexes = True
+            sql = (
+                f"SELECT {_THREAD_COLUMNS} FROM threads WHERE {_USER_EXPR} = ? UNION "
+                f"SELECT {_THREAD_COLUMNS} FROM threads WHERE {_USERS_LISTED} AND EXISTS "
+                "(SELECT 1 FROM json_each(metadata, '$.memory_user_ids') WHERE value = ?)"
+            )
+            return ok([_thread_from_row(row) for row in self.connection.execute(sql, (user, user))])
+        except Exception as exc:
+            return self._fail("threads_of_user", exc)
 
     # ----- entries -------------------------------------------------------------------------
 
