@@ -151,10 +151,21 @@ def _better(a: InferredEdge, b: InferredEdge) -> bool:
 
 
 def _infer_group(edges: list[GraphEdge], config: InferenceRules) -> tuple[list[InferredEdge], bool]:
+    """Semi-naive rounds: each round joins only what the last one made with what is known, every
+    candidate of a round offered shortest first, so a capped pass keeps the shortest chains."""
     scope = edges[0].scope
     stated = {graph_rules.edge_key(e) for e in edges}
     stated |= {(e.target_id, e.type, e.source_id) for e in edges if e.bidirectional}
+    bidirectional = {graph_rules.edge_key(e) for e in edges if e.bidirectional}
     facts: dict[tuple[str, str, str], InferredEdge] = {}
+    by_source: dict[tuple[str, str], set[tuple[str, str, str]]] = defaultdict(set)
+    by_target: dict[tuple[str, str], set[tuple[str, str, str]]] = defaultdict(set)
+
+    def know(fact: InferredEdge) -> None:
+        facts[fact.key] = fact
+        by_source[(fact.source_id, fact.type)].add(fact.key)
+        by_target[(fact.target_id, fact.type)].add(fact.key)
+
     for edge in sorted(edges, key=lambda e: e.id):
         fact = InferredEdge(
             edge.source_id,
@@ -167,67 +178,80 @@ def _infer_group(edges: list[GraphEdge], config: InferenceRules) -> tuple[list[I
             "stated",
         )
         if fact.key not in facts or _better(fact, facts[fact.key]):
-            facts[fact.key] = fact
+            know(fact)
+    seconds: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    firsts: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for (first, second), result in config.chains.items():
+        seconds[first].append((second, result))
+        firsts[second].append((first, result))
     made: dict[tuple[str, str, str], InferredEdge] = {}
     capped = False
 
     def offer(candidate: InferredEdge) -> bool:
         nonlocal capped
         key = candidate.key
-        if candidate.source_id == candidate.target_id or key in stated or candidate.hops > config.max_hops:
-            return False
         old = made.get(key)
         if old is None and len(made) >= config.max_new:
             capped = True
             return False
         if old is not None and not _better(candidate, old):
             return False
-        made[key] = facts[key] = candidate
+        made[key] = candidate
+        know(candidate)
         return True
 
-    def inverse(fact: InferredEdge, bidirectional: bool = False) -> InferredEdge | None:
-        other = config.inverses.get(fact.type)
-        if other is None or bidirectional:
-            return None
-        return InferredEdge(
-            fact.target_id, other, fact.source_id, scope, fact.confidence, fact.evidence, fact.inferred_from, "inverse"
+    def chain(a: InferredEdge, b: InferredEdge, result: str, out: list[InferredEdge]) -> None:
+        if a.source_id == b.target_id or a.hops + b.hops > config.max_hops:
+            return
+        if (a.source_id, result, b.target_id) in stated or set(a.inferred_from) & set(b.inferred_from):
+            return
+        out.append(
+            InferredEdge(
+                a.source_id,
+                result,
+                b.target_id,
+                scope,
+                round(a.confidence * b.confidence, 6),
+                tuple(graph_rules.merged_evidence(a.evidence, b.evidence)),
+                a.inferred_from + b.inferred_from,
+                "chain",
+            )
         )
 
-    frontier = list(facts.values())
-    bidirectional = {graph_rules.edge_key(e) for e in edges if e.bidirectional}
-    first_types = {first for first, _ in config.chains}
-    # each round makes the facts standing on one edge more than the last: hops stay bounded
-    for _ in range(config.max_hops):
-        fresh: list[InferredEdge] = []
+    frontier = sorted(facts.values(), key=lambda f: f.key)
+    # every fact stands on at most max_hops edges, and a candidate is taken only when new or
+    # better, so rounds end; the bound is a guard
+    for _ in range(4 * config.max_hops):
+        candidates: list[InferredEdge] = []
         for fact in frontier:
-            flipped = inverse(fact, fact.key in bidirectional)
-            if flipped is not None and offer(flipped):
-                fresh.append(flipped)
-        by_source: dict[str, list[InferredEdge]] = defaultdict(list)
-        for fact in facts.values():
-            by_source[fact.source_id].append(fact)
-        for fact in sorted(facts.values(), key=lambda f: (f.hops, f.key)):
-            if fact.type not in first_types:
-                continue
-            for nxt in by_source.get(fact.target_id, ()):
-                result = config.chains.get((fact.type, nxt.type))
-                if result is None or set(fact.inferred_from) & set(nxt.inferred_from):
-                    continue
-                chained = InferredEdge(
-                    fact.source_id,
-                    result,
-                    nxt.target_id,
-                    scope,
-                    round(fact.confidence * nxt.confidence, 6),
-                    tuple(graph_rules.merged_evidence(fact.evidence, nxt.evidence)),
-                    fact.inferred_from + nxt.inferred_from,
-                    "chain",
+            other = config.inverses.get(fact.type)
+            if (
+                other is not None
+                and fact.key not in bidirectional
+                and (fact.target_id, other, fact.source_id) not in stated
+            ):
+                candidates.append(
+                    InferredEdge(
+                        fact.target_id,
+                        other,
+                        fact.source_id,
+                        scope,
+                        fact.confidence,
+                        fact.evidence,
+                        fact.inferred_from,
+                        "inverse",
+                    )
                 )
-                if offer(chained):
-                    fresh.append(chained)
-        if not fresh:
+            for second, result in seconds.get(fact.type, ()):
+                for key in sorted(by_source.get((fact.target_id, second), ())):
+                    chain(fact, facts[key], result, candidates)
+            for first, result in firsts.get(fact.type, ()):
+                for key in sorted(by_target.get((fact.source_id, first), ())):
+                    chain(facts[key], fact, result, candidates)
+        candidates.sort(key=lambda f: (f.hops, -f.confidence, f.key, f.inferred_from))
+        frontier = [c for c in candidates if offer(c)]
+        if not frontier:
             break
-        frontier = fresh
     return list(made.values()), capped
 
 
