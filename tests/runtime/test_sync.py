@@ -1,0 +1,88 @@
+"""SyncMemory: the Memory API without asyncio, from threads and from inside running loops."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from cogitator_memory.errors import InvalidArgumentError, MemoryStoreError
+from cogitator_memory.runtime.memory import Memory
+from cogitator_memory.runtime.sync import SyncMemory
+
+CONFIG = {"adapter": "memory", "embedding": {"provider": "none"}}
+#: Memory's coroutines without a twin: open and close have their own sync forms; core_facts
+#: hands out the async CoreFacts store (SyncMemory reads facts with facts(), sets them with
+#: remember(core_fact_key=)).
+NO_TWIN = {"open", "close", "core_facts"}
+
+
+def test_every_async_method_of_memory_has_its_twin() -> None:
+    public = {
+        name
+        for name, member in inspect.getmembers(Memory, inspect.iscoroutinefunction)
+        if not name.startswith("_") and name not in NO_TWIN
+    }
+    for name in public:
+        twin = getattr(SyncMemory, name, None)
+        assert twin is not None, f"SyncMemory has no {name}"
+        assert not inspect.iscoroutinefunction(twin)
+        assert inspect.signature(twin) == inspect.signature(getattr(Memory, name)), name
+
+
+def test_calls_from_many_threads_at_once(tmp_path: Path) -> None:
+    with SyncMemory({"adapter": "sqlite", "path": str(tmp_path / "s.db"), "embedding": {"provider": "none"}}) as memory:
+
+        def work(n: int) -> int:
+            memory.add([{"role": "user", "content": f"turn {n} about kiwis"}], user_id="u", thread_id=f"t{n % 4}")
+            return len(memory.history(f"t{n % 4}"))
+
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(work, range(40)))
+        assert sum(len(memory.history(f"t{i}")) for i in range(4)) == 40
+        assert memory.search("kiwis", user_id="u", limit=5)
+
+
+def test_from_a_running_loop_and_its_worker_threads() -> None:
+    memory = SyncMemory.open(CONFIG)
+    try:
+
+        async def inside() -> tuple[int, int]:
+            memory.add([{"role": "user", "content": "said inside a loop"}], thread_id="loop")
+            in_worker = await asyncio.to_thread(memory.history, "loop")
+            return len(memory.history("loop")), len(in_worker)
+
+        assert asyncio.run(inside()) == (1, 1)
+    finally:
+        memory.close()
+
+
+def test_errors_keep_their_class_and_the_loop_thread_is_refused() -> None:
+    with SyncMemory(CONFIG) as memory:
+        with pytest.raises(InvalidArgumentError, match="query"):
+            memory.search("")
+
+        async def from_the_loop() -> None:
+            memory.facts()
+
+        with pytest.raises(MemoryStoreError, match="its own event loop"):
+            asyncio.run_coroutine_threadsafe(from_the_loop(), memory._loop.loop).result()
+    memory.close()  # twice is fine
+    with pytest.raises(MemoryStoreError, match="closed"):
+        memory.facts()
+
+
+def test_close_stops_the_thread_and_a_failed_open_leaves_none() -> None:
+    before = threading.active_count()
+    memory = SyncMemory.open(CONFIG)
+    memory.close()
+    assert threading.active_count() == before
+    with pytest.raises(InvalidArgumentError, match=r"memory\.connection_string"):
+        SyncMemory.open(
+            {"adapter": "redis", "connection_string": "redis://127.0.0.1:1/0", "options": {"connect_timeout": 0.3}}
+        )
+    assert threading.active_count() == before
