@@ -1,0 +1,106 @@
+"""The memory commands of the CLI (search, remember, facts) on the configured store, any engine."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+
+from cogitator_memory.cli import main
+from cogitator_memory.runtime.memory import Memory
+from cogitator_memory.testing.services import service_url
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("COGITATOR_HOME", str(tmp_path / "home"))
+    file = tmp_path / "cogitator.yml"
+    file.write_text(f"memory:\n  adapter: sqlite\n  path: {tmp_path / 'cli.db'}\n  embedding: {{provider: none}}\n")
+    return file
+
+
+def test_remember_then_facts_then_search(config_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = ("--config", str(config_file))
+    code, out, _ = _run(capsys, "remember", "Alex", "--core-key", "user_name", "--user", "alex", *cfg)
+    assert code == 0 and "(core fact user_name)" in out
+    code, out, _ = _run(capsys, "facts", "--user", "alex", *cfg)
+    assert (code, out) == (0, "user_name: Alex\n")
+    code, out, _ = _run(capsys, "facts", "--user", "sam", "--json", *cfg)
+    assert json.loads(out) == {"facts": {}}
+
+    async def seed() -> None:
+        async with Memory(
+            {"adapter": "sqlite", "path": str(tmp_path / "cli.db"), "embedding": {"provider": "none"}}
+        ) as m:
+            await m.add([{"role": "user", "content": "The boiler is serviced every October."}], user_id="alex")
+
+    asyncio.run(seed())
+    code, out, _ = _run(capsys, "search", "boiler", "--user", "alex", "--json", *cfg)
+    hits = json.loads(out)["results"]
+    assert code == 0 and "boiler" in hits[0]["text"]
+    code, out, _ = _run(capsys, "search", "boiler", "--user", "sam", *cfg)
+    assert (code, out) == (0, "nothing found\n")
+
+
+def test_db_picks_a_sqlite_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "other.db"
+    code, _, _ = _run(capsys, "remember", "Likes jazz", "--db", str(db))
+    assert code == 0 and db.exists()
+
+
+def test_the_default_store_is_in_the_home_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("COGITATOR_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("COGITATOR_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _run(capsys, "facts")
+    assert code == 0, err
+    assert (tmp_path / "home" / "memory.db").exists()
+
+
+def test_a_redis_store_from_the_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = service_url("COGMEM_TEST_REDIS_URL")
+    file = tmp_path / "redis.yml"
+    file.write_text(
+        f"memory:\n  adapter: redis\n  connection_string: {url}\n  options: {{key_prefix: 'cli{uuid.uuid4().hex[:6]}:'}}\n"
+        "  embedding: {provider: none}\n"
+    )
+    code, out, _ = _run(capsys, "facts", "--config", str(file))
+    assert (code, out.startswith("no core facts")) == (0, True)
+    code, _, err = _run(capsys, "remember", "x", "--config", str(file))
+    assert code == 1 and "knowledge graph is off" in err
+
+
+@pytest.mark.parametrize(
+    ("yaml", "words"),
+    [
+        ("memory:\n  adapter: sqlite\n  colour: blue\n", "'memory.colour': unknown key"),
+        (
+            "memory:\n  adapter: redis\n  connection_string: redis://127.0.0.1:1/0\n  options: {connect_timeout: 0.3}\n",
+            "'memory.connection_string': cannot reach the redis store",
+        ),
+    ],
+)
+def test_bad_configs_are_one_line_naming_the_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], yaml: str, words: str
+) -> None:
+    file = tmp_path / "bad.yml"
+    file.write_text(yaml)
+    code, out, err = _run(capsys, "search", "x", "--config", str(file))
+    assert code == 1 and out == ""
+    assert err.startswith("cogitator-memory: error:") and words in err and err.count("\n") == 1
+
+
+def test_bad_arguments_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, "search", "x", "--limit", "0")
+    assert code == 2 and "--limit" in err
