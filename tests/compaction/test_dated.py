@@ -9,6 +9,7 @@ else). The summarizer is a chat model over real HTTP (``ScriptedServer``).
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -31,7 +32,13 @@ from cogitator_memory.context.history import (
 from cogitator_memory.errors import InvalidArgumentError
 from cogitator_memory.lifecycle import Capability
 from cogitator_memory.models import OpenAIChatClient, SummarizeOptions, summarize_fn
-from cogitator_memory.testing.scripted_server import ScriptedChatRequest, ScriptedServer, openai_chat_handler
+from cogitator_memory.testing.scripted_server import (
+    RecordedRequest,
+    ScriptedChatRequest,
+    ScriptedResponse,
+    ScriptedServer,
+    openai_chat_handler,
+)
 from cogitator_memory.threads.records import COMPACTION_SUMMARY_KEY, MemoryEntry, Message
 
 PATH = "/v1/chat/completions"
@@ -168,14 +175,23 @@ async def test_a_failing_summarizer_leaves_a_dated_store_as_it_was(
     if failure == "http-500":
         server.enqueue(PATH, status=500, json={"error": {"message": "overloaded"}})
     elif failure == "timeout":
-        server.enqueue(PATH, json={}, delay=1.5)
+
+        def late_answer(request: RecordedRequest) -> ScriptedResponse:
+            time.sleep(1.0)
+            return ScriptedResponse(json={})
+
+        server.fallback(PATH, late_answer)
         timeout = 0.3
     else:
         server.fallback(PATH, openai_chat_handler("   "))
     service = CompactionService(dated, summarize_fn(client), timeout=timeout)
-    with pytest.raises(CompactionError):
+    why = {"http-500": "the summarizer failed", "timeout": "no answer within", "blank": "no usable summary"}
+    with pytest.raises(CompactionError, match=why[failure]):
         await service.compact(thread.id, message_threshold=4, keep_recent=2)
-    with pytest.raises(CompactionError):
+    if failure == "http-500":
+        server.enqueue(PATH, status=500, json={"error": {"message": "overloaded"}})
+    why["blank"] = "no JSON array"
+    with pytest.raises(CompactionError, match=why[failure]):
         await service.compact(thread.id, strategy="hierarchical", message_threshold=4, keep_recent=2)
     assert await stored(dated, thread.id) == before
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import time
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -14,10 +16,16 @@ from cogitator_memory.compaction.hierarchical import HANDOFF_SECTIONS, atom_id
 from cogitator_memory.compaction.records import CompactionLevels
 from cogitator_memory.context.history import read_compacted_history
 from cogitator_memory.errors import InvalidArgumentError
-from cogitator_memory.models import OpenAIChatClient, summarize_fn
-from cogitator_memory.testing.scripted_server import ScriptedChatRequest, ScriptedServer, openai_chat_handler
+from cogitator_memory.models import OpenAIChatClient, SummarizeOptions, summarize_fn
+from cogitator_memory.testing.scripted_server import (
+    RecordedRequest,
+    ScriptedChatRequest,
+    ScriptedResponse,
+    ScriptedServer,
+    openai_chat_handler,
+)
 from cogitator_memory.threads.base import BaseMemoryAdapter
-from cogitator_memory.threads.records import CompactionEvent, MemoryEntry
+from cogitator_memory.threads.records import CompactionEvent, MemoryEntry, Message
 
 PATH = "/v1/chat/completions"
 
@@ -374,3 +382,38 @@ def test_folding_keeps_open_items_and_reopens_on_newer_word() -> None:
     text = handoff_text(levels)
     assert text.startswith("Open tasks:\n- Ship it\n\nConstraints:\n- none")
     assert "Done:\n- none" in text
+
+
+async def test_a_timed_out_chapter_writes_nothing_and_racing_entries_stay_after_the_tree(
+    memory: BaseMemoryAdapter, server: ScriptedServer, client: OpenAIChatClient
+) -> None:
+    thread = unwrap(await memory.create_thread("concierge"))
+    await trip(memory, thread.id)
+    before = await everything(memory, thread.id)
+
+    def late_answer(request: RecordedRequest) -> ScriptedResponse:
+        time.sleep(1.0)
+        return ScriptedResponse(json={})
+
+    server.fallback(PATH, late_answer)
+    slow = CompactionService(memory, summarize_fn(client), timeout=0.3)
+    with pytest.raises(CompactionError, match="no answer within"):
+        await slow.compact(thread.id, strategy="hierarchical", message_threshold=5, keep_recent=2)
+    assert await everything(memory, thread.id) == before
+
+    server.fallback(PATH, openai_chat_handler(first_answer))
+    model = summarize_fn(client)
+    late: list[MemoryEntry] = []
+
+    async def racing(messages: Sequence[Message], options: SummarizeOptions) -> str:
+        if not late:
+            late.append(await say(memory, thread.id, "user", "A late question about the trains."))
+        return await model(messages, options)
+
+    result = await CompactionService(memory, racing).compact(
+        thread.id, strategy="hierarchical", message_threshold=5, keep_recent=2
+    )
+    assert result.compacted and result.covered == 5
+    view = unwrap(await read_compacted_history(memory, thread_id=thread.id))
+    assert [e.id for e in view] == [result.entry_id, before[5][0], before[6][0], late[0].id]
+    assert isinstance(view[0].event, CompactionEvent) and view[0].event.summary == HANDOFF_1
