@@ -323,11 +323,12 @@ class MemoryCascade:
                 await self._take(
                     forks, {k: v for k, v in fork_threads.items() if v is not None}, who, "delete", None, counts
                 )
+        if self.embeddings is not None and callable(getattr(self.embeddings, "delete_by_filter", None)):
+            # the thread's vectors in one call of the store, before they are looked up by source
+            counts.vectors += unwrap(await self.embeddings.delete_by_filter(thread_id=tid))
         gone = derived.Gone()
         await self._sweep(agents, ids, counts, gone, reason)
         await self._purge_scopes(agents, {"thread_id": tid}, counts, gone, reason)
-        if self.embeddings is not None and callable(getattr(self.embeddings, "delete_by_filter", None)):
-            counts.vectors += unwrap(await self.embeddings.delete_by_filter(thread_id=tid))
         if thread is not None:
             unwrap(await self.memory.delete_thread(tid))
             counts.threads += 1
