@@ -281,3 +281,28 @@ async def test_settings_and_arguments_are_checked(memory: InMemoryAdapter, model
     assert caught.value.argument == "entry"
     assert extractor.submit(entry, scope={"agent_id": "concierge"}) == "queued"
     await extractor.close(drain=False)
+
+
+def test_submit_outside_a_running_loop_raises_and_queues_nothing() -> None:
+    from datetime import UTC, datetime
+
+    from cogitator_memory.threads.records import MemoryEntry
+
+    async def never(messages: Any, options: Any) -> str:
+        raise AssertionError("the model is never asked")
+
+    extractor = AutoExtractor(graph=InMemoryAdapter(), summarize=never)
+    entry = MemoryEntry.model_validate(
+        {
+            "id": "entry_1",
+            "thread_id": "t",
+            "seq": 1,
+            "type": "message",
+            "message": {"role": "user", "content": "Ana lives in Porto."},
+            "token_count": 5,
+            "created_at": datetime(2026, 1, 1, tzinfo=UTC),
+        }
+    )
+    with pytest.raises(RuntimeError):
+        extractor.submit(entry, scope={"agent_id": "concierge"})
+    assert (extractor.stats.submitted, extractor.stats.pending) == (0, 0)

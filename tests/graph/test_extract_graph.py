@@ -340,3 +340,27 @@ def test_parse_graph_extraction_reads_what_fits_and_checks_every_quote() -> None
     assert (chosen.unverified, chosen.unknown_entities, chosen.relations) == (1, 1, [])
     with pytest.raises(InvalidArgumentError):
         select_writable(answer, min_trust="friend")  # type: ignore[arg-type]
+
+
+async def test_a_failed_window_writes_nothing_and_the_others_are_written(model: Model) -> None:
+    def answer(chat: ScriptedChatRequest) -> str:
+        text = shown(chat)[1]
+        if text.startswith("Ana"):
+            return "No JSON today."
+        return array(
+            entity("Bo", "person", (1, "Bo")),
+            entity("Faro", "location", (1, "Faro")),
+            relation("located_in", "Bo", "Faro", (1, "Bo lives in Faro")),
+        )
+
+    model.answer(answer)
+    async with InMemoryAdapter() as store:
+        thread = await thread_of(store)
+        entries = [await say(store, thread, "Ana lives in Porto."), await say(store, thread, "Bo lives in Faro.")]
+        with pytest.raises(GraphWindowError) as caught:
+            await extractor(store, model, window_tokens=100).extract(entries, scope=ANA)
+        report = caught.value.report
+        assert report is not None and [w.status for w in report.windows] == ["failed", "read"]
+        assert caught.value.window == 1 and caught.value.windows == 2
+        assert (await graph_of(store, "concierge"))[1] == [("Bo", "located_in", "Faro")]
+        assert [n.name for n in report.nodes] == ["Bo", "Faro"]

@@ -206,7 +206,7 @@ class AutoExtractor:
     def submit(self, entry: MemoryEntry, *, scope: MemoryScope | Mapping[str, Any] | None = None) -> SubmitStatus:
         """Queue ``entry`` for extraction in ``scope`` (default: its thread's, from ``memory``) and
         return at once, without waiting for anything (see :data:`SubmitStatus`). Call it on the
-        loop the extractor runs on."""
+        loop the extractor runs on (outside a running loop it raises ``RuntimeError``)."""
         if not isinstance(entry, MemoryEntry):
             raise InvalidArgumentError("entry", f"must be a MemoryEntry, got {type(entry).__name__}")
         checked = None if scope is None else check_scope("scope", scope)
@@ -214,6 +214,7 @@ class AutoExtractor:
             raise InvalidArgumentError("scope", "is needed when the extractor has no thread store (memory)")
         if self._closed:
             return "closed"
+        loop = asyncio.get_running_loop()  # outside a running loop: RuntimeError, before anything changes
         message = entry.message
         text = message.content if message is not None else None
         if message is None or message.role not in self.settings.roles or not isinstance(text, str) or not text.strip():
@@ -232,7 +233,7 @@ class AutoExtractor:
         self._stats.submitted += 1
         self._idle.clear()
         self._wake.set()
-        self._start()
+        self._start(loop)
         return status
 
     def attach(self, memory: Any) -> Callable[[], None]:
@@ -309,9 +310,10 @@ class AutoExtractor:
 
     # ----- the worker --------------------------------------------------------------------------
 
-    def _start(self) -> None:
+    def _start(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
         if self._worker is None or self._worker.done():
-            self._worker = asyncio.get_running_loop().create_task(self._work(), name="cogitator-auto-extract")
+            running = loop or asyncio.get_running_loop()
+            self._worker = running.create_task(self._work(), name="cogitator-auto-extract")
 
     async def _work(self) -> None:
         while True:
