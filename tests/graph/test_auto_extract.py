@@ -306,3 +306,25 @@ def test_submit_outside_a_running_loop_raises_and_queues_nothing() -> None:
     with pytest.raises(RuntimeError):
         extractor.submit(entry, scope={"agent_id": "concierge"})
     assert (extractor.stats.submitted, extractor.stats.pending) == (0, 0)
+
+
+class EdgesHang(InMemoryAdapter):
+    """An in-process store whose edge writes never finish (a store that stopped answering)."""
+
+    async def add_edges(self, edges: Any) -> Any:
+        await asyncio.Event().wait()
+
+
+async def test_close_without_draining_takes_back_the_writes_of_the_message_being_read(model: Model) -> None:
+    model.answer(reader)
+    async with EdgesHang() as store:
+        extractor = auto(store, model, infer=False)
+        thread = await thread_of(store)
+        extractor.submit(await say(store, thread, "Ana lives in Porto."))
+        for _ in range(500):  # until its nodes are written and it waits on the edges
+            if len((await graph_of(store, "concierge"))[0]) == 2:
+                break
+            await asyncio.sleep(0.01)
+        assert sorted((await graph_of(store, "concierge"))[0]) == ["Ana", "Porto"]
+        await extractor.close(drain=False)
+        assert await graph_of(store, "concierge") == ({}, [])

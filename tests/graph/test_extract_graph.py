@@ -364,3 +364,31 @@ async def test_a_failed_window_writes_nothing_and_the_others_are_written(model: 
         assert caught.value.window == 1 and caught.value.windows == 2
         assert (await graph_of(store, "concierge"))[1] == [("Bo", "located_in", "Faro")]
         assert [n.name for n in report.nodes] == ["Bo", "Faro"]
+
+
+async def test_a_relation_stated_after_it_was_inferred_becomes_extracted_and_stays(model: Model) -> None:
+    from cogitator_memory.graph.inference import run_inference
+
+    async with InMemoryAdapter() as store:
+        thread = await thread_of(store)
+        model.answer(honest)
+        await extractor(store, model).extract([await say(store, thread, SAID)], scope=ANA)
+        await run_inference(store, "concierge")
+        inferred = unwrap(await store.query_edges({"agent_id": "concierge", "origins": ["inferred"]}))
+        assert any(e.type == "located_in" for e in inferred)  # Ana in Portugal, through Porto
+
+        said = await say(store, thread, "Ana lives in Portugal now.")
+        model.answer(
+            array(
+                entity("Ana", "person", (1, "Ana lives")),
+                entity("Portugal", "location", (1, "Portugal")),
+                relation("located_in", "Ana", "Portugal", (1, "Ana lives in Portugal")),
+            )
+        )
+        report = await extractor(store, model).extract([said], scope=ANA)
+        assert (report.windows[0].edges_added, report.windows[0].edges_updated) == (0, 1)
+        (edge,) = [e for e in report.edges if e.type == "located_in"]
+        assert edge.origin == "extracted" and edge.evidence[-1].quote == "Ana lives in Portugal"
+        again = await run_inference(store, "concierge")
+        assert edge.id not in again.deleted
+        assert unwrap(await store.get_edge(edge.id)) is not None
