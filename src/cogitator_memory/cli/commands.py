@@ -24,12 +24,13 @@ from .. import __version__
 from ..engines.sqlite.threads import DEFAULT_PATH
 from ..ids import thread_id as new_thread_id
 from ..threads.records import NewMemoryEntry
-from . import render
+from . import memory_commands, render
 from .demo import DEMO_FORK, DEMO_THREAD, write_demo
 from .forget import register as register_forget
 from .formats import CliError, ImportFile, entry_json, export_chunks, messages_to_entries, read_import_file
 from .importing import ImportResult, import_export, import_messages
 from .progress import Progress
+from .serve import register as register_serve
 from .store import DB_ENV, DEFAULT_AGENT, PROG, all_entries, need, open_store, require_thread
 
 DEBUG_ENV = "COGITATOR_MEMORY_DEBUG"
@@ -397,6 +398,8 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
     _progress_flag(exp)
     exp.set_defaults(handler=cmd_export)
+    memory_commands.register(sub, db)
+    register_serve(sub, db)
     return parser
 
 

@@ -138,7 +138,10 @@ async function loadEntries() {
   const rows = page.entries.slice().reverse().map(entryRow);
   $("entries").append(...rows);
   for (const row of $("entries").children) {
-    row.classList.toggle("branch", (state.children.get(row.dataset.entry) || 0) > 1);
+    const branches = state.children.get(row.dataset.entry) || 0;
+    row.classList.toggle("branch", branches > 1);
+    const mark = row.querySelector(".branches");
+    if (mark) mark.textContent = branches > 1 ? `branch point: ${branches} branches` : "";
   }
   state.entriesCursor = page.next_cursor;
   $("entries-more").hidden = !page.next_cursor;
@@ -146,7 +149,7 @@ async function loadEntries() {
 
 function entryRow(entry) {
   const classes = ["entry"];
-  if (state.activePath.has(entry.id)) classes.push("active");
+  classes.push(state.activePath.has(entry.id) ? "active" : "off-path");
   if (entry.type === "compaction") classes.push("compaction");
   if (entry.metadata && entry.metadata.redacted) classes.push("redacted");
   const role = entry.message ? entry.message.role : entry.type;
@@ -162,6 +165,8 @@ function entryRow(entry) {
       el("span", {}, role),
       el("span", {}, when(entry.created_at)),
       entry.parent_id ? el("span", {}, `after ${entry.parent_id}`) : el("span", {}, "root"),
+      state.activePath.has(entry.id) ? null : el("span", { class: "side" }, "other branch"),
+      el("span", { class: "branches" }),
       forget,
     ),
     el("div", { class: "text" }, messageText(entry)),

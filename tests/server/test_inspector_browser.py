@@ -1,0 +1,200 @@
+"""The inspector page in headless Chromium (Debian's package) against the real app on loopback and
+a real SQLite memory: the tree, items linked to their quotes, file diffs, search, stored markup
+shown as text and never run, and clicks that really forget.
+
+Chromium is found at ``$COGMEM_TEST_CHROMIUM`` (default ``/usr/bin/chromium``); screenshots go to
+``$COGMEM_TEST_ARTIFACTS`` (default ``test-artifacts/``) under ``inspector/``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cogitator_memory import unwrap
+from cogitator_memory.runtime.memory import Memory
+from cogitator_memory.server.rest import create_app
+
+CHROMIUM = os.environ.get("COGMEM_TEST_CHROMIUM", "/usr/bin/chromium")
+ARTIFACTS = Path(os.environ.get("COGMEM_TEST_ARTIFACTS", "test-artifacts")) / "inspector"
+SCRIPT = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+async def served(tmp_path: Path) -> AsyncIterator[tuple[str, Memory]]:
+    uvicorn = pytest.importorskip("uvicorn")
+    config = {"adapter": "sqlite", "path": str(tmp_path / "memory.db"), "embedding": {"provider": "hashing"}}
+    async with Memory(config) as memory:
+        port = _free_port()
+        server = uvicorn.Server(uvicorn.Config(create_app(memory), host="127.0.0.1", port=port, log_level="warning"))
+        task = asyncio.create_task(server.serve())
+        while not server.started:
+            await asyncio.sleep(0.02)
+        try:
+            yield f"http://127.0.0.1:{port}", memory
+        finally:
+            server.should_exit = True
+            await task
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Any]:
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set COGMEM_TEST_CHROMIUM)")
+    playwright_api = pytest.importorskip("playwright.async_api")
+    async with playwright_api.async_playwright() as playwright:
+        launched = await playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
+        try:
+            yield launched
+        finally:
+            await launched.close()
+
+
+async def _seed(memory: Memory) -> dict[str, Any]:
+    store = memory.adapter
+    thread = unwrap(await store.create_thread("default", {"user_id": "ada", "title": "Ada's chat"}))
+    texts = ["My sister Maria lives in Porto", "Noted.", SCRIPT, "That looks like code.", "My pin is 4321", "Ok."]
+    ids = []
+    for i, text in enumerate(texts):
+        role = "user" if i % 2 == 0 else "assistant"
+        ids.append(
+            unwrap(await store.add_entry({"thread_id": thread.id, "message": {"role": role, "content": text}})).id
+        )
+    scope = {"agent_id": "default", "user_id": "ada"}
+    item = await memory.items.add(
+        {
+            "kind": "fact",
+            "subject": "Maria",
+            "attribute": "lives in",
+            "value": "Porto",
+            "evidence": [{"entry_id": ids[0], "thread_id": thread.id, "quote": "Maria lives in Porto"}],
+            "trust": "user",
+            "verified": True,
+            "scope": scope,
+        }
+    )
+    assert memory.files is not None
+    await memory.files.put({"scope": scope, "author": "user"}, "/memories/ada.md", "likes: tea\n")
+    await memory.files.put({"scope": scope, "author": "user"}, "/memories/ada.md", f"likes: tea\nnote: {SCRIPT}\n")
+    side = {
+        "thread_id": thread.id,
+        "parent_id": ids[1],
+        "activate": False,
+        "message": {"role": "user", "content": "Or Braga?"},
+    }
+    branch = unwrap(await store.add_entry(side)).id
+    other = unwrap(await store.create_thread("default", {"user_id": "bob"}))
+    unwrap(await store.add_entry({"thread_id": other.id, "message": {"role": "user", "content": "Bob stays"}}))
+    return {"thread": thread.id, "ids": ids, "item": item.id, "other": other.id, "branch": branch}
+
+
+async def _shot(page: Any, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    await page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+async def test_the_inspector_shows_and_forgets(served: tuple[str, Memory], browser: Any) -> None:
+    url, memory = served
+    seeded = await _seed(memory)
+    page = await browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    await page.goto(url)
+    await page.fill("#user", "ada")
+    await page.click("#filters button[type=submit]")
+    await page.wait_for_selector(f"[data-thread='{seeded['thread']}']")
+    assert await page.locator("#threads li").count() == 1  # Bob's thread is not Ada's
+    await page.click(f"[data-thread='{seeded['thread']}']")
+    await page.wait_for_selector(f"#entry-{seeded['ids'][-1]}")
+    assert await page.locator("#entries > li").count() == 7
+    # The tree: the side branch is marked off the active path, its parent as a branch point.
+    assert await page.locator(f"#entry-{seeded['branch']}.off-path .side").text_content() == "other branch"
+    assert (
+        await page.locator(f"#entry-{seeded['ids'][1]}.branch .branches").text_content() == "branch point: 2 branches"
+    )
+    assert await page.locator(f"#entry-{seeded['ids'][5]}.active").count() == 1
+    # Stored markup is shown as text and never runs.
+    script_row = page.locator(f"#entry-{seeded['ids'][2]} .text")
+    assert await script_row.text_content() == SCRIPT
+    assert await page.evaluate("window.__pwned") is None
+    assert await page.locator("#entries img").count() == 0
+    # The item, its quote linked to the entry it stands on.
+    await page.wait_for_selector(f"[data-item='{seeded['item']}']")
+    await page.click(f"[data-item='{seeded['item']}'] .quote")
+    await page.wait_for_selector(f"#entry-{seeded['ids'][0]}.highlight")
+    await _shot(page, "thread-and-items")
+    # File versions with their diff, the markup in it as text.
+    await page.click("[data-tab=files]")
+    await page.click("[data-path='/memories/ada.md']")
+    await page.wait_for_selector("#versions .diff")
+    diffs = await page.locator("#versions .diff").all_text_contents()
+    assert any("+note: <script>" in d for d in diffs)
+    assert await page.evaluate("window.__pwned") is None
+    await _shot(page, "file-versions")
+    # Search.
+    await page.fill("#search", "where does Maria live")
+    await page.click("#search-form button")
+    await page.wait_for_selector(f"[data-hit='{seeded['ids'][0]}']")
+    # Forget one entry: the preview lists it, the click really deletes it (and its reply).
+    await page.click(f"[data-forget='{seeded['ids'][4]}']")
+    await page.wait_for_selector("#confirm[open]")
+    assert "entries of" in (await page.locator("#confirm-list").text_content() or "")
+    await _shot(page, "forget-preview")
+    await page.click("#confirm-go")
+    await page.wait_for_selector(f"#entry-{seeded['ids'][4]}", state="detached")
+    assert unwrap(await memory.adapter.get_entry(seeded["ids"][4])) is None
+    assert unwrap(await memory.adapter.get_entry(seeded["ids"][0])) is not None
+    # Keep it: cancelling the preview changes nothing.
+    await page.click(f"[data-forget='{seeded['ids'][0]}']")
+    await page.wait_for_selector("#confirm[open]")
+    await page.click("#confirm-cancel")
+    assert unwrap(await memory.adapter.get_entry(seeded["ids"][0])) is not None
+    # Forget the user: every thread of Ada goes, Bob's stays.
+    await page.click("#forget-user")
+    await page.wait_for_selector("#confirm[open]")
+    await page.click("#confirm-go")
+    await page.wait_for_selector(f"[data-thread='{seeded['thread']}']", state="detached")
+    await _shot(page, "user-forgotten")
+    assert unwrap(await memory.adapter.get_thread(seeded["thread"])) is None
+    assert unwrap(await memory.adapter.get_thread(seeded["other"])) is not None
+    assert errors == []
+
+
+async def test_a_large_thread_is_read_a_page_at_a_time(served: tuple[str, Memory], browser: Any) -> None:
+    expect = pytest.importorskip("playwright.async_api").expect
+    url, memory = served
+    store = memory.adapter
+    thread = unwrap(await store.create_thread("default", {"user_id": "cy"}))
+    for i in range(250):
+        unwrap(await store.add_entry({"thread_id": thread.id, "message": {"role": "user", "content": f"turn {i}"}}))
+    page = await browser.new_page()
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
+    await page.goto(url)
+    await page.fill("#user", "cy")
+    await page.click("#filters button[type=submit]")
+    await page.click(f"[data-thread='{thread.id}']")
+    await page.wait_for_selector("#entries > li")
+    assert await page.locator("#entries > li").count() == 100
+    assert await page.locator("#entries > li").first.text_content() is not None
+    await page.click("#entries-more")
+    await expect(page.locator("#entries > li")).to_have_count(200)
+    await page.click("#entries-more")
+    await expect(page.locator("#entries > li")).to_have_count(250)
+    assert await page.locator("#entries-more").is_hidden()
+    texts = await page.locator("#entries .text").all_text_contents()
+    assert texts == [f"turn {i}" for i in reversed(range(250))]
+    assert sum("/entries" in u for u in asked) == 3
