@@ -50,6 +50,7 @@ RUNNABLE_PAGES = [
     "graph.md",
     "compaction.md",
     "files.md",
+    "server.md",
 ]
 
 
