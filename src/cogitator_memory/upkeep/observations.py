@@ -32,7 +32,7 @@ from ..files.paths import OBSERVATIONS_DIRECTORY, is_under
 from ..files.records import MemoryFile
 from ..files.service import MemoryFiles
 from ..items.base import MemoryItemAdapter, is_memory_item_adapter
-from ..items.records import MemoryItem, MemoryScope, check_scope, normalize_key_text, scope_key
+from ..items.records import MemoryItem, MemoryScope, check_scope, scope_key
 from ..items.service import MemoryItems
 from ..models.json_array import read_json_array
 from ..models.records import SummarizeFn, SummarizeOptions, check_max_tokens
@@ -119,18 +119,29 @@ def entity_key(item: MemoryItem) -> str:
 
 def entities_of(items: Iterable[MemoryItem]) -> dict[str, Entity]:
     """The entities ``items`` are about, each with its facts (lessons left out), oldest first."""
+    folded: dict[str, tuple[str, str]] = {}  # subject -> (its key text, its words)
     groups: dict[str, list[MemoryItem]] = {}
     for item in items:
         if item.kind == "lesson":
             continue
-        groups.setdefault(entity_key(item), []).append(item)
+        subject = item.subject
+        known = folded.get(subject)
+        if known is None:
+            words = " ".join(subject.split())
+            known = folded[subject] = (words.casefold(), words)
+        key = f"e:{item.entity_id}" if item.entity_id else f"s:{known[0]}"
+        members = groups.get(key)
+        if members is None:
+            groups[key] = [item]
+        else:
+            members.append(item)
     out: dict[str, Entity] = {}
     for key, members in groups.items():
         members.sort(key=lambda i: (i.recorded_at, i.id))
         names: dict[str, tuple[int, str]] = {}
         for n, item in enumerate(members):
-            subject = " ".join(item.subject.split())
-            names[normalize_key_text(subject)] = (n, subject)
+            text, words = folded[item.subject]
+            names[text] = (n, words)
         ordered = sorted(names.values(), reverse=True)
         out[key] = Entity(key, ordered[0][1], [name for _, name in ordered[1:]], members)
     return out
