@@ -29,7 +29,8 @@ already stored between the same nodes with the same type adds its quotes to that
 inferred one becomes extracted). A window's writes go through the public calls of
 :class:`~cogitator_memory.graph.base.GraphStoreMixin`; when one fails, what the window wrote
 before it is taken back (nodes and edges added deleted, changed ones put back) and the error
-raised. See ``docs/graph.md``.
+raised. Reading an answer and choosing what may be written is :mod:`.answers`. See
+``docs/graph.md``.
 """
 
 from __future__ import annotations
@@ -41,29 +42,19 @@ from datetime import tzinfo
 from functools import partial
 from typing import Any, Literal, TypeAlias
 
-from pydantic import ValidationError
-
 from ..errors import InvalidArgumentError, MemoryStoreError
 from ..items.extract import (
-    DEFAULT_CONFIDENCE,
     DEFAULT_EXTRACTION_MAX_TOKENS,
     DEFAULT_WINDOW_TOKENS,
     EXTRACTION_ATTEMPTS,
     EXTRACTION_CONTINUATIONS,
     MIN_WINDOW_TOKENS,
-    ExtractedQuote,
     ExtractionAnswerError,
-    _absent,
     _check_entries,
-    _Reader,
-    _text,
-    _Unfit,
     _zone_name,
 )
 from ..items.prompts import Window, plan_windows
-from ..items.records import TRUST_ORDER, ItemEvidence, MemoryScope, Trust, check_scope
-from ..items.rules import least_trusted, trust_rank
-from ..lineage import verify_evidence
+from ..items.records import TRUST_ORDER, MemoryScope, Trust, check_scope
 from ..models.json_array import JsonArrayRead, read_json_array
 from ..models.records import SummarizeFn, SummarizeOptions, check_max_tokens
 from ..recall.time import _zone
@@ -71,7 +62,17 @@ from ..result import MemoryResult, unwrap
 from ..threads import tree
 from ..threads.records import MemoryEntry, Message
 from . import rules
-from .base import GraphStoreMixin, check_edge, check_node
+from .answers import (
+    DEFAULT_ENTITY_TYPE,
+    ExtractedEntity,
+    ExtractedRelation,
+    GraphAnswer,
+    Writable,
+    _GraphReader,
+    parse_graph_extraction,
+    select_writable,
+)
+from .base import GraphStoreMixin, check_node
 from .prompts import (
     GRAPH_EXTRACTION_PROMPT,
     GRAPH_EXTRACTION_RETRY_PROMPT,
@@ -81,9 +82,6 @@ from .prompts import (
 from .records import GraphEdge, GraphNode, name_key
 
 logger = logging.getLogger("cogitator_memory")
-
-#: The type of an entity whose answer gave none.
-DEFAULT_ENTITY_TYPE = "concept"
 
 
 # ----- errors ------------------------------------------------------------------------------------
@@ -122,287 +120,6 @@ class GraphWindowError(MemoryStoreError):
             f"graph extraction window {window} of {windows} (entries {where}) failed: {type(cause).__name__}: {cause}"
         )
         self.__cause__ = cause
-
-
-# ----- reading answers ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ExtractedEntity:
-    """An entity of a model's answer, read and checked: ``verified`` when every quote holds,
-    ``trust`` the least trusted message a holding quote is in (``model`` when none holds)."""
-
-    name: str
-    type: str
-    aliases: tuple[str, ...]
-    description: str | None
-    confidence: float
-    quotes: tuple[ExtractedQuote, ...]
-    trust: Trust
-    verified: bool
-
-    @property
-    def keys(self) -> list[str]:
-        """The lookup keys of its name and aliases (:func:`~cogitator_memory.graph.records.name_key`)."""
-        return list(dict.fromkeys(name_key(n) for n in (self.name, *self.aliases)))
-
-
-@dataclass(frozen=True)
-class ExtractedRelation:
-    """A relation of a model's answer, ``source --type--> target`` by entity names, read and
-    checked as :class:`ExtractedEntity` is."""
-
-    type: str
-    source: str
-    target: str
-    label: str | None
-    confidence: float
-    quotes: tuple[ExtractedQuote, ...]
-    trust: Trust
-    verified: bool
-
-
-@dataclass
-class GraphAnswer:
-    """What :func:`parse_graph_extraction` read from an answer: the entities and relations that
-    fit, how many elements did not fit (``dropped``: not an object, neither an entity nor a
-    relation, a required field missing or of the wrong type, past a record's limits) and how many
-    named a message the window did not show (``unknown_messages``, left out too)."""
-
-    entities: list[ExtractedEntity] = field(default_factory=list)
-    relations: list[ExtractedRelation] = field(default_factory=list)
-    dropped: int = 0
-    unknown_messages: int = 0
-
-
-def _word(value: str | None) -> str | None:
-    """A type as records keep it: lower case, spaces as ``_``."""
-    return None if value is None else "_".join(value.lower().split())
-
-
-def _names(element: Mapping[str, Any], key: str) -> tuple[str, ...]:
-    raw = element.get(key)
-    if _absent(raw):
-        return ()
-    if isinstance(raw, str):
-        raw = [raw]
-    if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
-        raise _Unfit(f"{key} is not a list of names")
-    return tuple(dict.fromkeys(v.strip() for v in raw if v.strip()))
-
-
-_PLACEHOLDER = {"agent_id": "extraction"}
-
-
-class _GraphReader:
-    """Reads the elements of one window's answers against the entries it showed."""
-
-    def __init__(self, entries: Mapping[int, MemoryEntry], user_id: str | None, zone: tzinfo) -> None:
-        self.entries = entries
-        self.items = _Reader(entries, user_id, zone)  # the item extractor's quote and trust reader
-
-    def read(self, elements: Sequence[Any]) -> GraphAnswer:
-        answer = GraphAnswer()
-        for element in elements:
-            try:
-                read = self._element(element)
-            except _Unfit:
-                answer.dropped += 1
-                continue
-            if read is None:
-                answer.unknown_messages += 1
-            elif isinstance(read, ExtractedEntity):
-                answer.entities.append(read)
-            else:
-                answer.relations.append(read)
-        return answer
-
-    def _quotes(self, raw: object) -> tuple[ExtractedQuote, ...] | None:
-        pairs = self.items._quotes(raw)
-        if pairs is None:
-            return None
-        quotes = []
-        for number, words in pairs:
-            entry = self.entries[number]
-            try:
-                evidence = ItemEvidence(entry_id=entry.id, thread_id=entry.thread_id, quote=words)
-            except ValidationError:
-                raise _Unfit("a quote holds text a record cannot keep") from None
-            holds = verify_evidence(evidence, entry) == "verified"
-            quotes.append(
-                ExtractedQuote(number, entry.id, entry.thread_id, words, holds, self.items._entry_trust(entry))
-            )
-        return tuple(quotes)
-
-    def _element(self, element: object) -> ExtractedEntity | ExtractedRelation | None:
-        if not isinstance(element, Mapping):
-            raise _Unfit("not an object")
-        entity, relation = _text(element, "entity"), _word(_text(element, "relation"))
-        if (entity is None) == (relation is None):
-            raise _Unfit("neither an entity nor a relation, or both")
-        confidence = element.get("confidence")
-        if _absent(confidence):
-            confidence = DEFAULT_CONFIDENCE
-        elif isinstance(confidence, bool) or not isinstance(confidence, int | float) or not 0 <= confidence <= 1:
-            raise _Unfit("confidence is not a number from 0 to 1")
-        quotes = self._quotes(element.get("quotes"))
-        if quotes is None:
-            return None
-        holding = [q.trust for q in quotes if q.holds]
-        trust: Trust = least_trusted(holding) if holding else "model"
-        verified = len(holding) == len(quotes)
-        try:  # the limits of a record (text lengths, type words, NUL, surrogates) decide whether it fits
-            if entity is not None:
-                kind = _word(_text(element, "type")) or DEFAULT_ENTITY_TYPE
-                aliases = tuple(a for a in _names(element, "aliases") if name_key(a) != name_key(entity))
-                description = _text(element, "description")
-                check_node(
-                    "entity",
-                    {
-                        **_PLACEHOLDER,
-                        "name": entity,
-                        "type": kind,
-                        "aliases": list(aliases),
-                        "description": description,
-                    },
-                )
-                return ExtractedEntity(entity, kind, aliases, description, float(confidence), quotes, trust, verified)
-            source = _text(element, "source", required=True)
-            target = _text(element, "target", required=True)
-            assert source is not None and target is not None and relation is not None
-            if name_key(source) == name_key(target):
-                raise _Unfit("a relation of an entity to itself")
-            label = _text(element, "label")
-            check_edge(
-                "relation", {**_PLACEHOLDER, "source_id": "a", "target_id": "b", "type": relation, "label": label}
-            )
-            return ExtractedRelation(relation, source, target, label, float(confidence), quotes, trust, verified)
-        except InvalidArgumentError:
-            raise _Unfit("past the limits of a graph record") from None
-
-
-def parse_graph_extraction(
-    text: str,
-    entries_by_ref: Mapping[int, MemoryEntry],
-    *,
-    user_id: str | None = None,
-    time_zone: str | tzinfo = "UTC",
-) -> GraphAnswer:
-    """The entities and relations of one graph extraction answer, read against the entries its
-    messages showed (``entries_by_ref``: message number -> entry), as the module docstring says.
-
-    Elements are objects with ``entity`` (and ``type``, ``aliases``, ``description``) or
-    ``relation`` (and ``source``, ``target``, ``label``), ``quotes`` and ``confidence``; null
-    and blank fields count as absent, an element that does not fit is counted and left out. Nothing
-    is left out for its quotes here: :func:`select_writable` decides what may be written.
-    """
-    if not isinstance(text, str):
-        raise InvalidArgumentError("text", f"must be a string, got {type(text).__name__}")
-    if not isinstance(entries_by_ref, Mapping):
-        raise InvalidArgumentError("entries_by_ref", "must map message numbers to entries")
-    user = tree.check_optional_id("user_id", user_id)
-    return _GraphReader(dict(entries_by_ref), user, _zone(time_zone)).read(read_json_array(text, objects=True).elements)
-
-
-@dataclass
-class Writable:
-    """What :func:`select_writable` keeps: entities (one per name, the others folded in) and
-    relations by entity, with counts of what it left out: ``unverified`` (a quote did not hold),
-    ``untrusted`` (from a source less trusted than ``min_trust``) and ``unknown_entities``
-    (relations naming an entity not kept)."""
-
-    entities: list[ExtractedEntity] = field(default_factory=list)
-    relations: list[tuple[ExtractedEntity, ExtractedRelation, ExtractedEntity]] = field(default_factory=list)
-    unverified: int = 0
-    untrusted: int = 0
-    unknown_entities: int = 0
-
-
-def _fold(first: ExtractedEntity, other: ExtractedEntity) -> ExtractedEntity:
-    keys = set(first.keys)
-    aliases = list(first.aliases)
-    for name in (other.name, *other.aliases):
-        if name_key(name) not in keys:
-            keys.add(name_key(name))
-            aliases.append(name)
-    return ExtractedEntity(
-        first.name,
-        first.type,
-        tuple(aliases),
-        first.description or other.description,
-        max(first.confidence, other.confidence),
-        (*first.quotes, *other.quotes),
-        least_trusted([first.trust, other.trust]),
-        first.verified and other.verified,
-    )
-
-
-def select_writable(answer: GraphAnswer, *, min_trust: Trust = "user") -> Writable:
-    """The entities and relations of ``answer`` that may be written: every quote holding, from a
-    source at least as trusted as ``min_trust``, and for a relation both ends among the entities
-    kept (found by name or alias, case and spacing aside). Entities sharing a name or an alias
-    are one (the first, with the others' aliases and quotes); so are relations of the same ends
-    and type."""
-    if min_trust not in TRUST_ORDER:
-        raise InvalidArgumentError("min_trust", f"must be one of {', '.join(TRUST_ORDER)}")
-    out = Writable()
-    floor = trust_rank(min_trust)
-
-    def passes(record: ExtractedEntity | ExtractedRelation) -> bool:
-        if not record.verified:
-            out.unverified += 1
-            return False
-        if trust_rank(record.trust) > floor:
-            out.untrusted += 1
-            return False
-        return True
-
-    by_key: dict[str, int] = {}
-    for entity in answer.entities:
-        if not passes(entity):
-            continue
-        index = next((by_key[k] for k in entity.keys if k in by_key), None)
-        if index is None:
-            index = len(out.entities)
-            out.entities.append(entity)
-        else:
-            out.entities[index] = _fold(out.entities[index], entity)
-        for key in out.entities[index].keys:
-            by_key.setdefault(key, index)
-    seen: dict[tuple[int, str, int], int] = {}
-    for relation in answer.relations:
-        if not passes(relation):
-            continue
-        source, target = by_key.get(name_key(relation.source)), by_key.get(name_key(relation.target))
-        if source is None or target is None:
-            out.unknown_entities += 1
-            continue
-        if source == target:
-            out.unknown_entities += 1
-            continue
-        pair = (source, relation.type, target)
-        if pair in seen:
-            _, old, _ = out.relations[seen[pair]]
-            merged = ExtractedRelation(
-                old.type,
-                old.source,
-                old.target,
-                old.label or relation.label,
-                max(old.confidence, relation.confidence),
-                (*old.quotes, *relation.quotes),
-                least_trusted([old.trust, relation.trust]),
-                True,
-            )
-            out.relations[seen[pair]] = (out.entities[source], merged, out.entities[target])
-            continue
-        seen[pair] = len(out.relations)
-        out.relations.append((out.entities[source], relation, out.entities[target]))
-    # entities folded after a relation named them: point relations at the final records
-    out.relations = [
-        (out.entities[by_key[name_key(r.source)]], r, out.entities[by_key[name_key(r.target)]])
-        for _, r, _ in out.relations
-    ]
-    return out
 
 
 # ----- the report ----------------------------------------------------------------------------------
