@@ -9,6 +9,8 @@ cascade that failed part of the way can be made again.
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -21,6 +23,7 @@ from ..items.facts import fact_fields, is_fact_item
 from ..items.records import MemoryItem, MemoryScope
 from ..items.service import MemoryItems, without_entries
 from ..result import unwrap
+from ..upkeep.playbook import parse_playbook, playbook_file
 from .records import CascadeCounts
 
 T = TypeVar("T")
@@ -270,15 +273,32 @@ async def purge_file_scope(files: MemoryFiles, scope: MemoryScope, reason: str |
     await delete_redacted_heads(files, [v for v in found if v.id not in {r.id for r in redacted}], counts)
 
 
-def _names(text: str | None, ids: Collection[str]) -> bool:
-    return text is not None and any(i in text for i in ids)
+#: How observations and playbooks name what they stand on: ``[item:<id>]`` and ``[lesson:<id>]``
+#: (see :mod:`cogitator_memory.upkeep`).
+_MARK = re.compile(r"\[(?:item|lesson):([A-Za-z0-9_\-]{1,200})\]")
+
+
+def named_items(text: str | None) -> set[str]:
+    """The item ids a text names with ``[item:<id>]`` or ``[lesson:<id>]`` marks."""
+    return set() if text is None else set(_MARK.findall(text))
+
+
+def without_rules_of(text: str, ids: Collection[str]) -> tuple[str, int]:
+    """A playbook's text without the rules that stand on a lesson of ``ids`` (and without those
+    lessons among the ones waiting for a draft); how many rules went."""
+    playbook = parse_playbook(text)
+    kept = tuple(rule for rule in playbook.rules if not set(rule.lesson_ids) & set(ids))
+    waiting = tuple(i for i in playbook.waiting if i not in ids)
+    trimmed = dataclasses.replace(playbook, rules=kept, waiting=waiting)
+    return playbook_file(trimmed), len(playbook.rules) - len(kept)
 
 
 async def sweep_upkeep_files(
     files: MemoryFiles, agents: Iterable[str], gone: Gone, reason: str | None, counts: CascadeCounts
 ) -> None:
     """Redact every version of an observation or a playbook that names an item that went; a
-    playbook in front is first written again without the rules naming such an item."""
+    playbook in front is first written again without the rules standing on such a lesson, so the
+    other rules stay (an observation is written again by its next refresh)."""
     if not gone.items:
         return
     ids = frozenset(gone.items)
@@ -291,7 +311,7 @@ async def sweep_upkeep_files(
             await files.adapter.query_file_versions({**within, "paths": [PLAYBOOK_PATH, PLAYBOOK_DRAFT_PATH]})
         )
         versions.extend(playbooks)
-        naming = [v for v in versions if _names(v.content, ids)]
+        naming = [v for v in versions if named_items(v.content) & ids]
         if not naming:
             continue
         for path in (PLAYBOOK_PATH, PLAYBOOK_DRAFT_PATH):
@@ -299,12 +319,11 @@ async def sweep_upkeep_files(
             for scope in scopes.values():
                 heads = unwrap(await files.adapter.find_file_heads({"scope": scope, "paths": [path]}))
                 for head in heads:
-                    if head.content is None or not _names(head.content, ids):
+                    if head.content is None or not named_items(head.content) & ids:
                         continue
-                    lines = head.content.splitlines(keepends=True)
-                    kept = [line for line in lines if not _names(line, ids)]
-                    counts.playbook_rules += len(lines) - len(kept)
-                    await files.put({"scope": scope, "author": CASCADE_AUTHOR}, path, "".join(kept), head.sha256)
+                    text, dropped = without_rules_of(head.content, ids)
+                    counts.playbook_rules += dropped
+                    await files.put({"scope": scope, "author": CASCADE_AUTHOR}, path, text, head.sha256)
         await redact_versions(files, naming, reason, counts)
 
 
@@ -315,6 +334,7 @@ __all__ = [
     "chunks",
     "delete_redacted_heads",
     "items_on_entries",
+    "named_items",
     "names_any",
     "purge_file_scope",
     "purge_scope",
@@ -326,4 +346,5 @@ __all__ = [
     "sweep_items",
     "sweep_upkeep_files",
     "sweep_vectors",
+    "without_rules_of",
 ]

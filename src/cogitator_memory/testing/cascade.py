@@ -280,6 +280,13 @@ async def case_redact_entries_leaves_nothing(stores: CascadeStores) -> None:
     _check(counts.entries.redacted == 4, f"two messages and their replies are redacted: {counts}")
     _check(counts.summaries == 1, f"the summary quoting them goes: {counts}")
     _check(not await _exists(stores, seeded.item), "the item standing on the message is purged")
+    files = MemoryFiles(adapter=stores.memory)
+    shared = {"scope": {"agent_id": AGENT}}
+    playbook = await files.read(shared, PLAYBOOK_PATH)
+    _check(playbook is not None and seeded.keep in playbook.content, f"the other rule stays: {playbook}")
+    _check(counts.playbook_rules == 1, f"the rule standing on the lesson goes: {counts}")
+    _check(await files.read(shared, f"{OBSERVATIONS_DIRECTORY}/ana.md") is None, "the observation naming it is deleted")
+    _check(await files.read(shared, "/memories/travel.md") is None, "the file written at the entry is deleted")
     texts = [e.message.text for e in unwrap(await stores.memory.get_entries(seeded.ana_thread))]
     _check(texts[0] == "[redacted]" and texts[2] == f"I drink {seeded.keep} every morning.", f"places kept: {texts}")
     await _forgot(stores, seeded)
