@@ -59,7 +59,7 @@ def create_server(memory: Memory, *, user_id: str | None = None, agent_id: str |
     """An MCP server over ``memory`` (connected by the caller). ``user_id`` and ``agent_id`` are
     whose memory the tools read and write unless a call names a user."""
 
-    server = MCPServer(SERVER_NAME, instructions=_INSTRUCTIONS)
+    server = MCPServer(SERVER_NAME, instructions=_INSTRUCTIONS, log_level="WARNING")
 
     def who(user: str | None) -> dict[str, Any]:
         return {"user_id": user if user is not None else user_id, "agent_id": agent_id}
