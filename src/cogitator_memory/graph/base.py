@@ -520,25 +520,32 @@ class GraphStoreMixin(ABC):
             starts = list(dict.fromkeys(tree.check_id(f"start_node_id[{i}]", v) for i, v in enumerate(raw)))
             if not starts:
                 raise InvalidArgumentError("start_node_id", "must name at least one node")
-            walk = self._graph_walk(starts, options, depth=2, fan_out=50)
-            present = {n.id for n in await self._get_nodes(starts) if walk.sees(n)}
-            walk = replace(walk, start_ids=tuple(s for s in starts if s in present))
-            if not walk.start_ids:
-                return ok(TraversalResult(nodes=[], edges=[], depths={}))
-            steps = await self._walk_steps(walk)
-            depths: dict[str, int] = {}
-            for node, hops, _, _ in steps:
-                if hops < depths.get(node, hops + 1):
-                    depths[node] = hops
-            kept = sorted(depths, key=lambda n: (depths[n], n))[: walk.max_nodes]
-            keep = set(kept)
-            edge_ids = sorted({e for node, _, prev, e in steps if e and node in keep and prev in keep})
-            nodes = {n.id: n for n in await self._get_nodes(kept)}
-            edges = sorted(await self._get_edges(edge_ids), key=lambda e: e.id) if edge_ids else []
-            ordered = [nodes[n] for n in kept if n in nodes]
-            return ok(TraversalResult(nodes=ordered, edges=edges, depths={n.id: depths[n.id] for n in ordered}))
+            return ok(await self._neighbourhood(self._graph_walk(starts, options, depth=2, fan_out=50)))
         except Exception as exc:
             return self._fail("traverse", exc)
+
+    async def _neighbourhood(self, walk: Walk) -> TraversalResult:
+        """What :meth:`traverse` gives for a checked walk: the start nodes that exist (and
+        ``walk.sees``), the nodes the walk reaches with their least hops, the first
+        ``walk.max_nodes`` by (hops, id), and the edges walked between two of them (by id). Built
+        here from the primitives; an engine may answer it in fewer round trips (the conformance
+        suite holds it to the same answers)."""
+        present = {n.id for n in await self._get_nodes(list(walk.start_ids)) if walk.sees(n)}
+        walk = replace(walk, start_ids=tuple(s for s in walk.start_ids if s in present))
+        if not walk.start_ids:
+            return TraversalResult(nodes=[], edges=[], depths={})
+        steps = await self._walk_steps(walk)
+        depths: dict[str, int] = {}
+        for node, hops, _, _ in steps:
+            if hops < depths.get(node, hops + 1):
+                depths[node] = hops
+        kept = sorted(depths, key=lambda n: (depths[n], n))[: walk.max_nodes]
+        keep = set(kept)
+        edge_ids = sorted({e for node, _, prev, e in steps if e and node in keep and prev in keep})
+        nodes = {n.id: n for n in await self._get_nodes(kept)}
+        edges = sorted(await self._get_edges(edge_ids), key=lambda e: e.id) if edge_ids else []
+        ordered = [nodes[n] for n in kept if n in nodes]
+        return TraversalResult(nodes=ordered, edges=edges, depths={n.id: depths[n.id] for n in ordered})
 
     async def find_shortest_path(
         self, start_node_id: str, end_node_id: str, **options: Any
@@ -553,32 +560,40 @@ class GraphStoreMixin(ABC):
             walk = self._graph_walk(
                 [start], {k: v for k, v in options.items() if k != "max_nodes"}, depth=4, fan_out=50
             )
-            found = {n.id: n for n in await self._get_nodes([start, end]) if walk.sees(n)}
-            if start not in found or end not in found:
-                return ok(None)
             if start == end:
-                return ok(GraphPath(nodes=[found[start]], edges=[], total_weight=0.0))
-            # one hop deeper at a time: the first walk reaching ``end`` has every step of its
-            # shortest paths (the steps of ``d`` hops do not depend on ``max_depth``), and each
-            # walk costs a fraction of the next (it reaches about degree times fewer nodes)
-            edge_ids = None
-            for depth in range(1, walk.max_depth + 1):
-                edge_ids = rules.path_from_steps(await self._walk_steps(replace(walk, max_depth=depth)), start, end)
-                if edge_ids is not None:
-                    break
-            if edge_ids is None:
-                return ok(None)
-            by_id = {e.id: e for e in await self._get_edges(edge_ids)}
-            edges = [by_id[e] for e in edge_ids]
-            order = [start]
-            for edge in edges:
-                order.append(edge.target_id if edge.source_id == order[-1] else edge.source_id)
-            nodes = {n.id: n for n in await self._get_nodes(order)}
-            return ok(
-                GraphPath(nodes=[nodes[n] for n in order], edges=edges, total_weight=sum(e.weight for e in edges))
-            )
+                found = [n for n in await self._get_nodes([start]) if walk.sees(n)]
+                return ok(GraphPath(nodes=found, edges=[], total_weight=0.0) if found else None)
+            return ok(await self._shortest_path(walk, end))
         except Exception as exc:
             return self._fail("find_shortest_path", exc)
+
+    async def _shortest_path(self, walk: Walk, end: str) -> GraphPath | None:
+        """What :meth:`find_shortest_path` gives from ``walk.start_ids[0]`` to another node ``end``:
+        the path :func:`~cogitator_memory.graph.rules.path_from_steps` reads from the first walk
+        (one hop deeper at a time, up to ``walk.max_depth``) reaching ``end``, None when none does
+        or either node is missing (or unseen). Built here from the primitives; an engine may answer
+        it in fewer round trips (the conformance suite holds it to the same answers)."""
+        start = walk.start_ids[0]
+        found = {n.id: n for n in await self._get_nodes([start, end]) if walk.sees(n)}
+        if start not in found or end not in found:
+            return None
+        # one hop deeper at a time: the first walk reaching ``end`` has every step of its
+        # shortest paths (the steps of ``d`` hops do not depend on ``max_depth``), and each
+        # walk costs a fraction of the next (it reaches about degree times fewer nodes)
+        edge_ids = None
+        for depth in range(1, walk.max_depth + 1):
+            edge_ids = rules.path_from_steps(await self._walk_steps(replace(walk, max_depth=depth)), start, end)
+            if edge_ids is not None:
+                break
+        if edge_ids is None:
+            return None
+        by_id = {e.id: e for e in await self._get_edges(edge_ids)}
+        edges = [by_id[e] for e in edge_ids]
+        order = [start]
+        for edge in edges:
+            order.append(edge.target_id if edge.source_id == order[-1] else edge.source_id)
+        nodes = {n.id: n for n in await self._get_nodes(order)}
+        return GraphPath(nodes=[nodes[n] for n in order], edges=edges, total_weight=sum(e.weight for e in edges))
 
     async def get_neighbors(
         self,

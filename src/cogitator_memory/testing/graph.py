@@ -288,6 +288,49 @@ async def case_shortest_path(store: Any) -> None:
 
 
 @_case
+async def case_shortest_path_ties_and_fan_out(store: Any) -> None:
+    unwrap(await store.add_nodes([_node(i, i.upper()) for i in ("a", "b", "c", "d", "x", "y", "z")]))
+    unwrap(
+        await store.add_edges(
+            [
+                _edge("e_ab", "a", "b", confidence=0.9),
+                _edge("e_ac", "a", "c", confidence=0.5),
+                _edge("z_bd", "b", "d"),
+                _edge("y_cd", "c", "d"),
+                _edge("m_dx", "d", "x"),
+                _edge("k_xz", "x", "z"),
+                _edge("j_zy", "z", "y"),
+                _edge("q_yx", "y", "x", bidirectional=True),
+            ]
+        )
+    )
+
+    async def path(start: str, end: str, **options: Any) -> list[str] | None:
+        found = unwrap(await store.find_shortest_path(start, end, **options))
+        if found is None:
+            return None
+        _eq(found.nodes[0].id, start, "a path starts at its start")
+        _eq(found.nodes[-1].id, end, "a path ends at its end")
+        return [e.id for e in found.edges]
+
+    _eq(await path("a", "d"), ["e_ac", "y_cd"], "of two, the one whose edges from the end are the smallest ids")
+    _eq(await path("a", "d", fan_out=1), ["e_ab", "z_bd"], "fan_out: only the most confident edge is followed")
+    _eq(await path("a", "d", fan_out=1, direction="incoming"), None, "against every edge there is no way")
+    _eq(
+        await path("d", "a", direction="incoming"), ["z_bd", "e_ab"], "against the edges, the smallest ids from the end"
+    )
+    _eq(
+        await path("a", "y", direction="outgoing"),
+        ["e_ac", "y_cd", "m_dx", "q_yx"],
+        "a bidirectional edge, walked back",
+    )
+    _eq(await path("a", "y", direction="outgoing", max_depth=3), None, "four hops, three allowed")
+    _eq(await path("a", "x", relation_types=["likes"]), None, "no edge of that type")
+    _eq(await path("a", "d", min_confidence=0.6), ["e_ab", "z_bd"], "least confidence")
+    _eq(await path("a", "b", max_depth=1), ["e_ab"], "one hop")
+
+
+@_case
 async def case_merge_keeps_evidence_and_edges(store: Any) -> None:
     quote = {"entry_id": "entry_2", "quote": "Bob is my brother"}
     unwrap(

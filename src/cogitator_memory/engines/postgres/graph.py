@@ -10,11 +10,12 @@ Every write runs in one transaction.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...errors import ConflictError, NotFoundError
 from ...graph.base import GraphChanges, GraphStoreMixin, check_next_version
-from ...graph.records import TRUSTED, EdgeQuery, GraphEdge, GraphNode, NodeQuery, Walk
+from ...graph.records import TRUSTED, EdgeQuery, GraphEdge, GraphNode, GraphPath, NodeQuery, TraversalResult, Walk
 from .schema import quote_ident
 
 if TYPE_CHECKING:
@@ -46,10 +47,12 @@ GRAPH_TABLES: tuple[str, ...] = (
     )""",
 )
 
-#: A bounded walk (``{t}`` the quoted schema, ``{follow}`` the filter of the edges followed).
-WALK_SQL = """
+#: A bounded walk as the CTE ``w`` of steps (``{t}`` the quoted schema, ``{seen}`` the scope filter
+#: on ``n``, a start node, ``{follow}`` the filter of the edges followed); only start nodes that exist.
+WALK_CTE = """
 WITH RECURSIVE w(node, hops, prev, edge) AS (
     SELECT s, 0, NULL::text, NULL::text FROM unnest(%s::text[]) AS s
+    WHERE EXISTS (SELECT 1 FROM {t}.graph_nodes AS n WHERE n.id = s{seen})
     UNION
     SELECT a.other_id, w.hops + 1, w.node, a.edge_id
     FROM w CROSS JOIN LATERAL (
@@ -57,8 +60,64 @@ WITH RECURSIVE w(node, hops, prev, edge) AS (
         ORDER BY b.confidence DESC, b.edge_id COLLATE "C" LIMIT %s
     ) AS a
     WHERE w.hops < %s
+)"""
+#: The steps of a walk.
+WALK_SQL = WALK_CTE + "\nSELECT node, hops, prev, edge FROM w"
+#: A traversal in one query: the first ``max_nodes`` nodes by (least hops, id) with their bodies
+#: (``hops`` >= 0), and the bodies of the edges walked between two of them (``hops`` -1).
+NEIGHBOURHOOD_SQL = (
+    WALK_CTE
+    + """,
+d AS (SELECT node, min(hops) AS hops FROM w GROUP BY node ORDER BY min(hops), node COLLATE "C" LIMIT %s),
+e AS (SELECT DISTINCT w.edge FROM w JOIN d ON d.node = w.node JOIN d AS p ON p.node = w.prev)
+SELECT d.hops, n.body FROM d JOIN {t}.graph_nodes AS n ON n.id = d.node
+UNION ALL
+SELECT -1, g.body FROM e JOIN {t}.graph_edges AS g ON g.id = e.edge"""
 )
-SELECT node, hops, prev, edge FROM w"""
+#: A shortest path of at most ``K + 1`` hops, ``K`` the depth of the walk ``w`` (the rule of
+#: :func:`~cogitator_memory.graph.rules.path_from_steps`: from the end, through a node one hop
+#: nearer the start, the smallest edge id first). ``last`` holds the last hops into the end: from
+#: each node ``p`` of the walk along an adjacency row ``b`` the walk would follow from ``p`` (the
+#: filter, and among the first ``fan_out`` of ``p``'s rows ``c``), read from the end's own rows
+#: ``r``; the nearest ``p`` with the smallest edge id is the last hop, and ``back`` walks the
+#: rest back through ``w``. Gives the path's edges (``is_edge``) and nodes with their place on it
+#: as ``hops``; ``{exist}`` may add ``(-1, NULL, id)`` rows for the ends that exist.
+PATH_SQL = (
+    WALK_CTE
+    + """,
+m AS (SELECT node, min(hops) AS hops FROM w GROUP BY node),
+last AS (
+    SELECT m.hops + 1 AS hops, b.edge_id AS edge, b.node_id AS prev
+    FROM {t}.graph_adjacency AS r
+    JOIN {t}.graph_adjacency AS b ON b.node_id = r.other_id AND b.edge_id = r.edge_id
+    JOIN m ON m.node = b.node_id
+    WHERE r.node_id = %s {follow} AND b.edge_id IN (
+        SELECT c.edge_id FROM {t}.graph_adjacency AS c WHERE c.node_id = b.node_id {follow_c}
+        ORDER BY c.confidence DESC, c.edge_id COLLATE "C" LIMIT %s
+    )
+),
+pick AS (
+    SELECT hops, edge, prev FROM last WHERE hops = (SELECT min(hops) FROM last)
+    ORDER BY edge COLLATE "C", prev COLLATE "C" LIMIT 1
+),
+back(node, hops, edge) AS (
+    SELECT prev, hops - 1, edge FROM pick
+    UNION ALL
+    SELECT x.prev, back.hops - 1, x.edge FROM back CROSS JOIN LATERAL (
+        SELECT w.prev, w.edge FROM w
+        WHERE w.node = back.node AND w.hops = back.hops AND w.prev IS NOT NULL
+          AND EXISTS (SELECT 1 FROM w AS v WHERE v.node = w.prev AND v.hops = back.hops - 1)
+        ORDER BY w.edge COLLATE "C", w.prev COLLATE "C" LIMIT 1
+    ) AS x
+    WHERE back.hops > 0
+)
+SELECT back.hops, true, g.body FROM back JOIN {t}.graph_edges AS g ON g.id = back.edge
+UNION ALL
+SELECT back.hops, false, n.body FROM back JOIN {t}.graph_nodes AS n ON n.id = back.node
+UNION ALL
+SELECT pick.hops, false, n.body FROM pick JOIN {t}.graph_nodes AS n ON n.id = %s{exist}"""
+)
+_EXIST = "\nUNION ALL\nSELECT -1, NULL::boolean, n.id FROM {t}.graph_nodes AS n WHERE n.id = ANY(%s::text[]){seen}"
 
 
 #: An edge's scope key (:func:`~cogitator_memory.items.records.scope_key`) read from its body.
@@ -72,22 +131,24 @@ _EDGE_SCOPE_KEY = (
 )
 
 
-def walk_filter(walk: Walk, t: str) -> tuple[str, list[Any]]:
-    """The SQL filter on ``b`` (a ``graph_adjacency`` row of schema ``t``, quoted) of the edges ``walk`` follows."""
-    sql = {"outgoing": " AND b.out", "incoming": " AND b.inc", "both": ""}[walk.direction]
+def walk_filter(walk: Walk, t: str, alias: str = "b") -> tuple[str, list[Any]]:
+    """The SQL filter on ``alias`` (a ``graph_adjacency`` row of schema ``t``, quoted) of the edges
+    ``walk`` follows from that row's node."""
+    a = alias
+    sql = {"outgoing": f" AND {a}.out", "incoming": f" AND {a}.inc", "both": ""}[walk.direction]
     params: list[Any] = []
     if walk.types is not None:
-        sql += " AND b.type = ANY(%s)"
+        sql += f" AND {a}.type = ANY(%s)"
         params.append(sorted(walk.types))
     if walk.min_confidence > 0:
-        sql += " AND b.confidence >= %s"
+        sql += f" AND {a}.confidence >= %s"
         params.append(walk.min_confidence)
     if not walk.include_inferred:
-        sql += " AND NOT b.inferred"
+        sql += f" AND NOT {a}.inferred"
     if walk.scope_keys is not None:
         sql += (
-            f" AND EXISTS (SELECT 1 FROM {t}.graph_nodes AS n WHERE n.id = b.other_id AND n.scope_key = ANY(%s))"
-            f" AND EXISTS (SELECT 1 FROM {t}.graph_edges AS e WHERE e.id = b.edge_id AND {_EDGE_SCOPE_KEY} = ANY(%s))"
+            f" AND EXISTS (SELECT 1 FROM {t}.graph_nodes AS n WHERE n.id = {a}.other_id AND n.scope_key = ANY(%s))"
+            f" AND EXISTS (SELECT 1 FROM {t}.graph_edges AS e WHERE e.id = {a}.edge_id AND {_EDGE_SCOPE_KEY} = ANY(%s))"
         )
         keys = sorted(walk.scope_keys)
         params.extend([keys, keys])
@@ -237,12 +298,59 @@ class PostgresGraph(GraphStoreMixin):
         sql = f"SELECT body FROM {quote_ident(self.schema)}.graph_edges WHERE {' AND '.join(where)}"
         return [GraphEdge.model_validate_json(r[0], context=TRUSTED) for r in await self._rows(sql, params)]
 
-    async def _walk_steps(self, walk: Walk) -> list[tuple[str, int, str | None, str | None]]:
+    def _walk_query(self, template: str, walk: Walk, **parts: str) -> tuple[str, list[Any]]:
+        """``template`` (a :data:`WALK_CTE` and what follows it) filled in for ``walk`` (``parts``
+        fill its other fields as they are), and the parameters of the walk (what follows the CTE
+        adds its own)."""
         t = quote_ident(self.schema)
         follow, params = walk_filter(walk, t)
-        sql = WALK_SQL.format(t=t, follow=follow)
-        rows = await self._rows(sql, [list(walk.start_ids), *params, walk.fan_out, walk.max_depth])
-        return [(r[0], int(r[1]), r[2], r[3]) for r in rows]
+        seen, keys = ("", []) if walk.scope_keys is None else (" AND n.scope_key = ANY(%s)", [sorted(walk.scope_keys)])
+        sql = template.format(t=t, seen=seen, follow=follow, **parts)
+        return sql, [list(walk.start_ids), *keys, *params, walk.fan_out, walk.max_depth]
+
+    async def _walk_steps(self, walk: Walk) -> list[tuple[str, int, str | None, str | None]]:
+        sql, params = self._walk_query(WALK_SQL, walk)
+        return [(r[0], int(r[1]), r[2], r[3]) for r in await self._rows(sql, params)]
+
+    async def _neighbourhood(self, walk: Walk) -> TraversalResult:
+        sql, params = self._walk_query(NEIGHBOURHOOD_SQL, walk)
+        nodes: list[tuple[int, GraphNode]] = []
+        edges: list[GraphEdge] = []
+        for hops, body in await self._rows(sql, [*params, walk.max_nodes]):
+            if hops < 0:
+                edges.append(GraphEdge.model_validate_json(body, context=TRUSTED))
+            else:
+                nodes.append((int(hops), GraphNode.model_validate_json(body, context=TRUSTED)))
+        nodes.sort(key=lambda pair: (pair[0], pair[1].id))
+        edges.sort(key=lambda e: e.id)
+        return TraversalResult(nodes=[n for _, n in nodes], edges=edges, depths={n.id: h for h, n in nodes})
+
+    async def _shortest_path(self, walk: Walk, end: str) -> GraphPath | None:
+        # a walk of K hops finds the paths of up to K + 1 (the last hop read from the end's side):
+        # the first query walks 2 hops (and says which ends exist), each next one a hop more
+        start, t = walk.start_ids[0], quote_ident(self.schema)
+        first_depth = min(2, walk.max_depth - 1)
+        for depth in range(first_depth, walk.max_depth):
+            first = depth == first_depth
+            step = replace(walk, max_depth=depth)
+            follow_c, follow_params = walk_filter(step, t, alias="c")
+            seen = "" if walk.scope_keys is None else " AND n.scope_key = ANY(%s)"
+            exist = _EXIST.format(t=t, seen=seen) if first else ""
+            sql, params = self._walk_query(PATH_SQL, step, exist=exist, follow_c=follow_c)
+            params += [end, *walk_filter(step, t)[1], *follow_params, walk.fan_out, end]
+            if first:
+                params.append([start, end])
+                if walk.scope_keys is not None:
+                    params.append(sorted(walk.scope_keys))
+            rows = await self._rows(sql, params)
+            if first and sum(1 for r in rows if r[0] < 0) < 2:
+                return None  # an end is missing (or unseen)
+            path = sorted((int(r[0]), bool(r[1]), r[2]) for r in rows if r[0] >= 0)
+            if path:
+                edges = [GraphEdge.model_validate_json(b, context=TRUSTED) for _, e, b in path if e]
+                nodes = [GraphNode.model_validate_json(b, context=TRUSTED) for _, e, b in path if not e]
+                return GraphPath(nodes=nodes, edges=edges, total_weight=sum(e.weight for e in edges))
+        return None
 
     async def _clear_graph(self, agent_id: str) -> tuple[int, int]:
         t = quote_ident(self.schema)
