@@ -328,3 +328,18 @@ async def test_close_without_draining_takes_back_the_writes_of_the_message_being
         assert sorted((await graph_of(store, "concierge"))[0]) == ["Ana", "Porto"]
         await extractor.close(drain=False)
         assert await graph_of(store, "concierge") == ({}, [])
+
+
+def test_settings_from_what_a_configuration_holds() -> None:
+    assert AutoExtractSettings.of(True) == AutoExtractSettings(enabled=True)
+    assert AutoExtractSettings.of(False).enabled is False and AutoExtractSettings.of(None).enabled is False
+    assert AutoExtractSettings.of({"queue_size": 5}) == AutoExtractSettings(enabled=True, queue_size=5)
+    assert AutoExtractSettings.of({"enabled": False}).enabled is False
+    given = AutoExtractSettings(max_retries=1)
+    assert AutoExtractSettings.of(given) is given
+    with pytest.raises(InvalidArgumentError) as caught:
+        AutoExtractSettings.of({"max_retries": -1})
+    assert caught.value.argument == "auto_extract.max_retries"
+    with pytest.raises(InvalidArgumentError) as caught:
+        AutoExtractSettings.of("yes")  # type: ignore[arg-type]
+    assert caught.value.argument == "auto_extract"

@@ -92,6 +92,22 @@ class AutoExtractSettings(BaseModel):
     window_tokens: int = Field(default=DEFAULT_WINDOW_TOKENS, ge=MIN_WINDOW_TOKENS)
     time_zone: str = "UTC"
 
+    @classmethod
+    def of(cls, value: AutoExtractSettings | Mapping[str, Any] | bool | None) -> AutoExtractSettings:
+        """Settings from what a configuration holds: settings as they are, ``true`` (on with the
+        defaults), ``false`` or ``None`` (off), or a dict of the fields (``enabled`` defaults to
+        true there: a section given means it is wanted). ``InvalidArgumentError`` naming the field."""
+        if isinstance(value, AutoExtractSettings):
+            return value
+        if value is None or isinstance(value, bool):
+            return cls(enabled=bool(value))
+        if not isinstance(value, Mapping):
+            raise InvalidArgumentError("auto_extract", f"must be true, false or a dict, got {type(value).__name__}")
+        try:
+            return cls.model_validate({"enabled": True, **value})
+        except ValidationError as exc:
+            raise tree.validation_error("auto_extract", exc) from None
+
     @property
     def retry(self) -> RetryPolicy:
         """The retry policy of these settings."""
