@@ -54,19 +54,28 @@ class _LoopThread:
         if self.loop.is_closed() or not self.thread.is_alive():
             coroutine.close()
             raise MemoryStoreError("SyncMemory is closed")
-        # A task started by one callback, its outcome handed back through a SimpleQueue: cheaper
-        # than run_coroutine_threadsafe's concurrent Future (a Condition and a second callback).
-        outcome: queue.SimpleQueue[asyncio.Task[R]] = queue.SimpleQueue()
-        started: list[asyncio.Task[R]] = []
+        # One callback starts a task whose last step hands the outcome back through a
+        # SimpleQueue: fewer loop iterations and locks than run_coroutine_threadsafe (whose
+        # concurrent Future takes a Condition and a done callback of its own).
+        outcome: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
+        started: list[asyncio.Task[None]] = []
+
+        async def runner() -> None:
+            try:
+                value = await coroutine
+            except BaseException as exc:  # every outcome goes back to the caller
+                outcome.put((False, exc))
+                if not isinstance(exc, Exception | asyncio.CancelledError):
+                    raise
+            else:
+                outcome.put((True, value))
 
         def start() -> None:
-            task = self.loop.create_task(coroutine)
-            started.append(task)
-            task.add_done_callback(outcome.put)
+            started.append(self.loop.create_task(runner()))
 
         self.loop.call_soon_threadsafe(start)
         try:
-            done = outcome.get()
+            ok, value = outcome.get()
         except BaseException:  # KeyboardInterrupt in the waiting thread: cancel the call
 
             def cancel() -> None:
@@ -75,7 +84,10 @@ class _LoopThread:
 
             self.loop.call_soon_threadsafe(cancel)
             raise
-        return done.result()
+        if ok:
+            result: R = value
+            return result
+        raise value
 
     def stop(self) -> None:
         """Stop the loop and wait for its thread (what is still running is cancelled)."""
