@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from fastapi import Request
+from fastapi import Request, Response
+from pydantic_core import to_json
 
 from ...cascade import MemoryCascade
 
@@ -17,6 +18,13 @@ def memory_of(request: Request) -> Memory:
     """The memory the app serves."""
     memory: Memory = request.app.state.memory
     return memory
+
+
+def send(data: Any, status: int = 200) -> Response:
+    """``data`` as a JSON response, serialized at C speed: records (pydantic models, dataclasses)
+    leave out fields never set, as everywhere in the package; ``None`` in plain dicts stays
+    ``null`` (``next_cursor``)."""
+    return Response(to_json(data, exclude_none=True), status_code=status, media_type="application/json")
 
 
 def cascade_for(memory: Memory) -> MemoryCascade:
@@ -33,4 +41,4 @@ def cascade_for(memory: Memory) -> MemoryCascade:
     )
 
 
-__all__ = ["cascade_for", "memory_of"]
+__all__ = ["cascade_for", "memory_of", "send"]

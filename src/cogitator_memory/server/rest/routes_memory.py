@@ -8,13 +8,12 @@ import difflib
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import to_jsonable_python
 
 from ...errors import InvalidArgumentError
-from ...items.records import MemoryItem
-from .parts import cascade_for, memory_of
+from .parts import cascade_for, memory_of, send
 
 MAX_ITEMS = 1000
 """The most items one read returns."""
@@ -77,10 +76,6 @@ def _scope(
     return scope
 
 
-def _item(item: MemoryItem) -> dict[str, Any]:
-    return item.model_dump(mode="json", exclude_none=True)
-
-
 def memory_router() -> APIRouter:
     """The routes for items, files, search, context and forgetting (mounted under ``/api``)."""
     router = APIRouter()
@@ -99,7 +94,7 @@ def memory_router() -> APIRouter:
         subject: str | None = None,
         exact: bool = False,
         limit: Annotated[int, Query(ge=1, le=MAX_ITEMS)] = 200,
-    ) -> dict[str, Any]:
+    ) -> Response:
         """The items a scope sees as they held at ``as_of`` as memory knew them at ``known_at``
         (both default now); ``status`` may ask for suggested or stale ones too (``all``: every
         status)."""
@@ -117,7 +112,7 @@ def memory_router() -> APIRouter:
             exact=exact,
             limit=limit,
         )
-        return {"items": [_item(i) for i in items]}
+        return send({"items": items})
 
     @router.get("/items/history", tags=["items"])
     async def item_history(
@@ -128,7 +123,7 @@ def memory_router() -> APIRouter:
         user_id: str | None = None,
         project_id: str | None = None,
         thread_id: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> Response:
         """Every state of one slot (``subject`` + ``attribute``) kept in exactly the scope, closed
         ones and stale ones included, oldest first."""
         memory = memory_of(request)
@@ -137,18 +132,18 @@ def memory_router() -> APIRouter:
             {"subject": subject, "attribute": attribute},
             statuses="all",
         )
-        return {"items": [_item(i) for i in items]}
+        return send({"items": items})
 
     @router.post("/items/activate", tags=["items"])
-    async def activate(request: Request, body: ItemIdsBody) -> dict[str, Any]:
+    async def activate(request: Request, body: ItemIdsBody) -> Response:
         """Make suggested items active (a person reviewed them)."""
-        return {"activated": await memory_of(request).items.activate(body.ids)}
+        return send({"activated": await memory_of(request).items.activate(body.ids)})
 
     @router.post("/items/stale", tags=["items"])
-    async def mark_stale(request: Request, body: StaleBody) -> dict[str, Any]:
+    async def mark_stale(request: Request, body: StaleBody) -> Response:
         """Let items go without deleting them."""
         because = body.because or "marked stale in the inspector"
-        return {"stale": await memory_of(request).items.mark_stale(body.ids, because)}
+        return send({"stale": await memory_of(request).items.mark_stale(body.ids, because)})
 
     def files_of(request: Request) -> Any:
         files = memory_of(request).files
@@ -163,12 +158,12 @@ def memory_router() -> APIRouter:
         user_id: str | None = None,
         project_id: str | None = None,
         prefix: str = "/memories",
-    ) -> dict[str, Any]:
+    ) -> Response:
         """The files a scope sees under ``prefix``, with their text."""
         memory = memory_of(request)
         access = {"scope": _scope(agent_id, user_id, project_id, None, memory), "read_only": True}
         found = await files_of(request).list(access, prefix)
-        return {"files": [f.model_dump(mode="json", exclude_none=True) for f in found]}
+        return send({"files": found})
 
     @router.get("/files/history", tags=["files"])
     async def file_history(
@@ -177,7 +172,7 @@ def memory_router() -> APIRouter:
         agent_id: str | None = None,
         user_id: str | None = None,
         project_id: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> Response:
         """Every version of the file at ``path``, oldest first, each with a unified diff from the
         version before it."""
         memory = memory_of(request)
@@ -192,9 +187,9 @@ def memory_router() -> APIRouter:
                     before.splitlines(keepends=True), text.splitlines(keepends=True), "before", "after", n=2
                 )
             )
-            shown.append({**version.model_dump(mode="json", exclude_none=True), "diff": diff})
+            shown.append({"version": version, "diff": diff})
             before = text
-        return {"versions": shown}
+        return send({"versions": shown})
 
     @router.get("/search", tags=["search"])
     async def search(
@@ -204,13 +199,13 @@ def memory_router() -> APIRouter:
         agent_id: str | None = None,
         thread_id: str | None = None,
         limit: Annotated[int, Query(ge=1, le=100)] = 10,
-    ) -> dict[str, Any]:
+    ) -> Response:
         """Turns and memory items that answer ``q``, best first."""
         hits = await memory_of(request).search(q, user_id=user_id, agent_id=agent_id, thread_id=thread_id, limit=limit)
-        return {"hits": [h.dump() for h in hits]}
+        return send({"hits": [h.dump() for h in hits]})
 
     @router.post("/context", tags=["context"])
-    async def build_context(request: Request, body: ContextBody) -> dict[str, Any]:
+    async def build_context(request: Request, body: ContextBody) -> Response:
         """The messages of the next model call of a thread, within ``max_tokens``."""
         options: dict[str, Any] = {}
         if body.strategy is not None:
@@ -237,11 +232,10 @@ def memory_router() -> APIRouter:
             "warnings": built.warnings,
             "metadata": built.metadata,
         }
-        dumped: dict[str, Any] = to_jsonable_python(shown, fallback=str, exclude_none=True)
-        return dumped
+        return send(to_jsonable_python(shown, fallback=str, exclude_none=True))
 
     @router.post("/forget/preview", tags=["forget"])
-    async def forget_preview(request: Request, body: ForgetBody) -> dict[str, Any]:
+    async def forget_preview(request: Request, body: ForgetBody) -> Response:
         """What :func:`forget` would take, changing nothing."""
         cascade = cascade_for(memory_of(request))
         key, value = body.target()
@@ -251,10 +245,10 @@ def memory_router() -> APIRouter:
             plan = await cascade.plan_thread(value)
         else:
             plan = await cascade.plan_entries(value, keep_replies=body.keep_replies)
-        return {"threads": plan.threads, "entries": plan.entries, "entry_count": plan.entry_count}
+        return send({"threads": plan.threads, "entries": plan.entries, "entry_count": plan.entry_count})
 
     @router.post("/forget", tags=["forget"])
-    async def forget(request: Request, body: ForgetBody) -> dict[str, Any]:
+    async def forget(request: Request, body: ForgetBody) -> Response:
         """Forget a user, a thread or entries with everything memory derived from them."""
         cascade = cascade_for(memory_of(request))
         key, value = body.target()
@@ -264,7 +258,7 @@ def memory_router() -> APIRouter:
             counts = await cascade.delete_thread(value)
         else:
             counts = await cascade.delete_entries(value, keep_replies=body.keep_replies)
-        return {"counts": counts.dump()}
+        return send({"counts": counts.dump()})
 
     return router
 

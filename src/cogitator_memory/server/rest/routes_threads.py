@@ -9,15 +9,14 @@ import json
 from datetime import datetime, timedelta
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Query, Request
+from fastapi import APIRouter, Body, Query, Request, Response
 from pydantic import BaseModel, ConfigDict
 
 from ...cascade import CascadePlan
 from ...clock import now
 from ...errors import InvalidArgumentError, NotFoundError
 from ...result import unwrap
-from ...threads.records import MemoryEntry, Thread
-from .parts import cascade_for, memory_of
+from .parts import cascade_for, memory_of, send
 
 MAX_PAGE = 500
 """The most entries or threads one page holds."""
@@ -59,14 +58,6 @@ class RedactBody(_Body):
 
     reason: str | None = None
     keep_replies: bool = False
-
-
-def _thread(thread: Thread) -> dict[str, Any]:
-    return thread.model_dump(mode="json", exclude_none=True)
-
-
-def _entry(entry: MemoryEntry) -> dict[str, Any]:
-    return entry.model_dump(mode="json", exclude_none=True)
 
 
 def encode_cursor(created_at: datetime, seen: int) -> str:
@@ -113,7 +104,7 @@ async def entry_page(store: Any, thread_id: str, limit: int, cursor: str | None)
         if before is not None and oldest_time == before - timedelta(microseconds=1):
             same += seen
         next_cursor = encode_cursor(oldest_time, same)
-    return {"entries": [_entry(e) for e in rows], "next_cursor": next_cursor}
+    return {"entries": rows, "next_cursor": next_cursor}
 
 
 def threads_router() -> APIRouter:
@@ -129,7 +120,7 @@ def threads_router() -> APIRouter:
         updated_before: datetime | None = None,
         limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
         cursor: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> Response:
         """Threads, most recently updated first; ``next_cursor`` reads on."""
         store = memory_of(request).adapter
         page = unwrap(
@@ -142,21 +133,21 @@ def threads_router() -> APIRouter:
                 cursor=cursor,
             )
         )
-        return {"threads": [_thread(t) for t in page.threads], "next_cursor": page.next_cursor}
+        return send({"threads": page.threads, "next_cursor": page.next_cursor})
 
     @router.post("/threads", status_code=201)
-    async def create_thread(request: Request, body: NewThreadBody) -> dict[str, Any]:
+    async def create_thread(request: Request, body: NewThreadBody) -> Response:
         """A new thread."""
         store = memory_of(request).adapter
-        return _thread(unwrap(await store.create_thread(body.agent_id, body.metadata, body.thread_id)))
+        return send(unwrap(await store.create_thread(body.agent_id, body.metadata, body.thread_id)), 201)
 
     @router.get("/threads/{thread_id}")
-    async def get_thread(request: Request, thread_id: str) -> dict[str, Any]:
+    async def get_thread(request: Request, thread_id: str) -> Response:
         """One thread."""
         thread = unwrap(await memory_of(request).adapter.get_thread(thread_id))
         if thread is None:
             raise NotFoundError(f"thread not found: {thread_id}")
-        return _thread(thread)
+        return send(thread)
 
     @router.get("/threads/{thread_id}/entries")
     async def thread_entries(
@@ -164,10 +155,10 @@ def threads_router() -> APIRouter:
         thread_id: str,
         limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
         cursor: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> Response:
         """Entries of every branch (the tree), a page at a time from the newest; each carries its
         ``parent_id`` and ``seq``, so pages join into the tree."""
-        return await entry_page(memory_of(request).adapter, thread_id, limit, cursor)
+        return send(await entry_page(memory_of(request).adapter, thread_id, limit, cursor))
 
     @router.get("/threads/{thread_id}/path")
     async def thread_path(
@@ -176,7 +167,7 @@ def threads_router() -> APIRouter:
         leaf_id: str | None = None,
         limit: Annotated[int, Query(ge=0, le=MAX_PAGE)] = 100,
         before: datetime | None = None,
-    ) -> dict[str, Any]:
+    ) -> Response:
         """The branch from the root to ``leaf_id`` (default the active leaf), the newest
         ``limit`` entries of it older than ``before``."""
         entries = unwrap(
@@ -184,16 +175,16 @@ def threads_router() -> APIRouter:
                 thread_id=thread_id, leaf_id=leaf_id, limit=limit, before=before, types="all", include_tool_calls=True
             )
         )
-        return {"entries": [_entry(e) for e in entries]}
+        return send({"entries": entries})
 
     @router.post("/threads/{thread_id}/fork", status_code=201)
-    async def fork(request: Request, thread_id: str, body: ForkBody) -> dict[str, Any]:
+    async def fork(request: Request, thread_id: str, body: ForkBody) -> Response:
         """A new thread holding the branch up to ``at_entry_id``."""
         store = memory_of(request).adapter
-        return _thread(unwrap(await store.fork_thread(thread_id, body.at_entry_id, body.new_thread_id)))
+        return send(unwrap(await store.fork_thread(thread_id, body.at_entry_id, body.new_thread_id)), 201)
 
     @router.post("/threads/{thread_id}/rewind")
-    async def rewind(request: Request, thread_id: str, body: RewindBody) -> dict[str, Any]:
+    async def rewind(request: Request, thread_id: str, body: RewindBody) -> Response:
         """Go back to ``to_entry_id`` (nothing is deleted); memory items that stood only on the
         entries after it are marked stale."""
         memory = memory_of(request)
@@ -201,28 +192,28 @@ def threads_router() -> APIRouter:
         thread = unwrap(await memory.adapter.get_thread(thread_id))
         if thread is None:
             raise NotFoundError(f"thread not found: {thread_id}")
-        return {"thread": _thread(thread), "counts": counts.dump()}
+        return send({"thread": thread, "counts": counts.dump()})
 
     @router.post("/threads/{thread_id}/checkout")
-    async def checkout(request: Request, thread_id: str, body: CheckoutBody) -> dict[str, Any]:
+    async def checkout(request: Request, thread_id: str, body: CheckoutBody) -> Response:
         """Make ``entry_id`` the active leaf."""
-        return _thread(unwrap(await memory_of(request).adapter.checkout(thread_id, body.entry_id)))
+        return send(unwrap(await memory_of(request).adapter.checkout(thread_id, body.entry_id)))
 
     @router.post("/entries", status_code=201)
-    async def add_entry(request: Request, body: Annotated[dict[str, Any], Body()]) -> dict[str, Any]:
+    async def add_entry(request: Request, body: Annotated[dict[str, Any], Body()]) -> Response:
         """Add an entry (the fields of ``NewMemoryEntry``: ``thread_id``, ``message``, ...)."""
-        return _entry(unwrap(await memory_of(request).adapter.add_entry(body)))
+        return send(unwrap(await memory_of(request).adapter.add_entry(body)), 201)
 
     @router.get("/entries/{entry_id}")
-    async def get_entry(request: Request, entry_id: str) -> dict[str, Any]:
+    async def get_entry(request: Request, entry_id: str) -> Response:
         """One entry."""
         entry = unwrap(await memory_of(request).adapter.get_entry(entry_id))
         if entry is None:
             raise NotFoundError(f"entry not found: {entry_id}")
-        return _entry(entry)
+        return send(entry)
 
     @router.post("/entries/{entry_id}/redact")
-    async def redact_entry(request: Request, entry_id: str, body: RedactBody) -> dict[str, Any]:
+    async def redact_entry(request: Request, entry_id: str, body: RedactBody) -> Response:
         """Redact the entry in place with what memory derived from it (and its replies unless
         ``keep_replies``)."""
         memory = memory_of(request)
@@ -231,21 +222,21 @@ def threads_router() -> APIRouter:
         if body.reason:
             redaction["reason"] = body.reason
         counts = await cascade_for(memory).redact_entries([entry_id], redaction, keep_replies=body.keep_replies)
-        return {"counts": counts.dump()}
+        return send({"counts": counts.dump()})
 
     @router.delete("/entries/{entry_id}")
     async def delete_entry(
         request: Request, entry_id: str, keep_replies: bool = False, dry_run: bool = False
-    ) -> dict[str, Any]:
+    ) -> Response:
         """Delete the entry with what memory derived from it (and its replies unless
         ``keep_replies``); ``dry_run`` lists what would go."""
         memory = memory_of(request)
         await _require_entry(memory, entry_id)
         cascade = cascade_for(memory)
         if dry_run:
-            return {"plan": _plan(await cascade.plan_entries([entry_id], keep_replies=keep_replies))}
+            return send({"plan": _plan(await cascade.plan_entries([entry_id], keep_replies=keep_replies))})
         counts = await cascade.delete_entries([entry_id], keep_replies=keep_replies)
-        return {"counts": counts.dump()}
+        return send({"counts": counts.dump()})
 
     return router
 

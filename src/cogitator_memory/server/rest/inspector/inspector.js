@@ -246,11 +246,11 @@ async function showVersions(path) {
   const data = await api("GET", `/api/files/history${query({ ...scopeOfThread(), path })}`);
   const box = $("versions");
   box.replaceChildren(el("h3", {}, path));
-  for (const version of data.versions.slice().reverse()) {
+  for (const { version, diff } of data.versions.slice().reverse()) {
     const label = version.content === undefined || version.content === null ? "deleted" : `${version.size} bytes`;
     box.append(
       el("div", { class: "meta" }, `version ${version.sequence} · ${version.author} · ${when(version.created_at)} · ${label}${version.redacted ? " · redacted" : ""}`),
-      el("div", { class: "diff" }, version.diff || "(no change in text)"),
+      el("div", { class: "diff" }, diff || "(no change in text)"),
     );
   }
 }
