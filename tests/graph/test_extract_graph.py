@@ -392,3 +392,36 @@ async def test_a_relation_stated_after_it_was_inferred_becomes_extracted_and_sta
         again = await run_inference(store, "concierge")
         assert edge.id not in again.deleted
         assert unwrap(await store.get_edge(edge.id)) is not None
+
+
+class Racing(InMemoryAdapter):
+    """An in-process store where someone else changes a node once, right before the extractor's
+    change of it (as a concurrent writer would)."""
+
+    raced = False
+
+    async def update_node(self, node_id: str, changes: Any, *, expected_version: int | None = None) -> Any:
+        if expected_version is not None and not self.raced:
+            self.raced = True
+            unwrap(await super().update_node(node_id, {"description": "changed meanwhile"}))
+        return await super().update_node(node_id, changes, expected_version=expected_version)
+
+
+async def test_a_node_changed_meanwhile_fails_the_window_and_nothing_of_it_stays(model: Model) -> None:
+    from cogitator_memory.errors import ConflictError
+
+    async with Racing() as store:
+        thread = await thread_of(store)
+        unwrap(await store.add_node({"name": "Ana", "type": "person", "scope": ANA}))
+        model.answer(honest)
+        with pytest.raises(GraphWindowError) as caught:
+            await extractor(store, model).extract([await say(store, thread, SAID)], scope=ANA)
+        assert isinstance(caught.value.__cause__, ConflictError)
+        nodes, edges = await graph_of(store, "concierge")
+        assert sorted(nodes) == ["Ana"] and edges == []  # the nodes added before the conflict are gone
+        assert nodes["Ana"].description == "changed meanwhile" and nodes["Ana"].evidence == []
+
+        await extractor(store, model).extract([await say(store, thread, SAID)], scope=ANA)  # read again: goes
+        nodes, _ = await graph_of(store, "concierge")
+        assert sorted(nodes) == ["Ana", "Porto", "Portugal", "user"]
+        assert nodes["Ana"].description == "changed meanwhile" and len(nodes["Ana"].evidence) == 1

@@ -26,7 +26,9 @@ What is written is stricter than for items, since the graph has no "suggested" s
 An entity whose name (or an alias) is a node's of the same type in the same scope adds its quotes,
 aliases and confidence to that node; others become nodes of ``origin="extracted"``. A relation
 already stored between the same nodes with the same type adds its quotes to that edge (an
-inferred one becomes extracted). A window's writes go through the public calls of
+inferred one becomes extracted); a node or edge changed by someone else between the read and the
+write is a ``ConflictError`` (the window fails, nothing of it stays). A window's writes go
+through the public calls of
 :class:`~cogitator_memory.graph.base.GraphStoreMixin`; when one fails, what the window wrote
 before it is taken back (nodes and edges added deleted, changed ones put back) and the error
 raised. Reading an answer and choosing what may be written is :mod:`.answers`. See
@@ -204,8 +206,10 @@ class _Undo:
 
     added_nodes: list[str] = field(default_factory=list)
     added_edges: list[str] = field(default_factory=list)
-    changed_nodes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    changed_edges: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    changed_nodes: list[tuple[str, dict[str, Any], int]] = field(
+        default_factory=list
+    )  # id, fields before, version written
+    changed_edges: list[tuple[str, dict[str, Any], int]] = field(default_factory=list)
 
 
 _NODE_FIELDS = ("aliases", "evidence", "confidence", "description")
@@ -427,9 +431,9 @@ class GraphExtractor:
             undo.added_nodes = [n.id for n in added]
             report.nodes.extend(added)
             stats.nodes_added = len(added)
-            for node, changes in node_changes:
-                updated = unwrap(await self.graph.update_node(node.id, changes))
-                undo.changed_nodes.append((node.id, {k: getattr(node, k) for k in changes}))
+            for node, changes in node_changes:  # at the version read: a change made meanwhile is a ConflictError
+                updated = unwrap(await self.graph.update_node(node.id, changes, expected_version=node.version))
+                undo.changed_nodes.append((node.id, {k: getattr(node, k) for k in changes}, updated.version))
                 report.nodes.append(updated)
                 stats.nodes_updated += 1
             await self._write_edges(chosen, scope, ids, existing, stats, report, undo)
@@ -489,18 +493,25 @@ class GraphExtractor:
         report.edges.extend(added)
         stats.edges_added = len(added)
         for edge, changes in edge_changes:
-            updated = unwrap(await self.graph.update_edge(edge.id, changes))
-            undo.changed_edges.append((edge.id, {k: getattr(edge, k) for k in changes}))
+            updated = unwrap(await self.graph.update_edge(edge.id, changes, expected_version=edge.version))
+            undo.changed_edges.append((edge.id, {k: getattr(edge, k) for k in changes}, updated.version))
             report.edges.append(updated)
             stats.edges_updated += 1
 
     async def _undo(self, undo: _Undo) -> None:
-        """Take back a window's writes, best effort (a failure here is logged, the first error raised)."""
+        """Take back a window's writes, best effort (a failure here is logged, the first error raised);
+        a record changed by someone else since it was written here is left as it is."""
         graph = self.graph
         steps: list[Callable[[], Awaitable[MemoryResult[Any]]]] = [
             *(partial(graph.delete_edge, e) for e in undo.added_edges),
-            *(partial(graph.update_edge, e, before) for e, before in reversed(undo.changed_edges)),
-            *(partial(graph.update_node, n, before) for n, before in reversed(undo.changed_nodes)),
+            *(
+                partial(graph.update_edge, e, before, expected_version=v)
+                for e, before, v in reversed(undo.changed_edges)
+            ),
+            *(
+                partial(graph.update_node, n, before, expected_version=v)
+                for n, before, v in reversed(undo.changed_nodes)
+            ),
             *(partial(graph.delete_node, n) for n in undo.added_nodes),
         ]
         for step in steps:

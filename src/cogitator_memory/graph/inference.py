@@ -344,7 +344,7 @@ async def run_inference(
             continue
         changes = {k: fields[k] for k in ("confidence", "evidence", "metadata") if fields[k] != getattr(old, k)}
         if changes:
-            report.updated.append(unwrap(await graph.update_edge(old.id, changes)))
+            report.updated.append(unwrap(await graph.update_edge(old.id, changes, expected_version=old.version)))
     if adds:
         report.added = unwrap(await graph.add_edges(adds))
     if report.complete:
