@@ -3,6 +3,7 @@ memory files; bad input and unreachable stores; compaction from the config over 
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -224,3 +225,38 @@ async def test_compaction_from_the_config_asks_the_model_over_http(tmp_path: Pat
         texts = [str(m.content) for m in history]
         assert texts[0] == "Summary of the earlier conversation:\nThe user counted to five."
         assert texts[-2:] == ["number 4", "number 5"]
+
+
+async def test_auto_extract_reads_user_messages_into_the_graph(tmp_path: Path) -> None:
+    quoted = [
+        {"entity": "Ana", "type": "person", "quotes": [{"message": 1, "quote": "Ana"}]},
+        {"entity": "Porto", "type": "location", "quotes": [{"message": 1, "quote": "Porto"}]},
+        {
+            "relation": "located_in",
+            "source": "Ana",
+            "target": "Porto",
+            "quotes": [{"message": 1, "quote": "Ana lives in Porto"}],
+        },
+    ]
+    with ScriptedServer() as server:
+        server.fallback("/v1/chat/completions", openai_chat_handler(json.dumps(quoted)))
+        config = {
+            "adapter": "sqlite",
+            "path": str(tmp_path / "g.db"),
+            "embedding": NO_VECTORS,
+            "model": {"provider": "compatible", "model": "m", "base_url": server.url + "/v1", "api_key": "k"},
+            "auto_extract": True,
+        }
+        async with Memory(config) as memory:
+            await memory.add(
+                [{"role": "user", "content": "Ana lives in Porto."}, {"role": "assistant", "content": "Nice."}],
+                user_id="ana",
+                thread_id="t",
+            )
+            await memory.flush()
+            edges = (await memory.adapter.query_edges({"agent_id": "default"})).data or []
+            nodes = {n.id: n.name for n in (await memory.adapter.query_nodes({"agent_id": "default"})).data or []}
+        found = {(nodes[e.source_id], e.type, nodes[e.target_id]) for e in edges}
+        assert ("Ana", "located_in", "Porto") in found  # (and the inverse the inference pass adds)
+        assert {e.origin for e in edges if e.type == "located_in"} == {"extracted"}
+        assert len(server.requests_to("/v1/chat/completions")) == 1  # the user's message only

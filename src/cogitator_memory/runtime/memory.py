@@ -310,7 +310,9 @@ class Memory:
         if self.summarize is not None and cfg.auto_extract and self.graph is not None:
             from ..graph.auto import AutoExtractor
 
-            self.auto_extractor = AutoExtractor(graph=self.graph, summarize=self.summarize, memory=self.adapter)
+            self.auto_extractor = AutoExtractor(
+                graph=self.graph, summarize=self.summarize, memory=self.adapter, settings={"enabled": True}
+            )
             self.auto_extractor.attach(self.adapter)
         if self.summarize is not None and cfg.extraction.mode != "off":
             from ..items.extract import MemoryExtractor
