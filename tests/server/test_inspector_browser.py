@@ -96,9 +96,16 @@ async def _seed(memory: Memory) -> dict[str, Any]:
         "message": {"role": "user", "content": "Or Braga?"},
     }
     branch = unwrap(await store.add_entry(side)).id
+    summary = {
+        "thread_id": thread.id,
+        "type": "compaction",
+        "event": {"summary": "Ada's sister lives in Porto.", "first_kept_entry_id": ids[4]},
+    }
+    compaction = unwrap(await store.add_entry(summary)).id
+    fork = unwrap(await store.fork_thread(thread.id, ids[1])).id
     other = unwrap(await store.create_thread("default", {"user_id": "bob"}))
     unwrap(await store.add_entry({"thread_id": other.id, "message": {"role": "user", "content": "Bob stays"}}))
-    return {"thread": thread.id, "ids": ids, "item": item.id, "other": other.id, "branch": branch}
+    return {"thread": thread.id, "ids": ids, "item": item.id, "other": other.id, "branch": branch, "compaction": compaction, "fork": fork}
 
 
 async def _shot(page: Any, name: str) -> None:
@@ -116,16 +123,20 @@ async def test_the_inspector_shows_and_forgets(served: tuple[str, Memory], brows
     await page.fill("#user", "ada")
     await page.click("#filters button[type=submit]")
     await page.wait_for_selector(f"[data-thread='{seeded['thread']}']")
-    assert await page.locator("#threads li").count() == 1  # Bob's thread is not Ada's
+    assert await page.locator("#threads li").count() == 2  # hers and its fork; not Bob's
     await page.click(f"[data-thread='{seeded['thread']}']")
     await page.wait_for_selector(f"#entry-{seeded['ids'][-1]}")
-    assert await page.locator("#entries > li").count() == 7
+    assert await page.locator("#entries > li").count() == 8
+    # Compactions and forks.
+    summary_text = await page.locator(f"#entry-{seeded['compaction']}.compaction .text").text_content()
+    assert summary_text == f"Summary (stands for the entries before {seeded['ids'][4]}): Ada's sister lives in Porto."
+    assert f"forks: {seeded['fork']}" in (await page.locator("#thread-meta").text_content() or "")
     # The tree: the side branch is marked off the active path, its parent as a branch point.
     assert await page.locator(f"#entry-{seeded['branch']}.off-path .side").text_content() == "other branch"
     assert (
         await page.locator(f"#entry-{seeded['ids'][1]}.branch .branches").text_content() == "branch point: 2 branches"
     )
-    assert await page.locator(f"#entry-{seeded['ids'][5]}.active").count() == 1
+    assert await page.locator(f"#entry-{seeded['compaction']}.active").count() == 1
     # Stored markup is shown as text and never runs.
     script_row = page.locator(f"#entry-{seeded['ids'][2]} .text")
     assert await script_row.text_content() == SCRIPT

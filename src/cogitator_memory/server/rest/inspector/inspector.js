@@ -71,7 +71,11 @@ function when(stamp) {
 }
 
 function messageText(entry) {
-  if (entry.type === "compaction") return (entry.event && entry.event.data && entry.event.data.summary) || "(compaction)";
+  if (entry.type === "compaction") {
+    const event = entry.event || {};
+    const kept = event.first_kept_entry_id ? ` (stands for the entries before ${event.first_kept_entry_id})` : "";
+    return `Summary${kept}: ${event.summary || ""}`;
+  }
   const message = entry.message;
   if (!message) return entry.event ? `${entry.event.kind || entry.type} ${JSON.stringify(entry.event.data || {})}` : `(${entry.type})`;
   const content = message.content;
@@ -120,7 +124,7 @@ async function openThread(threadId) {
   const notes = [`agent ${state.thread.agent_id}`];
   if (meta.user_id) notes.push(`user ${meta.user_id}`);
   if (meta.forked_from) notes.push(`fork of ${meta.forked_from.thread_id} at ${meta.forked_from.entry_id}`);
-  if (meta.memory_forks) notes.push(`forks: ${Object.keys(meta.memory_forks).join(", ")}`);
+  if (Array.isArray(meta.memory_forks) && meta.memory_forks.length) notes.push(`forks: ${meta.memory_forks.join(", ")}`);
   $("thread-meta").textContent = notes.join(" · ");
   const path = await api("GET", `/api/threads/${encodeURIComponent(threadId)}/path${query({ limit: 500 })}`);
   state.activePath = new Set(path.entries.map((e) => e.id));
