@@ -242,7 +242,9 @@ class MemoryCascade:
             return
         gone = derived.Gone()
         await self._sweep(agents, everything, counts, gone, reason)
-        for chosen, summaries in plan.values():
+        # copies in forks before their originals, replies before what they answer: a cascade that
+        # stops part of the way still finds what is left from the entries it was given
+        for chosen, summaries in reversed(list(plan.values())):
             for summary in summaries:
                 unwrap(await self.memory.delete_entry(summary.id))
                 counts.summaries += 1

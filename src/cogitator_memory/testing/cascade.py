@@ -24,10 +24,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..cascade import MemoryCascade
+from ..errors import MemoryStoreError, StoreUnavailableError
 from ..files.paths import OBSERVATIONS_DIRECTORY, PLAYBOOK_PATH
 from ..files.service import MemoryFiles
 from ..items.service import MemoryItems
-from ..result import unwrap
+from ..result import err, unwrap
 
 AGENT = "assistant"
 DIMENSIONS = 8
@@ -359,6 +360,87 @@ async def case_rewind_marks_items_stale(stores: CascadeStores) -> None:
     _check(unwrap(await stores.memory.get_thread(t)).active_leaf_id == a, "the thread stands at the entry")
     again = await _cascade(stores).rewind(t, a)
     _check(again.items.stale == 0 and again.threads_changed == 0, "a thread there already is left as it is")
+
+
+class _Interposed:
+    """The store, with ``delete_entry`` going through ``before`` first (a failure, or a write
+    made while the cascade runs)."""
+
+    def __init__(self, inner: Any, before: Callable[[str], Awaitable[Any]]) -> None:
+        self._inner = inner
+        self._before = before
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def delete_entry(self, entry_id: str) -> Any:
+        failed = await self._before(entry_id)
+        if failed is not None:
+            return failed
+        return await self._inner.delete_entry(entry_id)
+
+
+@_case()
+async def case_a_failed_cascade_runs_again(stores: CascadeStores) -> None:
+    t = await _thread(stores, "gu")
+    a = await _say(stores, t, "user", "my pin is 1234")
+    await _say(stores, t, "assistant", "pin noted")
+    item = await _item(stores, "gu", "pin 1234", [(a, t, "1234")])
+    calls = 0
+
+    async def fail_first(_: str) -> Any:
+        nonlocal calls
+        calls += 1
+        return err("the store went away", StoreUnavailableError) if calls == 1 else None
+
+    flaky = _Interposed(stores.memory, fail_first)
+    cascade = MemoryCascade(memory=flaky, items=stores.memory, files=stores.memory, embeddings=stores.embeddings)
+    try:
+        await cascade.delete_entries([a])
+    except MemoryStoreError as exc:
+        _check("went away" in str(exc), f"the store's error is raised: {exc}")
+    else:
+        raise AssertionError("a cascade whose store fails raises")
+    _check(not await _exists(stores, item), "derived memory went before the entries")
+    _check(len(unwrap(await stores.memory.get_entries(t))) == 2, "the entries are still there")
+    counts = await cascade.delete_entries([a])
+    _check(counts.entries.deleted == 2, f"run again, it finishes: {counts}")
+    _check(unwrap(await stores.memory.get_entries(t)) == [], "the entries are gone")
+
+
+@_case()
+async def case_a_second_look_takes_what_was_written_meanwhile(stores: CascadeStores) -> None:
+    t = await _thread(stores, "ha")
+    a = await _say(stores, t, "user", "I was born in Faro")
+    late: list[str] = []
+
+    async def extract_meanwhile(entry_id: str) -> None:
+        if not late:  # an extractor that read the entry writes its item while the cascade runs
+            late.append(await _item(stores, "ha", "Faro", [(entry_id, t, "Faro")], attribute="born"))
+
+    cascade = MemoryCascade(memory=_Interposed(stores.memory, extract_meanwhile), items=stores.memory)
+    counts = await cascade.delete_entries([a])
+    _check(bool(late) and not await _exists(stores, late[0]), "the item written meanwhile is purged")
+    _check(counts.items.purged == 1, f"{counts}")
+
+
+@_case()
+async def case_a_refused_rewind_leaves_items(stores: CascadeStores) -> None:
+    t = await _thread(stores, "ib")
+    a = await _say(stores, t, "user", "tea")
+    b = await _say(stores, t, "user", "coffee")
+    item = await _item(stores, "ib", "coffee", [(b, t, "coffee")])
+    other = await _thread(stores, "ib")
+    elsewhere = await _say(stores, other, "user", "water")
+    try:
+        await _cascade(stores).rewind(t, elsewhere)
+    except MemoryStoreError:
+        pass
+    else:
+        raise AssertionError("a rewind to an entry off the branch is refused")
+    _check(unwrap(await stores.memory.get_items([item]))[0].status != "stale", "the item is as it was")
+    _check(unwrap(await stores.memory.get_thread(t)).active_leaf_id == b, "the thread did not move")
+    _check((await _cascade(stores).rewind(t, a)).items.stale == 1, "a rewind on the branch marks it")
 
 
 __all__ = ["AGENT", "DIMENSIONS", "CascadeCase", "CascadeStores", "cascade_cases"]
