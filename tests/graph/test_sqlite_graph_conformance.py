@@ -30,7 +30,9 @@ async def test_a_walk_reads_the_adjacency_index(store: SQLiteAdapter) -> None:
     )
     unwrap(await store.add_edge({"id": "e", "source_id": "n0", "target_id": "n1", "type": "knows", "agent_id": "a"}))
     follow, params = walk_filter(Walk(start_ids=("n0",), direction="outgoing"))
-    plan = store.connection.execute(f"EXPLAIN QUERY PLAN {WALK_SQL.format(follow=follow)}", ['["n0"]', 2, *params, 50])
+    plan = store.connection.execute(
+        f"EXPLAIN QUERY PLAN {WALK_SQL.format(start='', follow=follow)}", ['["n0"]', 2, *params, 50]
+    )
     text = "\n".join(str(row[-1]) for row in plan)
     assert "SCAN a" not in text and "SCAN b" not in text, text
     assert "SEARCH a USING PRIMARY KEY" in text and "SEARCH b USING PRIMARY KEY (node_id=?)" in text, text

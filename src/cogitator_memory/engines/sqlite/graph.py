@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import ConflictError, NotFoundError
 from ...graph.base import GraphChanges, GraphStoreMixin, check_next_version
-from ...graph.records import TRUSTED, EdgeQuery, GraphEdge, GraphNode, NodeQuery, Walk
+from ...graph.records import TRUSTED, EdgeQuery, GraphEdge, GraphNode, NodeQuery, TraversalResult, Walk
 
 #: The tables of the graph (migration ``m006_graph`` of :mod:`.schema`).
 GRAPH_TABLES: tuple[str, ...] = (
@@ -47,10 +47,11 @@ GRAPH_TABLES: tuple[str, ...] = (
     ) WITHOUT ROWID""",
 )
 
-#: A bounded walk: ``{follow}`` is the filter of the edges a node may be left by.
-WALK_SQL = """
+#: A bounded walk as the CTE ``w`` of steps: ``{start}`` may filter the start nodes (``value``),
+#: ``{follow}`` is the filter of the edges a node may be left by.
+WALK_CTE = """
 WITH RECURSIVE w(node, hops, prev, edge) AS (
-    SELECT value, 0, NULL, NULL FROM json_each(?)
+    SELECT value, 0, NULL, NULL FROM json_each(?){start}
     UNION
     SELECT a.other_id, w.hops + 1, w.node, a.edge_id
     FROM w JOIN graph_adjacency AS a ON a.node_id = w.node
@@ -58,8 +59,22 @@ WITH RECURSIVE w(node, hops, prev, edge) AS (
         SELECT b.edge_id FROM graph_adjacency AS b WHERE b.node_id = w.node {follow}
         ORDER BY b.confidence DESC, b.edge_id LIMIT ?
     )
+)"""
+#: The steps of a walk.
+WALK_SQL = WALK_CTE + "\nSELECT node, hops, prev, edge FROM w"
+#: A traversal in one query: the start nodes that exist (``{start}``), the first ``max_nodes``
+#: nodes by (least hops, id) with their bodies (``hops`` >= 0), and the bodies of the edges walked
+#: between two of them (``hops`` -1).
+NEIGHBOURHOOD_SQL = (
+    WALK_CTE
+    + """,
+ws AS MATERIALIZED (SELECT node, hops, prev, edge FROM w),
+d AS MATERIALIZED (SELECT node, min(hops) AS hops FROM ws GROUP BY node ORDER BY min(hops), node LIMIT ?),
+e AS (SELECT DISTINCT ws.edge FROM ws JOIN d ON d.node = ws.node JOIN d AS p ON p.node = ws.prev)
+SELECT d.hops, n.body FROM d JOIN graph_nodes AS n ON n.id = d.node
+UNION ALL
+SELECT -1, g.body FROM e JOIN graph_edges AS g ON g.id = e.edge"""
 )
-SELECT node, hops, prev, edge FROM w"""
 
 _CHUNK = 500
 #: An edge's scope key (:func:`~cogitator_memory.items.records.scope_key`) read from its body.
@@ -244,9 +259,29 @@ class SQLiteGraph(GraphStoreMixin):
 
     async def _walk_steps(self, walk: Walk) -> list[tuple[str, int, str | None, str | None]]:
         follow, params = walk_filter(walk)
-        sql = WALK_SQL.format(follow=follow)
+        sql = WALK_SQL.format(start="", follow=follow)
         rows = self.connection.execute(sql, [json.dumps(list(walk.start_ids)), walk.max_depth, *params, walk.fan_out])
         return [(r[0], int(r[1]), r[2], r[3]) for r in rows]
+
+    async def _neighbourhood(self, walk: Walk) -> TraversalResult:
+        follow, params = walk_filter(walk)
+        start = " WHERE EXISTS (SELECT 1 FROM graph_nodes AS n WHERE n.id = value{seen})"
+        keys = [] if walk.scope_keys is None else sorted(walk.scope_keys)
+        seen = f" AND n.scope_key IN ({_marks(len(keys))})" if keys else ""
+        sql = NEIGHBOURHOOD_SQL.format(start=start.format(seen=seen), follow=follow)
+        starts = json.dumps(list(walk.start_ids))
+        nodes: list[tuple[int, GraphNode]] = []
+        edges: list[GraphEdge] = []
+        for hops, body in self.connection.execute(
+            sql, [starts, *keys, walk.max_depth, *params, walk.fan_out, walk.max_nodes]
+        ):
+            if hops < 0:
+                edges.append(GraphEdge.model_validate_json(body, context=TRUSTED))
+            else:
+                nodes.append((int(hops), GraphNode.model_validate_json(body, context=TRUSTED)))
+        nodes.sort(key=lambda pair: (pair[0], pair[1].id))
+        edges.sort(key=lambda e: e.id)
+        return TraversalResult(nodes=[n for _, n in nodes], edges=edges, depths={n.id: h for h, n in nodes})
 
     async def _clear_graph(self, agent_id: str) -> tuple[int, int]:
         with self._write() as db:
@@ -266,4 +301,4 @@ class SQLiteGraph(GraphStoreMixin):
         return node_counts, {str(t): int(c) for t, c in edges}
 
 
-__all__ = ["GRAPH_TABLES", "WALK_SQL", "SQLiteGraph", "walk_filter"]
+__all__ = ["GRAPH_TABLES", "NEIGHBOURHOOD_SQL", "WALK_CTE", "WALK_SQL", "SQLiteGraph", "walk_filter"]
