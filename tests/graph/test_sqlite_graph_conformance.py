@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from cogitator_memory import SQLiteAdapter, unwrap
-from cogitator_memory.engines.sqlite.graph import WALK_SQL, walk_filter
+from cogitator_memory.engines.sqlite.graph import NEIGHBOURHOOD_SQL, WALK_SQL, walk_filter
 from cogitator_memory.graph.records import Walk
 from cogitator_memory.testing.graph import GraphConformanceCase, graph_adapter_conformance_cases
 
@@ -36,3 +36,23 @@ async def test_a_walk_reads_the_adjacency_index(store: SQLiteAdapter) -> None:
     text = "\n".join(str(row[-1]) for row in plan)
     assert "SCAN a" not in text and "SCAN b" not in text, text
     assert "SEARCH a USING PRIMARY KEY" in text and "SEARCH b USING PRIMARY KEY (node_id=?)" in text, text
+
+
+async def test_a_traversal_is_one_query_over_the_indexes(store: SQLiteAdapter) -> None:
+    follow, params = walk_filter(Walk(start_ids=("n0",)))
+    start = " WHERE EXISTS (SELECT 1 FROM graph_nodes AS n WHERE n.id = value)"
+    sql = NEIGHBOURHOOD_SQL.format(start=start, follow=follow)
+    plan = [
+        str(row[-1]) for row in store.connection.execute(f"EXPLAIN QUERY PLAN {sql}", ['["n0"]', 2, *params, 50, 9])
+    ]
+    scans = [step for step in plan if step.startswith("SCAN ")]
+    assert sorted(scans) == [
+        "SCAN d",
+        "SCAN e",
+        "SCAN json_each VIRTUAL TABLE INDEX 1:",
+        "SCAN w",
+        "SCAN w",
+        "SCAN ws",
+        "SCAN ws",
+    ], plan
+    assert "SEARCH b USING PRIMARY KEY (node_id=?)" in plan and "MATERIALIZE w" in plan, plan
