@@ -68,6 +68,8 @@ async def test_add_search_and_history_on_every_engine(memory: Memory) -> None:
     hits = await memory.search("Porto sister", user_id="ana")
     assert hits and hits[0].thread_id == "t-ana" and "Marta" in hits[0].text
     assert all(hit.thread_id == "t-ana" for hit in hits)  # Bo's thread is not Ana's
+    with pytest.raises(InvalidArgumentError, match="another user's thread"):
+        await memory.add([{"role": "user", "content": "mine now"}], user_id="bo", thread_id="t-ana")
     again = await memory.add([{"role": "user", "content": "She works at the port."}], thread_id="t-ana")
     assert again.thread_id == "t-ana"
     history = await memory.history("t-ana")

@@ -410,7 +410,16 @@ class Memory:
         if existing is None:
             metadata = {"user_id": user} if user is not None else None
             unwrap(await self.adapter.create_thread(agent, metadata=metadata, thread_id=tid))
-        written = await self._write(new)
+        else:
+            owner = (existing.metadata or {}).get("user_id")
+            if user is not None and owner is not None and owner != user:
+                raise InvalidArgumentError("thread_id", f"{tid} is another user's thread")
+        try:
+            written = await self._write(new)
+        except BaseException:
+            if existing is None:
+                await self.adapter.delete_thread(tid)
+            raise
         await self._after_add(tid, written, agent, user)
         return AddResult(thread_id=tid, entries=written)
 
