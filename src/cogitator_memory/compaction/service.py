@@ -35,7 +35,7 @@ from ..context.history import (
 from ..errors import InvalidArgumentError
 from ..models.records import SummarizeFn, SummarizeOptions
 from ..result import unwrap
-from ..threads.base import MemoryAdapter
+from ..threads.base import BaseMemoryAdapter, MemoryAdapter
 from ..threads.records import COMPACTION_SUMMARY_KEY, HISTORY_ENTRY_TYPES, CompactionEvent, MemoryEntry, Message
 from ..threads.values import has_surrogate
 from ..tokens import count_tokens
@@ -124,10 +124,20 @@ class CompactionService:
         self.timeout = float(timeout)
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._tokens = TokenCache()
+        # The tokens of the entries of each thread being compacted, by entry id: each counted once
+        # per compaction, however long the thread (the cache above forgets when it is full).
+        self._counted: dict[str, dict[str, int]] = {}
 
     def tokens_of(self, entry: MemoryEntry) -> int:
-        """The entry's tokens, counted once per entry and text while the service's cache holds them."""
-        return self._tokens.tokens(entry)
+        """The entry's tokens, counted once per compaction (and per entry and text while the
+        service's cache holds them)."""
+        counted = self._counted.get(entry.thread_id)
+        if counted is None:
+            return self._tokens.tokens(entry)
+        found = counted.get(entry.id)
+        if found is None:
+            found = counted[entry.id] = self._tokens.tokens(entry)
+        return found
 
     async def compact(
         self,
@@ -189,18 +199,22 @@ class CompactionService:
         if lock is None:
             lock = self._locks[thread_id] = asyncio.Lock()
         async with lock:
-            if strategy == "hierarchical":
-                return await compact_hierarchical(
-                    self,
-                    thread_id,
-                    threshold=threshold,
-                    message_threshold=message_threshold,
-                    keep_recent=keep_recent,
-                    config=config,
-                    options=options,
-                    summary_prompt=summary_prompt,
-                )
-            return await self._compact(thread_id, strategy, threshold, message_threshold, keep_recent, options)
+            self._counted[thread_id] = {}
+            try:
+                if strategy == "hierarchical":
+                    return await compact_hierarchical(
+                        self,
+                        thread_id,
+                        threshold=threshold,
+                        message_threshold=message_threshold,
+                        keep_recent=keep_recent,
+                        config=config,
+                        options=options,
+                        summary_prompt=summary_prompt,
+                    )
+                return await self._compact(thread_id, strategy, threshold, message_threshold, keep_recent, options)
+            finally:
+                self._counted.pop(thread_id, None)
 
     async def _read(self, thread_id: str) -> list[MemoryEntry]:
         """The active branch (on a store without branches: every entry, in time order)."""
@@ -209,9 +223,20 @@ class CompactionService:
                 await self.adapter.get_entries(thread_id, types=HISTORY_ENTRY_TYPES, include_tool_calls=True)
             )
             return sorted(found, key=dated_order)
-        return unwrap(
-            await self.adapter.get_path(thread_id=thread_id, types=HISTORY_ENTRY_TYPES, include_tool_calls=True)
-        )
+        return await self._path(thread_id, None)
+
+    async def _path(self, thread_id: str, leaf_id: str | None) -> list[MemoryEntry]:
+        """The branch to ``leaf_id`` (the active one with ``None``); from a built-in store as its
+        own entry objects where it shares them (nothing here changes an entry it reads)."""
+        where: dict[str, Any] = {
+            "thread_id": thread_id,
+            "leaf_id": leaf_id,
+            "types": HISTORY_ENTRY_TYPES,
+            "include_tool_calls": True,
+        }
+        if isinstance(self.adapter, BaseMemoryAdapter):
+            return unwrap(await self.adapter.get_path(**where, copy=False))
+        return unwrap(await self.adapter.get_path(**where))
 
     def _view(self, path: Sequence[MemoryEntry]) -> list[MemoryEntry]:
         """The compacted view of what :meth:`_read` read."""
@@ -300,11 +325,7 @@ class CompactionService:
                     }
                 )
             )
-            after = unwrap(
-                await self.adapter.get_path(
-                    thread_id=thread_id, leaf_id=entry.id, types=HISTORY_ENTRY_TYPES, include_tool_calls=True
-                )
-            )
+            after = await self._path(thread_id, entry.id)
             try:
                 now_first = self._check(after[:-1], expected, covered[-1].id)
             except CompactionError:
