@@ -320,3 +320,29 @@ def test_entry_tokens_of_tool_data() -> None:
     tool = EntryContent(type="tool_result", message=reply, tool_results=[result])
     assert count_tool_results_tokens([result]) > MESSAGE_OVERHEAD
     assert count_entry_tokens(tool) == count_message_tokens(reply) + count_tool_results_tokens([result])
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_entry_tokens_of_plain_messages_are_their_message_tokens(seed: int) -> None:
+    # A message of text alone is counted on a short way; it must count what the message counts,
+    # for any text and role, and entries with more than text must still count all of it.
+    rng = random.Random(seed)
+    words = ["the", "Lisbon", "move", "in", "May", "#12", "3.5kg", "naïve", "东京", "\n", "  ", "done.", "(x)", ""]
+    for _ in range(50):
+        text = " ".join(rng.choice(words) for _ in range(rng.randrange(0, 30)))
+        role = rng.choice(["system", "user", "assistant", "tool"])
+        entry = NewMemoryEntry(thread_id="t", message={"role": role, "content": text})
+        assert count_entry_tokens(entry) == count_message_tokens(entry.message) == MESSAGE_OVERHEAD + count_tokens(text)  # type: ignore[arg-type]
+    named = NewMemoryEntry(thread_id="t", message={"role": "user", "content": PROSE, "name": "ana"})
+    assert count_entry_tokens(named) == count_message_tokens(named.message) > MESSAGE_OVERHEAD + count_tokens(PROSE)  # type: ignore[arg-type]
+    answer = NewMemoryEntry(
+        thread_id="t", type="tool_result", message={"role": "tool", "content": "42", "tool_call_id": "call_1"}
+    )
+    assert count_entry_tokens(answer) == MESSAGE_OVERHEAD + count_tokens("42") + 2
+    parts = NewMemoryEntry(thread_id="t", message={"role": "user", "content": [{"type": "text", "text": PROSE}]})
+    assert count_entry_tokens(parts) == MESSAGE_OVERHEAD + count_tokens(PROSE)
+    result = ToolResult(call_id="call_1", result="sunny")
+    with_results = NewMemoryEntry(thread_id="t", message={"role": "tool", "content": "ok"}, tool_results=[result])
+    assert count_entry_tokens(with_results) == MESSAGE_OVERHEAD + count_tokens("ok") + count_tool_results_tokens(
+        [result]
+    )

@@ -558,6 +558,19 @@ def count_entry_tokens(entry: EntryContent) -> int:
     The message (text, images, tool calls), the entry's own tool calls and tool results; for a
     compaction, its summary; for a custom event, its data; other events cost nothing.
     """
+    fields = entry.__dict__
+    message = fields["message"]
+    if (
+        type(message) is Message
+        and fields["tool_calls"] is None
+        and fields["tool_results"] is None
+        and fields["event"] is None
+    ):
+        # The common entry, a message of text alone: what the general way below counts.
+        m = message.__dict__
+        content = m["content"]
+        if type(content) is str and m["name"] is None and m["tool_calls"] is None and m["tool_call_id"] is None:
+            return MESSAGE_OVERHEAD + count_tokens(content)
     total = 0
     if entry.message is not None:
         total += count_message_tokens(entry.message)

@@ -83,3 +83,84 @@ def test_a_record_changed_after_it_was_made_is_validated_again() -> None:
     built = build_entry(new, "entry_1", None, 1, 1, clock.now())
     assert isinstance(built.message, Message)
     assert built.message.content == "changed"
+
+
+# --- InMemoryAdapter keeps plain entries as their fields, written as JSON on the first read ---
+
+PLAIN_MESSAGES: list[dict[str, Any]] = [
+    {"role": "user", "content": "Hello there"},
+    {"role": "user", "content": "Hi", "name": "ana"},
+    {"role": "tool", "content": "42", "tool_call_id": "call_1"},
+    {"role": "assistant", "content": "noted", "cache_breakpoint": True},
+    {"role": "system", "content": ""},
+]
+
+
+async def test_plain_entries_read_back_as_they_were_written() -> None:
+    from cogitator_memory import InMemoryAdapter, unwrap
+
+    async with InMemoryAdapter() as store:
+        thread = unwrap(await store.create_thread("agent"))
+        written = []
+        for i, message in enumerate(PLAIN_MESSAGES):
+            kind = "tool_result" if message["role"] == "tool" else "message"
+            data: dict[str, Any] = {"thread_id": thread.id, "type": kind, "message": message}
+            if i % 2:
+                data["token_count"] = 5
+            written.append(unwrap(await store.add_entry(data)))
+        kept = store._threads[thread.id].nodes
+        assert all(type(kept[e.id].packed) is tuple for e in written)  # no JSON written yet
+        # Changing what add_entry returned changes nothing in the store.
+        for entry in written:
+            assert entry.message is not None
+            entry.message.content = "changed"
+            entry.message.name = "someone"
+            entry.token_count = 999
+        read = unwrap(await store.get_entries(thread_id=thread.id, limit=0, types="all"))
+        assert [e.message.content for e in read if e.message] == [m["content"] for m in PLAIN_MESSAGES]
+        for entry, message in zip(read, PLAIN_MESSAGES, strict=True):
+            expected = MemoryEntry.model_validate(
+                {
+                    **entry.model_dump(exclude={"message", "token_count"}),
+                    "message": message,
+                    "token_count": entry.token_count,
+                }
+            )
+            assert entry == expected
+            assert entry.model_dump_json(exclude_none=True) == expected.model_dump_json(exclude_none=True)
+            assert entry.token_count != 999
+        assert all(type(kept[e.id].packed) is bytes for e in written)  # written once, on that read
+        # Path, single reads and forks read them as well.
+        path = unwrap(await store.get_path(thread_id=thread.id, types="all"))
+        assert path == read
+        assert unwrap(await store.get_entry(read[0].id)) == read[0]
+
+
+async def test_packed_entries_survive_eviction_and_deletion() -> None:
+    from cogitator_memory import InMemoryAdapter, unwrap
+
+    async with InMemoryAdapter(max_entries=3) as store:
+        thread = unwrap(await store.create_thread("agent"))
+        ids = []
+        for i in range(5):
+            message = {"role": "user", "content": f"message {i}"}
+            ids.append(unwrap(await store.add_entry({"thread_id": thread.id, "message": message})).id)
+        unwrap(await store.delete_entry(ids[3]))  # moves the last entry under ids[2], never read before
+        path = unwrap(await store.get_path(thread_id=thread.id))
+        assert [e.message.content for e in path if e.message] == ["message 2", "message 4"]
+        assert path[1].parent_id == ids[2]
+
+
+async def test_entries_with_more_than_text_are_kept_as_json() -> None:
+    from cogitator_memory import InMemoryAdapter, unwrap
+
+    async with InMemoryAdapter() as store:
+        thread = unwrap(await store.create_thread("agent"))
+        for data in INPUTS:
+            created = unwrap(await store.add_entry({"thread_id": thread.id, **data}))
+            node = store._threads[thread.id].nodes[created.id]
+            plain = created.message is not None and isinstance(created.message.content, str)
+            plain = plain and not (created.metadata or created.tool_calls or created.tool_results)
+            plain = plain and not (created.message and created.message.tool_calls) and created.metadata is None
+            assert (type(node.packed) is tuple) == plain
+            assert unwrap(await store.get_entry(created.id)) == created

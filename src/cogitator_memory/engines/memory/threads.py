@@ -17,7 +17,7 @@ from ...clock import to_micros
 from ...errors import ConflictError, InvalidArgumentError, NotFoundError
 from ...threads.base import BaseMemoryAdapter
 from ...threads.damage import broken_branch
-from ...threads.records import ChangeEvent, MemoryEntry, NewMemoryEntry, Thread
+from ...threads.records import ChangeEvent, MemoryEntry, Message, NewMemoryEntry, Thread
 from ...threads.tree import build_entry, type_allowed, with_fork_listed
 from .files import InMemoryFiles
 from .graph import InMemoryGraph
@@ -31,16 +31,101 @@ def _to_json(entry: MemoryEntry) -> bytes:
     return MemoryEntry.__pydantic_serializer__.to_json(entry, exclude_none=True)
 
 
+#: The fields of a plain message entry, every one immutable (strings, numbers, a datetime,
+#: ``None``): message role, content, name, tool_call_id and cache_breakpoint, then the entry's
+#: token_count, type, id, thread_id, parent_id, seq and created_at.
+_Plain = tuple[str, str, str | None, str | None, bool | None, int, str, str, str, str | None, int, datetime]
+
+
+def _packed(entry: MemoryEntry) -> bytes | _Plain:
+    """What a node keeps of a new entry: its JSON, or, for a plain message entry (text
+    content, no tool data, metadata or event), its immutable fields, written as JSON on the
+    first read (half the cost of a write is writing the JSON, which most entries are never read
+    back from in a short-lived store). Nothing kept is shared with a caller's object."""
+    fields = entry.__dict__
+    message = fields["message"]
+    if (
+        type(message) is Message
+        and fields["metadata"] is None
+        and fields["tool_calls"] is None
+        and fields["tool_results"] is None
+        and fields["event"] is None
+    ):
+        m = message.__dict__
+        role, content, name, call_id, mark = (
+            m["role"],
+            m["content"],
+            m["name"],
+            m["tool_call_id"],
+            m["cache_breakpoint"],
+        )
+        if (
+            m["tool_calls"] is None
+            and type(content) is str
+            and type(role) is str
+            and (name is None or type(name) is str)
+            and (call_id is None or type(call_id) is str)
+            and (mark is None or type(mark) is bool)
+        ):
+            return (
+                role,
+                content,
+                name,
+                call_id,
+                mark,
+                fields["token_count"],
+                fields["type"],
+                fields["id"],
+                fields["thread_id"],
+                fields["parent_id"],
+                fields["seq"],
+                fields["created_at"],
+            )
+    return _to_json(entry)
+
+
+def _plain_json(plain: _Plain) -> bytes:
+    """The JSON of the entry whose fields :func:`_packed` kept."""
+    role, content, name, call_id, mark, tokens, kind, entry_id, thread_id, parent_id, seq, created_at = plain
+    message = Message.model_construct(
+        role=role,  # type: ignore[arg-type]
+        content=content,
+        name=name,
+        tool_call_id=call_id,
+        cache_breakpoint=mark,
+    )
+    entry = MemoryEntry.model_construct(
+        message=message,
+        token_count=tokens,
+        type=kind,  # type: ignore[arg-type]
+        id=entry_id,
+        thread_id=thread_id,
+        parent_id=parent_id,
+        seq=seq,
+        created_at=created_at,
+    )
+    return _to_json(entry)
+
+
 @dataclass(slots=True)
 class _Node:
     id: str
     parent_id: str | None
     type: str
     created_at: datetime
-    blob: bytes
+    #: The entry's JSON, or the fields of a plain entry not written as JSON yet (see :func:`_packed`).
+    packed: bytes | _Plain
     #: The entry parsed from ``blob`` for readers that change nothing (set on first use; every
     #: change of ``blob`` goes through :meth:`store`, which drops it).
     shared: MemoryEntry | None = None
+
+    @property
+    def blob(self) -> bytes:
+        """The entry as JSON (written now if it was kept as fields)."""
+        packed = self.packed
+        if isinstance(packed, tuple):
+            packed = self.packed = _plain_json(packed)
+        return packed
 
     def entry(self) -> MemoryEntry:
         """A fresh copy of the entry."""
@@ -55,7 +140,7 @@ class _Node:
 
     def store(self, entry: MemoryEntry) -> None:
         """Keep ``entry`` as the node's content."""
-        self.blob = _to_json(entry)
+        self.packed = _to_json(entry)
         self.shared = None
 
 
@@ -182,9 +267,9 @@ class InMemoryAdapter(InMemoryFiles, InMemoryGraph, InMemoryItems, BaseMemoryAda
                 raise ConflictError(f"parent {parent} is an entry of another thread, not of {entry.thread_id}")
             raise NotFoundError(f"parent entry not found: {parent}")
         created = build_entry(entry, entry_id, parent, state.next_seq, token_count, now)
-        blob = _to_json(created)
+        packed = _packed(created)
         state.next_seq += 1
-        state.nodes[entry_id] = _Node(entry_id, parent, entry.type, now, blob)
+        state.nodes[entry_id] = _Node(entry_id, parent, entry.type, now, packed)
         if parent is not None:
             state.children.setdefault(parent, []).append(entry_id)
         self._entry_thread[entry_id] = entry.thread_id
@@ -196,7 +281,7 @@ class InMemoryAdapter(InMemoryFiles, InMemoryGraph, InMemoryItems, BaseMemoryAda
             state.leaf = entry_id
         if len(state.nodes) > self.max_entries:
             self._evict(state)
-        # The store keeps only `blob`, so handing out `created` cannot change the store.
+        # The store keeps only JSON or immutable fields, so handing out `created` cannot change it.
         return created
 
     def _active_path(self, state: _ThreadState) -> set[str]:

@@ -126,14 +126,16 @@ class InMemoryEmbeddingAdapter(BaseEmbeddingAdapter):
         self._cache.put(key, built)
         return built
 
-    def _hit(self, embedding_id: str, score: float) -> ScoredEmbedding:
+    def _hit(self, embedding_id: str, score: float, vectors: bool = True) -> ScoredEmbedding:
+        """A hit of a stored embedding, sharing nothing mutable with it; with ``vectors=False``
+        its vector is empty (and the stored one is never copied)."""
         e = self._items[embedding_id]
         return ScoredEmbedding.model_construct(
             id=e.id,
             source_id=e.source_id,
             source_type=e.source_type,
             content=e.content,
-            vector=list(e.vector),
+            vector=list(e.vector) if vectors else [],
             metadata=_copy_json(e.metadata),
             created_at=e.created_at,
             score=score,
@@ -142,10 +144,25 @@ class InMemoryEmbeddingAdapter(BaseEmbeddingAdapter):
     async def _search(
         self, vector: list[float], limit: int, threshold: float, flt: EmbeddingFilter
     ) -> list[ScoredEmbedding]:
+        return await self._search_hits(vector, limit, threshold, flt, True)
+
+    async def _search_hits(
+        self, vector: list[float], limit: int, threshold: float, flt: EmbeddingFilter, include_vectors: bool
+    ) -> list[ScoredEmbedding]:
         matrix = self._scope_matrix(flt)
-        return [self._hit(i, s) for i, s in matrix.top(vector, limit, threshold)]
+        return [self._hit(i, s, include_vectors) for i, s in matrix.top(vector, limit, threshold)]
+
+    async def _keyword_hits(
+        self, terms: list[str], limit: int, flt: EmbeddingFilter, include_vectors: bool
+    ) -> list[ScoredEmbedding]:
+        return self._keyword_ranked(terms, limit, flt, include_vectors)
 
     async def _keyword_search(self, terms: list[str], limit: int, flt: EmbeddingFilter) -> list[ScoredEmbedding]:
+        return self._keyword_ranked(terms, limit, flt, True)
+
+    def _keyword_ranked(
+        self, terms: list[str], limit: int, flt: EmbeddingFilter, include_vectors: bool
+    ) -> list[ScoredEmbedding]:
         items = self._items
 
         def keep(embedding_id: str) -> bool:
@@ -153,7 +170,7 @@ class InMemoryEmbeddingAdapter(BaseEmbeddingAdapter):
             return filter_matches(emb.source_type, emb.metadata, flt)
 
         ranked = self._index.search_terms(terms, limit=limit, keep=None if flt.is_empty else keep)
-        return [self._hit(i, s) for i, s in ranked]
+        return [self._hit(i, s, include_vectors) for i, s in ranked]
 
     async def _get_embedding(self, embedding_id: str) -> Embedding | None:
         found = self._items.get(embedding_id)

@@ -1,0 +1,121 @@
+"""Brute-force search: the matrix kept by columns finds what a plain float64 search finds, and the
+stores' hits carry exactly the stored embeddings, with or without their vectors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from cogitator_memory import unwrap
+from cogitator_memory.engines.sqlite import vectors as sqlite_vectors
+from cogitator_memory.vectors import InMemoryEmbeddingAdapter, SQLiteEmbeddingAdapter
+from cogitator_memory.vectors.base import BaseEmbeddingAdapter
+from cogitator_memory.vectors.matrix import VectorMatrix, unit_rows
+from cogitator_memory.vectors.records import ScoredEmbedding
+
+DIMS = 24
+
+
+def _reference(vectors: Any, query: Any, limit: int, threshold: float) -> list[tuple[int, float]]:
+    """The top ``limit`` (row, cosine) in float64, best first."""
+    rows = np.asarray(vectors, dtype=np.float64)
+    rows = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    q = np.asarray(query, dtype=np.float64)
+    scores = rows @ (q / np.linalg.norm(q))
+    order = sorted(range(len(scores)), key=lambda i: -scores[i])[:limit]
+    return [(i, float(scores[i])) for i in order if scores[i] >= threshold]
+
+
+@pytest.mark.parametrize("count", [1, 7, 500])
+@pytest.mark.parametrize("limit", [1, 5, 600])
+def test_top_is_the_float64_brute_force_top(count: int, limit: int) -> None:
+    rng = np.random.default_rng(count * 1000 + limit)
+    vectors = rng.standard_normal((count, DIMS)).astype(np.float32)
+    ids = [f"e{i}" for i in range(count)]
+    matrix = VectorMatrix(ids, unit_rows(vectors))
+    assert matrix.columns is not None and matrix.columns.flags.c_contiguous
+    assert matrix.columns.shape == (DIMS, count)
+    assert np.array_equal(matrix.matrix, unit_rows(vectors))  # rows as given
+    for query in rng.standard_normal((5, DIMS)):
+        for threshold in (-1.0, 0.1):
+            found = matrix.top(query.tolist(), limit, threshold)
+            expected = _reference(vectors, query, limit, threshold)
+            assert [i for i, _ in found] == [ids[i] for i, _ in expected]
+            assert [s for _, s in found] == pytest.approx([s for _, s in expected], abs=1e-5)
+            assert all(-1.0 <= s <= 1.0 for _, s in found)
+            # A numpy query gives the same.
+            assert matrix.top(query.astype(np.float32), limit, threshold) == found
+
+
+def test_ties_keep_the_order_of_the_rows() -> None:
+    vectors = [[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [2.0, 0.0]]
+    matrix = VectorMatrix(["a", "b", "c", "d"], unit_rows(vectors))
+    assert [i for i, _ in matrix.top([1.0, 0.0], 3, -1.0)] == ["a", "c", "d"]
+    assert VectorMatrix([], None).top([1.0, 0.0], 3, -1.0) == []
+
+
+async def _filled(store: BaseEmbeddingAdapter, vectors: Any) -> None:
+    unwrap(
+        await store.add_embeddings(
+            [
+                {
+                    "source_id": f"s{i}",
+                    "source_type": "message",
+                    "content": f"text {i}",
+                    "vector": vectors[i].tolist(),
+                    "metadata": {"agent_id": f"a{i % 3}", "n": i},
+                }
+                for i in range(len(vectors))
+            ]
+        )
+    )
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+async def test_hits_are_the_stored_embeddings_with_their_scores(kind: str, tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    vectors = rng.standard_normal((200, DIMS)).astype(np.float32)
+    store: BaseEmbeddingAdapter = (
+        InMemoryEmbeddingAdapter() if kind == "memory" else SQLiteEmbeddingAdapter(path=tmp_path / "v.db")
+    )
+    async with store:
+        await _filled(store, vectors)
+        for query in rng.standard_normal((4, DIMS)):
+            for flt in (None, {"agent_id": "a1"}):
+                hits = unwrap(await store.search(query.tolist(), limit=8, threshold=-1.0, filter=flt))
+                rows = range(len(vectors)) if flt is None else range(1, len(vectors), 3)
+                expected = _reference(vectors[list(rows)], query, 8, -1.0)
+                assert [h.source_id for h in hits] == [f"s{list(rows)[i]}" for i, _ in expected]
+                for hit in hits:
+                    stored = unwrap(await store.get_embedding(hit.id))
+                    assert stored is not None
+                    assert type(hit) is ScoredEmbedding
+                    assert hit.model_dump(exclude={"score"}) == stored.model_dump()
+                    assert hit.model_fields_set == set(ScoredEmbedding.model_fields)
+                    hit.vector.append(1.0)  # a hit shares nothing with the store
+                    hit.metadata["n"] = -1
+                    assert unwrap(await store.get_embedding(hit.id)) == stored
+                bare = unwrap(
+                    await store.search(query.tolist(), limit=8, threshold=-1.0, filter=flt, include_vectors=False)
+                )
+                assert [(h.id, h.score) for h in bare] == [(h.id, h.score) for h in hits]
+                assert all(h.vector == [] for h in bare)
+                assert [h.model_dump(exclude={"vector", "metadata"}) for h in bare] == [
+                    h.model_dump(exclude={"vector", "metadata"}) for h in hits
+                ]
+
+
+def test_sqlite_rows_build_what_model_construct_builds() -> None:
+    row = ("emb_1", "s1", "message", "text", np.arange(4, dtype="<f4").tobytes(), '{"agent_id": "a"}', 1_700_000_000)
+    fields = SQLiteEmbeddingAdapter._fields(row)
+    built = sqlite_vectors._constructed(ScoredEmbedding, {**fields, "score": 0.5})
+    expected = ScoredEmbedding.model_construct(**SQLiteEmbeddingAdapter._fields(row), score=0.5)
+    assert built == expected
+    assert built.__dict__ == expected.__dict__
+    assert list(built.__dict__) == list(expected.__dict__)
+    assert built.model_fields_set == expected.model_fields_set
+    assert built.model_dump_json() == expected.model_dump_json()
+    assert SQLiteEmbeddingAdapter._fields((*row[:4], None, *row[5:]))["vector"] == []
