@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import Any
 
@@ -185,3 +186,18 @@ async def test_bad_arguments_are_named(world: World) -> None:
         await keeper.refresh({"user_id": "ana"}, summarize=world.model.summarize)
     with pytest.raises(InvalidArgumentError, match="files"):
         MemoryObservations(files=world.memory, items=world.items)
+
+
+async def test_two_refreshes_racing_write_each_observation_once(world: World) -> None:
+    await ana_and_bo(world)
+    world.model.default = statements
+    first, second = observations(world), observations(world)
+    one, two = await asyncio.gather(
+        first.refresh(ANA, summarize=world.model.summarize, max_entities=1),
+        second.refresh(ANA, summarize=world.model.summarize, max_entities=1),
+    )
+    assert sorted([len(one.written), len(two.written)]) == [0, 1]
+    assert sorted([len(one.unfinished), len(two.unfinished)]) == [0, 1]
+    [bo] = await first.read(ANA)
+    assert len(await world.files.history({"scope": ANA}, bo.path)) == 1
+    assert (await second.refresh(ANA, summarize=world.model.summarize, max_entities=1)).written != [bo.path]

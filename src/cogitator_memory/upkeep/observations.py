@@ -13,7 +13,8 @@ The file keeps a fingerprint of the ids of the items it was written from, so a r
 again only about the entities whose facts changed (a fact added, closed or marked stale): one
 new item costs one model call. Entities whose answer gave no observation are not asked again in
 this process until their facts change. An observation whose entity fell below ``min_items`` is
-deleted. Files are written with author ``memory``; a version a model wrote is never read as an
+deleted. A file another writer changed while the model answered is left to it (the entity is
+asked again next time). Files are written with author ``memory``; a version a model wrote is never read as an
 observation (:func:`parse_observation` returns ``None`` for it).
 """
 
@@ -22,12 +23,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidArgumentError
 from ..files.access import FileAccess
+from ..files.errors import MemoryFileError
 from ..files.paths import OBSERVATIONS_DIRECTORY, is_under
 from ..files.records import MemoryFile
 from ..files.service import MemoryFiles
@@ -385,10 +387,11 @@ class MemoryObservations:
         own = scope_key(checked)
         for obs in standing.values():
             if obs.entity_id not in entities and scope_key(obs.file.version.scope) == own:
-                await self.files.run(
-                    self._access(checked),
-                    {"command": "delete", "path": obs.path, "expected_sha256": obs.file.sha256},
-                )
+                command = {"command": "delete", "path": obs.path, "expected_sha256": obs.file.sha256}
+                if await self._raced(
+                    checked, obs.path, obs.file.sha256, self.files.run(self._access(checked), command)
+                ):
+                    continue
                 report.deleted.append(obs.path)
         due: list[tuple[Entity, list[MemoryItem], str]] = []
         for key, entity in entities.items():
@@ -416,10 +419,26 @@ class MemoryObservations:
             current = standing.get(entity.key)
             path = current.path if current is not None else observation_path(entity.key)
             text = observation_file(entity, statements, mark)
-            await self.files.put(self._access(checked), path, text, shas.get(path))
+            if await self._raced(
+                checked, path, shas.get(path), self.files.put(self._access(checked), path, text, shas.get(path))
+            ):
+                report.unfinished.append(entity.key)
+                continue
             self._barren.pop((own, entity.key), None)
             report.written.append(path)
         return report
+
+    async def _raced(self, scope: MemoryScope, path: str, read: str | None, change: Awaitable[object]) -> bool:
+        """Make ``change`` of ``path``; ``True`` when it was refused because another writer changed
+        the file since it was read (``read``: its SHA-256 then), which the next refresh sees."""
+        try:
+            await change
+        except MemoryFileError:
+            now = await self.files.read(self._access(scope), path)
+            if (now.sha256 if now is not None else None) == read:
+                raise
+            return True
+        return False
 
     @staticmethod
     def _request(entity: Entity, shown: Sequence[MemoryItem]) -> str:
