@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import Any
 
@@ -290,3 +291,15 @@ async def test_bad_arguments_are_named(world: World) -> None:
         await keeper.fold_lessons(ANA, summarize=world.model.summarize, mode="live")  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="items"):
         MemoryConsolidator(items=world.memory, files=world.files)
+
+
+async def test_a_fold_racing_another_writes_nothing_and_its_lessons_wait(world: World) -> None:
+    taught = await lesson(world, "Be on time", 0)
+    world.model.default = array(edit("add", "Be on time.", taught))
+    one, two = await asyncio.gather(
+        consolidator(world).fold_lessons(ANA, summarize=world.model.summarize),
+        consolidator(world).fold_lessons(ANA, summarize=world.model.summarize),
+    )
+    assert sorted([one is None, two is None]) == [False, True]
+    assert len(await world.files.history({"scope": ANA}, PLAYBOOK_PATH)) == 1
+    assert await consolidator(world).fold_lessons(ANA, summarize=world.model.summarize) is None  # folded once

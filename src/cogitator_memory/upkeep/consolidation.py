@@ -290,8 +290,8 @@ class MemoryConsolidator:
     ) -> FoldResult | None:
         """Fold the lessons the playbook has not taken (oldest first, at most
         :data:`LESSONS_PER_FOLD`) into it in at most :data:`MAX_PLAYBOOK_EDITS` edits, one model
-        call; ``None`` when there was nothing to fold or the answer was unfinished (the lessons
-        wait for the next fold). ``mode="shadow"`` writes :data:`PLAYBOOK_DRAFT_PATH` instead."""
+        call; ``None`` when there was nothing to fold, the answer was unfinished or the file
+        changed while the model answered (the lessons wait for the next fold). ``mode="shadow"`` writes :data:`PLAYBOOK_DRAFT_PATH` instead."""
         checked = check_scope("scope", scope)
         if not callable(summarize):
             raise InvalidArgumentError("summarize", "must be a SummarizeFn: async (messages, options) -> str")
@@ -334,7 +334,13 @@ class MemoryConsolidator:
         through = max(_lesson_time(fresh[-1]), base.through or _lesson_time(fresh[-1]))
         passed = [i.id for i in candidates if i.id not in taken and _lesson_time(i) <= through]
         folded = replace(folded, through=through, waiting=tuple(dict.fromkeys(passed)))
-        await self.files.put(self._access(checked), path, playbook_file(folded), expected)
+        try:
+            await self.files.put(self._access(checked), path, playbook_file(folded), expected)
+        except MemoryFileError:
+            now = await self.files.read(self._access(checked), path)
+            if (now.sha256 if now is not None else None) == expected:
+                raise
+            return None  # another writer changed the file while the model answered: the lessons wait
         return FoldResult(path=path, edits=done, lesson_ids=[i.id for i in fresh])
 
     async def promote_playbook(self, scope: MemoryScope | Mapping[str, Any]) -> MemoryFileVersion:
