@@ -17,6 +17,8 @@ size mismatch), the search runs without vectors and the failure is a ``relevance
 from __future__ import annotations
 
 import asyncio
+import bisect
+import itertools
 import re
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -109,6 +111,27 @@ def item_line(item: MemoryItem, as_of: datetime, zone: ZoneInfo) -> str:
     return line
 
 
+def _line_scores(text: str, lines: Sequence[str], terms: frozenset[str]) -> list[int]:
+    """How many of ``terms`` (as whole words, case folded) each of ``lines`` holds: one pass of
+    one pattern over the text, each match placed on its line."""
+    scores = [0] * len(lines)
+    words = sorted((t for t in terms if _WORDS.fullmatch(t)), key=len, reverse=True)
+    if not words:
+        return scores
+    pattern = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, words)) + r")(?!\w)")
+    starts = list(itertools.accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
+    folded = text.casefold()
+    if len(folded) != len(text):  # folding changed the length: place matches line by line
+        return [len({m.group() for m in pattern.finditer(line.casefold())}) for line in lines]
+    seen: set[tuple[int, str]] = set()
+    for m in pattern.finditer(folded):
+        at = bisect.bisect_right(starts, m.start()) - 1
+        if (at, m.group()) not in seen:
+            seen.add((at, m.group()))
+            scores[at] += 1
+    return scores
+
+
 def best_passage(text: str, terms: frozenset[str], budget: int) -> str:
     """The part of a long ``text`` about ``budget`` tokens long that holds most of ``terms``:
     the line holding most of them, with the lines around it while they fit, ``...`` where text
@@ -116,7 +139,7 @@ def best_passage(text: str, terms: frozenset[str], budget: int) -> str:
     if len(text) <= budget * 3 or (len(text) <= budget * 8 and count_tokens(text) <= budget):
         return text
     lines = text.split("\n")
-    scores = [len(terms.intersection(_WORDS.findall(line.casefold()))) for line in lines]
+    scores = _line_scores(text, lines, terms)
     best = max(range(len(lines)), key=lambda i: (scores[i], -i))
     costs: dict[int, int] = {}
 
@@ -337,7 +360,8 @@ class HybridRecall:
             role = message.role if message is not None else entry.type
             head = f"[{_date(entry.created_at, zone)}] {role}: "
             if entry.id in wanted:
-                whole = self.tokens.tokens(entry)
+                # past 8 characters a token a text is longer than the limit: not counted whole
+                whole = limit + 1 if len(text) > limit * 8 else self.tokens.tokens(entry)
                 if whole > limit:
                     text = best_passage(text, terms, limit)
                     passages.append(entry.id)
@@ -365,7 +389,8 @@ class HybridRecall:
     ) -> list[ContextBlock]:
         """The recall blocks of ``hits``, best first: a turn with the turn next to it that makes
         it readable (a hit among its neighbours is sent whole, in the same block), an item alone.
-        With ``room``, blocks stop once they hold twice that many tokens (the rest could not fit)."""
+        With ``room``, blocks stop once they hold a quarter more than that many tokens (the
+        rest could not fit, unless some are left out as repeats)."""
         wanted_terms = frozenset(terms)
         total = 0
         pos = places if places is not None else {e.id: i for i, e in enumerate(turns)}
@@ -373,7 +398,7 @@ class HybridRecall:
         used: set[str] = set()
         out: list[ContextBlock] = []
         for hit in hits:
-            if room is not None and total > 2 * room:
+            if room is not None and total > room + room // 4:
                 break
             if out:
                 total += out[-1].tokens

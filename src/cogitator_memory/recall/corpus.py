@@ -26,6 +26,8 @@ D = TypeVar("D")
 
 #: Longest text (characters) of one document that is searched.
 MAX_DOC_CHARS = 20_000
+#: Documents dropped from the end of a corpus kept aside for when they come back.
+MAX_SPARE = 1000
 
 
 def turn_text(entry: MemoryEntry) -> str:
@@ -57,26 +59,101 @@ class Doc(Generic[D]):
 
 @dataclass(slots=True)
 class Corpus(Generic[D]):
-    """Documents by id with a BM25 index over their terms (see the module docs)."""
+    """Documents by id with a BM25 index over their terms (see the module docs).
+
+    :meth:`sync` is cheap when the records given extend, or stop short of, those of the last
+    sync (a thread that grew by a few turns, a history window that moved by a few): only the
+    records that differ are read, added or dropped.
+    """
 
     bm25: BM25Index[str]
     docs: dict[str, Doc[D]] = field(default_factory=dict)
     #: The ids of the documents in the order of the last sync.
     order: list[str] = field(default_factory=list)
     _index: dict[str, int] | None = None
+    #: The records of the last sync as given (skipped ones included), to find what changed.
+    _given: list[D] = field(default_factory=list)
+    #: Documents dropped from the end lately, found again without reading their text.
+    _spare: OrderedDict[str, Doc[D]] = field(default_factory=OrderedDict)
 
     @classmethod
     def new(cls, k1: float, b: float) -> Corpus[D]:
         """An empty corpus whose BM25 has these parameters."""
         return cls(BM25Index(bm25=BM25(k1=k1, b=b)))
 
-    def sync(self, records: Sequence[D], key: Callable[[D], str], text: Callable[[D], str]) -> list[str]:
-        """Make the corpus hold exactly ``records`` (by ``key``), re-reading those whose object
-        changed and whose text differs; returns the ids in the order given."""
+    def sync(
+        self,
+        records: Sequence[D],
+        key: Callable[[D], str],
+        text: Callable[[D], str],
+        skip: Callable[[D], bool] | None = None,
+    ) -> list[str]:
+        """Make the corpus hold exactly ``records`` (by ``key``; those ``skip`` says are left
+        out), re-reading those whose object changed and whose text differs; returns the ids of
+        the documents in the order given."""
+        given = list(records)
+        prev = self._given
+        n, m = len(prev), len(given)
+        done = False
+        if n and m >= n and given[:n] == prev:  # the same records and maybe more after them
+            done = self._extend(given[n:], key, text, skip)
+        elif n and m < n and prev[:m] == given:  # the same records, fewer of them
+            self._truncate(prev[m:], key, skip)
+            done = True
+        if not done:
+            self._resync(given, key, text, skip)
+        self._given = given
+        return self.order
+
+    def _extend(
+        self, tail: Sequence[D], key: Callable[[D], str], text: Callable[[D], str], skip: Callable[[D], bool] | None
+    ) -> bool:
+        """Add the documents of ``tail`` after the others; ``False`` (nothing changed) when one
+        of them is held already (a record given twice: the full sync sorts that out)."""
+        chosen = [r for r in tail if skip is None or not skip(r)]
+        ids = [key(r) for r in chosen]
+        if any(rid in self.docs for rid in ids) or len(set(ids)) != len(ids):
+            return False
+        for rid, record in zip(ids, chosen, strict=True):
+            self._add(rid, record, text)
+            if self._index is not None:
+                self._index[rid] = len(self.order)
+            self.order.append(rid)
+        return True
+
+    def _truncate(self, tail: Sequence[D], key: Callable[[D], str], skip: Callable[[D], bool] | None) -> None:
+        """Drop the documents of ``tail``, the last of the order (kept aside a while)."""
+        for record in reversed(tail):
+            if skip is not None and skip(record):
+                continue
+            rid = self.order.pop()
+            doc = self.docs.pop(rid)
+            self.bm25.remove_terms(rid, doc.terms)
+            if self._index is not None:
+                self._index.pop(rid, None)
+            self._spare[rid] = doc
+        while len(self._spare) > MAX_SPARE:
+            self._spare.popitem(last=False)
+
+    def _add(self, rid: str, record: D, text: Callable[[D], str]) -> None:
+        doc = self._spare.pop(rid, None)
+        if doc is None or (doc.record is not record and doc.text != text(record)):
+            body = text(record)
+            terms = index_terms(body)
+            doc = Doc(record, body, terms, frozenset(terms), " ".join(body.casefold().split()))
+        doc.record = record
+        self.docs[rid] = doc
+        self.bm25.add(rid, doc.terms)
+
+    def _resync(
+        self, records: Sequence[D], key: Callable[[D], str], text: Callable[[D], str], skip: Callable[[D], bool] | None
+    ) -> None:
         ids: list[str] = []
         changed = False
         docs = self.docs
         for record in records:
+            if skip is not None and skip(record):
+                continue
             rid = key(record)
             ids.append(rid)
             doc = docs.get(rid)
@@ -100,7 +177,6 @@ class Corpus(Generic[D]):
         if ids != self.order:
             self.order = ids
             self._index = None
-        return ids
 
     def index(self) -> dict[str, int]:
         """Each document's place in the order of the last sync (made once per order)."""

@@ -28,6 +28,7 @@ thread of 10,000 turns is tokenized once; it changes nothing it is given.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
@@ -50,12 +51,10 @@ from .settings import Channel, RetrieverSettings, check_settings
 HitKind = Literal["turn", "item"]
 
 _ID = attrgetter("id")
+_WORD = re.compile(r"\w+")
 #: Past this many turns, a term held by more than half of them is not searched by BM25 (its
 #: weight is under a tenth of a rare term's, and its postings cost the most to read).
 COMMON_TERMS_FROM = 2000
-
-#: How many of the best hits of each channel the time channel reads the time words of.
-TIME_CHECKED = 15
 
 
 @dataclass(slots=True)
@@ -171,9 +170,10 @@ class MemoryRetriever:
             raise InvalidArgumentError("limit", f"must be a positive integer, got {limit!r}")
         if isinstance(history, str) or not isinstance(history, Sequence):
             raise InvalidArgumentError("history", "must be a list of entries")
-        for i, entry in enumerate(history):
-            if not isinstance(entry, MemoryEntry):
-                raise InvalidArgumentError(f"history[{i}]", f"must be a MemoryEntry, got {type(entry).__name__}")
+        if not all(issubclass(t, MemoryEntry) for t in set(map(type, history))):  # checked at C speed
+            for i, entry in enumerate(history):
+                if not isinstance(entry, MemoryEntry):
+                    raise InvalidArgumentError(f"history[{i}]", f"must be a MemoryEntry, got {type(entry).__name__}")
         if isinstance(held, str):
             raise InvalidArgumentError("held", "must be a collection of ids, not one string")
         held_ids = frozenset(held)
@@ -225,14 +225,13 @@ class MemoryRetriever:
             rankings.extend((c, [f"i:{r}" for r in ranking]) for c, ranking in item_rank)
 
         # --- turns -----------------------------------------------------------------------------
-        turns = [e for e in history if e.type not in EVENT_TYPES]
         entry_map: _Turns = _Turns({}, held_ids)
         index_of: Mapping[str, int] = {}
         span = 1
         corpus_t = None
-        if turns:
-            corpus_t = self._turns.get(turns[0].thread_id, s.bm25_k1, s.bm25_b)
-            corpus_t.sync(turns, _ID, turn_text)
+        if history:
+            corpus_t = self._turns.get(history[0].thread_id, s.bm25_k1, s.bm25_b)
+            corpus_t.sync(history, _ID, turn_text, skip=_is_event)
             index_of = corpus_t.index()
             span = max(1, len(index_of) - 1)
             entry_map = _Turns(corpus_t.docs, held_ids)
@@ -244,8 +243,10 @@ class MemoryRetriever:
             else:
                 asked = _telling(corpus_t, analysis.terms)
                 bm25 = [r for r, _ in corpus_t.bm25.search_terms(asked, limit=s.depth, keep=keep)]
-            entity = self._entity_turns(corpus_t, analysis, named, keep)
-            time = self._time_turns(corpus_t, analysis, entry_map, [vector, bm25, entity], zone)
+            entity = self._entity_turns(corpus_t, analysis, named, keep) if s.weight(analysis.kind, "entity") else []
+            time: list[str] = []
+            if s.weight(analysis.kind, "time") > 0:
+                time = self._time_turns(corpus_t, analysis, entry_map, [vector, bm25, entity], zone)
             evidence: list[str] = []
             if item_map and s.evidence_items:
                 best = reciprocal_rank_fusion(
@@ -287,8 +288,11 @@ class MemoryRetriever:
             kind, raw = rid[:1], rid[2:]
             if kind == "t":
                 assert corpus_t is not None
-                term_set = corpus_t.docs[raw].term_set
+                doc = corpus_t.docs[raw]
+                term_set = doc.term_set
                 score *= 1.0 + s.recency_weight * index_of.get(raw, 0) / span
+                if s.user_weight and doc.record.message is not None and doc.record.message.role == "user":
+                    score *= 1.0 + s.user_weight
             else:
                 item = item_map[raw]
                 assert corpus_i is not None
@@ -328,8 +332,14 @@ class MemoryRetriever:
             terms = index_terms(name)
             if pattern is None or not terms:
                 continue
+            needed = frozenset(terms)  # a turn holding the phrase holds each of its terms
+            if any(corpus.bm25.doc_freq(t) == 0 for t in needed):
+                continue
+            # one word of letters and digits: holding its term is holding the word
+            one_word = len(terms) == 1 and terms[0].isalnum() and [terms[0]] == _WORD.findall(name.casefold())
             for rid, _score in corpus.bm25.search_terms(terms, limit=depth * 4, keep=keep):
-                if pattern.search(corpus.docs[rid].folded):
+                doc = corpus.docs[rid]
+                if needed <= doc.term_set and (one_word or pattern.search(doc.folded)):
                     counts[rid] = counts.get(rid, 0) + 1
                     if rid not in first:
                         first[rid] = order
@@ -349,20 +359,23 @@ class MemoryRetriever:
         question naming no time, the turns found by other channels that name any time."""
         depth = self.settings.depth
         # the time words of a turn are read (once, then kept) only for the best of each channel
-        candidates = list(dict.fromkeys(r for ranking in found for r in ranking[:TIME_CHECKED]))
+        checked = self.settings.time_checked
+        candidates = list(dict.fromkeys(r for ranking in found for r in ranking[:checked]))
         interval = analysis.interval
         if interval is None:
             if analysis.kind != "temporal":
                 return []
             return [r for r in candidates if corpus.times_of(r, entries[r].created_at, zone)][:depth]
-        said = [rid for rid, e in entries.items() if interval.start <= e.created_at < interval.end]
+        start, end = interval.start, interval.end
+        said = [rid for rid, doc in corpus.docs.items() if start <= doc.record.created_at < end and rid in entries]
         if len(said) > depth:  # the ones sharing most terms with the input first
             terms = frozenset(analysis.terms)
             said.sort(key=lambda r: -len(terms & corpus.docs[r].term_set))
         naming = [
             r for r in candidates if any(t.overlaps(interval) for t in corpus.times_of(r, entries[r].created_at, zone))
         ]
-        both = [r for r in naming if r in set(said)]
+        said_set = set(said)
+        both = [r for r in naming if r in said_set]
         return list(dict.fromkeys([*both, *naming, *said]))[:depth]
 
     async def _read_items(
@@ -413,6 +426,10 @@ class MemoryRetriever:
         for r in checked:
             head[r.index].relevance = r.score
         return [head[i] for i in reranked_order(checked, top)] + hits[top:]
+
+
+def _is_event(entry: MemoryEntry) -> bool:
+    return entry.type in EVENT_TYPES
 
 
 def _telling(corpus: Any, terms: Sequence[str]) -> list[str]:

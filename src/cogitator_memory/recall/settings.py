@@ -79,6 +79,12 @@ class RetrieverSettings(BaseModel):
       next to it (a question found through its answer, an answer through its question).
     - ``graph_damping`` / ``graph_iterations``: the personalized PageRank walk over items and entities.
     - ``evidence_items``: the best items whose quoted turns the ``evidence`` channel finds.
+    - ``user_weight``: a turn the user said scores this share more (what a conversation is
+      asked about later is mostly what the user told: on the BEAM dev chats three evidence
+      turns in four are the user's, of half the turns).
+    - ``time_checked``: how many of the best turns of each other channel the ``time`` channel
+      reads the time words of (read once per turn and kept; reading them is the dearest step
+      of a search).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -101,6 +107,8 @@ class RetrieverSettings(BaseModel):
     graph_damping: float = Field(default=0.5, gt=0.0, lt=1.0)
     graph_iterations: int = Field(default=20, ge=1, le=200)
     evidence_items: int = Field(default=5, ge=0, le=1000)
+    time_checked: int = Field(default=15, ge=0, le=1000)
+    user_weight: float = Field(default=0.0, ge=0.0)
 
     @field_validator("weights", mode="before")
     @classmethod

@@ -18,11 +18,22 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from .tokenizer import index_terms
 
 K = TypeVar("K", bound=Hashable)
+
+#: Past this many postings of the query's terms, a search scores with numpy (when installed).
+ARRAY_SEARCH_FROM = 2000
+
+
+def _numpy() -> Any:
+    try:
+        import numpy
+    except ImportError:  # pragma: no cover - numpy is there in the test environment
+        return None
+    return numpy
 
 
 class BM25:
@@ -82,6 +93,10 @@ class BM25Index(Generic[K]):
 
     Documents are given as terms (a list of tokens) or as text, tokenized with ``tokenizer``
     (default :func:`~cogitator_memory.search.tokenizer.index_terms`).
+
+    With numpy installed, a search reading many postings scores them as arrays (each document
+    has a slot; each term's postings are kept as arrays of slots and counts until the term's
+    documents change), with the same scores and order as the scoring one by one.
     """
 
     def __init__(self, *, bm25: BM25 | None = None, tokenizer: Callable[[str], list[str]] = index_terms) -> None:
@@ -90,6 +105,13 @@ class BM25Index(Generic[K]):
         self._postings: dict[str, dict[K, int]] = {}
         self._lengths: dict[K, int] = {}
         self._total_len = 0
+        # the array form (made at the first large search): slot of each document, the key and
+        # length of each slot, free slots, and each term's postings as (slots, counts)
+        self._slots: dict[K, int] | None = None
+        self._keys: list[K | None] = []
+        self._slot_lengths: Any = None
+        self._free: list[int] = []
+        self._arrays: dict[str, tuple[Any, Any]] = {}
 
     def __len__(self) -> int:
         return len(self._lengths)
@@ -111,10 +133,16 @@ class BM25Index(Generic[K]):
         if key in self._lengths:
             self.remove(key)
         terms = self.tokenizer(document) if isinstance(document, str) else list(document)
-        for term, tf in Counter(terms).items():
+        counts = Counter(terms)
+        for term, tf in counts.items():
             self._postings.setdefault(term, {})[key] = tf
         self._lengths[key] = len(terms)
         self._total_len += len(terms)
+        if self._slots is not None:
+            self._place(key, len(terms))
+            arrays = self._arrays
+            for term in counts:
+                arrays.pop(term, None)
 
     def remove(self, key: K) -> None:
         """Drop a document (nothing happens when it is not indexed)."""
@@ -124,10 +152,13 @@ class BM25Index(Generic[K]):
         self._total_len -= length
         empty = []
         for term, docs in self._postings.items():
-            if docs.pop(key, None) is not None and not docs:
-                empty.append(term)
+            if docs.pop(key, None) is not None:
+                self._arrays.pop(term, None)
+                if not docs:
+                    empty.append(term)
         for term in empty:
             del self._postings[term]
+        self._unplace(key)
 
     def remove_terms(self, key: K, terms: Iterable[str]) -> None:
         """Drop a document whose terms are known (faster than :meth:`remove`)."""
@@ -135,10 +166,14 @@ class BM25Index(Generic[K]):
         if length is None:
             return
         self._total_len -= length
+        arrays = self._arrays
         for term in set(terms):
             docs = self._postings.get(term)
-            if docs is not None and docs.pop(key, None) is not None and not docs:
-                del self._postings[term]
+            if docs is not None and docs.pop(key, None) is not None:
+                arrays.pop(term, None)
+                if not docs:
+                    del self._postings[term]
+        self._unplace(key)
 
     def search(
         self, query: str, limit: int | None = None, allowed: Collection[K] | None = None
@@ -157,6 +192,12 @@ class BM25Index(Generic[K]):
         documents returned (statistics stay those of the whole index)."""
         n_docs = len(self._lengths)
         avg = self.avg_len
+        if allowed is None and type(self.bm25) is BM25:
+            asked = list(dict.fromkeys(terms))
+            if sum(len(self._postings.get(t, ())) for t in asked) >= ARRAY_SEARCH_FROM:
+                np = _numpy()
+                if np is not None:
+                    return self._array_search(np, asked, limit, keep)
         scores: dict[K, float] = {}
         for term in dict.fromkeys(terms):
             docs = self._postings.get(term)
@@ -170,6 +211,85 @@ class BM25Index(Generic[K]):
         ranked = [(k, s) for k, s in scores.items() if s > 0 and (keep is None or keep(k))]
         ranked.sort(key=lambda pair: (-pair[1], str(pair[0])))
         return ranked if limit is None else ranked[:limit]
+
+    # ----- the array form ----------------------------------------------------------------------
+
+    def _place(self, key: K, length: int) -> None:
+        assert self._slots is not None
+        slot = self._free.pop() if self._free else len(self._keys)
+        if slot == len(self._keys):
+            self._keys.append(key)
+        else:
+            self._keys[slot] = key
+        lengths = self._slot_lengths
+        if slot >= len(lengths):
+            grown = _numpy().zeros(max(16, 2 * len(lengths)), dtype="float64")
+            grown[: len(lengths)] = lengths
+            self._slot_lengths = lengths = grown
+        lengths[slot] = length
+        self._slots[key] = slot
+
+    def _unplace(self, key: K) -> None:
+        if self._slots is None:
+            return
+        slot = self._slots.pop(key, None)
+        if slot is not None:
+            self._keys[slot] = None
+            self._free.append(slot)
+
+    def _term_arrays(self, np: Any, term: str) -> tuple[Any, Any]:
+        found = self._arrays.get(term)
+        if found is None:
+            docs = self._postings[term]
+            slots = self._slots
+            assert slots is not None
+            found = (
+                np.fromiter((slots[k] for k in docs), dtype="int64", count=len(docs)),
+                np.fromiter(docs.values(), dtype="float64", count=len(docs)),
+            )
+            self._arrays[term] = found
+        return found
+
+    def _array_search(
+        self, np: Any, terms: list[str], limit: int | None, keep: Callable[[K], bool] | None
+    ) -> list[tuple[K, float]]:
+        """:meth:`search_terms` over arrays: the same sums in the same order, so the same scores."""
+        if self._slots is None:
+            self._slots = {}
+            self._slot_lengths = np.zeros(max(16, len(self._lengths)), dtype="float64")
+            for key, length in self._lengths.items():
+                self._place(key, length)
+        n_docs = len(self._lengths)
+        avg = self.avg_len
+        bm25 = self.bm25
+        k1, b = bm25.k1, bm25.b
+        scores = np.zeros(len(self._slot_lengths), dtype="float64")
+        for term in terms:
+            if not self._postings.get(term):
+                continue
+            idf = bm25.idf(n_docs, len(self._postings[term]))
+            slots, tfs = self._term_arrays(np, term)
+            ratio = self._slot_lengths[slots] / avg if avg > 0 else np.ones(len(slots))
+            norm = 1.0 - b + b * ratio
+            scores[slots] += idf * tfs * (k1 + 1.0) / (tfs + k1 * norm)
+        found = np.flatnonzero(scores > 0)
+        keys = self._keys
+        want = len(found) if limit is None else min(len(found), limit)
+        while True:
+            if want >= len(found):
+                chosen = found
+            else:  # the best ``want``, and every other with the score of the last of them
+                floor = -np.partition(-scores[found], want - 1)[want - 1]
+                chosen = found[scores[found] >= floor]
+            ranked: list[tuple[K, float]] = []
+            for slot, score in zip(chosen.tolist(), scores[chosen].tolist(), strict=True):
+                key = keys[slot]
+                if key is not None and (keep is None or keep(key)):
+                    ranked.append((key, score))
+            ranked.sort(key=lambda pair: (-pair[1], str(pair[0])))
+            if limit is None or len(ranked) >= limit or len(chosen) >= len(found):
+                return ranked if limit is None else ranked[:limit]
+            want = min(len(found), 2 * want + (limit - len(ranked)))
 
 
 __all__ = ["BM25", "BM25Index"]
