@@ -4,7 +4,8 @@ The server runs as its own process (``cogitator-memory serve``, uvicorn, one wor
 (one ``httpx.AsyncClient`` with 50 connections) send a bounded number of requests:
 ``GET /api/threads/{id}/path?limit=50`` on a thread of 1,000 entries, and ``POST /api/entries``.
 Beside each, the same calls made on a ``SQLiteAdapter`` of the same kind of file by 50 tasks of
-one process. Requests per second and p95 latency; no target is set by the issue beyond
+one process. Both run the same config (SQLite, no embeddings, so no message index work behind
+the writes). Requests per second and p95 latency; no target is set by the issue beyond
 reporting them, so the rows carry the ratio only. The inspector's first page of a
 100,000-entry thread (one ``entries`` page) is timed beside the same page of a 1,000-entry thread.
 """
@@ -92,8 +93,11 @@ async def run(quick: bool) -> list[Row]:
         port = _free_port()
         env = {**os.environ, "COGITATOR_MEMORY_TOKEN": TOKEN, "HOME": folder}
         env.pop("COGITATOR_CONFIG", None)
+        # No embeddings: the figures are the REST layer over the store, not a model's work.
+        config_file = Path(folder) / "cogitator.yml"
+        config_file.write_text(f"memory:\n  adapter: sqlite\n  path: {served}\n  embedding:\n    provider: none\n")
         process = subprocess.Popen(
-            [sys.executable, "-m", "cogitator_memory", "serve", "--db", str(served), "--port", str(port)],
+            [sys.executable, "-m", "cogitator_memory", "serve", "--config", str(config_file), "--port", str(port)],
             env=env,
             cwd=folder,
             stdout=subprocess.DEVNULL,
