@@ -14,11 +14,14 @@ import time
 PREFIXES = ("thread_", "entry_", "emb_", "mem_", "fact_", "node_", "edge_", "file_")
 
 _bits = random.getrandbits
+_now_ns = time.time_ns
 
 
 def new_id(prefix: str) -> str:
     """A new id: ``prefix`` + time (ms) + 64 random bits, in hex. ``prefix`` should end with ``_``."""
-    return f"{prefix}{time.time_ns() // 1_000_000:012x}{_bits(64):016x}"
+    # The milliseconds above the 64 random bits, written as one number: the same 12 + 16 hex
+    # digits as writing them one after the other, for one conversion instead of two.
+    return f"{prefix}{_now_ns() // 1_000_000 << 64 | _bits(64):028x}"
 
 
 def thread_id() -> str:
