@@ -51,11 +51,18 @@ RUNNABLE_PAGES = [
     "compaction.md",
     "files.md",
     "server.md",
+    "upkeep.md",
+    "tools.md",
+    "cascade.md",
+    "runtime.md",
+    "mcp.md",
 ]
 
 
 #: Text a page's examples must print, where they print something worth checking.
 EXPECTED_OUTPUT = {
+    "upkeep.md": ["['No peanuts in anything.']", "['Ask about allergies before suggesting food.']"],
+    "server.md": ["404 NotFoundError", "would forget True"],
     "context.md": ["['system', 'user', 'assistant', 'user', 'assistant', 'user']", "Hotel Avenida"],
 }
 
