@@ -19,7 +19,7 @@ import pytest
 
 from cogitator_memory import InMemoryAdapter, SQLiteAdapter, unwrap
 from cogitator_memory.clock import frozen_clock
-from cogitator_memory.compaction import CompactionError, CompactionService
+from cogitator_memory.compaction import CompactionError, CompactionService, SessionManager
 from cogitator_memory.compaction.hierarchical import levels_of
 from cogitator_memory.context import ContextBuilder
 from cogitator_memory.context.history import (
@@ -291,3 +291,18 @@ def test_dated_history_reads_time_order_and_ignores_a_broken_summary() -> None:
     )
     # same microsecond as e2 (a covered entry left behind): the summary goes first, e2 is before its first kept
     assert [e.id for e in dated_history([*plain, summary])] == ["e5", "e1"]
+
+
+async def test_a_session_on_a_dated_store_counts_what_the_compaction_left(
+    dated: Any, server: ScriptedServer, client: OpenAIChatClient
+) -> None:
+    server.fallback(PATH, openai_chat_handler(recap))
+    sessions = SessionManager(dated, compaction=CompactionService(dated, summarize_fn(client)))
+    session = await sessions.get_or_create("ana", "telegram", "chat-1", "concierge")
+    await fill(dated, session.id, 8)
+    assert (await sessions.get(session.id)).message_count == 8  # type: ignore[union-attr]
+    result = await sessions.compact(session.id, message_threshold=8, keep_recent=3)
+    assert result.covered == 5
+    # the five covered messages went; the summary message is not one of the session's
+    assert (await sessions.get(session.id)).message_count == 3  # type: ignore[union-attr]
+    assert [s.message_count for s in await sessions.list(user_id="ana")] == [3]
