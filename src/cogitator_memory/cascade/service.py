@@ -192,15 +192,18 @@ class MemoryCascade:
         counts: CascadeCounts,
         gone: derived.Gone,
         reason: str | None,
+        *,
+        graph: bool = True,
     ) -> None:
-        """Take what stands on ``entry_ids``: items and facts, graph, entities, observations and
-        playbook rules, file versions, vectors."""
+        """Take what stands on ``entry_ids``: items and facts, graph (unless ``graph`` is false:
+        the caller sweeps it once for many threads), entities, observations and playbook rules,
+        file versions, vectors."""
         if entry_ids:
             if self.items is not None:
                 await derived.sweep_items(self.items, agents, entry_ids, counts, gone)
             if self.facts is not None:
                 await derived.sweep_items(self.facts, agents, entry_ids, counts, gone)
-            if self.graph is not None:
+            if self.graph is not None and graph:
                 await derived.sweep_graph(self.graph, agents, entry_ids, counts)
         await self._after_items(agents, counts, gone, reason)
         if entry_ids and self.files is not None:
@@ -312,7 +315,7 @@ class MemoryCascade:
         await self._delete_thread(tid, checked, counts)
         return counts
 
-    async def _delete_thread(self, tid: str, who: CascadeWho, counts: CascadeCounts) -> None:
+    async def _delete_thread(self, tid: str, who: CascadeWho, counts: CascadeCounts, *, graph: bool = True) -> None:
         thread = unwrap(await self.memory.get_thread(tid))
         agents = self._agents(who, [thread])
         reason = self.reason
@@ -329,14 +332,14 @@ class MemoryCascade:
             # the thread's vectors in one call of the store, before they are looked up by source
             counts.vectors += unwrap(await self.embeddings.delete_by_filter(thread_id=tid))
         gone = derived.Gone()
-        await self._sweep(agents, ids, counts, gone, reason)
+        await self._sweep(agents, ids, counts, gone, reason, graph=graph)
         await self._purge_scopes(agents, {"thread_id": tid}, counts, gone, reason)
         if thread is not None:
             unwrap(await self.memory.delete_thread(tid))
             counts.threads += 1
             counts.entries.deleted += len(ids)
             # a second look for derived memory written while the thread went
-            await self._sweep(agents, ids, counts, gone, reason)
+            await self._sweep(agents, ids, counts, gone, reason, graph=graph)
             await self._purge_scopes(agents, {"thread_id": tid}, counts, gone, reason)
 
     async def _purge_scopes(
@@ -375,12 +378,18 @@ class MemoryCascade:
                 targets, threads = await self._targets(sorted(mine), False)
                 await self._take(targets, threads, checked, "delete", None, counts)
         who_all = CascadeWho(tuple(agents))
+        # the graph is read once for every thread of the user (not once per thread), before and after
+        owned_ids: set[str] = set()
+        if self.graph is not None:
+            for thread in found.owned:
+                owned_ids.update(e.id for e in await thread_entries(self.memory, thread.id))
+            await derived.sweep_graph(self.graph, agents, owned_ids, counts, user_id=user)
         for thread in found.owned:
-            await self._delete_thread(thread.id, who_all, counts)
+            await self._delete_thread(thread.id, who_all, counts, graph=False)
         gone = derived.Gone()
         await self._purge_scopes(agents, {"user_id": user}, counts, gone, self.reason)
         if self.graph is not None:
-            await derived.sweep_graph(self.graph, agents, set(), counts, user_id=user)
+            await derived.sweep_graph(self.graph, agents, owned_ids, counts, user_id=user)
         if self.embeddings is not None and callable(getattr(self.embeddings, "delete_by_filter", None)):
             counts.vectors += unwrap(await self.embeddings.delete_by_filter(metadata={"user_id": user}))
         return counts

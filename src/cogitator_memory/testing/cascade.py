@@ -219,6 +219,16 @@ async def _seed(stores: CascadeStores) -> _Seeded:
         other = unwrap(
             await stores.graph.add_node({"scope": {"agent_id": AGENT}, "type": "drink", "name": f"tea {keep}"})
         )
+        unwrap(  # shared, but standing only on Ana's message
+            await stores.graph.add_node(
+                {
+                    "scope": {"agent_id": AGENT},
+                    "type": "document",
+                    "name": f"copy of {secret}",
+                    "evidence": [{"entry_id": passport, "thread_id": ana, "quote": secret}],
+                }
+            )
+        )
         unwrap(
             await stores.graph.add_edge(
                 {
