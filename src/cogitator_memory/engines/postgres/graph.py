@@ -64,15 +64,17 @@ WITH RECURSIVE w(node, hops, prev, edge) AS (
 #: The steps of a walk.
 WALK_SQL = WALK_CTE + "\nSELECT node, hops, prev, edge FROM w"
 #: A traversal in one query: the first ``max_nodes`` nodes by (least hops, id) with their bodies
-#: (``hops`` >= 0), and the bodies of the edges walked between two of them (``hops`` -1).
+#: (``hops`` >= 0), and the bodies of the edges walked between two of them (``hops`` -1). Bodies
+#: are read by one index lookup each (a scalar subquery): the planner cannot tell how few rows the
+#: CTEs hold and would rather scan the whole table for a join.
 NEIGHBOURHOOD_SQL = (
     WALK_CTE
     + """,
 d AS (SELECT node, min(hops) AS hops FROM w GROUP BY node ORDER BY min(hops), node COLLATE "C" LIMIT %s),
 e AS (SELECT DISTINCT w.edge FROM w JOIN d ON d.node = w.node JOIN d AS p ON p.node = w.prev)
-SELECT d.hops, n.body FROM d JOIN {t}.graph_nodes AS n ON n.id = d.node
+SELECT d.hops, (SELECT n.body FROM {t}.graph_nodes AS n WHERE n.id = d.node) FROM d
 UNION ALL
-SELECT -1, g.body FROM e JOIN {t}.graph_edges AS g ON g.id = e.edge"""
+SELECT -1, (SELECT g.body FROM {t}.graph_edges AS g WHERE g.id = e.edge) FROM e"""
 )
 #: A shortest path of at most ``K + 1`` hops, ``K`` the depth of the walk ``w`` (the rule of
 #: :func:`~cogitator_memory.graph.rules.path_from_steps`: from the end, through a node one hop
@@ -111,11 +113,11 @@ back(node, hops, edge) AS (
     ) AS x
     WHERE back.hops > 0
 )
-SELECT back.hops, true, g.body FROM back JOIN {t}.graph_edges AS g ON g.id = back.edge
+SELECT back.hops, true, (SELECT g.body FROM {t}.graph_edges AS g WHERE g.id = back.edge) FROM back
 UNION ALL
-SELECT back.hops, false, n.body FROM back JOIN {t}.graph_nodes AS n ON n.id = back.node
+SELECT back.hops, false, (SELECT n.body FROM {t}.graph_nodes AS n WHERE n.id = back.node) FROM back
 UNION ALL
-SELECT pick.hops, false, n.body FROM pick JOIN {t}.graph_nodes AS n ON n.id = %s{exist}"""
+SELECT pick.hops, false, (SELECT n.body FROM {t}.graph_nodes AS n WHERE n.id = %s) FROM pick{exist}"""
 )
 _EXIST = "\nUNION ALL\nSELECT -1, NULL::boolean, n.id FROM {t}.graph_nodes AS n WHERE n.id = ANY(%s::text[]){seen}"
 
