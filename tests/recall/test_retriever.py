@@ -134,7 +134,7 @@ async def test_time_channel_finds_turns_said_or_naming_the_time_asked(memory: In
         ],
         days=[0, 0, 10, 10, 40, 40],
     )
-    retriever = MemoryRetriever()
+    retriever = MemoryRetriever({"user_weight": 0.0})  # who said a turn is not what is tested
     early = await retriever.retrieve("What did we do on 1 March 2024?", anchor=LATER, history=turns)
     assert early.analysis.kind == "temporal"
     assert [h.id for h in early.hits[:2]] == [turns[0].id, turns[1].id]  # said that day, nothing shared but the time
@@ -191,8 +191,8 @@ async def test_fusion_weights_follow_the_kind_of_question(memory: InMemoryAdapte
 async def test_rerank_by_input_words_lifts_a_hit_holding_more_of_them(memory: InMemoryAdapter) -> None:
     turns = await thread_of(memory, ["blue", "blue whale song", "x", "y"])
     cos = {turns[0].id: 0.95, turns[1].id: 0.90}
-    plain = MemoryRetriever({"coverage_weight": 0.0, "weights": {"general": {"bm25": 0.0}}})
-    worded = MemoryRetriever({"coverage_weight": 1.0, "weights": {"general": {"bm25": 0.0}}})
+    plain = MemoryRetriever({"coverage_weight": 0.0, "user_weight": 0.0, "weights": {"general": {"bm25": 0.0}}})
+    worded = MemoryRetriever({"coverage_weight": 1.0, "user_weight": 0.0, "weights": {"general": {"bm25": 0.0}}})
     question = "the blue whale song"
     assert (await plain.retrieve(question, anchor=LATER, history=turns, cosines=cos)).hits[0].id == turns[0].id
     assert (await worded.retrieve(question, anchor=LATER, history=turns, cosines=cos)).hits[0].id == turns[1].id
@@ -345,7 +345,7 @@ async def test_neighbour_weight_finds_a_turn_through_the_turn_next_to_it(memory:
 
 async def test_keyword_hits_from_elsewhere_replace_the_turns_bm25(memory: InMemoryAdapter) -> None:
     turns = await thread_of(memory, ["the gunicorn workers", "three of them", "lunch at noon", "pasta"])
-    retriever = MemoryRetriever({"neighbour_weight": 0.0})
+    retriever = MemoryRetriever({"neighbour_weight": 0.0, "user_weight": 0.0})
     own = await retriever.retrieve("gunicorn workers?", anchor=LATER, history=turns)
     assert [h.id for h in own.hits] == [turns[0].id]
     given = await retriever.retrieve(
@@ -353,3 +353,15 @@ async def test_keyword_hits_from_elsewhere_replace_the_turns_bm25(memory: InMemo
     )
     assert [h.id for h in given.hits] == [turns[3].id, turns[2].id]  # unknown ids are left out
     assert given.hits[0].channels == {"bm25": 1}
+
+
+async def test_user_weight_puts_what_the_user_said_before_an_equal_reply(memory: InMemoryAdapter) -> None:
+    turns = await thread_of(memory, ["my cat is called Miso", "Miso is a lovely name for a cat", "ok", "fine"])
+    question = "what is the cat called?"
+    cos = {turns[1].id: 0.9, turns[0].id: 0.8}  # the reply is a little closer to the question
+    even = MemoryRetriever({"user_weight": 0.0, "neighbour_weight": 0.0, "weights": {"general": {"bm25": 0.0}}})
+    found = await even.retrieve(question, anchor=LATER, history=turns, cosines=cos)
+    assert [h.id for h in found.hits] == [turns[1].id, turns[0].id]
+    biased = MemoryRetriever({"user_weight": 1.0, "neighbour_weight": 0.0, "weights": {"general": {"bm25": 0.0}}})
+    found = await biased.retrieve(question, anchor=LATER, history=turns, cosines=cos)
+    assert [h.id for h in found.hits] == [turns[0].id, turns[1].id]

@@ -92,7 +92,7 @@ class RetrieverSettings(BaseModel):
     vector_min_cosine: float = Field(default=0.45, ge=-1.0, le=1.0)
     vector_relative: float = Field(default=0.6, ge=0.0, le=1.0)
     depth: int = Field(default=100, ge=1, le=10_000)
-    rrf_k: float = Field(default=5.0, ge=0.0)
+    rrf_k: float = Field(default=10.0, ge=0.0)
     weights: dict[QueryKind, dict[Channel, float]] = Field(default_factory=lambda: _copy(DEFAULT_WEIGHTS))
     bm25_k1: float = Field(default=3.0, ge=0.0)
     bm25_b: float = Field(default=1.0, ge=0.0, le=1.0)
@@ -107,8 +107,8 @@ class RetrieverSettings(BaseModel):
     graph_damping: float = Field(default=0.5, gt=0.0, lt=1.0)
     graph_iterations: int = Field(default=20, ge=1, le=200)
     evidence_items: int = Field(default=5, ge=0, le=1000)
-    time_checked: int = Field(default=15, ge=0, le=1000)
-    user_weight: float = Field(default=0.0, ge=0.0)
+    time_checked: int = Field(default=8, ge=0, le=1000)
+    user_weight: float = Field(default=1.0, ge=0.0)
 
     @field_validator("weights", mode="before")
     @classmethod
