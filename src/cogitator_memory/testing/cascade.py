@@ -334,11 +334,16 @@ async def case_keep_replies_and_forks(stores: CascadeStores) -> None:
     a = await _say(stores, t, "user", "secret plan")
     r = await _say(stores, t, "assistant", "the plan")
     fork = unwrap(await stores.memory.fork_thread(t, r))
+    copies = sorted(e.id for e in unwrap(await stores.memory.get_entries(fork.id)))
+    plan = await _cascade(stores).plan_thread(t)
+    _check(plan.threads == [t] and plan.entries == {fork.id: copies}, f"the dry run names the copies: {plan}")
+    plan = await _cascade(stores).plan_entries([a])
+    _check(plan.entry_count == 4, f"the message, its reply and both copies would go: {plan}")
     counts = await _cascade(stores).delete_entries([a], keep_replies=True)
     _check(counts.entries.deleted == 2, f"the entry and its copy in the fork go: {counts}")
     _check([e.id for e in unwrap(await stores.memory.get_entries(t))] == [r], "the reply stays")
-    copies = unwrap(await stores.memory.get_entries(fork.id))
-    _check([e.message.text for e in copies] == ["the plan"], f"the fork keeps the reply's copy: {copies}")
+    left = unwrap(await stores.memory.get_entries(fork.id))
+    _check([e.message.text for e in left] == ["the plan"], f"the fork keeps the reply's copy: {left}")
 
 
 @_case()
