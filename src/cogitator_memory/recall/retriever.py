@@ -27,6 +27,7 @@ thread of 10,000 turns is tokenized once; it changes nothing it is given.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Collection, Iterator, Mapping, Sequence
@@ -359,8 +360,9 @@ class MemoryRetriever:
         question naming no time, the turns found by other channels that name any time."""
         depth = self.settings.depth
         # the time words of a turn are read (once, then kept) only for the best of each channel
-        checked = self.settings.time_checked
-        candidates = list(dict.fromkeys(r for ranking in found for r in ranking[:checked]))
+        # the best of each channel in turn (first of each, then second...), ``time_checked`` in all
+        interleaved = (r for rank in itertools.zip_longest(*found) for r in rank if r is not None)
+        candidates = list(itertools.islice(dict.fromkeys(interleaved), self.settings.time_checked))
         interval = analysis.interval
         if interval is None:
             if analysis.kind != "temporal":

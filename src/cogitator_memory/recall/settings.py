@@ -82,9 +82,9 @@ class RetrieverSettings(BaseModel):
     - ``user_weight``: a turn the user said scores this share more (what a conversation is
       asked about later is mostly what the user told: on the BEAM dev chats three evidence
       turns in four are the user's, of half the turns).
-    - ``time_checked``: how many of the best turns of each other channel the ``time`` channel
-      reads the time words of (read once per turn and kept; reading them is the dearest step
-      of a search).
+    - ``time_checked``: how many turns the ``time`` channel reads the time words of, the best
+      of the other channels taken in turn (read once per turn and kept; reading them is the
+      dearest step of a search).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
