@@ -44,7 +44,7 @@ from ..search.fusion import reciprocal_rank_fusion
 from ..search.tokenizer import index_terms
 from ..threads.records import EVENT_TYPES, MemoryEntry
 from . import item_search
-from .corpus import CorpusCache, jaccard, phrase_pattern, turn_text
+from .corpus import CorpusCache, phrase_pattern, turn_text
 from .query import QueryAnalysis, analyze_query
 from .rerank import Reranker, check_results, reranked_order
 from .settings import Channel, RetrieverSettings, check_settings
@@ -507,16 +507,38 @@ def _mmr(scored: list[tuple[float, str]], term_sets: Mapping[str, frozenset[str]
     best = head[0][0] or 1.0
     rel = {rid: sc / best for sc, rid in head}
     left = [rid for _, rid in head]
+    masks = _term_masks(left, term_sets)
     taken: list[str] = []
     alike = {rid: 0.0 for rid in left}
     while left:
         pick = max(left, key=lambda r: (lam * rel[r] - (1.0 - lam) * alike[r], -left.index(r)))
         taken.append(pick)
         left.remove(pick)
-        chosen = term_sets.get(pick, frozenset())
-        for rid in left:
-            alike[rid] = max(alike[rid], jaccard(chosen, term_sets.get(rid, frozenset())))
+        chosen, size = masks[pick]
+        for rid in left:  # the jaccard likeness of the two term sets, counted on their masks
+            mask, other = masks[rid]
+            if size or other:
+                shared = (chosen & mask).bit_count()
+                alike[rid] = max(alike[rid], shared / (size + other - shared))
     return taken + ids[pool:]
+
+
+def _term_masks(ids: Sequence[str], term_sets: Mapping[str, frozenset[str]]) -> dict[str, tuple[int, int]]:
+    """Each id's term set as a bit mask over the terms of all of them, with its size."""
+    place: dict[str, int] = {}
+    for rid in ids:
+        for term in term_sets.get(rid, frozenset()):
+            place.setdefault(term, len(place))
+    width = (len(place) + 7) // 8
+    out: dict[str, tuple[int, int]] = {}
+    for rid in ids:
+        terms = term_sets.get(rid, frozenset())
+        bits = bytearray(width)
+        for term in terms:
+            at = place[term]
+            bits[at >> 3] |= 1 << (at & 7)
+        out[rid] = (int.from_bytes(bits, "little"), len(terms))
+    return out
 
 
 __all__ = ["HitKind", "MemoryRetriever", "RecallHit", "Retrieval"]
