@@ -34,7 +34,8 @@ from pydantic import ValidationError
 from ..context.history import compaction_of
 from ..errors import InvalidArgumentError
 from ..lineage import verify_evidence
-from ..models.json_array import JsonArrayRead, continuation_prompt, read_json_array
+from ..models.asking import ask_json_array
+from ..models.json_array import JsonArrayRead, continuation_prompt
 from ..models.records import SummarizeFn, SummarizeOptions
 from ..threads.records import Evidence, MemoryEntry, Message
 from ..tokens import count_entry_tokens
@@ -317,25 +318,15 @@ async def _call(summarize: SummarizeFn, messages: list[Message], options: Summar
     return answer
 
 
-async def _ask(
-    summarize: SummarizeFn, messages: list[Message], options: SummarizeOptions, timeout: float
-) -> tuple[JsonArrayRead, str]:
-    answers: list[str] = []
-    current = messages
-    for _ in range(COMPACTION_ATTEMPTS):
-        answer = await _call(summarize, current, options, timeout)
-        read = read_json_array(answer, objects=True)
-        if read.found:
-            return read, answer
-        answers.append(answer)
-        current = messages
-        if answer.strip():
-            current = [
-                *messages,
-                Message(role="assistant", content=answer),
-                Message(role="user", content=HIERARCHICAL_RETRY_PROMPT),
-            ]
-    raise CompactionError(f"no JSON array of atoms in {COMPACTION_ATTEMPTS} answers; the last: {answers[-1]!r:.200}")
+def _no_array(answers: list[str]) -> CompactionError:
+    return CompactionError(f"no JSON array of atoms in {COMPACTION_ATTEMPTS} answers; the last: {answers[-1]!r:.200}")
+
+
+def _continuation(read: JsonArrayRead) -> str:
+    return (
+        continuation_prompt(read, noun="atom")
+        + " Use the same message numbers and quote the messages exactly, as before."
+    )
 
 
 async def chapter_atoms(
@@ -356,23 +347,15 @@ async def chapter_atoms(
     if not entries:
         return []
     options = SummarizeOptions(model=model, prompt=chapter_prompt(open_items, summary_prompt))
-    base = [Message(role="user", content=transcript(entries, overlap=overlap))]
-    read, answer = await _ask(summarize, base, options, timeout)
-    total = read
-    continued = 0
-    while read.cut and continued < COMPACTION_CONTINUATIONS:
-        follow = [
-            *base,
-            Message(role="assistant", content=answer),
-            Message(
-                role="user",
-                content=continuation_prompt(total, noun="atom")
-                + " Use the same message numbers and quote the messages exactly, as before.",
-            ),
-        ]
-        continued += 1
-        read, answer = await _ask(summarize, follow, options, timeout)
-        total = total.then(read)
+    total = await ask_json_array(
+        lambda messages: _call(summarize, messages, options, timeout),
+        [Message(role="user", content=transcript(entries, overlap=overlap))],
+        retry_prompt=HIERARCHICAL_RETRY_PROMPT,
+        continuation=_continuation,
+        attempts=COMPACTION_ATTEMPTS,
+        continuations=COMPACTION_CONTINUATIONS,
+        no_array=_no_array,
+    )
     return [*own_atoms(entries[overlap:]), *parse_atoms(total.elements, entries, open_items)]
 
 

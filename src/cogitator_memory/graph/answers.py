@@ -3,10 +3,10 @@ and what of them may be written (:func:`select_writable`). Used by
 :class:`~cogitator_memory.graph.extract.GraphExtractor`; see :mod:`cogitator_memory.graph.extract`
 for the rules.
 
-Quotes are read and checked by the item extractor's own reader
-(:mod:`cogitator_memory.items.extract`): each names a message the window showed and holds when
-its words are in that message (:func:`~cogitator_memory.lineage.verify_evidence`, whitespace
-aside); its trust is that of the message (:func:`~cogitator_memory.items.extract.trust_of_entry`).
+Fields and quotes are read as the item extractor reads them (:mod:`cogitator_memory.items.reading`):
+each quote names a message the window showed and holds when its words are in that message
+(:func:`~cogitator_memory.lineage.verify_evidence`, whitespace aside); its trust is that of the
+message (:func:`~cogitator_memory.items.reading.trust_of_entry`).
 """
 
 from __future__ import annotations
@@ -16,15 +16,21 @@ from dataclasses import dataclass, field
 from datetime import tzinfo
 from typing import Any
 
-from pydantic import ValidationError
-
 from ..errors import InvalidArgumentError
-from ..items.extract import DEFAULT_CONFIDENCE, ExtractedQuote, _absent, _Reader, _text, _Unfit
-from ..items.records import TRUST_ORDER, ItemEvidence, Trust
+from ..items.reading import (
+    ExtractedQuote,
+    QuoteReader,
+    UnfitElement,
+    check_entries_by_ref,
+    confidence_field,
+    is_absent,
+    text_field,
+    weigh_quotes,
+)
+from ..items.records import TRUST_ORDER, Trust
 from ..items.rules import least_trusted, trust_rank
-from ..lineage import verify_evidence
 from ..models.json_array import read_json_array
-from ..recall.time import _zone
+from ..recall.time import zone_of
 from ..threads import tree
 from ..threads.records import MemoryEntry
 from .base import check_edge, check_node
@@ -89,31 +95,32 @@ def _word(value: str | None) -> str | None:
 
 def _names(element: Mapping[str, Any], key: str) -> tuple[str, ...]:
     raw = element.get(key)
-    if _absent(raw):
+    if is_absent(raw):
         return ()
     if isinstance(raw, str):
         raw = [raw]
     if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
-        raise _Unfit(f"{key} is not a list of names")
+        raise UnfitElement(f"{key} is not a list of names")
     return tuple(dict.fromkeys(v.strip() for v in raw if v.strip()))
 
 
 _PLACEHOLDER = {"agent_id": "extraction"}
 
 
-class _GraphReader:
-    """Reads the elements of one window's answers against the entries it showed."""
+class GraphAnswerReader:
+    """Reads the elements of one window's graph answers against the entries it showed
+    (``entries``: message number -> entry; ``user_id`` as for
+    :func:`~cogitator_memory.items.reading.trust_of_entry`) into a :class:`GraphAnswer`."""
 
-    def __init__(self, entries: Mapping[int, MemoryEntry], user_id: str | None, zone: tzinfo) -> None:
-        self.entries = entries
-        self.items = _Reader(entries, user_id, zone)  # the item extractor's quote and trust reader
+    def __init__(self, entries: Mapping[int, MemoryEntry], user_id: str | None) -> None:
+        self.quotes = QuoteReader(entries, user_id)
 
     def read(self, elements: Sequence[Any]) -> GraphAnswer:
         answer = GraphAnswer()
         for element in elements:
             try:
                 read = self._element(element)
-            except _Unfit:
+            except UnfitElement:
                 answer.dropped += 1
                 continue
             if read is None:
@@ -124,45 +131,22 @@ class _GraphReader:
                 answer.relations.append(read)
         return answer
 
-    def _quotes(self, raw: object) -> tuple[ExtractedQuote, ...] | None:
-        pairs = self.items._quotes(raw)
-        if pairs is None:
-            return None
-        quotes = []
-        for number, words in pairs:
-            entry = self.entries[number]
-            try:
-                evidence = ItemEvidence(entry_id=entry.id, thread_id=entry.thread_id, quote=words)
-            except ValidationError:
-                raise _Unfit("a quote holds text a record cannot keep") from None
-            holds = verify_evidence(evidence, entry) == "verified"
-            quotes.append(
-                ExtractedQuote(number, entry.id, entry.thread_id, words, holds, self.items._entry_trust(entry))
-            )
-        return tuple(quotes)
-
     def _element(self, element: object) -> ExtractedEntity | ExtractedRelation | None:
         if not isinstance(element, Mapping):
-            raise _Unfit("not an object")
-        entity, relation = _text(element, "entity"), _word(_text(element, "relation"))
+            raise UnfitElement("not an object")
+        entity, relation = text_field(element, "entity"), _word(text_field(element, "relation"))
         if (entity is None) == (relation is None):
-            raise _Unfit("neither an entity nor a relation, or both")
-        confidence = element.get("confidence")
-        if _absent(confidence):
-            confidence = DEFAULT_CONFIDENCE
-        elif isinstance(confidence, bool) or not isinstance(confidence, int | float) or not 0 <= confidence <= 1:
-            raise _Unfit("confidence is not a number from 0 to 1")
-        quotes = self._quotes(element.get("quotes"))
+            raise UnfitElement("neither an entity nor a relation, or both")
+        confidence = confidence_field(element)
+        quotes = self.quotes.read(element.get("quotes"))
         if quotes is None:
             return None
-        holding = [q.trust for q in quotes if q.holds]
-        trust: Trust = least_trusted(holding) if holding else "model"
-        verified = len(holding) == len(quotes)
+        trust, verified = weigh_quotes(quotes)
         try:  # the limits of a record (text lengths, type words, NUL, surrogates) decide whether it fits
             if entity is not None:
-                kind = _word(_text(element, "type")) or DEFAULT_ENTITY_TYPE
+                kind = _word(text_field(element, "type")) or DEFAULT_ENTITY_TYPE
                 aliases = tuple(a for a in _names(element, "aliases") if name_key(a) != name_key(entity))
-                description = _text(element, "description")
+                description = text_field(element, "description")
                 check_node(
                     "entity",
                     {
@@ -173,19 +157,19 @@ class _GraphReader:
                         "description": description,
                     },
                 )
-                return ExtractedEntity(entity, kind, aliases, description, float(confidence), quotes, trust, verified)
-            source = _text(element, "source", required=True)
-            target = _text(element, "target", required=True)
+                return ExtractedEntity(entity, kind, aliases, description, confidence, quotes, trust, verified)
+            source = text_field(element, "source", required=True)
+            target = text_field(element, "target", required=True)
             assert source is not None and target is not None and relation is not None
             if name_key(source) == name_key(target):
-                raise _Unfit("a relation of an entity to itself")
-            label = _text(element, "label")
+                raise UnfitElement("a relation of an entity to itself")
+            label = text_field(element, "label")
             check_edge(
                 "relation", {**_PLACEHOLDER, "source_id": "a", "target_id": "b", "type": relation, "label": label}
             )
-            return ExtractedRelation(relation, source, target, label, float(confidence), quotes, trust, verified)
+            return ExtractedRelation(relation, source, target, label, confidence, quotes, trust, verified)
         except InvalidArgumentError:
-            raise _Unfit("past the limits of a graph record") from None
+            raise UnfitElement("past the limits of a graph record") from None
 
 
 def parse_graph_extraction(
@@ -205,10 +189,10 @@ def parse_graph_extraction(
     """
     if not isinstance(text, str):
         raise InvalidArgumentError("text", f"must be a string, got {type(text).__name__}")
-    if not isinstance(entries_by_ref, Mapping):
-        raise InvalidArgumentError("entries_by_ref", "must map message numbers to entries")
+    entries = check_entries_by_ref(entries_by_ref)
     user = tree.check_optional_id("user_id", user_id)
-    return _GraphReader(dict(entries_by_ref), user, _zone(time_zone)).read(read_json_array(text, objects=True).elements)
+    zone_of(time_zone)  # checked, as for items; nothing of a graph answer is dated
+    return GraphAnswerReader(entries, user).read(read_json_array(text, objects=True).elements)
 
 
 @dataclass
@@ -317,6 +301,7 @@ __all__ = [
     "ExtractedEntity",
     "ExtractedRelation",
     "GraphAnswer",
+    "GraphAnswerReader",
     "Writable",
     "parse_graph_extraction",
     "select_writable",

@@ -7,10 +7,11 @@ JSON array of the answer is read past any text around it
 (:func:`~cogitator_memory.models.read_json_array`), an answer cut at its length limit is continued
 up to :data:`~cogitator_memory.items.extract.EXTRACTION_CONTINUATIONS` times and one holding no
 array is asked again, :class:`~cogitator_memory.items.extract.ExtractionAnswerError` after
-:data:`~cogitator_memory.items.extract.EXTRACTION_ATTEMPTS` tries. Quotes are read and checked
-with the item extractor's own reader: each names a message the window showed, and holds when its
-words are in that message (:func:`~cogitator_memory.lineage.verify_evidence`, whitespace aside);
-its trust is that of the message (:func:`~cogitator_memory.items.extract.trust_of_entry`).
+:data:`~cogitator_memory.items.extract.EXTRACTION_ATTEMPTS` tries (the one loop of
+:func:`~cogitator_memory.models.asking.ask_json_array`). Fields and quotes are read as for items
+(:mod:`cogitator_memory.items.reading`): each quote names a message the window showed, and holds
+when its words are in that message (:func:`~cogitator_memory.lineage.verify_evidence`, whitespace
+aside); its trust is that of the message (:func:`~cogitator_memory.items.reading.trust_of_entry`).
 
 What is written is stricter than for items, since the graph has no "suggested" state:
 
@@ -50,16 +51,14 @@ from ..items.extract import (
     DEFAULT_WINDOW_TOKENS,
     EXTRACTION_ATTEMPTS,
     EXTRACTION_CONTINUATIONS,
-    MIN_WINDOW_TOKENS,
     ExtractionAnswerError,
-    _check_entries,
-    _zone_name,
 )
-from ..items.prompts import Window, plan_windows
+from ..items.prompts import Window, check_window_tokens, plan_windows
+from ..items.reading import check_entries
 from ..items.records import TRUST_ORDER, MemoryScope, Trust, check_scope
-from ..models.json_array import JsonArrayRead, read_json_array
+from ..models.asking import ask_json_array, ask_text, check_summarize
 from ..models.records import SummarizeFn, SummarizeOptions, check_max_tokens
-from ..recall.time import _zone
+from ..recall.time import zone_name, zone_of
 from ..result import MemoryResult, unwrap
 from ..threads import tree
 from ..threads.records import MemoryEntry, Message
@@ -69,8 +68,8 @@ from .answers import (
     ExtractedEntity,
     ExtractedRelation,
     GraphAnswer,
+    GraphAnswerReader,
     Writable,
-    _GraphReader,
     parse_graph_extraction,
     select_writable,
 )
@@ -239,12 +238,8 @@ class GraphExtractor:
     ) -> None:
         if not isinstance(graph, GraphStoreMixin):
             raise InvalidArgumentError("graph", f"must be a graph store (GraphStoreMixin), got {type(graph).__name__}")
-        if not callable(summarize):
-            raise InvalidArgumentError("summarize", "must be a SummarizeFn: async (messages, options) -> str")
-        if isinstance(window_tokens, bool) or not isinstance(window_tokens, int) or window_tokens < MIN_WINDOW_TOKENS:
-            raise InvalidArgumentError(
-                "window_tokens", f"must be an integer of at least {MIN_WINDOW_TOKENS}, got {window_tokens!r}"
-            )
+        check_summarize(summarize)
+        check_window_tokens(window_tokens)
         check_max_tokens(max_tokens)
         if min_trust not in TRUST_ORDER:
             raise InvalidArgumentError("min_trust", f"must be one of {', '.join(TRUST_ORDER)}, got {min_trust!r}")
@@ -276,9 +271,9 @@ class GraphExtractor:
         user = tree.check_optional_id("user_id", user_id)
         if user is None:
             user = checked_scope.user_id
-        zone = _zone(time_zone)
-        name = _zone_name(zone, time_zone)
-        checked = _check_entries(entries)
+        zone = zone_of(time_zone)
+        name = zone_name(time_zone)
+        checked = check_entries(entries)
         windows = plan_windows(checked, self.window_tokens, zone, name)
         report = GraphExtractionReport(windows=[GraphWindowReport(w.number, w.entry_ids, w.tokens) for w in windows])
         for window, stats in zip(windows, report.windows, strict=True):
@@ -288,7 +283,7 @@ class GraphExtractor:
                 answer = await self._read_window(
                     window,
                     render_graph_window(window, zone, name),
-                    _GraphReader(window.entries_by_ref, user, zone),
+                    GraphAnswerReader(window.entries_by_ref, user),
                     stats,
                 )
                 chosen = select_writable(answer, min_trust=self.min_trust)
@@ -315,46 +310,23 @@ class GraphExtractor:
 
     # ----- asking ----------------------------------------------------------------------------------
 
-    async def _ask(self, messages: list[Message], stats: GraphWindowReport) -> tuple[JsonArrayRead, str]:
-        """An answer holding a JSON array, asking again when one holds none (as items do)."""
-        answers: list[str] = []
-        current = messages
-        for attempt in range(EXTRACTION_ATTEMPTS):
-            if attempt:
-                stats.retries += 1
-            stats.calls += 1
-            answer = await self.summarize(current, self._options)
-            if not isinstance(answer, str):
-                raise InvalidArgumentError("summarize", f"must answer a string, got {type(answer).__name__}")
-            read = read_json_array(answer, objects=True)
-            if read.found:
-                return read, answer
-            answers.append(answer)
-            current = messages
-            if answer.strip():
-                current = [
-                    *messages,
-                    Message(role="assistant", content=answer),
-                    Message(role="user", content=GRAPH_EXTRACTION_RETRY_PROMPT),
-                ]
-        raise ExtractionAnswerError(stats.number, answers)
-
     async def _read_window(
-        self, window: Window, text: str, reader: _GraphReader, stats: GraphWindowReport
+        self, window: Window, text: str, reader: GraphAnswerReader, stats: GraphWindowReport
     ) -> GraphAnswer:
-        base = [Message(role="user", content=text)]
-        read, answer = await self._ask(base, stats)
-        total = read
-        while read.cut and stats.continuations < EXTRACTION_CONTINUATIONS:
-            follow = [
-                *base,
-                Message(role="assistant", content=answer),
-                Message(role="user", content=graph_continuation_prompt(total)),
-            ]
-            stats.continuations += 1
-            read, answer = await self._ask(follow, stats)
-            total = total.then(read)
-        stats.complete = not read.cut
+        def no_array(answers: list[str]) -> ExtractionAnswerError:
+            return ExtractionAnswerError(stats.number, answers)
+
+        total = await ask_json_array(
+            partial(ask_text, self.summarize, options=self._options),
+            [Message(role="user", content=text)],
+            retry_prompt=GRAPH_EXTRACTION_RETRY_PROMPT,
+            continuation=graph_continuation_prompt,
+            attempts=EXTRACTION_ATTEMPTS,
+            continuations=EXTRACTION_CONTINUATIONS,
+            no_array=no_array,
+            counts=stats,
+        )
+        stats.complete = not total.cut
         parsed = reader.read(total.elements)
         stats.entities_read, stats.relations_read = len(parsed.entities), len(parsed.relations)
         stats.elements_dropped = total.skipped + parsed.dropped + parsed.unknown_messages
@@ -364,7 +336,7 @@ class GraphExtractor:
             held = sum(q.holds for q in record.quotes)
             stats.quotes_verified += held
             stats.quotes_rejected += len(record.quotes) - held
-        if read.cut:
+        if total.cut:
             raise GraphAnswerCutError(window.number, len(total.elements))
         return parsed
 

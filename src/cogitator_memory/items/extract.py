@@ -17,8 +17,10 @@ active: nothing unverified does.
 An answer cut at its length limit keeps the items it finished and the model is asked to go on
 (:func:`~cogitator_memory.items.prompts.extraction_continuation_prompt`), up to
 :data:`EXTRACTION_CONTINUATIONS` times. An answer holding no array is asked again; after
-:data:`EXTRACTION_ATTEMPTS` such answers the window fails with :class:`ExtractionAnswerError`. See
-``docs/items.md``.
+:data:`EXTRACTION_ATTEMPTS` such answers the window fails with :class:`ExtractionAnswerError`. That
+loop is :func:`~cogitator_memory.models.asking.ask_json_array`, and the fields, quotes and trust
+of an element are read with :mod:`cogitator_memory.items.reading`; the graph extractor uses both
+too. See ``docs/items.md``.
 """
 
 from __future__ import annotations
@@ -28,28 +30,40 @@ import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
+from functools import partial
 from typing import Any, Literal, TypeAlias, cast
 
-from pydantic import ValidationError
-
 from ..errors import InvalidArgumentError, MemoryStoreError
-from ..lineage import entry_text, verify_evidence
+from ..lineage import entry_text
+from ..models.asking import ask_json_array, ask_text, check_summarize
 from ..models.json_array import JsonArrayRead, read_json_array
 from ..models.records import SummarizeFn, SummarizeOptions, check_max_tokens
-from ..recall.time import _zone, resolve_time
+from ..recall.time import resolve_time, zone_name, zone_of
 from ..threads import tree
-from ..threads.records import USER_ID_KEY, MemoryEntry, Message
+from ..threads.records import MemoryEntry, Message
 from .prompts import (
     EXTRACTION_PROMPT,
     EXTRACTION_RETRY_PROMPT,
+    MIN_WINDOW_TOKENS,
     Window,
+    check_window_tokens,
     extraction_continuation_prompt,
     plan_windows,
 )
+from .reading import (
+    DEFAULT_CONFIDENCE,
+    ExtractedQuote,
+    QuoteReader,
+    UnfitElement,
+    check_entries,
+    check_entries_by_ref,
+    confidence_field,
+    text_field,
+    trust_of_entry,
+    weigh_quotes,
+)
 from .records import (
     ITEM_KINDS,
-    TRUST_ORDER,
-    ItemEvidence,
     ItemKind,
     MemoryItem,
     MemoryScope,
@@ -58,7 +72,6 @@ from .records import (
     check_new_item,
     check_scope,
 )
-from .rules import least_trusted
 from .service import MemoryItems
 
 #: How many times the model is asked to go on after an answer cut at its length limit, per window.
@@ -69,10 +82,6 @@ EXTRACTION_ATTEMPTS = 3
 DEFAULT_WINDOW_TOKENS = 4000
 #: The answer length each call asks for.
 DEFAULT_EXTRACTION_MAX_TOKENS = 8000
-#: The confidence of an item whose answer gave none.
-DEFAULT_CONFIDENCE = 0.8
-#: The smallest window: room for a message header and some text.
-MIN_WINDOW_TOKENS = 100
 
 ExtractionMode: TypeAlias = Literal["apply", "shadow"]
 #: ``before_write(items)``: the items a window is about to write; returns (or resolves to) those to write.
@@ -81,9 +90,7 @@ BeforeWrite: TypeAlias = Callable[
     Sequence[NewMemoryItem | Mapping[str, Any]] | Awaitable[Sequence[NewMemoryItem | Mapping[str, Any]]],
 ]
 
-_ROLE_TRUST: dict[str, Trust] = {"system": "system", "user": "user", "assistant": "model", "tool": "tool"}
 _SPACE = re.compile(r"\s+")
-_MESSAGE_REF = re.compile(r"^\s*(?:message\s*)?[#\[(]?\s*(\d{1,9})\s*[\])]?\s*$", re.IGNORECASE)
 
 
 # ----- errors ------------------------------------------------------------------------------------
@@ -126,55 +133,7 @@ class WindowError(MemoryStoreError):
         self.__cause__ = cause
 
 
-# ----- trust ---------------------------------------------------------------------------------------
-
-
-def trust_of_entry(entry: MemoryEntry, user_id: str | None = None) -> Trust:
-    """Who said what an entry holds, as a trust level.
-
-    A system message is ``system``; a user message is ``user``, unless ``user_id`` is given and the
-    entry names another user (``metadata["user_id"]``): another user's words count as ``model``,
-    so they never pass for the user's. An assistant message, a summary or any other event is
-    ``model``; a tool message or tool result ``tool``. ``metadata["trust"]``, when it names a trust
-    level, can only lower it (``"web"`` for a page a tool fetched), never raise it.
-    """
-    if not isinstance(entry, MemoryEntry):
-        raise InvalidArgumentError("entry", f"must be a MemoryEntry, got {type(entry).__name__}")
-    metadata = entry.metadata or {}
-    trust: Trust
-    if entry.message is not None:
-        trust = _ROLE_TRUST[entry.message.role]
-        speaker = metadata.get(USER_ID_KEY)
-        if trust == "user" and user_id is not None and isinstance(speaker, str) and speaker != user_id:
-            trust = "model"
-    elif entry.type == "tool_result":
-        trust = "tool"
-    else:
-        trust = "model"
-    lowered = metadata.get("trust")
-    if isinstance(lowered, str) and lowered in TRUST_ORDER:
-        trust = least_trusted([trust, lowered])
-    return trust
-
-
 # ----- reading answers ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ExtractedQuote:
-    """A quote an extracted item gave: the message number, the entry it names, the words, whether
-    they are in that entry (``holds``), and the trust of that entry."""
-
-    message: int
-    entry_id: str
-    thread_id: str
-    quote: str
-    holds: bool
-    trust: Trust
-
-    def evidence(self) -> ItemEvidence:
-        """The quote as an item's evidence."""
-        return ItemEvidence(entry_id=self.entry_id, thread_id=self.thread_id, quote=self.quote)
 
 
 @dataclass(frozen=True)
@@ -230,10 +189,6 @@ class _Parsed:
     dates_unresolved: int = 0
 
 
-class _Unfit(Exception):
-    """An element of the answer that does not fit an item."""
-
-
 _PLACEHOLDER_SCOPE = MemoryScope(agent_id="extraction")
 
 
@@ -241,54 +196,21 @@ def _squash(text: str) -> str:
     return _SPACE.sub(" ", text).strip()
 
 
-def _absent(value: object) -> bool:
-    return value is None or (isinstance(value, str) and not value.strip())
-
-
-def _text(element: Mapping[str, Any], name: str, *, required: bool = False) -> str | None:
-    """A text field: a string (trimmed) or a number written as text; null or blank is absent."""
-    value = element.get(name)
-    if _absent(value):
-        if required:
-            raise _Unfit(f"{name} is missing")
-        return None
-    if isinstance(value, str):
-        return value.strip()
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return str(value)
-    raise _Unfit(f"{name} is not text")
-
-
-def _message_number(value: object) -> int:
-    if isinstance(value, bool):
-        raise _Unfit("a quote's message is not a number")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
-        match = _MESSAGE_REF.match(value)
-        if match:
-            return int(match.group(1))
-    raise _Unfit("a quote's message is not a number")
-
-
 class _Reader:
     """Reads the elements of one window's answers against the entries it showed."""
 
     def __init__(self, entries: Mapping[int, MemoryEntry], user_id: str | None, zone: tzinfo) -> None:
         self.entries = entries
-        self.user_id = user_id
         self.zone = zone
+        self.quotes = QuoteReader(entries, user_id)
         self._folded: dict[str, str] = {}
-        self._trust: dict[str, Trust] = {}
 
     def read(self, elements: Sequence[Any]) -> _Parsed:
         parsed = _Parsed()
         for element in elements:
             try:
                 item = self._item(element, parsed)
-            except _Unfit:
+            except UnfitElement:
                 parsed.dropped += 1
                 continue
             if item is None:
@@ -297,64 +219,21 @@ class _Reader:
                 parsed.items.append(item)
         return parsed
 
-    def _entry_trust(self, entry: MemoryEntry) -> Trust:
-        trust = self._trust.get(entry.id)
-        if trust is None:
-            trust = self._trust[entry.id] = trust_of_entry(entry, self.user_id)
-        return trust
-
-    def _quotes(self, raw: object) -> list[tuple[int, str]] | None:
-        """``(message, words)`` pairs; ``None`` when one names a message the window did not show."""
-        if isinstance(raw, Mapping):
-            raw = [raw]
-        if not isinstance(raw, list):
-            raise _Unfit("quotes is not a list")
-        pairs: list[tuple[int, str]] = []
-        unknown = False
-        for quote in raw:
-            if not isinstance(quote, Mapping):
-                raise _Unfit("a quote is not an object")
-            words = quote.get("quote", quote.get("text"))
-            if _absent(words):
-                continue
-            if not isinstance(words, str):
-                raise _Unfit("a quote's words are not text")
-            number = _message_number(quote.get("message"))
-            if number not in self.entries:
-                unknown = True
-            pairs.append((number, words.strip()))
-        if not pairs:
-            raise _Unfit("no quote")
-        return None if unknown else pairs
-
     def _item(self, element: object, parsed: _Parsed) -> ExtractedItem | None:
         if not isinstance(element, Mapping):
-            raise _Unfit("not an object")
-        kind = _text(element, "kind", required=True)
+            raise UnfitElement("not an object")
+        kind = text_field(element, "kind", required=True)
         if kind not in ITEM_KINDS:
-            raise _Unfit("unknown kind")
-        subject = _text(element, "subject", required=True)
-        value = _text(element, "value", required=True)
-        attribute = _text(element, "attribute")
-        confidence = element.get("confidence")
-        if _absent(confidence):
-            confidence = DEFAULT_CONFIDENCE
-        elif isinstance(confidence, bool) or not isinstance(confidence, int | float) or not 0 <= confidence <= 1:
-            raise _Unfit("confidence is not a number from 0 to 1")
-        pairs = self._quotes(element.get("quotes"))
-        if pairs is None:
+            raise UnfitElement("unknown kind")
+        subject = text_field(element, "subject", required=True)
+        value = text_field(element, "value", required=True)
+        attribute = text_field(element, "attribute")
+        confidence = confidence_field(element)
+        quotes = self.quotes.read(element.get("quotes"))
+        if quotes is None:
             return None
-        quotes = []
-        for number, words in pairs:
-            entry = self.entries[number]
-            try:
-                evidence = ItemEvidence(entry_id=entry.id, thread_id=entry.thread_id, quote=words)
-            except ValidationError:
-                raise _Unfit("a quote holds text an item cannot keep") from None
-            holds = verify_evidence(evidence, entry) == "verified"
-            quotes.append(ExtractedQuote(number, entry.id, entry.thread_id, words, holds, self._entry_trust(entry)))
-        holding = [q.trust for q in quotes if q.holds]
-        words_from, words_to = _text(element, "valid_from"), _text(element, "valid_to")
+        trust, verified = weigh_quotes(quotes)
+        words_from, words_to = text_field(element, "valid_from"), text_field(element, "valid_to")
         valid_from = self._when(words_from, quotes, parsed, end=False)
         valid_to = self._when(words_to, quotes, parsed, end=True)
         if valid_from is not None and valid_to is not None and valid_to <= valid_from:
@@ -365,10 +244,10 @@ class _Reader:
             subject=cast("str", subject),
             attribute=attribute,
             value=cast("str", value),
-            confidence=float(confidence),
-            quotes=tuple(quotes),
-            trust=least_trusted(holding) if holding else "model",
-            verified=len(holding) == len(quotes),
+            confidence=confidence,
+            quotes=quotes,
+            trust=trust,
+            verified=verified,
             valid_from=valid_from,
             valid_to=valid_to,
             time_words=time_words,
@@ -376,7 +255,7 @@ class _Reader:
         try:  # the limits of an item (text lengths, NUL, surrogates) decide whether it fits
             item.to_new_item(_PLACEHOLDER_SCOPE)
         except InvalidArgumentError:
-            raise _Unfit("the item breaks the limits of an item") from None
+            raise UnfitElement("the item breaks the limits of an item") from None
         return item
 
     def _folded_text(self, entry: MemoryEntry) -> str:
@@ -408,19 +287,6 @@ class _Reader:
         return interval.end if end else interval.start
 
 
-def _check_entries_by_ref(value: object) -> dict[int, MemoryEntry]:
-    if not isinstance(value, Mapping):
-        raise InvalidArgumentError("entries_by_ref", "must map message numbers to entries")
-    out: dict[int, MemoryEntry] = {}
-    for key, entry in value.items():
-        if isinstance(key, bool) or not isinstance(key, int):
-            raise InvalidArgumentError("entries_by_ref", f"keys must be message numbers, got {key!r}")
-        if not isinstance(entry, MemoryEntry):
-            raise InvalidArgumentError(f"entries_by_ref[{key}]", f"must be a MemoryEntry, got {type(entry).__name__}")
-        out[key] = entry
-    return out
-
-
 def parse_extraction(
     text: str,
     entries_by_ref: Mapping[int, MemoryEntry],
@@ -440,9 +306,9 @@ def parse_extraction(
     """
     if not isinstance(text, str):
         raise InvalidArgumentError("text", f"must be a string, got {type(text).__name__}")
-    entries = _check_entries_by_ref(entries_by_ref)
+    entries = check_entries_by_ref(entries_by_ref)
     user = tree.check_optional_id("user_id", user_id)
-    zone = _zone(time_zone)
+    zone = zone_of(time_zone)
     return _Reader(entries, user, zone).read(read_json_array(text, objects=True).elements).items
 
 
@@ -525,27 +391,6 @@ class ExtractionReport:
 # ----- the extractor -------------------------------------------------------------------------------
 
 
-def _check_entries(entries: object) -> list[MemoryEntry]:
-    if isinstance(entries, str | bytes | Mapping) or not isinstance(entries, Sequence):
-        raise InvalidArgumentError("entries", "must be a list of entries")
-    out = []
-    for i, entry in enumerate(entries):
-        if isinstance(entry, MemoryEntry):
-            out.append(entry)
-        elif isinstance(entry, Mapping):
-            try:
-                out.append(MemoryEntry.model_validate(entry))
-            except ValidationError as exc:
-                raise tree.validation_error(f"entries[{i}]", exc) from None
-        else:
-            raise InvalidArgumentError(f"entries[{i}]", f"must be a MemoryEntry or a dict, got {type(entry).__name__}")
-    return out
-
-
-def _zone_name(zone: tzinfo, given: object) -> str:
-    return given if isinstance(given, str) else str(getattr(zone, "key", None) or zone)
-
-
 class MemoryExtractor:
     """Reads memory items out of conversation entries with a model and writes them (see the
     module docstring).
@@ -573,12 +418,8 @@ class MemoryExtractor:
     ) -> None:
         if not isinstance(items, MemoryItems):
             raise InvalidArgumentError("items", f"must be a MemoryItems service, got {type(items).__name__}")
-        if not callable(summarize):
-            raise InvalidArgumentError("summarize", "must be a SummarizeFn: async (messages, options) -> str")
-        if isinstance(window_tokens, bool) or not isinstance(window_tokens, int) or window_tokens < MIN_WINDOW_TOKENS:
-            raise InvalidArgumentError(
-                "window_tokens", f"must be an integer of at least {MIN_WINDOW_TOKENS}, got {window_tokens!r}"
-            )
+        check_summarize(summarize)
+        check_window_tokens(window_tokens)
         check_max_tokens(max_tokens)
         if mode not in ("apply", "shadow"):
             raise InvalidArgumentError("mode", f"must be 'apply' or 'shadow', got {mode!r}")
@@ -615,9 +456,9 @@ class MemoryExtractor:
         user = tree.check_optional_id("user_id", user_id)
         if user is None:
             user = checked_scope.user_id
-        zone = _zone(time_zone)
-        checked = _check_entries(entries)
-        windows = plan_windows(checked, self.window_tokens, zone, _zone_name(zone, time_zone))
+        zone = zone_of(time_zone)
+        checked = check_entries(entries)
+        windows = plan_windows(checked, self.window_tokens, zone, zone_name(time_zone))
         report = ExtractionReport(windows=[WindowReport(w.number, w.entry_ids, w.tokens) for w in windows])
         for window, stats in zip(windows, report.windows, strict=True):
             found: list[ExtractedItem] = []
@@ -647,51 +488,28 @@ class MemoryExtractor:
             raise report.errors[0]
         return report
 
-    async def _ask(self, messages: list[Message], stats: WindowReport) -> tuple[JsonArrayRead, str]:
-        """An answer holding a JSON array, asking again (after the answer, with a reminder) when one
-        holds none; :class:`ExtractionAnswerError` after :data:`EXTRACTION_ATTEMPTS` answers."""
-        answers: list[str] = []
-        current = messages
-        for attempt in range(EXTRACTION_ATTEMPTS):
-            if attempt:
-                stats.retries += 1
-            stats.calls += 1
-            answer = await self.summarize(current, self._options)
-            if not isinstance(answer, str):
-                raise InvalidArgumentError("summarize", f"must answer a string, got {type(answer).__name__}")
-            read = read_json_array(answer, objects=True)
-            if read.found:
-                return read, answer
-            answers.append(answer)
-            current = messages
-            if answer.strip():
-                current = [
-                    *messages,
-                    Message(role="assistant", content=answer),
-                    Message(role="user", content=EXTRACTION_RETRY_PROMPT),
-                ]
-        raise ExtractionAnswerError(stats.number, answers)
-
     async def _read_window(
         self, window: Window, reader: _Reader, stats: WindowReport, found: list[ExtractedItem]
     ) -> None:
-        """Ask for the window's items, going on after cut answers; the items read go into ``found``
-        as they come, so a later failure keeps them."""
-        base = [Message(role="user", content=window.text)]
-        read, answer = await self._ask(base, stats)
-        self._take(read, reader, stats, found)
-        total = read
-        while read.cut and stats.continuations < EXTRACTION_CONTINUATIONS:
-            follow = [
-                *base,
-                Message(role="assistant", content=answer),
-                Message(role="user", content=extraction_continuation_prompt(total)),
-            ]
-            stats.continuations += 1
-            read, answer = await self._ask(follow, stats)
-            self._take(read, reader, stats, found)
-            total = total.then(read)
-        stats.complete = not read.cut
+        """Ask for the window's items (:func:`~cogitator_memory.models.asking.ask_json_array`:
+        asked again after an answer without an array, continued after a cut one); the items read
+        go into ``found`` as they come, so a later failure keeps them."""
+
+        def no_array(answers: list[str]) -> ExtractionAnswerError:
+            return ExtractionAnswerError(stats.number, answers)
+
+        total = await ask_json_array(
+            partial(ask_text, self.summarize, options=self._options),
+            [Message(role="user", content=window.text)],
+            retry_prompt=EXTRACTION_RETRY_PROMPT,
+            continuation=extraction_continuation_prompt,
+            attempts=EXTRACTION_ATTEMPTS,
+            continuations=EXTRACTION_CONTINUATIONS,
+            no_array=no_array,
+            counts=stats,
+            on_read=partial(self._take, reader=reader, stats=stats, found=found),
+        )
+        stats.complete = not total.cut
 
     @staticmethod
     def _take(read: JsonArrayRead, reader: _Reader, stats: WindowReport, found: list[ExtractedItem]) -> None:
@@ -733,6 +551,7 @@ __all__ = [
     "EXTRACTION_ATTEMPTS",
     "EXTRACTION_CONTINUATIONS",
     "EXTRACTION_PROMPT",
+    "MIN_WINDOW_TOKENS",
     "BeforeWrite",
     "ExtractedItem",
     "ExtractedQuote",

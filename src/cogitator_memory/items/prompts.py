@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import tzinfo
 
+from ..errors import InvalidArgumentError
 from ..lineage import entry_text
 from ..models.json_array import JsonArrayRead, continuation_prompt
 from ..threads.records import REDACTED_KEY, MemoryEntry
@@ -27,6 +28,8 @@ SHOWN_TYPES = frozenset({"message", "tool_result"})
 _BREAK = re.compile(r"\n+|(?<=[.!?])\s+")
 #: Tokens a window spends besides its messages (the lines before and after them).
 WINDOW_FRAME_TOKENS = 40
+#: The smallest window: room for a message header and some text.
+MIN_WINDOW_TOKENS = 100
 
 EXTRACTION_PROMPT = """\
 You read part of a conversation and write down what it establishes that is worth remembering \
@@ -188,6 +191,15 @@ def _part(text: str, tokens: int) -> str:
     return chunk[: ends[-1]] if ends else chunk
 
 
+def check_window_tokens(value: object) -> int:
+    """``window_tokens`` checked: an integer of at least :data:`MIN_WINDOW_TOKENS`."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < MIN_WINDOW_TOKENS:
+        raise InvalidArgumentError(
+            "window_tokens", f"must be an integer of at least {MIN_WINDOW_TOKENS}, got {value!r}"
+        )
+    return value
+
+
 def plan_windows(entries: Sequence[MemoryEntry], window_tokens: int, zone: tzinfo, zone_name: str) -> list[Window]:
     """Consecutive windows of at most ``window_tokens``, filled in order. An entry longer than a
     window is shown in parts of about a window each, cut at a line or sentence end where one is in
@@ -233,10 +245,12 @@ def plan_windows(entries: Sequence[MemoryEntry], window_tokens: int, zone: tzinf
 __all__ = [
     "EXTRACTION_PROMPT",
     "EXTRACTION_RETRY_PROMPT",
+    "MIN_WINDOW_TOKENS",
     "SHOWN_TYPES",
     "WINDOW_FRAME_TOKENS",
     "Window",
     "WindowMessage",
+    "check_window_tokens",
     "extraction_continuation_prompt",
     "message_header",
     "plan_windows",

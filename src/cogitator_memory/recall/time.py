@@ -81,7 +81,10 @@ _FILLER = re.compile(
 _EDGE_JUNK = '"“”‘’«»()[]{}'
 
 
-def _zone(time_zone: object) -> tzinfo:
+def zone_of(time_zone: str | tzinfo) -> tzinfo:
+    """The zone ``time_zone`` names: a tzinfo as it is, an IANA name (``"Europe/Lisbon"``) read
+    from the zone database; anything else, or an unknown name, is an
+    :class:`~cogitator_memory.errors.InvalidArgumentError` naming ``time_zone``."""
     if isinstance(time_zone, tzinfo):
         return time_zone
     if not isinstance(time_zone, str):
@@ -92,6 +95,14 @@ def _zone(time_zone: object) -> tzinfo:
         return ZoneInfo(time_zone)
     except (ZoneInfoNotFoundError, ValueError, OSError):
         raise InvalidArgumentError("time_zone", f"unknown time zone {time_zone!r}") from None
+
+
+def zone_name(time_zone: str | tzinfo) -> str:
+    """The name to show for a zone given as :func:`zone_of` takes it: the name given, else the
+    tzinfo's IANA key, else what the tzinfo prints as."""
+    if isinstance(time_zone, str):
+        return time_zone
+    return str(getattr(time_zone, "key", None) or time_zone)
 
 
 @lru_cache(maxsize=1)
@@ -130,7 +141,7 @@ def zone_hemisphere(time_zone: str | tzinfo) -> Hemisphere:
 def _context(session_at: object, time_zone: object, prefer: object, day_first: object, hemisphere: object) -> Context:
     if not isinstance(session_at, datetime):
         raise InvalidArgumentError("session_at", f"must be a datetime, got {type(session_at).__name__}")
-    zone = _zone(time_zone)
+    zone = zone_of(time_zone)  # type: ignore[arg-type]  # checked there
     if prefer not in ("nearest", "past", "future"):
         raise InvalidArgumentError("prefer", f"must be 'nearest', 'past' or 'future', got {prefer!r}")
     if not isinstance(day_first, bool):
@@ -238,4 +249,6 @@ __all__ = [
     "find_times",
     "resolve_time",
     "zone_hemisphere",
+    "zone_name",
+    "zone_of",
 ]
