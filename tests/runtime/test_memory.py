@@ -262,3 +262,33 @@ async def test_auto_extract_reads_user_messages_into_the_graph(tmp_path: Path) -
         assert ("Ana", "located_in", "Porto") in found  # (and the inverse the inference pass adds)
         assert {e.origin for e in edges if e.type == "located_in"} == {"extracted"}
         assert len(server.requests_to("/v1/chat/completions")) == 1  # the user's message only
+
+
+@pytest.mark.parametrize(("mode", "status"), [("shadow", "suggested"), ("active", "active")])
+async def test_extraction_writes_memory_items_in_the_users_scope(tmp_path: Path, mode: str, status: str) -> None:
+    answer = [
+        {
+            "kind": "fact",
+            "subject": "user",
+            "attribute": "city",
+            "value": "Braga",
+            "quotes": [{"message": 1, "quote": "I live in Braga"}],
+        }
+    ]
+    with ScriptedServer() as server:
+        server.fallback("/v1/chat/completions", openai_chat_handler(json.dumps(answer)))
+        config = {
+            "adapter": "sqlite",
+            "path": str(tmp_path / "x.db"),
+            "embedding": NO_VECTORS,
+            "model": {"provider": "compatible", "model": "m", "base_url": server.url + "/v1", "api_key": "k"},
+            "extraction": {"mode": mode},
+        }
+        async with Memory(config) as memory:
+            await memory.add([{"role": "user", "content": "I live in Braga."}], user_id="ana", thread_id="t")
+            found = await memory.items.query(
+                {"agent_id": "default", "user_id": "ana"}, statuses=["suggested", "active"]
+            )
+        assert [(i.value, i.status) for i in found] == [("Braga", status)]
+        assert found[0].scope.user_id == "ana"
+        assert len(server.requests_to("/v1/chat/completions")) == 1
