@@ -120,3 +120,15 @@ async def test_a_prompt_of_your_own_is_added_and_bad_arguments_are_named(model: 
         parse_brief("[]", [{"ref": "item:a", "text": "x", "url": "y"}])
     with pytest.raises(InvalidArgumentError, match="input"):
         await briefer.brief(3, SOURCES)  # type: ignore[arg-type]
+
+
+async def test_a_summarize_that_cannot_be_called_or_answers_no_string_is_named() -> None:
+    with pytest.raises(InvalidArgumentError, match=r"summarize.*SummarizeFn"):
+        MemoryBriefer(summarize="not a function")  # type: ignore[arg-type]
+
+    async def numbers(messages: object, options: object) -> object:
+        return 42
+
+    briefer = MemoryBriefer(summarize=numbers)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match=r"summarize.*must answer a string, got int"):
+        await briefer.brief("Hi", SOURCES)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, get_args
 
 from ..errors import InvalidArgumentError
+from ..models.asking import ask_text, check_summarize
 from ..models.json_array import read_json_array
 from ..models.records import SummarizeFn, SummarizeOptions, check_max_tokens
 from ..threads.records import Message
@@ -192,8 +193,7 @@ class MemoryBriefer:
         model: str | None = None,
         prompt: str | None = None,
     ) -> None:
-        if not callable(summarize):
-            raise InvalidArgumentError("summarize", "must be a SummarizeFn: async (messages, options) -> str")
+        check_summarize(summarize)
         if prompt is not None and not isinstance(prompt, str):
             raise InvalidArgumentError("prompt", f"must be a string or None, got {type(prompt).__name__}")
         self.summarize = summarize
@@ -211,9 +211,7 @@ class MemoryBriefer:
         if not checked or not input.strip():
             return []
         message = Message(role="user", content=brief_request(input, checked, self.max_cards))
-        answer = await self.summarize([message], self._options)
-        if not isinstance(answer, str):
-            raise InvalidArgumentError("summarize", f"must answer a string, got {type(answer).__name__}")
+        answer = await ask_text(self.summarize, [message], self._options)
         return parse_brief(answer, checked, max_cards=self.max_cards)
 
 

@@ -33,6 +33,7 @@ from ..items.base import MemoryItemAdapter, is_memory_item_adapter
 from ..items.records import MemoryItem, MemoryScope, check_scope
 from ..items.rules import trust_rank
 from ..items.service import MemoryItems
+from ..models.asking import ask_text, check_summarize
 from ..models.json_array import read_json_array
 from ..models.records import SummarizeFn, SummarizeOptions, check_max_tokens
 from ..result import unwrap
@@ -200,8 +201,7 @@ class MemoryConsolidator:
         is oldest first; ``max_subjects`` bounds the subjects asked about and ``max_changes`` the
         items marked. The reason goes into each item's ``metadata["stale_because"]``."""
         checked = check_scope("scope", scope)
-        if not callable(summarize):
-            raise InvalidArgumentError("summarize", "must be a SummarizeFn: async (messages, options) -> str")
+        check_summarize(summarize)
         after = check_datetime("since", since)
         changes = _count("max_changes", max_changes)
         subjects = _count("max_subjects", max_subjects)
@@ -227,9 +227,7 @@ class MemoryConsolidator:
             request = data_block("items", "\n".join(_item_line(i) for i in shown.values()))
             subject = f"Subject: {' '.join(members[-1].subject.split())}\n\n"
             report.calls += 1
-            answer = await summarize([Message(role="user", content=subject + request)], options)
-            if not isinstance(answer, str):
-                raise InvalidArgumentError("summarize", f"must answer a string, got {type(answer).__name__}")
+            answer = await ask_text(summarize, [Message(role="user", content=subject + request)], options)
             marks = check_groups(answer, shown, dropped=dropped, kept=kept)
             if marks is None:
                 report.complete = False
@@ -293,8 +291,7 @@ class MemoryConsolidator:
         call; ``None`` when there was nothing to fold, the answer was unfinished or the file
         changed while the model answered (the lessons wait for the next fold). ``mode="shadow"`` writes :data:`PLAYBOOK_DRAFT_PATH` instead."""
         checked = check_scope("scope", scope)
-        if not callable(summarize):
-            raise InvalidArgumentError("summarize", "must be a SummarizeFn: async (messages, options) -> str")
+        check_summarize(summarize)
         if mode not in ("apply", "shadow"):
             raise InvalidArgumentError("mode", f"must be 'apply' or 'shadow', got {mode!r}")
         options = SummarizeOptions(model=model, prompt=PLAYBOOK_PROMPT, max_tokens=check_max_tokens(max_tokens))
@@ -323,9 +320,7 @@ class MemoryConsolidator:
         fresh = [i for i in candidates if i.trust in allowed][:LESSONS_PER_FOLD]
         if not fresh:
             return None
-        answer = await summarize([Message(role="user", content=_fold_request(base, fresh))], options)
-        if not isinstance(answer, str):
-            raise InvalidArgumentError("summarize", f"must answer a string, got {type(answer).__name__}")
+        answer = await ask_text(summarize, [Message(role="user", content=_fold_request(base, fresh))], options)
         edits = parse_playbook_edits(answer, [i.id for i in fresh], base)
         if edits is None:
             return None

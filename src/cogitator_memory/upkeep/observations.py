@@ -36,6 +36,7 @@ from ..files.service import MemoryFiles
 from ..items.base import MemoryItemAdapter, is_memory_item_adapter
 from ..items.records import MemoryItem, MemoryScope, check_scope, scope_key
 from ..items.service import MemoryItems
+from ..models.asking import ask_text, check_summarize
 from ..models.json_array import read_json_array
 from ..models.records import SummarizeFn, SummarizeOptions, check_max_tokens
 from ..threads.records import Message
@@ -370,8 +371,7 @@ class MemoryObservations:
         newest facts first and at most ``max_entities`` of them (one model call each), and delete
         those of the scope whose entity has fewer than ``min_items`` facts that hold."""
         checked = check_scope("scope", scope)
-        if not callable(summarize):
-            raise InvalidArgumentError("summarize", "must be a SummarizeFn: async (messages, options) -> str")
+        check_summarize(summarize)
         most = _check_count("max_entities", max_entities, 0)
         least = _check_count("min_items", min_items, 1)
         options = SummarizeOptions(model=model, prompt=OBSERVATION_PROMPT, max_tokens=check_max_tokens(max_tokens))
@@ -405,9 +405,7 @@ class MemoryObservations:
         shas = {f.path: f.sha256 for f in files}
         for entity, shown, mark in due[:most]:
             report.calls += 1
-            answer = await summarize([Message(role="user", content=self._request(entity, shown))], options)
-            if not isinstance(answer, str):
-                raise InvalidArgumentError("summarize", f"must answer a string, got {type(answer).__name__}")
+            answer = await ask_text(summarize, [Message(role="user", content=self._request(entity, shown))], options)
             statements = parse_statements(answer, [i.id for i in shown])
             if statements is None:
                 report.unfinished.append(entity.key)
