@@ -104,3 +104,43 @@ def test_bad_configs_are_one_line_naming_the_key(
 def test_bad_arguments_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = _run(capsys, "search", "x", "--limit", "0")
     assert code == 2 and "--limit" in err
+
+
+@pytest.mark.parametrize("engine", ["redis", "mongodb"])
+def test_threads_show_and_export_read_any_configured_store(
+    engine: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tag = uuid.uuid4().hex[:6]
+    if engine == "redis":
+        body = f"  adapter: redis\n  connection_string: {service_url('COGMEM_TEST_REDIS_URL')}\n"
+        body += f"  options: {{key_prefix: 'cli{tag}:'}}\n"
+    else:
+        body = f"  adapter: mongodb\n  connection_string: '{service_url('COGMEM_TEST_MONGODB_URL')}'\n"
+        body += f"  options: {{database: cli{tag}}}\n"
+    file = tmp_path / "store.yml"
+    file.write_text(f"memory:\n{body}  embedding: {{provider: none}}\n")
+
+    async def seed() -> None:
+        async with Memory(str(file)) as memory:
+            await memory.add(
+                [{"role": "user", "content": "Where is my parcel?"}, {"role": "assistant", "content": "On its way."}],
+                user_id="ana",
+                thread_id="parcel",
+            )
+
+    asyncio.run(seed())
+    code, out, err = _run(capsys, "threads", "--json", "--config", str(file))
+    assert code == 0, err
+    assert [t["id"] for t in json.loads(out)["threads"]] == ["parcel"]
+    code, out, _ = _run(capsys, "show", "parcel", "--path", "--config", str(file))
+    assert code == 0 and "Where is my parcel?" in out and "On its way." in out
+    code, out, _ = _run(capsys, "export", "parcel", "--config", str(file))
+    exported = json.loads(out)
+    assert [e["message"]["content"] for e in exported["entries"]] == ["Where is my parcel?", "On its way."]
+    code, _, err = _run(capsys, "show", "missing", "--config", str(file))
+    assert code == 1 and "thread not found: missing" in err
+
+
+def test_threads_without_config_still_read_the_sqlite_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, "threads", "--db", str(tmp_path / "none.db"))
+    assert code == 1 and "no database at" in err

@@ -174,7 +174,7 @@ async def cmd_threads(args: argparse.Namespace) -> int:
     """``threads``: one page of threads, the most recently updated first."""
     path = db_path(args)
     wanted = parse_meta(args.meta)
-    async with open_store(path, create=False) as store:
+    async with memory_commands.open_read_store(args, path) as store:
         page = need(
             await store.list_threads(agent_id=args.agent, metadata=wanted or None, limit=args.limit, cursor=args.cursor)
         )
@@ -204,7 +204,7 @@ async def cmd_show(args: argparse.Namespace) -> int:
     """``show THREAD``: the tree of a thread, every branch, the active path marked."""
     path = db_path(args)
     progress = progress_of(args)
-    async with open_store(path, create=False) as store:
+    async with memory_commands.open_read_store(args, path) as store:
         thread = await require_thread(store, args.thread, path)
         progress.start(f"reading thread {render.one_line(thread.id)}")
         entries = await all_entries(store, thread.id)
@@ -238,7 +238,7 @@ async def cmd_export(args: argparse.Namespace) -> int:
     """
     path = db_path(args)
     progress = progress_of(args)
-    async with open_store(path, create=False) as store:
+    async with memory_commands.open_read_store(args, path) as store:
         thread = await require_thread(store, args.thread, path)
         progress.start(f"reading thread {render.one_line(thread.id)}")
         entries = await all_entries(store, thread.id)
@@ -364,6 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     threads.add_argument("--cursor", metavar="CURSOR", help="the cursor a previous page printed, for the next page")
     threads.add_argument("--json", action="store_true", help="print JSON: {threads, next_cursor}")
+    memory_commands.config_flag(threads)
     threads.set_defaults(handler=cmd_threads)
 
     show = sub.add_parser("show", parents=[db], help="print the tree of a thread, the active path marked")
@@ -372,6 +373,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--full", action="store_true", help="do not cut long lines to the terminal's width")
     show.add_argument("--json", action="store_true", help="print JSON: {thread, entries, active_path}")
     _progress_flag(show)
+    memory_commands.config_flag(show)
     show.set_defaults(handler=cmd_show)
     register_forget(sub, db)
 
@@ -397,6 +399,7 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("thread", metavar="THREAD", help="the thread id")
     exp.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
     _progress_flag(exp)
+    memory_commands.config_flag(exp)
     exp.set_defaults(handler=cmd_export)
     memory_commands.register(sub, db)
     register_serve(sub, db)

@@ -10,14 +10,55 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from ..errors import InvalidArgumentError, MemoryStoreError
 from ..runtime.config import MemoryConfig, load_config
-from ..runtime.memory import Memory
+from ..runtime.memory import Memory, create_store, store_key
 from . import render
 from .formats import CliError
-from .store import PROG
+from .store import PROG, open_store
+
+
+def config_flag(parser: argparse.ArgumentParser) -> None:
+    """Add ``--config FILE`` (the memory config naming the store) to ``parser``."""
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        default=argparse.SUPPRESS,
+        help="the cogitator.yml whose 'memory' section names the store, any engine (default: $COGITATOR_CONFIG, "
+        "else ./cogitator.yml, else SQLite at ~/.cogitator/memory.db)",
+    )
+
+
+@asynccontextmanager
+async def open_read_store(args: argparse.Namespace, path: str) -> AsyncIterator[Any]:
+    """The connected store a reading command (``threads``, ``show``, ``export``) works on: the
+    one ``--config FILE`` names, any engine; without ``--config``, the SQLite file ``path``."""
+    if not getattr(args, "config", None):
+        async with open_store(path, create=False) as sqlite:
+            yield sqlite
+        return
+    config = memory_config(args)
+    if config.adapter == "sqlite":
+        async with open_store(config.sqlite_path(), create=False) as sqlite:
+            yield sqlite
+        return
+    try:
+        store = create_store(config)
+    except InvalidArgumentError as exc:
+        raise CliError(str(exc)) from None
+    opened = await store.connect()
+    if not opened.success:
+        raise CliError(
+            f"invalid argument '{store_key(config)}': cannot reach the {config.adapter} store: {opened.error}"
+        )
+    try:
+        yield store
+    finally:
+        await store.disconnect()
 
 
 def memory_config(args: argparse.Namespace) -> MemoryConfig:
@@ -151,13 +192,7 @@ def register(sub: Any, db: argparse.ArgumentParser) -> None:
     """Add ``search``, ``remember``, ``facts`` and ``mcp`` to the subcommands ``sub`` (``db``:
     the parent parser holding ``--db``)."""
     config = argparse.ArgumentParser(add_help=False)
-    config.add_argument(
-        "--config",
-        metavar="FILE",
-        default=argparse.SUPPRESS,
-        help="the cogitator.yml whose 'memory' section names the store (default: $COGITATOR_CONFIG, "
-        "else ./cogitator.yml, else SQLite at ~/.cogitator/memory.db)",
-    )
+    config_flag(config)
     who = argparse.ArgumentParser(add_help=False)
     who.add_argument("--user", metavar="ID", help="whose memory (default: shared)")
     who.add_argument("--agent", metavar="ID", help="the agent (default: the config's agent_id)")
@@ -188,4 +223,13 @@ def register(sub: Any, db: argparse.ArgumentParser) -> None:
     mcp.set_defaults(handler=cmd_mcp)
 
 
-__all__ = ["cmd_facts", "cmd_mcp", "cmd_remember", "cmd_search", "memory_config", "register"]
+__all__ = [
+    "cmd_facts",
+    "cmd_mcp",
+    "cmd_remember",
+    "cmd_search",
+    "config_flag",
+    "memory_config",
+    "open_read_store",
+    "register",
+]

@@ -102,7 +102,30 @@ def message_format(messages: Sequence[Any], system: Any = None) -> MessageFormat
     return "openai"
 
 
-def _store_key(config: MemoryConfig) -> str:
+def create_store(config: MemoryConfig, dimensions: int | None = None) -> BaseMemoryAdapter:
+    """The thread store ``config`` names, made (not connected) through the engine factory, its
+    folder made for SQLite; ``dimensions`` sizes PostgreSQL's vector column. A bad option raises
+    :class:`ConfigError` naming the key (``memory.options.<name>``, ``memory.connection_string``)."""
+    cfg = config
+    options = cfg.store_options()
+    if cfg.adapter == "postgres" and dimensions is not None:
+        options.setdefault("dimensions", dimensions)  # the vector column's size
+    if cfg.adapter == "sqlite":
+        Path(options["path"]).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    try:
+        return create_memory_adapter(options)
+    except InvalidArgumentError as exc:
+        key = exc.argument
+        if key in cfg.options:
+            key = f"options.{key}"
+        elif key in ("connection_string", "url", "uri"):
+            key = "connection_string"
+        elif key == "config":
+            key = "options"
+        raise ConfigError(f"memory.{key}", exc.problem) from None
+
+
+def store_key(config: MemoryConfig) -> str:
     """The config key that says where the store is (named when it cannot be reached)."""
     if config.adapter == "sqlite":
         return "memory.path"
@@ -145,7 +168,7 @@ class Memory:
                 except InvalidArgumentError as exc:
                     raise ConfigError(f"memory.embedding.{exc.argument}", exc.problem) from None
         dims = getattr(self.embedding_service, "dimensions", None)
-        self.adapter: BaseMemoryAdapter = adapter if adapter is not None else self._make_store(cfg, dims)
+        self.adapter: BaseMemoryAdapter = adapter if adapter is not None else create_store(cfg, dims)
         self.summarize: Any = summarize if summarize is not None else self._make_summarize(cfg)
         self.graph: Any = None
         if cfg.knowledge_graph:
@@ -171,25 +194,6 @@ class Memory:
         self._tools: dict[tuple[str, str | None], dict[str, Any]] = {}
 
     # ----- construction ------------------------------------------------------------------------
-
-    @staticmethod
-    def _make_store(cfg: MemoryConfig, dimensions: int | None) -> BaseMemoryAdapter:
-        options = cfg.store_options()
-        if cfg.adapter == "postgres" and dimensions is not None:
-            options.setdefault("dimensions", dimensions)  # the vector column's size
-        if cfg.adapter == "sqlite":
-            Path(options["path"]).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        try:
-            return create_memory_adapter(options)
-        except InvalidArgumentError as exc:
-            key = exc.argument
-            if key in cfg.options:
-                key = f"options.{key}"
-            elif key in ("connection_string", "url", "uri"):
-                key = "connection_string"
-            elif key == "config":
-                key = "options"
-            raise ConfigError(f"memory.{key}", exc.problem) from None
 
     def _make_summarize(self, cfg: MemoryConfig) -> Any:
         if cfg.model is None:
@@ -261,7 +265,7 @@ class Memory:
                 self.enabled = False
                 self._connected = True
                 return
-            raise ConfigError(_store_key(cfg), problem)
+            raise ConfigError(store_key(cfg), problem)
         try:
             await self._start()
         except BaseException:
