@@ -199,7 +199,25 @@ def _graph_tables() -> tuple[str, ...]:
 
 M005_GRAPH = Migration(5, "m005_graph", _graph_tables())
 
-MIGRATIONS: tuple[Migration, ...] = (M001_INITIAL, M002_TREES, M003_MEMORY_ITEMS, M004_MEMORY_FILES, M005_GRAPH)
+M006_USER_THREADS = Migration(
+    6,
+    "m006_user_threads",
+    (
+        # A user's threads without reading every thread (what a user's erasure deletes).
+        "CREATE INDEX IF NOT EXISTS threads_by_user ON {s}.threads ((metadata->>'user_id'))",
+        "CREATE INDEX IF NOT EXISTS threads_with_users ON {s}.threads"
+        " USING gin ((metadata->'memory_user_ids') jsonb_path_ops)",
+    ),
+)
+
+MIGRATIONS: tuple[Migration, ...] = (
+    M001_INITIAL,
+    M002_TREES,
+    M003_MEMORY_ITEMS,
+    M004_MEMORY_FILES,
+    M005_GRAPH,
+    M006_USER_THREADS,
+)
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
 

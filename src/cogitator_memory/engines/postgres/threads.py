@@ -157,23 +157,14 @@ class PostgresThreads:
 
     async def threads_of_user(self, user_id: str) -> MemoryResult[list[Thread]]:
         """Every thread whose metadata ``user_id`` is the user or whose ``memory_user_ids`` lists
-        them (what a user's erasure deletes), read through two indexes (made on first use: a
-        b-tree on the metadata's ``user_id``, a GIN index on ``memory_user_ids``) instead of every thread."""
+        them (what a user's erasure deletes), read through two indexes (migration m006: a b-tree
+        on the metadata's ``user_id``, a GIN index on ``memory_user_ids``) instead of every thread."""
         try:
             self._require_connected()
             user = tree.check_id("user_id", user_id)
             table = self._sql.threads
-            ready = getattr(self, "_user_indexes", False)
 
             async def op(conn: AsyncConnection[Any]) -> list[Thread]:
-                if not ready:
-                    await conn.execute(
-                        f"CREATE INDEX IF NOT EXISTS threads_by_user ON {table} ((metadata->>'user_id'))"
-                    )
-                    await conn.execute(
-                        f"CREATE INDEX IF NOT EXISTS threads_with_users ON {table} "
-                        "USING gin ((metadata->'memory_user_ids') jsonb_path_ops)"
-                    )
                 cur = await conn.execute(
                     f"SELECT {THREAD_COLUMNS} FROM {table} WHERE metadata->>'user_id' = %s "
                     f"UNION SELECT {THREAD_COLUMNS} FROM {table} WHERE metadata->'memory_user_ids' @> %s::jsonb",
@@ -181,9 +172,7 @@ class PostgresThreads:
                 )
                 return [thread_from_row(row) for row in await cur.fetchall()]
 
-            found = await self.run(op)
-            self._user_indexes = True
-            return ok(found)
+            return ok(await self.run(op))
         except Exception as exc:
             return self._fail("threads_of_user", exc)
 

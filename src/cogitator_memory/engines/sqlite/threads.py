@@ -40,13 +40,14 @@ from .db import normalize_path, open_database, write_transaction
 from .files import SQLiteFiles
 from .graph import SQLiteGraph
 from .items import SQLiteItems
+from .schema import USER_ID_EXPR, USERS_LISTED_EXPR
 
 DEFAULT_PATH = "cogitator-memory.db"
 
 _THREAD_COLUMNS = "id, agent_id, metadata, created_at, updated_at, active_leaf_id"
 #: The indexed expression of a thread's ``metadata["user_id"]`` and the threads listing users.
-_USER_EXPR = "json_extract(metadata, '$.user_id')"
-_USERS_LISTED = "json_type(metadata, '$.memory_user_ids') = 'array'"
+_USER_EXPR = USER_ID_EXPR
+_USERS_LISTED = USERS_LISTED_EXPR
 
 
 def _thread_from_row(row: Sequence[Any]) -> Thread:
@@ -220,16 +221,11 @@ class SQLiteAdapter(SQLiteFiles, SQLiteGraph, SQLiteItems, BaseMemoryAdapter):
 
     async def threads_of_user(self, user_id: str) -> MemoryResult[list[Thread]]:
         """Every thread whose metadata ``user_id`` is the user or whose ``memory_user_ids`` lists
-        them (what a user's erasure deletes), read through two indexes (made on first use: one on
-        the metadata's ``user_id``, one over the threads that list users) instead of every thread."""
+        them (what a user's erasure deletes), read through two indexes (migration m007: one on the
+        metadata's ``user_id``, one over the threads that list users) instead of every thread."""
         try:
             self._require_connected()
             user = tree.check_id("user_id", user_id)
-            if not getattr(self, "_user_indexes", False):
-                with self._write() as db:
-                    db.execute(f"CREATE INDEX IF NOT EXISTS threads_by_user ON threads ({_USER_EXPR})")
-                    db.execute(f"CREATE INDEX IF NOT EXISTS threads_with_users ON threads (id) WHERE {_USERS_LISTED}")
-                self._user_indexes = True
             sql = (
                 f"SELECT {_THREAD_COLUMNS} FROM threads WHERE {_USER_EXPR} = ? UNION "
                 f"SELECT {_THREAD_COLUMNS} FROM threads WHERE {_USERS_LISTED} AND EXISTS "
