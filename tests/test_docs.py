@@ -12,6 +12,7 @@ import pytest
 
 import cogitator_memory
 import cogitator_memory.compaction
+import cogitator_memory.cascade
 import cogitator_memory.context
 import cogitator_memory.embeddings
 import cogitator_memory.engines
@@ -22,9 +23,11 @@ import cogitator_memory.graph
 import cogitator_memory.items
 import cogitator_memory.models
 import cogitator_memory.recall
+import cogitator_memory.runtime
 import cogitator_memory.search
 import cogitator_memory.testing
 import cogitator_memory.threads
+import cogitator_memory.upkeep
 import cogitator_memory.vectors
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,6 +71,7 @@ EXPECTED_OUTPUT = {
 
 PACKAGES = [
     cogitator_memory,
+    cogitator_memory.cascade,
     cogitator_memory.compaction,
     cogitator_memory.context,
     cogitator_memory.embeddings,
@@ -80,7 +84,9 @@ PACKAGES = [
     cogitator_memory.items,
     cogitator_memory.models,
     cogitator_memory.recall,
+    cogitator_memory.runtime,
     cogitator_memory.testing,
+    cogitator_memory.upkeep,
     cogitator_memory.vectors,
 ]
 

@@ -26,8 +26,8 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from .. import __version__
-from ..context.convert import from_anthropic_messages, from_openai_messages
 from ..errors import InvalidArgumentError
+from ..models.convert import from_anthropic_messages, from_openai_messages
 from ..threads.records import MemoryEntry, NewMemoryEntry, Thread
 
 #: The ``format`` field of an export file.

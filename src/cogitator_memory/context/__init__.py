@@ -9,6 +9,7 @@ shapes, :func:`from_openai_messages` and :func:`from_anthropic_messages` turn th
 into entries. See ``docs/context.md`` and ``docs/convert.md``.
 """
 
+from ..models.convert import from_anthropic_messages, from_openai_messages, to_anthropic_request, to_openai_messages
 from .assembler import DEFAULT_PARTITIONS, Assembly, ContextAssembler, Fit, Fitter, default_partitions, fit_in_order
 from .builder import ContextBuilder, mark_turn_ends
 from .config import (
@@ -21,7 +22,6 @@ from .config import (
     GraphContextOptions,
     RecallSettings,
 )
-from .convert import from_anthropic_messages, from_openai_messages, to_anthropic_request, to_openai_messages
 from .graph_context import GraphContext
 from .history import (
     HistoryReader,

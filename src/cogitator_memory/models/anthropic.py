@@ -21,11 +21,11 @@ from typing import Any
 
 import httpx
 
-from ..context.convert import to_anthropic_request
 from ..errors import InvalidArgumentError
 from ..http import RetryPolicy, env_key_for
 from ..threads.records import Message
 from .base import DEFAULT_CHAT_TIMEOUT, DEFAULT_MAX_TOKENS, BaseChatClient, normalize_finish, object_at, usage_of
+from .convert import to_anthropic_request
 from .records import ChatCompletion, FinishReason
 
 DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com"

@@ -19,10 +19,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import httpx
 
-from ..context.convert import _messages as _check_message_list
 from ..errors import InvalidArgumentError
 from ..http import JsonHttpClient, RetryPolicy, redact_url
 from ..threads.records import Message
+from .convert import _messages as _check_message_list
 from .records import (
     ChatCompletion,
     FinishReason,

@@ -21,11 +21,11 @@ from typing import Any
 
 import httpx
 
-from ..context.convert import _messages as _check_message_list
 from ..errors import InvalidArgumentError
 from ..http import RetryPolicy, env_key_for
 from ..threads.records import ImageBase64Part, ImageURLPart, Message, TextPart
 from .base import DEFAULT_CHAT_TIMEOUT, DEFAULT_MAX_TOKENS, BaseChatClient, normalize_finish, object_at, usage_of
+from .convert import _messages as _check_message_list
 from .records import ChatCompletion, FinishReason
 
 DEFAULT_GEMINI_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"

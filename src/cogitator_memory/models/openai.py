@@ -35,11 +35,11 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from ..context.convert import to_openai_messages
 from ..errors import InvalidArgumentError
 from ..http import RetryPolicy, env_key_for
 from ..threads.records import Message
 from .base import DEFAULT_CHAT_TIMEOUT, DEFAULT_MAX_TOKENS, BaseChatClient, normalize_finish, object_at, usage_of
+from .convert import to_openai_messages
 from .records import ChatCompletion, FinishReason
 
 

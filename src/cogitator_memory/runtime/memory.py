@@ -22,7 +22,6 @@ from types import TracebackType
 from typing import Any, Literal, Self, cast
 
 from ..context.builder import ContextBuilder
-from ..context.convert import from_anthropic_messages, from_openai_messages
 from ..context.history import entry_messages, read_compacted_history, summary_message
 from ..context.message_index import MessageIndex
 from ..context.records import BuiltContext
@@ -34,6 +33,7 @@ from ..files.tools import ToolAnswer, run_memory_tool
 from ..ids import thread_id as new_thread_id
 from ..items.records import MemoryScope
 from ..items.service import MemoryItems
+from ..models.convert import from_anthropic_messages, from_openai_messages
 from ..recall.retriever import MemoryRetriever, RecallHit
 from ..result import unwrap
 from ..threads import tree

@@ -16,8 +16,8 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import Field
 
-from ..context.convert import to_openai_messages
 from ..errors import MemoryStoreError
+from ..models.convert import to_openai_messages
 from ..runtime.config import MemoryConfig
 from ..runtime.memory import Memory
 
