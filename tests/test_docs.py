@@ -114,8 +114,8 @@ def test_examples_run(page: str, tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 
 def test_readme_quick_start_runs(tmp_path: Path) -> None:
-    blocks = BLOCK.findall((ROOT / "README.md").read_text())
-    assert blocks
+    blocks = [b for b in BLOCK.findall((ROOT / "README.md").read_text()) if "quickstart.db" in b]
+    assert len(blocks) == 1
     cwd = os.getcwd()
     os.chdir(tmp_path)
     try:
@@ -125,6 +125,22 @@ def test_readme_quick_start_runs(tmp_path: Path) -> None:
     finally:
         os.chdir(cwd)
     assert (tmp_path / "quickstart.db").exists()
+
+
+def test_readme_one_call_memory_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's SyncMemory snippet, on the default SQLite file (moved into tmp_path)."""
+    blocks = [b for b in BLOCK.findall((ROOT / "README.md").read_text()) if "SyncMemory()" in b]
+    assert len(blocks) == 1
+    monkeypatch.setenv("COGITATOR_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("COGITATOR_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    script = tmp_path / "one_call.py"
+    script.write_text(blocks[0])
+    runpy.run_path(str(script), run_name="__main__")
+    assert "I'm allergic to peanuts." in capsys.readouterr().out
+    assert (tmp_path / "home" / "memory.db").exists()
 
 
 def test_every_public_class_and_function_has_a_docstring() -> None:

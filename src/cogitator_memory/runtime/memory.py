@@ -512,6 +512,8 @@ class Memory:
             history.extend(path.data or [])
         cosines: dict[str, float] = {}
         if self.message_index is not None and self.embedding_service is not None and thread_ids:
+            # Read your writes: turns added a moment ago are still being embedded in the background.
+            await self.message_index.flush()
             vector = await self.embedding_service.embed(query)
             for one in thread_ids:
                 for hit in await self.message_index.search(one, vector, limit=50):
