@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -36,49 +35,31 @@ from ..threads.records import (
     Thread,
 )
 from ..threads.tree import REDACTED_TEXT
+from .cases import CaseList, NamedCase, expect, expect_equal
 
 Case = Callable[[MemoryAdapter], Awaitable[None]]
 
 
-@dataclass(frozen=True)
-class ConformanceCase:
+class ConformanceCase(NamedCase[MemoryAdapter]):
     """One named check of the thread-store contract."""
 
-    name: str
-    run: Case
 
-    def __str__(self) -> str:
-        return self.name
-
-
-_CASES: list[ConformanceCase] = []
-
-
-def _case(fn: Case) -> Case:
-    _CASES.append(ConformanceCase(fn.__name__.removeprefix("case_"), fn))
-    return fn
+_CASES = CaseList(ConformanceCase)
+_case = _CASES.case
+_eq = expect_equal
+_true = expect
 
 
 def memory_adapter_conformance_cases() -> list[ConformanceCase]:
     """Every case of the thread-store contract, in a stable order."""
     from . import conformance_inputs  # noqa: F401 - registers the cases of what callers hand a store
 
-    return list(_CASES)
+    return _CASES.cases()
 
 
 # --- helpers ------------------------------------------------------------------------------
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
-
-
-def _eq(actual: Any, expected: Any, what: str) -> None:
-    if actual != expected:
-        raise AssertionError(f"{what}: expected {expected!r}, got {actual!r}")
-
-
-def _true(condition: bool, what: str) -> None:
-    if not condition:
-        raise AssertionError(what)
 
 
 def _fails(result: MemoryResult[Any], what: str, error_type: type[Exception] | None = None, mentions: str = "") -> str:

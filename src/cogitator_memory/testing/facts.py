@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -28,48 +27,30 @@ from ..clock import frozen_clock
 from ..errors import InvalidArgumentError, NotFoundError
 from ..items.facts import Fact
 from ..result import MemoryResult, unwrap
+from .cases import CaseList, NamedCase, expect, expect_equal
 
 FactCase = Callable[[Any], Awaitable[None]]
 
 
-@dataclass(frozen=True)
-class FactConformanceCase:
+class FactConformanceCase(NamedCase[Any]):
     """One named check of the fact store contract."""
 
-    name: str
-    run: FactCase
 
-    def __str__(self) -> str:
-        return self.name
-
-
-_CASES: list[FactConformanceCase] = []
-
-
-def _case(fn: FactCase) -> FactCase:
-    _CASES.append(FactConformanceCase(fn.__name__.removeprefix("case_"), fn))
-    return fn
+_CASES = CaseList(FactConformanceCase)
+_case = _CASES.case
+_eq = expect_equal
+_true = expect
 
 
 def fact_adapter_conformance_cases() -> list[FactConformanceCase]:
     """Every case of the fact store contract, in a stable order."""
-    return list(_CASES)
+    return _CASES.cases()
 
 
 # --- helpers ------------------------------------------------------------------------------
 
 T0 = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
 AGENT = "concierge"
-
-
-def _eq(actual: Any, expected: Any, what: str) -> None:
-    if actual != expected:
-        raise AssertionError(f"{what}: expected {expected!r}, got {actual!r}")
-
-
-def _true(condition: bool, what: str) -> None:
-    if not condition:
-        raise AssertionError(what)
 
 
 def _fails(result: MemoryResult[Any], what: str, error_type: type[Exception], mentions: str = "") -> None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -28,32 +27,24 @@ from ..files.errors import MEMORY_FILE_CONFLICT, MemoryFileConflictError
 from ..files.paths import MAX_FILE_BYTES, sha256_of
 from ..files.records import REDACTED_TEXT, MemoryFileVersion
 from ..result import MemoryResult, unwrap
+from .cases import CaseList, NamedCase, expect, expect_equal
 
 FileCase = Callable[[Any], Awaitable[None]]
 
 
-@dataclass(frozen=True)
-class FileConformanceCase:
+class FileConformanceCase(NamedCase[Any]):
     """One named check of the memory file store contract."""
 
-    name: str
-    run: FileCase
 
-    def __str__(self) -> str:
-        return self.name
-
-
-_CASES: list[FileConformanceCase] = []
-
-
-def _case(fn: FileCase) -> FileCase:
-    _CASES.append(FileConformanceCase(fn.__name__.removeprefix("case_"), fn))
-    return fn
+_CASES = CaseList(FileConformanceCase)
+_case = _CASES.case
+_eq = expect_equal
+_true = expect
 
 
 def memory_file_adapter_conformance_cases() -> list[FileConformanceCase]:
     """Every case of the memory file store contract, in a stable order."""
-    return list(_CASES)
+    return _CASES.cases()
 
 
 # --- helpers ------------------------------------------------------------------------------
@@ -63,16 +54,6 @@ AGENT = "concierge"
 ANA = {"agent_id": AGENT, "user_id": "ana"}
 SHARED = {"agent_id": AGENT}
 _serial = itertools.count(1)
-
-
-def _eq(actual: Any, expected: Any, what: str) -> None:
-    if actual != expected:
-        raise AssertionError(f"{what}: expected {expected!r}, got {actual!r}")
-
-
-def _true(condition: bool, what: str) -> None:
-    if not condition:
-        raise AssertionError(what)
 
 
 def _fails(result: MemoryResult[Any], what: str, error_type: type[Exception], mentions: str = "") -> str:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -26,32 +25,24 @@ from ..errors import ConflictError, InvalidArgumentError, NotFoundError
 from ..items.base import MemoryItemAdapter
 from ..items.records import ItemUpdate, MemoryItem
 from ..result import MemoryResult, unwrap
+from .cases import CaseList, NamedCase, expect, expect_equal
 
 ItemCase = Callable[[Any], Awaitable[None]]
 
 
-@dataclass(frozen=True)
-class ItemConformanceCase:
+class ItemConformanceCase(NamedCase[Any]):
     """One named check of the memory item store contract."""
 
-    name: str
-    run: ItemCase
 
-    def __str__(self) -> str:
-        return self.name
-
-
-_CASES: list[ItemConformanceCase] = []
-
-
-def _case(fn: ItemCase) -> ItemCase:
-    _CASES.append(ItemConformanceCase(fn.__name__.removeprefix("case_"), fn))
-    return fn
+_CASES = CaseList(ItemConformanceCase)
+_case = _CASES.case
+_eq = expect_equal
+_true = expect
 
 
 def memory_item_adapter_conformance_cases() -> list[ItemConformanceCase]:
     """Every case of the memory item store contract, in a stable order."""
-    return list(_CASES)
+    return _CASES.cases()
 
 
 # --- helpers ------------------------------------------------------------------------------
@@ -59,16 +50,6 @@ def memory_item_adapter_conformance_cases() -> list[ItemConformanceCase]:
 T0 = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
 AGENT = "concierge"
 _serial = itertools.count(1)
-
-
-def _eq(actual: Any, expected: Any, what: str) -> None:
-    if actual != expected:
-        raise AssertionError(f"{what}: expected {expected!r}, got {actual!r}")
-
-
-def _true(condition: bool, what: str) -> None:
-    if not condition:
-        raise AssertionError(what)
 
 
 def _fails(result: MemoryResult[Any], what: str, error_type: type[Exception] | None = None, mentions: str = "") -> str:
