@@ -13,8 +13,15 @@ from dataclasses import dataclass
 import pytest
 
 from cogitator_memory.errors import InvalidArgumentError
-from cogitator_memory.models import JsonArrayRead, SummarizeOptions
-from cogitator_memory.models.asking import ask_json_array, ask_text, check_summarize
+from cogitator_memory.models import JsonArrayRead, SummarizeOptions, continuation_prompt, read_json_array
+from cogitator_memory.models.asking import (
+    SAME_QUOTES,
+    ask_json_array,
+    ask_text,
+    check_summarize,
+    quoting_continuation,
+    retry_prompt,
+)
 from cogitator_memory.threads.records import Message
 
 RETRY = "no array there: again"
@@ -132,3 +139,22 @@ def test_limits_and_answers_are_checked() -> None:
 
     with pytest.raises(InvalidArgumentError, match=r"summarize.*must answer a string, got int"):
         asyncio.run(ask_text(numbers, [Message(role="user", content="x")], SummarizeOptions()))
+
+
+def test_the_retry_and_continuation_turns_name_what_is_asked_for() -> None:
+    assert retry_prompt("items") == (
+        "That answer held no JSON array. Answer again with only the JSON array of items, as the system prompt "
+        "describes, or [] if there is nothing worth remembering."
+    )
+    assert retry_prompt("atoms", nothing="to keep").endswith(
+        "JSON array of atoms, as the system prompt describes, or [] if there is nothing to keep."
+    )
+    cut = read_json_array('[{"text": "one"}, {"text": "tw')
+    turn = quoting_continuation(cut, noun="atom")
+    assert turn == continuation_prompt(cut, noun="atom") + " " + SAME_QUOTES
+    assert "after 1 atom of the JSON array" in turn and '{"text": "one"}' in turn
+    assert quoting_continuation(cut, noun="element", then="Name only listed entities.").endswith(
+        " Name only listed entities."
+    )
+    with pytest.raises(InvalidArgumentError, match="noun"):
+        quoting_continuation(cut, noun="")

@@ -14,7 +14,8 @@ from __future__ import annotations
 from datetime import tzinfo
 
 from ..items.prompts import Window, render_message
-from ..models.json_array import JsonArrayRead, continuation_prompt
+from ..models.asking import quoting_continuation, retry_prompt
+from ..models.json_array import JsonArrayRead
 from .records import ENTITY_TYPES, RELATION_TYPES
 
 GRAPH_EXTRACTION_PROMPT = f"""\
@@ -51,20 +52,17 @@ Record only what the messages state, not guesses. Give [] when nothing is worth 
 """
 """The system prompt of every graph extraction call (see the module docstring)."""
 
-GRAPH_EXTRACTION_RETRY_PROMPT = (
-    "That answer held no JSON array. Answer again with only the JSON array of entities and relations, "
-    "as the system prompt describes, or [] if there is nothing worth remembering."
-)
+GRAPH_EXTRACTION_RETRY_PROMPT = retry_prompt("entities and relations")
 """The user turn sent after an answer that held no JSON array, with that answer before it."""
 
 
 def graph_continuation_prompt(read: JsonArrayRead) -> str:
     """The user turn asking the model to go on after the last element it finished in an answer
     cut at its length limit (``read`` is everything read from the window so far)."""
-    return (
-        continuation_prompt(read, noun="element")
-        + " Use the same message numbers, quote the messages exactly, and name in relations only"
-        " entities you listed."
+    return quoting_continuation(
+        read,
+        noun="element",
+        then="Use the same message numbers, quote the messages exactly, and name in relations only entities you listed.",
     )
 
 

@@ -18,7 +18,8 @@ from datetime import tzinfo
 
 from ..errors import InvalidArgumentError
 from ..lineage import entry_text
-from ..models.json_array import JsonArrayRead, continuation_prompt
+from ..models.asking import quoting_continuation, retry_prompt
+from ..models.json_array import JsonArrayRead
 from ..threads.records import REDACTED_KEY, MemoryEntry
 from ..tokens import MESSAGE_OVERHEAD, count_tokens, truncate_to_tokens
 
@@ -65,20 +66,14 @@ Record only what the messages state, not guesses. Give [] when nothing is worth 
 """
 """The system prompt of every extraction call (see the module docstring)."""
 
-EXTRACTION_RETRY_PROMPT = (
-    "That answer held no JSON array. Answer again with only the JSON array of items, as the system prompt "
-    "describes, or [] if there is nothing worth remembering."
-)
+EXTRACTION_RETRY_PROMPT = retry_prompt("items")
 """The user turn sent after an answer that held no JSON array, with that answer before it."""
 
 
 def extraction_continuation_prompt(read: JsonArrayRead) -> str:
     """The user turn asking the model to go on after the last item it finished in an answer cut
     at its length limit (``read`` is everything read from the window so far)."""
-    return (
-        continuation_prompt(read, noun="item")
-        + " Use the same message numbers and quote the messages exactly, as before."
-    )
+    return quoting_continuation(read, noun="item")
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,8 @@ and read its answer with :func:`~cogitator_memory.models.read_json_array` (``obj
 
 ``ask`` sends one list of messages and returns the answer's text: :func:`ask_text` over a
 :data:`~cogitator_memory.models.SummarizeFn`, or the caller's own (with a timeout, say).
+:func:`retry_prompt` and :func:`quoting_continuation` build the two user turns for an asker
+whose messages are numbered and quoted (the extractors, hierarchical compaction).
 ``counts``, any object with integer ``calls``, ``retries`` and ``continuations`` (:class:`AskCounts`),
 counts the calls as they are made; ``on_read`` sees each answer's read as it comes, so what was read
 before a later failure is kept.
@@ -27,7 +29,7 @@ from typing import Protocol, TypeAlias, cast
 
 from ..errors import InvalidArgumentError
 from ..threads.records import Message
-from .json_array import JsonArrayRead, read_json_array
+from .json_array import JsonArrayRead, continuation_prompt, read_json_array
 from .records import SummarizeFn, SummarizeOptions
 
 #: ``ask(messages) -> answer text``: one model call.
@@ -58,6 +60,26 @@ async def ask_text(summarize: SummarizeFn, messages: list[Message], options: Sum
     if not isinstance(answer, str):
         raise InvalidArgumentError("summarize", f"must answer a string, got {type(answer).__name__}")
     return answer
+
+
+#: What :func:`quoting_continuation` adds after the continuation by default.
+SAME_QUOTES = "Use the same message numbers and quote the messages exactly, as before."
+
+
+def retry_prompt(many: str, *, nothing: str = "worth remembering") -> str:
+    """The ``retry_prompt`` of :func:`ask_json_array` for an array of ``many`` (a plural noun:
+    ``"items"``): answer again with only that array, ``[]`` when there is nothing ``nothing``."""
+    return (
+        f"That answer held no JSON array. Answer again with only the JSON array of {many}, "
+        f"as the system prompt describes, or [] if there is nothing {nothing}."
+    )
+
+
+def quoting_continuation(read: JsonArrayRead, *, noun: str, then: str = SAME_QUOTES) -> str:
+    """The ``continuation`` turn of :func:`ask_json_array` after an answer cut at its length limit:
+    :func:`~cogitator_memory.models.continuation_prompt` for ``noun`` (``read`` is everything read
+    so far), then ``then`` (by default, to keep the message numbers and quote exactly)."""
+    return f"{continuation_prompt(read, noun=noun)} {then}"
 
 
 async def _ask_for_array(
@@ -132,4 +154,13 @@ async def ask_json_array(
     return total
 
 
-__all__ = ["Ask", "AskCounts", "ask_json_array", "ask_text", "check_summarize"]
+__all__ = [
+    "SAME_QUOTES",
+    "Ask",
+    "AskCounts",
+    "ask_json_array",
+    "ask_text",
+    "check_summarize",
+    "quoting_continuation",
+    "retry_prompt",
+]
