@@ -194,6 +194,9 @@ class MongoDBAdapter(MongoDBThreads, MongoDBFiles, MongoDBItems, BaseMemoryAdapt
             entries = db[f"{self.collection_prefix}entries"]
             await threads.create_index([("agent_id", 1), ("updated_us", -1), ("_id", -1)], name="agent_updated")
             await threads.create_index([("updated_us", -1), ("_id", -1)], name="updated")
+            # threads_of_user: a thread's owner, and the users listed in it (a multikey index)
+            await threads.create_index([("metadata.user_id", 1)], name="by_user", sparse=True)
+            await threads.create_index([("metadata.memory_user_ids", 1)], name="with_users", sparse=True)
             await entries.create_index([("thread_id", 1), ("seq", 1)], name="thread_seq")
             await entries.create_index([("parent_id", 1)], name="parent")
             await self._prepare_items(db)

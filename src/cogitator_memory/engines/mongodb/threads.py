@@ -37,8 +37,10 @@ from ...errors import (
     NotFoundError,
     StoreUnavailableError,
 )
+from ...result import MemoryResult, ok
+from ...threads import tree
 from ...threads.damage import broken_branch
-from ...threads.records import FORKS_KEY, MemoryEntry, NewMemoryEntry, Thread
+from ...threads.records import FORKS_KEY, MEMORY_USERS_KEY, USER_ID_KEY, MemoryEntry, NewMemoryEntry, Thread
 from ...threads.tree import type_allowed
 
 if TYPE_CHECKING:
@@ -144,6 +146,23 @@ def scan_filter(
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
+def user_filter(user_id: str) -> Doc:
+    """The query of ``threads_of_user``: threads whose metadata ``user_id`` is the user or whose
+    ``memory_user_ids`` holds them, each branch served by its index (``by_user``, ``with_users``).
+
+    MongoDB also matches an array ``user_id`` holding the user and a ``memory_user_ids`` that is
+    the user's id itself; :func:`names_user` drops those."""
+    return {"$or": [{f"metadata.{USER_ID_KEY}": user_id}, {f"metadata.{MEMORY_USERS_KEY}": user_id}]}
+
+
+def names_user(thread: Thread, user_id: str) -> bool:
+    """Whether the thread's metadata ``user_id`` is the user, or its ``memory_user_ids`` (a list)
+    lists them: the contract of ``threads_of_user`` on every store."""
+    metadata = thread.metadata or {}
+    users = metadata.get(MEMORY_USERS_KEY)
+    return metadata.get(USER_ID_KEY) == user_id or (isinstance(users, list) and user_id in users)
+
+
 def leaf_update(leaf_id: str | None) -> Doc:
     """The update that makes ``leaf_id`` the active leaf (unset for ``None``)."""
     if leaf_id is None:
@@ -194,6 +213,8 @@ class MongoDBThreads:
         @property
         def entries_collection(self) -> AsyncCollection[Doc]: ...
         async def _atomic(self, work: Callable[[AsyncClientSession | None], Awaitable[T]]) -> T: ...
+        def _require_connected(self) -> None: ...
+        def _fail(self, operation: str, exc: Exception) -> MemoryResult[Any]: ...
 
     # ----- threads -------------------------------------------------------------------------
 
@@ -276,6 +297,19 @@ class MongoDBThreads:
             .limit(limit)
         )
         return [thread_from_document(doc) async for doc in cursor]
+
+    async def threads_of_user(self, user_id: str) -> MemoryResult[list[Thread]]:
+        """Every thread whose metadata ``user_id`` is the user or whose ``memory_user_ids`` lists
+        them (what a user's erasure deletes), found through the indexes ``by_user`` and
+        ``with_users`` (made at ``connect()``) instead of reading every thread."""
+        try:
+            self._require_connected()
+            user = tree.check_id("user_id", user_id)
+            cursor = self.threads_collection.find(user_filter(user)).sort("_id", 1)
+            found = [thread_from_document(doc) async for doc in cursor]
+            return ok([thread for thread in found if names_user(thread, user)])
+        except Exception as exc:
+            return self._fail("threads_of_user", exc)
 
     # ----- entries -------------------------------------------------------------------------
 

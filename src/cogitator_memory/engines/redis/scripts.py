@@ -19,6 +19,15 @@ Key layout under the prefix ``P``:
     ``parent_id`` and ``seq``).
 ``P threads`` and ``P agent:<agent id>`` (sorted sets)
     Thread ids scored by ``updated_at`` in microseconds, for ``list_threads``.
+``P user:<user id>`` (set)
+    The ids of the threads whose metadata ``user_id`` is the user (a string) or whose
+    ``memory_user_ids`` (a list) names them, for ``threads_of_user``. Every script that writes a
+    thread's metadata (``upsert_thread``, ``update_thread``, ``write_fork``) or deletes a thread
+    (``delete_thread``) moves the thread between these sets in the same script. The sets never
+    expire: ids of threads that expired are pruned when ``threads_of_user`` reads them.
+``P users:indexed`` (string)
+    Set once every thread written before these sets existed was added to them (see
+    :meth:`~cogitator_memory.engines.redis.threads.RedisAdapter.threads_of_user`).
 
 Scripts answer a list whose first element is a status (``ok`` or the failure's name). A branch
 walk stops after the thread's entry count: parent links that loop (a damaged store) answer an
@@ -63,6 +72,30 @@ end
 local function zrem_all(key, members)
   for i = 1, #members, 500 do redis.call('ZREM', key, unpack(members, i, math.min(i + 499, #members))) end
 end
+local function ukey(user) return P .. 'user:' .. user end
+-- The users a thread belongs to: its metadata's user_id (a string) and the strings its
+-- memory_user_ids lists. Metadata that is not JSON (a damaged field) names nobody.
+local function users_of(tk)
+  local f = redis.call('HMGET', tk, 'm:user_id', 'm:memory_user_ids')
+  local out = {}
+  if f[1] then
+    local ok, v = pcall(cjson.decode, f[1])
+    if ok and type(v) == 'string' then out[v] = true end
+  end
+  if f[2] then
+    local ok, v = pcall(cjson.decode, f[2])
+    if ok and type(v) == 'table' then
+      for _, u in ipairs(v) do if type(u) == 'string' then out[u] = true end end
+    end
+  end
+  return out
+end
+-- Move thread tid from the sets of the users it had (before) to those it has now.
+local function reindex_users(tid, before, tk)
+  local after = users_of(tk)
+  for u in pairs(before) do if not after[u] then redis.call('SREM', ukey(u), tid) end end
+  for u in pairs(after) do redis.call('SADD', ukey(u), tid) end
+end
 local function with_status(status, list)
   local out = {status}
   for i = 1, #list do out[i + 1] = list[i] end
@@ -100,6 +133,7 @@ UPSERT_THREAD = LuaScript(
 local tk = KEYS[1]
 local tid, agent, now = ARGV[3], ARGV[4], ARGV[5]
 local existing = redis.call('HGET', tk, 'a')
+local before = users_of(tk)
 if existing then
   agent = existing
 else
@@ -107,6 +141,7 @@ else
 end
 redis.call('HSET', tk, 'u', now)
 for i = 6, #ARGV, 2 do redis.call('HSET', tk, ARGV[i], ARGV[i + 1]) end
+reindex_users(tid, before, tk)
 redis.call('ZADD', KEYS[2], now, tid)
 redis.call('ZADD', P .. 'agent:' .. agent, now, tid)
 touch_thread(tid, agent)
@@ -122,6 +157,7 @@ local tk = KEYS[1]
 local tid, now = ARGV[3], ARGV[4]
 local agent = redis.call('HGET', tk, 'a')
 if not agent then return {'missing'} end
+local before = users_of(tk)
 if ARGV[5] == '1' then
   for _, f in ipairs(redis.call('HKEYS', tk)) do
     if string.sub(f, 1, 2) == 'm:' then redis.call('HDEL', tk, f) end
@@ -129,6 +165,7 @@ if ARGV[5] == '1' then
 end
 redis.call('HSET', tk, 'u', now)
 for i = 6, #ARGV, 2 do redis.call('HSET', tk, ARGV[i], ARGV[i + 1]) end
+reindex_users(tid, before, tk)
 redis.call('ZADD', KEYS[2], now, tid)
 redis.call('ZADD', P .. 'agent:' .. agent, now, tid)
 touch_thread(tid, agent)
@@ -145,6 +182,7 @@ local tid = ARGV[3]
 local agent = redis.call('HGET', tk, 'a')
 del_entries(tid)
 redis.call('ZREM', KEYS[2], tid)
+for u in pairs(users_of(tk)) do redis.call('SREM', ukey(u), tid) end
 if not agent then return {'missing'} end
 redis.call('ZREM', P .. 'agent:' .. agent, tid)
 redis.call('DEL', tk)
@@ -462,6 +500,7 @@ while i + 6 <= #ARGV do
   i = i + 7
 end
 redis.call('HSET', fk, 'n', count)
+reindex_users(fid, {}, fk)
 redis.call('ZADD', threads, now, fid)
 redis.call('ZADD', P .. 'agent:' .. agent, now, fid)
 redis.call('HSET', ok_, 'm:memory_forks', ARGV[10], 'u', now)
@@ -470,6 +509,48 @@ redis.call('ZADD', P .. 'agent:' .. oagent, now, origin)
 touch_thread(fid, agent)
 touch_thread(origin, oagent)
 return with_status('ok', redis.call('HGETALL', fk))
+""",
+)
+
+# KEYS: the user's set. ARGV: P, TTL, user id. Answers (size, flat thread hash) groups of the
+# threads in the set that still name the user; ids of threads gone (expired) or no longer naming
+# the user are dropped from the set.
+THREADS_OF_USER = LuaScript(
+    "threads_of_user",
+    r"""
+local uk, user = KEYS[1], ARGV[3]
+local out, stale = {'ok'}, {}
+for _, tid in ipairs(redis.call('SMEMBERS', uk)) do
+  local tk = tkey(tid)
+  if users_of(tk)[user] then
+    local h = redis.call('HGETALL', tk)
+    out[#out + 1] = #h
+    for j = 1, #h do out[#out + 1] = h[j] end
+  else
+    stale[#stale + 1] = tid
+  end
+end
+for i = 1, #stale, 500 do redis.call('SREM', uk, unpack(stale, i, math.min(i + 499, #stale))) end
+return out
+""",
+)
+
+# KEYS: the threads index. ARGV: P, TTL, then thread ids. Adds each thread that still exists to
+# the sets of its users (the backfill of threads written before the sets existed; adding twice
+# is harmless, so it may run again or alongside writes).
+INDEX_USERS = LuaScript(
+    "index_users",
+    r"""
+local n = 0
+for i = 3, #ARGV do
+  local tid = ARGV[i]
+  local tk = tkey(tid)
+  if redis.call('EXISTS', tk) == 1 then
+    for u in pairs(users_of(tk)) do redis.call('SADD', ukey(u), tid) end
+    n = n + 1
+  end
+end
+return {'ok', n}
 """,
 )
 
@@ -486,6 +567,8 @@ ALL_SCRIPTS: tuple[LuaScript, ...] = (
     SET_ACTIVE_LEAF,
     REPLACE_ENTRY,
     WRITE_FORK,
+    THREADS_OF_USER,
+    INDEX_USERS,
 )
 
 __all__ = [
@@ -496,9 +579,11 @@ __all__ = [
     "DELETE_THREAD",
     "GET_ENTRIES",
     "GET_PATH",
+    "INDEX_USERS",
     "REPLACE_ENTRY",
     "SCAN_THREADS",
     "SET_ACTIVE_LEAF",
+    "THREADS_OF_USER",
     "UPDATE_THREAD",
     "UPSERT_THREAD",
     "WRITE_FORK",

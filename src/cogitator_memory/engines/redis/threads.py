@@ -32,6 +32,8 @@ from ...errors import (
     StoreUnavailableError,
 )
 from ...lifecycle import check_connection_url
+from ...result import MemoryResult, ok
+from ...threads import tree
 from ...threads.base import BaseMemoryAdapter
 from ...threads.records import FORKED_FROM_KEY, FORKS_KEY, MemoryEntry, NewMemoryEntry, Thread
 from ...threads.tree import build_entry
@@ -42,6 +44,8 @@ from .items import RedisItems
 DEFAULT_KEY_PREFIX = "cogitator:"
 DEFAULT_PORT = 6379
 _FORK_RETRIES = 20
+#: Thread ids the backfill of the users' sets reads per ZSCAN step and indexes per script.
+_BACKFILL_BATCH = 500
 
 
 def cluster_prefix(prefix: str) -> str:
@@ -238,6 +242,12 @@ class RedisAdapter(RedisFiles, RedisItems, BaseMemoryAdapter):
     def _agent_key(self, agent_id: str) -> str:
         return f"{self.key_prefix}agent:{agent_id}"
 
+    def _user_key(self, user_id: str) -> str:
+        return f"{self.key_prefix}user:{user_id}"
+
+    def _users_indexed_key(self) -> str:
+        return f"{self.key_prefix}users:indexed"
+
     @property
     def where(self) -> str:
         """Where the adapter connects, for messages (no password)."""
@@ -389,6 +399,50 @@ class RedisAdapter(RedisFiles, RedisItems, BaseMemoryAdapter):
             threads.append(_thread_from_flat(reply[i + 1 : i + 1 + size]))
             i += 1 + size
         return threads
+
+    async def threads_of_user(self, user_id: str) -> MemoryResult[list[Thread]]:
+        """Every thread whose metadata ``user_id`` is the user or whose ``memory_user_ids`` lists
+        them (what a user's erasure deletes), read from the user's set (``user:<id>``), which
+        every write of a thread's metadata keeps in the same script, instead of every thread.
+
+        Threads written before the sets existed (by an older version) are added once: while the
+        key ``users:indexed`` is missing, the first call walks the threads index (``ZSCAN``) and
+        adds each thread to its users' sets, then sets that key. The walk is idempotent, so two
+        first calls at once both run it harmlessly; delete the key to run it again (after an
+        older writer was still running, say)."""
+        try:
+            self._require_connected()
+            user = tree.check_id("user_id", user_id)
+            await self._index_users_once()
+            reply = await self._run(lua.THREADS_OF_USER, [self._user_key(user)], [user])
+            threads: list[Thread] = []
+            i = 1
+            while i < len(reply):
+                size = int(reply[i])
+                threads.append(_thread_from_flat(reply[i + 1 : i + 1 + size]))
+                i += 1 + size
+            threads.sort(key=lambda t: t.id)
+            return ok(threads)
+        except Exception as exc:
+            return self._fail("threads_of_user", exc)
+
+    async def _index_users_once(self) -> None:
+        """Add every thread written before the users' sets existed to them, unless done before."""
+        marker = self._users_indexed_key()
+        async with self._guard():
+            if await self.client.exists(marker):
+                return
+        cursor = 0
+        while True:
+            async with self._guard():
+                cursor, found = await self.client.zscan(self._threads_key(), cursor, count=_BACKFILL_BATCH)
+            ids = [member for member, _ in found]
+            for start in range(0, len(ids), _BACKFILL_BATCH):
+                await self._run(lua.INDEX_USERS, [self._threads_key()], ids[start : start + _BACKFILL_BATCH])
+            if cursor == 0:
+                break
+        async with self._guard():
+            await self.client.set(marker, "1")
 
     # ----- entries -------------------------------------------------------------------------
 
