@@ -94,3 +94,26 @@ async def test_the_error_factory_makes_every_failure_and_a_passed_client_stays_o
             assert client._client is shared  # still the shared one, no client of its own was made
     assert made == [(404, "no such model", False, 1)]
     assert [r.json() for r in server.requests] == [{"a": 1}, {"a": 2}]
+
+
+def test_the_service_errors_share_one_base_and_keep_their_messages() -> None:
+    from cogitator_memory.embeddings import EmbeddingServiceError
+    from cogitator_memory.errors import MemoryStoreError
+    from cogitator_memory.http import ProviderServiceError
+    from cogitator_memory.models import ModelServiceError
+
+    chat = ModelServiceError("openai", 503, "overloaded", retryable=True, attempts=3)
+    embed = EmbeddingServiceError("ollama", None, "connection refused")
+    assert str(chat) == "openai chat failed (HTTP 503): overloaded"
+    assert str(embed) == "ollama embeddings failed (no HTTP status): connection refused"
+    assert (chat.provider, chat.status, chat.detail, chat.retryable, chat.attempts) == (
+        "openai",
+        503,
+        "overloaded",
+        True,
+        3,
+    )
+    assert (embed.status, embed.retryable, embed.attempts) == (None, False, 1)
+    for error in (chat, embed):
+        assert isinstance(error, ProviderServiceError) and isinstance(error, MemoryStoreError)
+    assert not isinstance(chat, EmbeddingServiceError) and not isinstance(embed, ModelServiceError)

@@ -34,13 +34,47 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, MemoryStoreError
 
 RetryCallback = Callable[[int, float, str], None]
 """Called before each retry with (attempt number from 1, seconds it will wait, reason)."""
 
 ErrorFactory = Callable[[int | None, str, bool, int], Exception]
 """Makes the error a failed request raises from (HTTP status or ``None``, detail, retryable, attempts)."""
+
+
+class ProviderServiceError(MemoryStoreError):
+    """A provider's service failed: HTTP error, timeout, unreachable server or malformed answer.
+
+    The base of :class:`~cogitator_memory.embeddings.EmbeddingServiceError` and
+    :class:`~cogitator_memory.models.ModelServiceError`. ``provider`` is the provider's name,
+    ``status`` the HTTP status of the last answer (``None`` when there was none), ``detail`` what
+    went wrong, ``retryable`` whether the failure was of a kind that is retried (429, 5xx,
+    timeouts, connection errors) and ``attempts`` how many requests were made. The message is
+    ``"<provider> <service> failed (HTTP <status>): <detail>"``, ``service`` naming what the
+    subclass serves (``"no HTTP status"`` in place of the status when there was none).
+    """
+
+    #: What was asked of the provider, as the message names it.
+    service = "service"
+
+    def __init__(
+        self,
+        provider: str,
+        status: int | None,
+        detail: str,
+        *,
+        retryable: bool = False,
+        attempts: int = 1,
+    ) -> None:
+        self.provider = provider
+        self.status = status
+        self.detail = detail
+        self.retryable = retryable
+        self.attempts = attempts
+        where = f"HTTP {status}" if status is not None else "no HTTP status"
+        super().__init__(f"{provider} {self.service} failed ({where}): {detail}")
+
 
 #: Request headers whose values are credentials, never shown in a message.
 CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "x-goog-api-key", "api-key"})
@@ -327,6 +361,7 @@ __all__ = [
     "RETRY_KEYS",
     "ErrorFactory",
     "JsonHttpClient",
+    "ProviderServiceError",
     "RetryCallback",
     "RetryPolicy",
     "check_timeout",

@@ -23,10 +23,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from ..errors import InvalidArgumentError, MemoryStoreError
+from ..errors import InvalidArgumentError
+from ..http import ProviderServiceError
 
 
-class EmbeddingServiceError(MemoryStoreError):
+class EmbeddingServiceError(ProviderServiceError):
     """An embedding provider failed: HTTP error, timeout, unreachable server or malformed answer.
 
     ``provider`` is the provider's name (``"openai"``, ``"ollama"``, ``"google"``, ``"local"``),
@@ -36,22 +37,7 @@ class EmbeddingServiceError(MemoryStoreError):
     The message names the provider and the status.
     """
 
-    def __init__(
-        self,
-        provider: str,
-        status: int | None,
-        detail: str,
-        *,
-        retryable: bool = False,
-        attempts: int = 1,
-    ) -> None:
-        self.provider = provider
-        self.status = status
-        self.detail = detail
-        self.retryable = retryable
-        self.attempts = attempts
-        where = f"HTTP {status}" if status is not None else "no HTTP status"
-        super().__init__(f"{provider} embeddings failed ({where}): {detail}")
+    service = "embeddings"
 
 
 @runtime_checkable

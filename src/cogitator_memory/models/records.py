@@ -17,7 +17,8 @@ from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict
 
-from ..errors import InvalidArgumentError, MemoryStoreError
+from ..errors import InvalidArgumentError
+from ..http import ProviderServiceError
 from ..threads.records import Message
 
 FinishReason: TypeAlias = Literal["stop", "length", "tool_calls", "content_filter", "other"]
@@ -31,7 +32,7 @@ FinishReason: TypeAlias = Literal["stop", "length", "tool_calls", "content_filte
 FINISH_REASONS: tuple[FinishReason, ...] = ("stop", "length", "tool_calls", "content_filter", "other")
 
 
-class ModelServiceError(MemoryStoreError):
+class ModelServiceError(ProviderServiceError):
     """A chat model provider failed: HTTP error, timeout, unreachable server or malformed answer.
 
     ``provider`` is the client's provider name (``"openai"``, ``"ollama"``, ``"anthropic"``,
@@ -41,22 +42,7 @@ class ModelServiceError(MemoryStoreError):
     were made. The message names the provider and the status and never holds a credential.
     """
 
-    def __init__(
-        self,
-        provider: str,
-        status: int | None,
-        detail: str,
-        *,
-        retryable: bool = False,
-        attempts: int = 1,
-    ) -> None:
-        self.provider = provider
-        self.status = status
-        self.detail = detail
-        self.retryable = retryable
-        self.attempts = attempts
-        where = f"HTTP {status}" if status is not None else "no HTTP status"
-        super().__init__(f"{provider} chat failed ({where}): {detail}")
+    service = "chat"
 
 
 class TokenUsage(BaseModel):
