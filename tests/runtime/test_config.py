@@ -105,3 +105,30 @@ def test_a_dict_is_checked_like_the_file() -> None:
     assert caught.value.key == "memory.files.enabled"
     with pytest.raises(ConfigError, match="must be a MemoryConfig"):
         coerce_config(42)  # type: ignore[arg-type]
+
+
+def test_upkeep_sections_default_and_name_their_keys() -> None:
+    config = MemoryConfig()
+    assert (config.brief.max_cards, config.observations.max_entities, config.observations.min_items) == (3, 3, 3)
+    assert config.consolidation.dedupe and config.consolidation.fold_lessons
+    assert config.consolidation.playbook == "apply"
+    read = parse_config("memory:\n  brief: {maxCards: 2}\n  consolidation: {foldLessons: false, playbook: shadow}\n")
+    assert read.brief.max_cards == 2 and not read.consolidation.fold_lessons
+    assert read.consolidation.playbook == "shadow"
+    cases = [
+        ("memory:\n  brief:\n    max_cards: 5\n", "memory.brief.max_cards", 3),
+        ("memory:\n  consolidation:\n    playbook: draft\n", "memory.consolidation.playbook", 3),
+        ("memory:\n  observations:\n    every: 2\n", "memory.observations.every", 3),
+        ("memory:\n  files: {enabled: false}\n  observations: {min_items: 2}\n", "memory.observations", 3),
+        (
+            "memory:\n  files: {enabled: false}\n  consolidation: {dedupe: true}\n",
+            "memory.consolidation.fold_lessons",
+            3,
+        ),
+    ]
+    for text, key, line in cases:
+        with pytest.raises(ConfigError) as caught:
+            parse_config(text, source="cogitator.yml")
+        assert (caught.value.key, caught.value.line) == (key, line), text
+    files_off = coerce_config({"files": {"enabled": False}, "consolidation": {"fold_lessons": False}})
+    assert files_off.consolidation.dedupe

@@ -441,19 +441,26 @@ class MemoryExtractor:
         scope: MemoryScope | Mapping[str, Any],
         user_id: str | None = None,
         time_zone: str | tzinfo = "UTC",
+        before_write: BeforeWrite | None = None,
     ) -> ExtractionReport:
         """Read ``entries`` (in the order given) window by window and write their items in ``scope``.
 
         ``user_id`` (default: the scope's user) is the user whose messages count as ``user``
         (:func:`trust_of_entry`); ``time_zone`` dates the messages shown and reads time words.
-        Each window's items are written once it is read. A window whose answers hold no array
-        (:class:`ExtractionAnswerError`) is passed and the next one read; a model or store failure
+        Each window's items are written once it is read. ``before_write(items)``, sync or async,
+        is this call's hook, run after the extractor's own: it gets the items a window is about
+        to write, once the model has answered, and returns those to write (a caller drops there
+        the items whose entries were deleted or redacted while the model answered). A window
+        whose answers hold no array (:class:`ExtractionAnswerError`) is passed and the next one read; a model or store failure
         stops the call. Either way, once the windows are done, the first failure is raised as a
         :class:`WindowError` whose ``report`` holds everything written. Events, redacted entries
         and entries without text are not shown.
         """
         checked_scope = check_scope("scope", scope)
         user = tree.check_optional_id("user_id", user_id)
+        if before_write is not None and not callable(before_write):
+            raise InvalidArgumentError("before_write", "must be a function of the items, or None")
+        hooks = [hook for hook in (self.before_write, before_write) if hook is not None]
         if user is None:
             user = checked_scope.user_id
         zone = zone_of(time_zone)
@@ -471,7 +478,7 @@ class MemoryExtractor:
             except Exception as exc:
                 failure, stop = exc, True
             try:
-                await self._write(found, checked_scope, stats, report)
+                await self._write(found, checked_scope, stats, report, hooks)
             except Exception as exc:
                 failure, stop = failure or exc, True
             if failure is None:
@@ -525,19 +532,23 @@ class MemoryExtractor:
         found.extend(parsed.items)
 
     async def _write(
-        self, found: list[ExtractedItem], scope: MemoryScope, stats: WindowReport, report: ExtractionReport
+        self,
+        found: list[ExtractedItem],
+        scope: MemoryScope,
+        stats: WindowReport,
+        report: ExtractionReport,
+        hooks: Sequence[BeforeWrite],
     ) -> None:
         if not found:
             return
-        chosen: Sequence[NewMemoryItem | Mapping[str, Any]] = [item.to_new_item(scope) for item in found]
-        if self.before_write is not None:
-            result = self.before_write(list(cast("list[NewMemoryItem]", chosen)))
+        checked = [item.to_new_item(scope) for item in found]
+        for hook in hooks:
+            result = hook(list(checked))
             if inspect.isawaitable(result):
                 result = await result
             if isinstance(result, str | bytes | Mapping) or not isinstance(result, Sequence):
                 raise InvalidArgumentError("before_write", f"must return a list of items, got {type(result).__name__}")
-            chosen = result
-        checked = [check_new_item(f"before_write[{i}]", item) for i, item in enumerate(chosen)]
+            checked = [check_new_item(f"before_write[{i}]", item) for i, item in enumerate(result)]
         shadow = self.mode == "shadow"
         for item in checked:
             report.items.append(await self.items.add(item, shadow=shadow))

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.alias_generators import to_camel
 
 from ..errors import InvalidArgumentError
+from ..upkeep.brief import DEFAULT_BRIEF_MAX_TOKENS, MAX_BRIEF_CARDS
 
 #: The environment variable naming the folder of the default SQLite file (``~/.cogitator``).
 HOME_ENV = "COGITATOR_HOME"
@@ -125,6 +126,36 @@ class FilesConfig(_Section):
     enabled: bool = True
 
 
+class BriefConfig(_Section):
+    """The pre-turn brief (:meth:`Memory.brief <cogitator_memory.runtime.Memory.brief>`): at most
+    ``max_cards`` cards (1 to 4) in an answer of at most ``max_tokens`` tokens."""
+
+    max_cards: int = Field(default=3, ge=1, le=MAX_BRIEF_CARDS)
+    max_tokens: int = Field(default=DEFAULT_BRIEF_MAX_TOKENS, ge=1)
+
+
+class ObservationsConfig(_Section):
+    """Observations of entities (kept as memory files, so they need ``files.enabled``): one
+    refresh asks about at most ``max_entities`` entities, each with at least ``min_items`` facts."""
+
+    max_entities: int = Field(default=3, ge=0)
+    min_items: int = Field(default=3, ge=1)
+
+
+class ConsolidationConfig(_Section):
+    """What :meth:`Memory.consolidate <cogitator_memory.runtime.Memory.consolidate>` does: mark
+    repeats and contradictions stale (``dedupe``, at most ``max_changes`` items over
+    ``max_subjects`` subjects a pass) and fold lessons into the playbook (``fold_lessons``, a
+    memory file, so it needs ``files.enabled``), written in place (``playbook: apply``) or as a
+    draft to review (``playbook: shadow``)."""
+
+    dedupe: bool = True
+    fold_lessons: bool = True
+    playbook: Literal["apply", "shadow"] = "apply"
+    max_changes: int = Field(default=10, ge=1)
+    max_subjects: int = Field(default=10, ge=1)
+
+
 class ContextConfig(_Section):
     """The context builder: the fields of :class:`~cogitator_memory.context.ContextBuilderConfig`
     the runtime sets (the strategy defaults to ``hybrid`` with embeddings, else ``recent``)."""
@@ -172,6 +203,9 @@ class MemoryConfig(_Section):
     extraction: ExtractionConfig = Field(default_factory=ExtractionConfig)
     context_builder: ContextConfig = Field(default_factory=ContextConfig)
     files: FilesConfig = Field(default_factory=FilesConfig)
+    brief: BriefConfig = Field(default_factory=BriefConfig)
+    observations: ObservationsConfig = Field(default_factory=ObservationsConfig)
+    consolidation: ConsolidationConfig = Field(default_factory=ConsolidationConfig)
     on_error: Literal["raise", "disable"] = "raise"
 
     @field_validator("agent_id")
@@ -198,6 +232,13 @@ class MemoryConfig(_Section):
             )
             if on
         ]
+        if not self.files.enabled:
+            if "observations" in self.model_fields_set:
+                raise _KeyProblem(("observations",), "are kept as memory files: needs files.enabled: true")
+            if self.consolidation.fold_lessons and "consolidation" in self.model_fields_set:
+                raise _KeyProblem(
+                    ("consolidation", "fold_lessons"), "the playbook is a memory file: needs files.enabled: true"
+                )
         if wanting and self.model is None:
             raise _KeyProblem((wanting[0],), "needs a model: add a 'model' section (provider, model)")
         return self
@@ -404,14 +445,17 @@ __all__ = [
     "CONFIG_FILE",
     "DATABASE_URL_ENV",
     "HOME_ENV",
+    "BriefConfig",
     "CompactionConfig",
     "ConfigError",
+    "ConsolidationConfig",
     "ContextConfig",
     "EmbeddingConfig",
     "ExtractionConfig",
     "FilesConfig",
     "MemoryConfig",
     "ModelConfig",
+    "ObservationsConfig",
     "VectorsConfig",
     "coerce_config",
     "config_from_data",

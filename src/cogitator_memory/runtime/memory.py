@@ -6,7 +6,12 @@ facts, the knowledge graph, memory files, compaction and the context builder, an
 calls an application needs: :meth:`Memory.add` a conversation (OpenAI or Anthropic messages),
 :meth:`Memory.search` what a user said and what is known about them, :meth:`Memory.build_context`
 for the next model call, :meth:`Memory.remember` / :meth:`Memory.recall` / :meth:`Memory.forget`
-facts (the memory tools), :meth:`Memory.history` of a thread. See ``docs/runtime.md``.
+facts (the memory tools), :meth:`Memory.history` of a thread. Between runs it gives
+:meth:`Memory.brief` (cards for the next turn), :meth:`Memory.refresh_observations` and
+:meth:`Memory.consolidate` (the upkeep of :mod:`cogitator_memory.upkeep`), and takes entries out
+of memory with what was derived from them through :attr:`Memory.cascade`
+(:meth:`Memory.delete_entries`, :meth:`Memory.delete_thread`, :meth:`Memory.forget_user`).
+See ``docs/runtime.md``.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self, cast
 
+from ..cascade.records import CascadeCounts
+from ..cascade.service import MemoryCascade
 from ..context.builder import ContextBuilder
 from ..context.history import entry_messages, read_compacted_history, summary_message
 from ..context.message_index import MessageIndex
@@ -28,17 +35,22 @@ from ..context.records import BuiltContext
 from ..engines.factory import create_embedding_adapter, create_memory_adapter
 from ..errors import InvalidArgumentError, MemoryStoreError
 from ..facts.core import CoreFacts
+from ..files.base import is_memory_file_adapter
 from ..files.service import MemoryFiles
 from ..files.tools import ToolAnswer, run_memory_tool
 from ..ids import thread_id as new_thread_id
-from ..items.records import MemoryScope
+from ..items.records import MemoryScope, NewMemoryItem
 from ..items.service import MemoryItems
 from ..models.convert import from_anthropic_messages, from_openai_messages
 from ..recall.retriever import MemoryRetriever, RecallHit
 from ..result import unwrap
 from ..threads import tree
 from ..threads.base import BaseMemoryAdapter
-from ..threads.records import MemoryEntry, Message, NewMemoryEntry
+from ..threads.records import REDACTED_KEY, MemoryEntry, Message, NewMemoryEntry
+from ..upkeep.brief import BriefCard, BriefSource, MemoryBriefer
+from ..upkeep.consolidation import DedupeReport, MemoryConsolidator
+from ..upkeep.observations import MemoryObservations, RefreshReport
+from ..upkeep.playbook import FoldResult
 from ..vectors.base import EmbeddingAdapter
 from .config import ConfigError, MemoryConfig, coerce_config
 
@@ -83,6 +95,16 @@ class SearchHit:
             "thread_id": self.thread_id,
             "created_at": self.created_at.isoformat() if self.created_at else None,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class ConsolidationReport:
+    """What :meth:`Memory.consolidate` did: the ``dedupe`` pass (``None`` when the config turns
+    it off or memory is disabled) and the lessons folded into the playbook (``fold``: ``None``
+    when it is off or nothing was folded)."""
+
+    dedupe: DedupeReport | None = None
+    fold: FoldResult | None = None
 
 
 def message_format(messages: Sequence[Any], system: Any = None) -> MessageFormat:
@@ -181,6 +203,24 @@ class Memory:
                 )
         self.items = MemoryItems(adapter=self.adapter)  # type: ignore[arg-type]
         self.files: MemoryFiles | None = MemoryFiles(adapter=self.adapter) if cfg.files.enabled else None  # type: ignore[arg-type]
+        #: Observations of entities (memory files): made when files are on, read by the context builder.
+        self.observations: MemoryObservations | None = (
+            MemoryObservations(files=self.files, items=self.items) if self.files is not None else None
+        )
+        #: Dedupe and the playbook; the playbook is a memory file, folded only when files are on.
+        self.consolidator: MemoryConsolidator | None = None
+        if self.files is not None or is_memory_file_adapter(self.adapter):
+            self.consolidator = MemoryConsolidator(
+                items=self.items,
+                files=self.files if self.files is not None else MemoryFiles(adapter=self.adapter),  # type: ignore[arg-type]
+            )
+        self.briefer: MemoryBriefer | None = None
+        if self.summarize is not None:
+            self.briefer = MemoryBriefer(
+                summarize=self.summarize, max_cards=cfg.brief.max_cards, max_tokens=cfg.brief.max_tokens
+            )
+        #: Deletes, redacts and rewinds entries with what was derived from them; made on connect.
+        self.cascade: MemoryCascade | None = None
         self.vectors: Any = None
         self.message_index: MessageIndex | None = None
         self.context_builder: ContextBuilder | None = None
@@ -302,6 +342,7 @@ class Memory:
             "message_index": self.message_index,
             "graph_adapter": self.graph,
             "memory_items": self.items,
+            "observations": self.observations,
         }
         try:
             self.context_builder = ContextBuilder(builder_config, deps)
@@ -323,6 +364,10 @@ class Memory:
 
             mode: Literal["apply", "shadow"] = "shadow" if cfg.extraction.mode == "shadow" else "apply"
             self.extractor = MemoryExtractor(items=self.items, summarize=self.summarize, mode=mode)
+        vectors = self.vectors if callable(getattr(self.vectors, "get_by_sources", None)) else None
+        self.cascade = MemoryCascade(
+            memory=self.adapter, items=self.items, files=self.files, graph=self.graph, embeddings=vectors
+        )
 
     async def close(self) -> None:
         """Stop the services and disconnect the stores. Safe to call twice."""
@@ -333,6 +378,7 @@ class Memory:
             await facts.close()
         self._core.clear()
         self._tools.clear()
+        self.cascade = None
         if self.auto_extractor is not None:
             await self.auto_extractor.close()
             self.auto_extractor = None
@@ -449,7 +495,30 @@ class Memory:
                 keep_recent=cfg.compaction.keep_recent,
             )
         if self.extractor is not None and written:
-            await self.extractor.extract(written, scope={"agent_id": agent, "user_id": user}, user_id=user)
+            await self.extractor.extract(
+                written, scope={"agent_id": agent, "user_id": user}, user_id=user, before_write=self._entries_left
+            )
+
+    async def _entries_left(self, items: list[NewMemoryItem]) -> list[NewMemoryItem]:
+        """The items extraction is about to write, less what stood on entries deleted or redacted
+        while the model answered: an item keeps the quotes of the entries still there and is
+        dropped when none is left (quotes of no entry, such as a file's, are kept)."""
+        named = {e.entry_id for item in items for e in item.evidence if e.entry_id}
+        gone: set[str] = set()
+        for entry_id in named:
+            entry = unwrap(await self.adapter.get_entry(entry_id))
+            if entry is None or (entry.metadata or {}).get(REDACTED_KEY):
+                gone.add(entry_id)
+        if not gone:
+            return items
+        kept: list[NewMemoryItem] = []
+        for item in items:
+            evidence = [e for e in item.evidence if e.entry_id not in gone]
+            if len(evidence) == len(item.evidence):
+                kept.append(item)
+            elif evidence:
+                kept.append(item.model_copy(update={"evidence": evidence}))
+        return kept
 
     async def history(self, thread_id: str, *, limit: int | None = None) -> list[Message]:
         """The thread's conversation as the model is sent it: the latest compaction's summary
@@ -553,10 +622,13 @@ class Memory:
         leaf_id: str | None = None,
         as_of: datetime | None = None,
         time_zone: str | None = None,
+        brief: str | None = None,
     ) -> BuiltContext:
         """The messages of the next model call of ``thread_id`` within ``max_tokens`` (default the
         config's), with the user's core facts in the system prompt under "What I know about the
-        user" (read at each call). The other arguments are those of :meth:`ContextBuilder.build`."""
+        user" (read at each call), and, when files are on, up to three observations of the
+        entities ``current_input`` names. ``brief`` is a block of :func:`~cogitator_memory.upkeep.brief_block`
+        (see :meth:`brief`). The other arguments are those of :meth:`ContextBuilder.build`."""
         self._require()
         tid = tree.check_id("thread_id", thread_id)
         agent = self._agent(agent_id)
@@ -580,6 +652,7 @@ class Memory:
             leaf_id=leaf_id,
             as_of=as_of,
             time_zone=time_zone,
+            brief=brief,
         )
 
     # ----- facts: the memory tools -------------------------------------------------------------
@@ -687,11 +760,143 @@ class Memory:
             self.files, {"scope": scope}, dict(command) if isinstance(command, Mapping) else command
         )
 
+    # ----- between runs: brief, observations, consolidation ------------------------------------
+
+    def _scope(self, agent_id: str | None, user_id: str | None) -> MemoryScope:
+        return MemoryScope(agent_id=self._agent(agent_id), user_id=tree.check_optional_id("user_id", user_id))
+
+    def _model(self, call: str) -> Any:
+        if self.summarize is None:
+            raise MemoryStoreError(f"{call} asks a model: add a 'model' section to the memory config")
+        return self.summarize
+
+    async def brief(
+        self,
+        input: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        thread_id: str | None = None,
+        limit: int = 10,
+    ) -> list[BriefCard]:
+        """The cards of a brief for the turn whose input is ``input``: what :meth:`search` finds
+        for it (at most ``limit`` hits, ``thread_id`` to look in one thread) is shown to the model,
+        and only the cards that quote one of those hits word for word are kept (at most
+        ``brief.max_cards``). ``[]``, with no model call, for a blank input or when nothing is
+        found. Render them with :func:`~cogitator_memory.upkeep.brief_block` and give that to
+        :meth:`build_context` as ``brief``."""
+        self._require()
+        if not isinstance(input, str):
+            raise InvalidArgumentError("input", f"must be a string, got {type(input).__name__}")
+        self._model("brief")
+        if not input.strip():
+            self._scope(agent_id, user_id)
+            return []
+        hits = await self.search(input, user_id=user_id, agent_id=agent_id, thread_id=thread_id, limit=limit)
+        sources = [
+            BriefSource(
+                ref=f"{'turn' if hit.kind == 'entry' else 'item'}:{hit.id}",
+                text=hit.text,
+                date=hit.created_at.date().isoformat() if hit.created_at is not None else None,
+            )
+            for hit in hits
+        ]
+        assert self.briefer is not None
+        return await self.briefer.brief(input, sources)
+
+    async def refresh_observations(self, *, user_id: str | None = None, agent_id: str | None = None) -> RefreshReport:
+        """Write again the observations of the scope ``{agent_id, user_id}`` whose facts changed
+        (at most ``observations.max_entities`` model calls) and delete those whose entity has
+        fewer than ``observations.min_items`` facts. :meth:`build_context` shows up to three of
+        them next to the facts when the input names their entity."""
+        self._require()
+        scope = self._scope(agent_id, user_id)
+        if self.observations is None:
+            raise MemoryStoreError("observations are memory files, and memory files are off (files.enabled: false)")
+        summarize = self._model("refresh_observations")
+        if not self.enabled:
+            return RefreshReport()
+        cfg = self.config.observations
+        return await self.observations.refresh(
+            scope, summarize=summarize, max_entities=cfg.max_entities, min_items=cfg.min_items
+        )
+
+    async def consolidate(
+        self, *, user_id: str | None = None, agent_id: str | None = None, since: datetime | None = None
+    ) -> ConsolidationReport:
+        """Look over the memory items of exactly ``{agent_id, user_id}`` as the ``consolidation``
+        config says: mark stale the repeats and contradictions (``dedupe``; ``since`` looks only at
+        subjects with an item recorded after it, as :meth:`MemoryConsolidator.dedupe
+        <cogitator_memory.upkeep.MemoryConsolidator.dedupe>` reports in ``through``), then fold the
+        lessons into the playbook (``fold_lessons``, a draft with ``playbook: shadow``)."""
+        self._require()
+        scope = self._scope(agent_id, user_id)
+        after = tree.check_datetime("since", since)
+        cfg = self.config.consolidation
+        summarize = self._model("consolidate")
+        if not self.enabled:
+            return ConsolidationReport()
+        dedupe: DedupeReport | None = None
+        fold: FoldResult | None = None
+        if self.consolidator is None:
+            raise MemoryStoreError("consolidation needs a store that keeps memory files")
+        if cfg.dedupe:
+            dedupe = await self.consolidator.dedupe(
+                scope, summarize=summarize, since=after, max_changes=cfg.max_changes, max_subjects=cfg.max_subjects
+            )
+        if cfg.fold_lessons and self.files is not None:
+            fold = await self.consolidator.fold_lessons(scope, summarize=summarize, mode=cfg.playbook)
+        return ConsolidationReport(dedupe=dedupe, fold=fold)
+
+    # ----- forgetting: the cascade -------------------------------------------------------------
+
+    def _cascade(self) -> MemoryCascade:
+        self._require()
+        if not self.enabled or self.cascade is None:
+            raise MemoryStoreError("memory is disabled: the store could not be reached when it started")
+        return self.cascade
+
+    async def delete_entries(
+        self, entry_ids: Sequence[str], *, agent_id: str | None = None, keep_replies: bool = False
+    ) -> CascadeCounts:
+        """Delete entries with their replies (unless ``keep_replies``), their copies in forks and
+        everything memory derived from them: summaries over them, the items, facts, graph
+        nodes and edges, vectors, file versions, observations and playbook rules that stood on
+        them (see :meth:`MemoryCascade.delete_entries
+        <cogitator_memory.cascade.MemoryCascade.delete_entries>`). ``agent_id`` (default the
+        config's) is searched besides the agents of the threads touched."""
+        cascade = self._cascade()
+        agent = self._agent(agent_id)
+        return await cascade.delete_entries(entry_ids, {"agent_ids": [agent]}, keep_replies=keep_replies)
+
+    async def delete_thread(self, thread_id: str, *, agent_id: str | None = None) -> CascadeCounts:
+        """Delete a thread whole with what memory derived from it and what was kept for it
+        alone, and the copies of its entries in its forks."""
+        cascade = self._cascade()
+        tid = tree.check_id("thread_id", thread_id)
+        agent = self._agent(agent_id)
+        return await cascade.delete_thread(tid, {"agent_ids": [agent]})
+
+    async def forget_user(self, user_id: str, *, agent_id: str | None = None) -> CascadeCounts:
+        """Forget a user: their threads whole, what they wrote in threads of others, what was
+        kept for them (memory items, core facts, memory files, observations, graph facts) and the
+        vectors of their turns. ``agent_id`` (default the config's) is searched besides the agents
+        of their threads; their core facts (agent ``core``) always are."""
+        cascade = self._cascade()
+        user = tree.check_id("user_id", user_id)
+        agent = self._agent(agent_id)
+        for key in [k for k in self._core if k[1] == user]:
+            await self._core.pop(key).close()
+        for key in [k for k in self._tools if k[1] == user]:
+            del self._tools[key]
+        return await cascade.delete_user(user, {"agent_ids": [agent, "core"]})
+
 
 __all__ = [
     "CORE_FACTS_HEADING",
     "SEARCH_THREADS",
     "AddResult",
+    "ConsolidationReport",
     "Memory",
     "MessageFormat",
     "SearchHit",

@@ -182,6 +182,12 @@ class SyncMemory:
     facts = blocking(Memory.facts)
     run_tool = blocking(Memory.run_tool)
     memory_file_tool = blocking(Memory.memory_file_tool)
+    brief = blocking(Memory.brief)
+    refresh_observations = blocking(Memory.refresh_observations)
+    consolidate = blocking(Memory.consolidate)
+    delete_entries = blocking(Memory.delete_entries)
+    delete_thread = blocking(Memory.delete_thread)
+    forget_user = blocking(Memory.forget_user)
 
 
 __all__ = ["SyncMemory", "blocking"]
