@@ -132,3 +132,14 @@ def test_upkeep_sections_default_and_name_their_keys() -> None:
         assert (caught.value.key, caught.value.line) == (key, line), text
     files_off = coerce_config({"files": {"enabled": False}, "consolidation": {"fold_lessons": False}})
     assert files_off.consolidation.dedupe
+
+
+def test_a_bare_yaml_off_is_the_extraction_mode_off_and_the_documented_file_reads() -> None:
+    assert parse_config("memory:\n  extraction: {mode: off}\n").extraction.mode == "off"
+    with pytest.raises(ConfigError) as caught:
+        parse_config("memory:\n  extraction: {mode: true}\n")
+    assert caught.value.key == "memory.extraction.mode"
+    page = (Path(__file__).parents[2] / "docs" / "runtime.md").read_text()
+    documented = page.split("```yaml\n", 1)[1].split("```", 1)[0]
+    config = parse_config(documented, source="docs/runtime.md")
+    assert config.extraction.mode == "off" and config.consolidation.playbook == "apply"

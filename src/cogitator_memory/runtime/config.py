@@ -119,6 +119,11 @@ class ExtractionConfig(_Section):
 
     mode: Literal["off", "shadow", "active"] = "off"
 
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: object) -> object:
+        return "off" if value is False else value  # YAML reads a bare ``off`` as false
+
 
 class FilesConfig(_Section):
     """Memory files (the memory tool): on by default."""
