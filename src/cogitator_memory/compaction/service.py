@@ -97,6 +97,32 @@ class _Plan:
     strategy: str
 
 
+def _written(
+    thread_id: str,
+    original: int,
+    view: Sequence[MemoryEntry],
+    summary: str,
+    entry: MemoryEntry,
+    written_by: str,
+    covered: Sequence[MemoryEntry],
+) -> CompactionResult:
+    """What a compaction written as ``entry`` returns, ``view`` being the history it leaves."""
+    return CompactionResult(
+        session_id=thread_id,
+        original_messages=original,
+        compacted_messages=len(view),
+        summary_tokens=count_tokens(summary),
+        entry_id=entry.id,
+        strategy=written_by,
+        covered=len(covered),
+    )
+
+
+def _kept_changing(thread_id: str) -> CompactionError:
+    """The error of a compaction whose thread changed on every try to write it."""
+    return CompactionError(f"thread {thread_id} kept changing while its compaction was written; try again")
+
+
 class CompactionService:
     """Compacts threads of ``adapter`` (any store with branches: every built-in one), asking
     ``summarize`` (a :data:`~cogitator_memory.models.SummarizeFn`) for the summaries.
@@ -332,18 +358,9 @@ class CompactionService:
                 await self.adapter.delete_entry(entry.id)
                 raise
             if now_first == first_kept:
-                view = compacted_history(after)
-                return CompactionResult(
-                    session_id=thread_id,
-                    original_messages=original,
-                    compacted_messages=len(view),
-                    summary_tokens=count_tokens(summary),
-                    entry_id=entry.id,
-                    strategy=written_by,
-                    covered=len(covered),
-                )
+                return _written(thread_id, original, compacted_history(after), summary, entry, written_by, covered)
             unwrap(await self.adapter.delete_entry(entry.id))  # an entry raced in: write it again
-        raise CompactionError(f"thread {thread_id} kept changing while its compaction was written; try again")
+        raise _kept_changing(thread_id)
 
     async def _write_dated(
         self,
@@ -396,17 +413,9 @@ class CompactionService:
                 for gone in after:
                     if gone.id not in shown and not gone.is_event:
                         unwrap(await self.adapter.delete_entry(gone.id))
-                return CompactionResult(
-                    session_id=thread_id,
-                    original_messages=original,
-                    compacted_messages=len(view),
-                    summary_tokens=count_tokens(summary),
-                    entry_id=entry.id,
-                    strategy=written_by,
-                    covered=len(covered),
-                )
+                return _written(thread_id, original, view, summary, entry, written_by, covered)
             unwrap(await self.adapter.delete_entry(entry.id))  # an entry raced in: write it again
-        raise CompactionError(f"thread {thread_id} kept changing while its compaction was written; try again")
+        raise _kept_changing(thread_id)
 
     @staticmethod
     def _check(path: Sequence[MemoryEntry], expected: dict[str, tuple[str, bool]], last_covered: str) -> str | None:
