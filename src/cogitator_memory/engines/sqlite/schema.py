@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from ...errors import StoreUnavailableError
 from ...search.tokenizer import index_terms
@@ -103,15 +104,12 @@ def index_embedding_terms(db: sqlite3.Connection, rows: Iterable[tuple[int, list
     db.executemany("INSERT INTO embedding_terms (term, rid, tf) VALUES (?, ?, ?)", postings)
 
 
-def drop_embedding_terms(db: sqlite3.Connection, rows: Iterable[tuple[int, str]]) -> None:
-    """Take embeddings (``(rowid, content)`` pairs) out of the keyword index (their terms are
-    found again from their content, so each goes by its primary key). Stored terms must match
-    what :func:`index_terms` gives today: a change of the tokenizer needs a migration that
-    indexes every embedding again (queries are tokenized the same way, too)."""
-    db.executemany(
-        "DELETE FROM embedding_terms WHERE term = ? AND rid = ?",
-        [(term, rowid) for rowid, content in rows for term in set(index_terms(content))],
-    )
+def drop_embedding_terms(db: sqlite3.Connection, where: str, args: Sequence[Any] = ()) -> None:
+    """Take the embeddings matching ``where`` (SQL conditions on ``embeddings``, with their
+    ``args``) out of the keyword index, through the index of the terms by embedding
+    (``embedding_terms_by_rid``, migration m008): their content is not read again. Call it
+    before the embeddings themselves are deleted, in the same transaction."""
+    db.execute(f"DELETE FROM embedding_terms WHERE rid IN (SELECT rowid FROM embeddings WHERE {where})", tuple(args))
 
 
 def _m003_keyword_index(db: sqlite3.Connection) -> None:
@@ -243,6 +241,12 @@ def _m007_user_threads(db: sqlite3.Connection) -> None:
     db.execute(f"CREATE INDEX IF NOT EXISTS threads_with_users ON threads (id) WHERE {USERS_LISTED_EXPR}")
 
 
+def _m008_terms_by_embedding(db: sqlite3.Connection) -> None:
+    """Find an embedding's keyword-index terms by its rowid, so a delete takes them without
+    tokenizing its content again (before, each went by its ``(term, rid)`` key)."""
+    db.execute("CREATE INDEX IF NOT EXISTS embedding_terms_by_rid ON embedding_terms (rid)")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "m001_initial", _m001_initial),
     Migration(2, "m002_embeddings", _m002_embeddings),
@@ -251,6 +255,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "m005_memory_files", _m005_memory_files),
     Migration(6, "m006_graph", _m006_graph),
     Migration(7, "m007_user_threads", _m007_user_threads),
+    Migration(8, "m008_terms_by_embedding", _m008_terms_by_embedding),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -84,6 +84,10 @@ def where_clause(
         args.append(value)
     for key, wanted in exact.items():
         kind, stored = _json_type(wanted)
+        if key in SCOPE_KEYS and isinstance(wanted, str):
+            # the column copied from the metadata narrows the rows by its index first
+            parts.append(f"{p}{key} = ?")
+            args.append(wanted)
         parts.append(f"EXISTS (SELECT 1 FROM json_each({p}metadata) j WHERE j.key = ? AND j.type = ? AND j.value = ?)")
         args.extend([key, kind, stored])
     return (" AND ".join(parts) if parts else "1"), args
@@ -291,19 +295,13 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
 
     async def _delete_embedding(self, embedding_id: str) -> bool:
         with self._write() as db:
-            row = db.execute("SELECT rowid, content FROM embeddings WHERE id = ?", (embedding_id,)).fetchone()
-            if row is None:
-                return False
-            drop_embedding_terms(db, [row])
-            db.execute("DELETE FROM embeddings WHERE rowid = ?", (row[0],))
-            return True
+            drop_embedding_terms(db, "id = ?", (embedding_id,))
+            return bool(db.execute("DELETE FROM embeddings WHERE id = ?", (embedding_id,)).rowcount)
 
     async def _delete_by_filter(self, flt: DeletionFilter) -> int:
         where, args = where_clause(source_type=flt.source_type, scope={}, exact=flt.exact_metadata())
         with self._write() as db:
-            drop_embedding_terms(
-                db, db.execute(f"SELECT rowid, content FROM embeddings WHERE {where}", args).fetchall()
-            )
+            drop_embedding_terms(db, where, args)
             return db.execute(f"DELETE FROM embeddings WHERE {where}", args).rowcount
 
     # ----- reads -----------------------------------------------------------------------------
