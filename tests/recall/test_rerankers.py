@@ -136,14 +136,19 @@ async def test_no_documents_make_no_request_and_bad_arguments_are_named() -> Non
         VoyageReranker(model=" ")
 
 
-async def test_the_key_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_environment_key_goes_only_to_the_providers_own_host(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VOYAGE_API_KEY", "voyage-env-key-4242")
+    assert VoyageReranker()._api_key == "voyage-env-key-4242"  # api.voyageai.com: read
+    assert "voyage-env-key-4242" not in repr(VoyageReranker())
     with ScriptedServer() as server:
-        server.fallback("/v1/rerank", voyage_rerank_handler(api_key="voyage-env-key-4242"))
+        server.fallback("/v1/rerank", voyage_rerank_handler())
         async with VoyageReranker(base_url=server.url, retry=FAST) as reranker:
             results = await reranker.rerank("cat", DOCS)
         assert results[0].index in (0, 2)
-        assert "voyage-env-key-4242" not in repr(VoyageReranker(base_url=server.url))
+        assert server.requests[0].header("authorization") is None  # another host: never sent
+        async with VoyageReranker(base_url=server.url, api_key="given-key", retry=FAST) as reranker:
+            await reranker.rerank("cat", DOCS)
+        assert server.requests[1].header("authorization") == "Bearer given-key"
 
 
 async def test_a_retriever_with_an_http_reranker_and_one_that_fails() -> None:

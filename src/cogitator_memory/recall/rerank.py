@@ -25,7 +25,6 @@ endpoint behind a gateway, say) work through ``base_url``.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -33,7 +32,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import httpx
 
 from ..errors import InvalidArgumentError, MemoryStoreError
-from ..http import JsonHttpClient, RetryPolicy, check_timeout, redact_url
+from ..http import JsonHttpClient, RetryPolicy, check_timeout, env_key_for, redact_url
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +111,8 @@ def reranked_order(results: Sequence[RerankResult], count: int) -> list[int]:
 class HttpReranker:
     """The base of the HTTP rerankers: credentials, the shared HTTP client, checks of the answer.
 
-    ``api_key`` defaults to the environment variable of the provider (no header without one);
+    ``api_key`` defaults to the environment variable of the provider when ``base_url`` is the
+    provider's own (a key from the environment never goes to another server; no header without one);
     ``timeout`` is the per-request timeout in seconds; ``retry`` the
     :class:`~cogitator_memory.http.RetryPolicy`. A client passed as ``http_client`` is used as
     is and not closed by :meth:`aclose`. Subclasses give the request and read the answer.
@@ -145,7 +145,9 @@ class HttpReranker:
         self.model = chosen
         self.base_url = url.rstrip("/")
         self.timeout = check_timeout(timeout)
-        self._api_key = api_key if api_key is not None else os.environ.get(self.api_key_env) or None
+        self._api_key = (
+            api_key if api_key is not None else env_key_for(self.base_url, self.default_base_url, self.api_key_env)
+        )
         self._transport = JsonHttpClient(
             error=self._error,
             timeout=self.timeout,
