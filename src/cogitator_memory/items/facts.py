@@ -101,7 +101,32 @@ def _metadata(value: dict[str, Any]) -> dict[str, Any]:
     return checked
 
 
-class NewFact(Record):
+class _FactFields(Record):
+    """The checks of the fields :class:`NewFact` and :class:`FactUpdate` share (``None``, which
+    only an update may give, passes: the field is left as it is)."""
+
+    @field_validator("content", check_fields=False)
+    @classmethod
+    def _content(cls, value: str | None) -> str | None:
+        return None if value is None else _text(value, MAX_VALUE_CHARS)
+
+    @field_validator("category", check_fields=False)
+    @classmethod
+    def _category(cls, value: str | None) -> str | None:
+        return None if value is None else _text(value, MAX_CATEGORY_CHARS)
+
+    @field_validator("metadata", check_fields=False)
+    @classmethod
+    def _meta(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if value is None else _metadata(value)
+
+    @field_validator("expires_at", check_fields=False)
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        return None if value is None else clock.to_utc(value)
+
+
+class NewFact(_FactFields):
     """What :meth:`FactStoreMixin.add_fact` takes.
 
     ``metadata["user_id"]`` scopes the fact to one user (without it, every user of the agent sees
@@ -125,28 +150,8 @@ class NewFact(Record):
         except InvalidArgumentError as exc:
             raise ValueError(exc.problem) from None
 
-    @field_validator("content")
-    @classmethod
-    def _content(cls, value: str) -> str:
-        return _text(value, MAX_VALUE_CHARS)
 
-    @field_validator("category")
-    @classmethod
-    def _category(cls, value: str) -> str:
-        return _text(value, MAX_CATEGORY_CHARS)
-
-    @field_validator("metadata")
-    @classmethod
-    def _meta(cls, value: dict[str, Any]) -> dict[str, Any]:
-        return _metadata(value)
-
-    @field_validator("expires_at")
-    @classmethod
-    def _utc(cls, value: datetime | None) -> datetime | None:
-        return None if value is None else clock.to_utc(value)
-
-
-class FactUpdate(Record):
+class FactUpdate(_FactFields):
     """A change of a fact: only the fields given change (``expires_at=None`` makes it hold for
     good). A new ``content`` is a new state of the fact (the old one stays in its history); the
     other fields change the state in place. ``metadata`` replaces the fact's metadata whole and
@@ -158,26 +163,6 @@ class FactUpdate(Record):
     metadata: dict[str, Any] | None = None
     evidence: list[ItemEvidence] | None = None
     expires_at: datetime | None = None
-
-    @field_validator("content")
-    @classmethod
-    def _content(cls, value: str | None) -> str | None:
-        return None if value is None else _text(value, MAX_VALUE_CHARS)
-
-    @field_validator("category")
-    @classmethod
-    def _category(cls, value: str | None) -> str | None:
-        return None if value is None else _text(value, MAX_CATEGORY_CHARS)
-
-    @field_validator("metadata")
-    @classmethod
-    def _meta(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        return None if value is None else _metadata(value)
-
-    @field_validator("expires_at")
-    @classmethod
-    def _utc(cls, value: datetime | None) -> datetime | None:
-        return None if value is None else clock.to_utc(value)
 
     @model_validator(mode="after")
     def _check(self, info: ValidationInfo) -> FactUpdate:
