@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 import pytest
@@ -76,3 +77,26 @@ def test_every_suite_hands_out_its_own_named_cases(suite: Any, kind: type[NamedC
     assert len(set(names)) == len(names)
     assert all(n and not n.startswith("case_") for n in names)
     assert [c.name for c in suite()] == names
+
+
+@dataclasses.dataclass(frozen=True)
+class _FlaggedCase(NamedCase[list[str]]):
+    """A case with a field of its own, for this test."""
+
+    forgetting: bool = False
+
+
+def test_a_case_class_with_fields_of_its_own_gets_them_as_keywords() -> None:
+    cases = CaseList(_FlaggedCase)
+    forgetting = functools.partial(cases.case, forgetting=True)
+
+    @cases.case
+    async def case_keeps(store: list[str]) -> None:
+        store.append("kept")
+
+    @forgetting
+    async def case_forgets(store: list[str]) -> None:
+        store.clear()
+
+    assert [(c.name, c.forgetting) for c in cases.cases()] == [("keeps", False), ("forgets", True)]
+    assert cases.cases()[1].run is case_forgets

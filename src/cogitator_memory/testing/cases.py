@@ -41,15 +41,18 @@ class NamedCase(Generic[StoreT]):
 
 
 class CaseList(Generic[CaseT]):
-    """The cases of one suite in the order they were registered; ``make(name, run)`` builds each."""
+    """The cases of one suite in the order they were registered; ``make(name, run, **fields)``
+    builds each (the case class, whose own fields, if any, come as keywords)."""
 
-    def __init__(self, make: Callable[[str, Any], CaseT]) -> None:
+    def __init__(self, make: Callable[..., CaseT]) -> None:
         self._make = make
         self._cases: list[CaseT] = []
 
-    def case(self, fn: RunT) -> RunT:
-        """Register ``fn`` (a decorator) as the case named ``fn.__name__`` without ``case_``."""
-        self._cases.append(self._make(fn.__name__.removeprefix("case_"), fn))
+    def case(self, fn: RunT, **fields: Any) -> RunT:
+        """Register ``fn`` (a decorator) as the case named ``fn.__name__`` without ``case_``;
+        ``fields`` go to ``make`` (``functools.partial(cases.case, forgetting=True)`` as a
+        decorator registers a case whose class has a ``forgetting`` field)."""
+        self._cases.append(self._make(fn.__name__.removeprefix("case_"), fn, **fields))
         return fn
 
     def cases(self) -> list[CaseT]:
