@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import cogitator_memory
-import cogitator_memory.compaction
 import cogitator_memory.cascade
+import cogitator_memory.compaction
 import cogitator_memory.context
 import cogitator_memory.embeddings
 import cogitator_memory.engines

@@ -105,7 +105,15 @@ async def _seed(memory: Memory) -> dict[str, Any]:
     fork = unwrap(await store.fork_thread(thread.id, ids[1])).id
     other = unwrap(await store.create_thread("default", {"user_id": "bob"}))
     unwrap(await store.add_entry({"thread_id": other.id, "message": {"role": "user", "content": "Bob stays"}}))
-    return {"thread": thread.id, "ids": ids, "item": item.id, "other": other.id, "branch": branch, "compaction": compaction, "fork": fork}
+    return {
+        "thread": thread.id,
+        "ids": ids,
+        "item": item.id,
+        "other": other.id,
+        "branch": branch,
+        "compaction": compaction,
+        "fork": fork,
+    }
 
 
 async def _shot(page: Any, name: str) -> None:
