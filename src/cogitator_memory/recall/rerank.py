@@ -31,8 +31,8 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import httpx
 
-from ..errors import InvalidArgumentError, MemoryStoreError
-from ..http import JsonHttpClient, RetryPolicy, check_timeout, env_key_for, redact_url
+from ..errors import InvalidArgumentError
+from ..http import JsonHttpClient, ProviderServiceError, RetryPolicy, check_timeout, env_key_for, redact_url
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +57,7 @@ class Reranker(Protocol):
         ...
 
 
-class RerankerError(MemoryStoreError):
+class RerankerError(ProviderServiceError):
     """A reranking provider failed: HTTP error, timeout, unreachable server or malformed answer.
 
     ``provider`` names the service, ``status`` is the HTTP status of the last answer (``None``
@@ -65,16 +65,7 @@ class RerankerError(MemoryStoreError):
     how many requests were made. The message never holds a credential.
     """
 
-    def __init__(
-        self, provider: str, status: int | None, detail: str, *, retryable: bool = False, attempts: int = 1
-    ) -> None:
-        self.provider = provider
-        self.status = status
-        self.detail = detail
-        self.retryable = retryable
-        self.attempts = attempts
-        where = f"HTTP {status}" if status is not None else "no HTTP status"
-        super().__init__(f"{provider} rerank failed ({where}): {detail}")
+    service = "rerank"
 
 
 def check_results(results: object, count: int, who: str = "reranker") -> list[RerankResult]:
