@@ -385,3 +385,43 @@ async def test_a_disabled_memory_refuses_to_forget() -> None:
             await memory.forget_user("ana")
     finally:
         await memory.close()
+
+
+async def test_redact_entries_and_rewind_go_through_the_cascade(tmp_path: Path) -> None:
+    async with Memory({"adapter": "sqlite", "path": str(tmp_path / "r.db"), "embedding": NO_VECTORS}) as memory:
+        added = await memory.add(
+            [
+                {"role": "user", "content": "My passport number is X123."},
+                {"role": "assistant", "content": "Noted."},
+                {"role": "user", "content": "I moved to Faro."},
+            ],
+            user_id="ana",
+            thread_id="t",
+        )
+        passport, noted, moved = added.entries
+        quote = {"quote": "I moved to Faro", "entry_id": moved.id, "thread_id": "t"}
+        faro = await memory.items.add(
+            {
+                "kind": "fact",
+                "subject": "user",
+                "attribute": "city",
+                "value": "Faro",
+                "trust": "user",
+                "verified": True,
+                "evidence": [quote],
+                "scope": ANA,
+            }
+        )
+        counts = await memory.redact_entries([passport.id], reason="the user asked")
+        assert counts.entries.redacted == 2  # the message and its reply
+        history = [str(m.content) for m in await memory.history("t")]
+        assert history == ["[redacted]", "[redacted]", "I moved to Faro."]
+        with pytest.raises(InvalidArgumentError, match="reason"):
+            await memory.redact_entries([passport.id], reason=3)  # type: ignore[arg-type]
+
+        rewound = await memory.rewind("t", noted.id)
+        assert rewound.items.stale == 1
+        assert [i.id for i in await memory.items.query(ANA, statuses=["stale"])] == [faro.id]
+        assert len(await memory.history("t")) == 2
+        with pytest.raises(InvalidArgumentError, match="to_entry_id"):
+            await memory.rewind("t", "")

@@ -10,7 +10,8 @@ facts (the memory tools), :meth:`Memory.history` of a thread. Between runs it gi
 :meth:`Memory.brief` (cards for the next turn), :meth:`Memory.refresh_observations` and
 :meth:`Memory.consolidate` (the upkeep of :mod:`cogitator_memory.upkeep`), and takes entries out
 of memory with what was derived from them through :attr:`Memory.cascade`
-(:meth:`Memory.delete_entries`, :meth:`Memory.delete_thread`, :meth:`Memory.forget_user`).
+(:meth:`Memory.delete_entries`, :meth:`Memory.redact_entries`, :meth:`Memory.rewind`,
+:meth:`Memory.delete_thread`, :meth:`Memory.forget_user`).
 See ``docs/runtime.md``.
 """
 
@@ -26,6 +27,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self, cast
 
+from .. import clock as package_clock
 from ..cascade.records import CascadeCounts
 from ..cascade.service import MemoryCascade
 from ..context.builder import ContextBuilder
@@ -868,6 +870,33 @@ class Memory:
         cascade = self._cascade()
         agent = self._agent(agent_id)
         return await cascade.delete_entries(entry_ids, {"agent_ids": [agent]}, keep_replies=keep_replies)
+
+    async def redact_entries(
+        self,
+        entry_ids: Sequence[str],
+        *,
+        reason: str | None = None,
+        agent_id: str | None = None,
+        keep_replies: bool = False,
+    ) -> CascadeCounts:
+        """Redact entries in place (their text becomes ``[redacted]``, their place in the thread
+        stays; ``reason`` is recorded), with their replies (unless ``keep_replies``) and copies in
+        forks, and take what memory derived from them, as :meth:`delete_entries` does."""
+        cascade = self._cascade()
+        agent = self._agent(agent_id)
+        if reason is not None and not isinstance(reason, str):
+            raise InvalidArgumentError("reason", f"must be text or None, got {type(reason).__name__}")
+        redaction: dict[str, Any] = {"at": package_clock.now(), "reason": reason}
+        return await cascade.redact_entries(entry_ids, redaction, {"agent_ids": [agent]}, keep_replies=keep_replies)
+
+    async def rewind(self, thread_id: str, to_entry_id: str, *, agent_id: str | None = None) -> CascadeCounts:
+        """Move the thread back to ``to_entry_id`` (the entries after it stay, on a branch of
+        their own) after marking stale the memory items that stood only on those entries."""
+        cascade = self._cascade()
+        tid = tree.check_id("thread_id", thread_id)
+        eid = tree.check_id("to_entry_id", to_entry_id)
+        agent = self._agent(agent_id)
+        return await cascade.rewind(tid, eid, {"agent_ids": [agent]})
 
     async def delete_thread(self, thread_id: str, *, agent_id: str | None = None) -> CascadeCounts:
         """Delete a thread whole with what memory derived from it and what was kept for it
