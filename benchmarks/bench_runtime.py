@@ -9,7 +9,9 @@
   same ``Memory.recall`` awaited in process, in the same run.
 * ``SyncMemory`` overhead: the same call (``facts()``, then ``recall``) made through
   ``SyncMemory`` from the main thread and awaited directly on its loop, alternating in batches;
-  the overhead is the difference of the medians (target under 50 us a call).
+  the overhead is the difference of the medians (target under 50 us a call), with the
+  difference of the best calls (best-of-N) and of the CPU time per call (``time.process_time``,
+  every thread) beside it, because other work may load the machine.
 """
 
 from __future__ import annotations
@@ -170,6 +172,7 @@ def _sync_overhead(path: Path, repeat: int, queries: list[str]) -> list[Row]:
             n = 30 if label.startswith("recall") else repeat
             sync_times: list[float] = []
             async_times: list[float] = []
+            cpu = {"sync": 0.0, "async": 0.0}
 
             async def awaited(count: int, offset: int, make: Any = async_call) -> list[float]:
                 out = []
@@ -181,15 +184,21 @@ def _sync_overhead(path: Path, repeat: int, queries: list[str]) -> list[Row]:
 
             batch = 10 if label.startswith("recall") else 50
             for offset in range(0, n, batch):  # alternate in batches: both sides see the same machine
+                started = time.process_time()
                 for i in range(offset, min(n, offset + batch)):
                     start = time.perf_counter()
                     sync_call(i)
                     sync_times.append(time.perf_counter() - start)
+                cpu["sync"] += time.process_time() - started
+                started = time.process_time()
                 future = asyncio.run_coroutine_threadsafe(awaited(min(batch, n - offset), offset), loop)
                 async_times.extend(future.result())
+                cpu["async"] += time.process_time() - started
             s50, s95 = percentiles(sync_times)
             a50, a95 = percentiles(async_times)
             overhead_us = (s50 - a50) * 1e6
+            s_best, a_best = min(sync_times), min(async_times)
+            s_cpu, a_cpu = cpu["sync"] / n, cpu["async"] / n
             rows.append(
                 Row(
                     "runtime",
@@ -209,6 +218,30 @@ def _sync_overhead(path: Path, repeat: int, queries: list[str]) -> list[Row]:
                         "load_average_1m": os.getloadavg()[0],
                         "cpus": os.cpu_count(),
                     },
+                )
+            )
+            rows.append(
+                Row(
+                    "runtime",
+                    f"SyncMemory {label} overhead over the awaited call, best of {n} us",
+                    (s_best - a_best) * 1e6,
+                    "us",
+                    a_best * 1e6,
+                    f"{label} awaited on the loop, best us",
+                    (s_best / a_best) if a_best else None,
+                    extra={"sync_best_us": s_best * 1e6},
+                )
+            )
+            rows.append(
+                Row(
+                    "runtime",
+                    f"SyncMemory {label} overhead over the awaited call, CPU time (all threads) per call us",
+                    (s_cpu - a_cpu) * 1e6,
+                    "us",
+                    a_cpu * 1e6,
+                    f"{label} awaited on the loop, CPU us",
+                    (s_cpu / a_cpu) if a_cpu else None,
+                    extra={"sync_cpu_us": s_cpu * 1e6},
                 )
             )
     return rows

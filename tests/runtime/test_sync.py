@@ -86,3 +86,21 @@ def test_close_stops_the_thread_and_a_failed_open_leaves_none() -> None:
             {"adapter": "redis", "connection_string": "redis://127.0.0.1:1/0", "options": {"connect_timeout": 0.3}}
         )
     assert threading.active_count() == before
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_each_call_runs_as_a_task_of_the_private_loop(debug: bool) -> None:
+    # the task is made in the calling thread; a debug loop (which refuses that) gets it from a callback
+    with SyncMemory(CONFIG) as memory:
+        loop = memory._loop.loop
+        loop.set_debug(debug)
+
+        async def probe(delay: float) -> tuple[bool, bool, int]:
+            await asyncio.sleep(delay)  # a call that waits on the loop comes back too
+            task = asyncio.current_task()
+            return asyncio.get_running_loop() is loop, task is not None and not task.done(), threading.get_ident()
+
+        for delay in (0, 0.01):
+            assert memory._loop.run(probe(delay)) == (True, True, memory._loop.thread.ident)
+        memory.remember("likes green tea", core_fact_key="drink", user_id="u")
+        assert memory.facts(user_id="u") == {"drink": "likes green tea"}
