@@ -27,6 +27,7 @@ import cogitator_memory.runtime
 import cogitator_memory.search
 import cogitator_memory.testing
 import cogitator_memory.threads
+import cogitator_memory.tools
 import cogitator_memory.upkeep
 import cogitator_memory.vectors
 
@@ -86,6 +87,7 @@ PACKAGES = [
     cogitator_memory.recall,
     cogitator_memory.runtime,
     cogitator_memory.testing,
+    cogitator_memory.tools,
     cogitator_memory.upkeep,
     cogitator_memory.vectors,
 ]
