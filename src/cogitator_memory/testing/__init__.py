@@ -10,6 +10,7 @@ One suite per capability, each a list of named async cases that take a fresh con
 your own; see ``docs/testing.md``.
 """
 
+from .cascade import CascadeCase, CascadeStores, cascade_cases
 from .conformance import ConformanceCase, memory_adapter_conformance_cases
 from .embedding import (
     CONFORMANCE_DIMENSIONS,
@@ -28,6 +29,8 @@ from .services import service_url
 
 __all__ = [
     "CONFORMANCE_DIMENSIONS",
+    "CascadeCase",
+    "CascadeStores",
     "ConformanceCase",
     "EmbeddingConformanceCase",
     "FactConformanceCase",
@@ -37,6 +40,7 @@ __all__ = [
     "ScriptedServer",
     "axis_vector",
     "blend",
+    "cascade_cases",
     "embedding_adapter_conformance_cases",
     "fact_adapter_conformance_cases",
     "graph_adapter_conformance_cases",
