@@ -1,13 +1,15 @@
 """The graph conformance suite on SQLiteAdapter (a file and ':memory:'), and what only SQLite shows:
 a walk is one recursive query over the adjacency index."""
 
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from cogitator_memory import SQLiteAdapter, unwrap
-from cogitator_memory.engines.sqlite.graph import NEIGHBOURHOOD_SQL, WALK_SQL, walk_filter
+from cogitator_memory.engines.sqlite.graph import NEIGHBOURHOOD_SQL, WALK_SQL, node_haystack, text_match, walk_filter
+from cogitator_memory.engines.sqlite.schema import migrate
 from cogitator_memory.graph.records import Walk
 from cogitator_memory.testing.graph import GraphConformanceCase, graph_adapter_conformance_cases
 
@@ -56,3 +58,43 @@ async def test_a_traversal_is_one_query_over_the_indexes(store: SQLiteAdapter) -
         "SCAN ws",
     ], plan
     assert "SEARCH b USING PRIMARY KEY (node_id=?)" in plan and "MATERIALIZE w" in plan, plan
+
+
+async def test_the_text_filter_reads_the_trigram_index(store: SQLiteAdapter) -> None:
+    unwrap(await store.add_nodes([{"id": "n0", "name": "Lisbon", "type": "location", "agent_id": "a"}]))
+    sql = (
+        "SELECT i.node_id FROM graph_node_text AS f JOIN graph_node_text_ids AS i"
+        " ON i.text_rowid = f.rowid WHERE f.hay MATCH ?"
+    )
+    assert [r[0] for r in store.connection.execute(sql, [text_match("ISB") or ""])] == ["n0"]
+    assert text_match("is") is None  # under three characters: every node of the scope is read
+    found = unwrap(await store.query_nodes({"agent_id": "a", "text": "isbo"}))
+    assert [n.id for n in found] == ["n0"]
+
+
+async def test_the_text_index_is_filled_from_the_nodes_written_before_it(tmp_path: Path) -> None:
+    path = str(tmp_path / "old.db")
+    async with SQLiteAdapter(path=path) as memory:
+        node = unwrap(
+            await memory.add_node(
+                {"id": "n0", "name": "Lisbon", "aliases": ["Lisboa"], "type": "location", "agent_id": "a"}
+            )
+        )
+    db = sqlite3.connect(path, isolation_level=None)  # back to the schema before the index
+    for statement in (
+        "DROP TRIGGER graph_node_text_gone",
+        "DROP TABLE graph_node_text",
+        "DROP TABLE graph_node_text_ids",
+    ):
+        db.execute(statement)
+    db.execute("DELETE FROM cogitator_migrations WHERE version = 9")
+    db.execute("PRAGMA user_version = 8")
+    assert migrate(db) == 8
+    rows = db.execute(
+        "SELECT i.node_id, f.hay FROM graph_node_text AS f JOIN graph_node_text_ids AS i ON i.text_rowid = f.rowid"
+    )
+    assert list(rows) == [("n0", node_haystack(node))]
+    db.execute("DELETE FROM graph_nodes WHERE id = 'n0'")
+    assert db.execute("SELECT count(*) FROM graph_node_text").fetchone()[0] == 0
+    assert db.execute("SELECT count(*) FROM graph_node_text_ids").fetchone()[0] == 0
+    db.close()

@@ -170,6 +170,40 @@ async def case_update_and_delete(store: Any) -> None:
 
 
 @_case
+async def case_text_filter(store: Any) -> None:
+    unwrap(
+        await store.add_nodes(
+            [
+                _node("t1", "Straße", aliases=["Rua Ana"], description='a "quoted" Ünïcode line'),
+                _node("t2", "Ab", description="x"),
+                _node("t3", "Muster", aliases=["Ssx"]),
+                _node("t4", "Ana", agent_id="other"),
+            ]
+        )
+    )
+
+    async def ids(text: str) -> list[str]:
+        return sorted(n.id for n in unwrap(await store.query_nodes({"agent_id": AGENT, "text": text})))
+
+    _eq(await ids("STRASSE"), ["t1"], "casefolded (ß is ss)")
+    _eq(await ids("SS"), ["t1", "t3"], "two characters")
+    _eq(await ids("b"), ["t2"], "one character")
+    _eq(await ids("straße rua"), ["t1"], "across the name and an alias")
+    _eq(await ids('"quoted" ü'), ["t1"], "quotes and accents")
+    _eq(await ids("  rua   ana "), ["t1"], "spacing of the text aside")
+    _eq(await ids("rua  ana"), ["t1"], "spaces inside the text")
+    _eq(await ids("ruaana"), [], "no such text")
+    _eq(await ids("ana"), ["t1"], "only the agent's nodes")
+    unwrap(await store.update_node("t1", {"name": "Gasse", "aliases": [], "description": None}))
+    _eq(await ids("straße"), [], "an updated node is found by its new text only")
+    _eq(await ids("GASSE"), ["t1"], "an updated node by its new name")
+    unwrap(await store.delete_nodes(["t3"]))
+    _eq(await ids("muster"), [], "a deleted node is gone from the text filter")
+    unwrap(await store.add_node(_node("t3", "Muster again")))
+    _eq(await ids("muster"), ["t3"], "an id written again")
+
+
+@_case
 async def case_queries(store: Any) -> None:
     unwrap(
         await store.add_nodes(

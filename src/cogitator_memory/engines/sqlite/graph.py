@@ -7,6 +7,13 @@ record's JSON ``body``), ``graph_node_names`` (each name and alias key to its no
 along the edge (``out``) or against it (``inc``), with the columns a walk filters by. A walk is one
 recursive query over ``graph_adjacency`` (see :data:`WALK_SQL`); every write is one
 ``BEGIN IMMEDIATE`` transaction.
+
+Migration ``m009_graph_node_text`` adds ``graph_node_text``, an FTS5 table with the trigram
+tokenizer (:data:`NODE_TEXT_TABLES`) holding the casefolded text the
+``text`` filter searches (:func:`node_haystack`). A ``text`` of three characters or more is
+first looked up there (a superset: every node whose text holds it has all its trigrams), then
+checked exactly as before by :meth:`~cogitator_memory.graph.records.NodeQuery.matches`. When the
+SQLite build has no trigram tokenizer the table is not made and the filter reads every node.
 """
 
 from __future__ import annotations
@@ -77,6 +84,18 @@ UNION ALL
 SELECT -1, (SELECT g.body FROM graph_edges AS g WHERE g.id = e.edge) FROM e"""
 )
 
+#: The trigram index of the nodes' text (migration ``m009_graph_node_text``), and which node each
+#: of its rows is of (its own rowids: those of ``graph_nodes`` may change on ``VACUUM``).
+NODE_TEXT_TABLES: tuple[str, ...] = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS graph_node_text USING fts5(hay, tokenize = 'trigram')",
+    "CREATE TABLE IF NOT EXISTS graph_node_text_ids (text_rowid INTEGER PRIMARY KEY, node_id TEXT NOT NULL UNIQUE)",
+    # a node's text goes with it (``INSERT OR REPLACE`` fires no delete trigger: see ``_put_node``)
+    """CREATE TRIGGER IF NOT EXISTS graph_node_text_gone AFTER DELETE ON graph_nodes BEGIN
+        DELETE FROM graph_node_text WHERE rowid IN (SELECT text_rowid FROM graph_node_text_ids WHERE node_id = old.id);
+        DELETE FROM graph_node_text_ids WHERE node_id = old.id;
+    END""",
+)
+
 _CHUNK = 500
 #: An edge's scope key (:func:`~cogitator_memory.items.records.scope_key`) read from its body.
 _EDGE_SCOPE_KEY = " || char(31) || ".join(
@@ -88,6 +107,47 @@ _EDGE_SCOPE_KEY = " || char(31) || ".join(
 def _chunks(values: Sequence[str]) -> Iterator[Sequence[str]]:
     for start in range(0, len(values), _CHUNK):
         yield values[start : start + _CHUNK]
+
+
+def node_haystack(node: GraphNode) -> str:
+    """What the ``text`` filter searches in ``node``, casefolded (as
+    :meth:`~cogitator_memory.graph.records.NodeQuery.matches` builds it)."""
+    return " ".join([node.name, *node.aliases, node.description or ""]).casefold()
+
+
+def text_match(text: str) -> str | None:
+    """The FTS5 trigram query of nodes whose text may hold ``text`` (a phrase: the substring),
+    or None when ``text`` is under three characters (trigrams cannot find it)."""
+    words = text.casefold()
+    if len(words) < 3:
+        return None
+    return '"' + words.replace('"', '""') + '"'
+
+
+def index_node_texts(db: sqlite3.Connection) -> None:
+    """Make ``graph_node_text`` (when this SQLite has the trigram tokenizer) and fill it from
+    the nodes already written (migration ``m009_graph_node_text``)."""
+    try:
+        db.execute(NODE_TEXT_TABLES[0])
+    except sqlite3.OperationalError:  # no FTS5 or no trigram tokenizer: the filter scans
+        return
+    for statement in NODE_TEXT_TABLES[1:]:
+        db.execute(statement)
+    db.execute("DELETE FROM graph_node_text")  # made from scratch, even when run again
+    db.execute("DELETE FROM graph_node_text_ids")
+    for (body,) in db.execute("SELECT body FROM graph_nodes").fetchall():
+        _index_text(db, GraphNode.model_validate_json(body, context=TRUSTED))
+
+
+def _index_text(db: sqlite3.Connection, node: GraphNode) -> None:
+    """Index ``node``'s text, in place of what it had (its rows are written in this order)."""
+    row = db.execute("SELECT text_rowid FROM graph_node_text_ids WHERE node_id = ?", (node.id,)).fetchone()
+    if row is None:
+        rowid = db.execute("INSERT INTO graph_node_text_ids (node_id) VALUES (?)", (node.id,)).lastrowid
+    else:
+        rowid = row[0]
+        db.execute("DELETE FROM graph_node_text WHERE rowid = ?", (rowid,))
+    db.execute("INSERT INTO graph_node_text (rowid, hay) VALUES (?, ?)", (rowid, node_haystack(node)))
 
 
 def _marks(count: int) -> str:
@@ -136,13 +196,22 @@ class SQLiteGraph(GraphStoreMixin):
 
         def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
 
-    @staticmethod
-    def _put_node(db: sqlite3.Connection, node: GraphNode) -> None:
+    def _has_text_index(self, db: sqlite3.Connection) -> bool:
+        found = getattr(self, "_text_index", None)
+        if found is None:
+            row = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'graph_node_text'").fetchone()
+            found = row is not None
+            self._text_index = found
+        return found
+
+    def _put_node(self, db: sqlite3.Connection, node: GraphNode) -> None:
         db.execute(
             "INSERT OR REPLACE INTO graph_nodes (id, agent_id, scope_key, type, confidence, origin, body)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
             (node.id, node.agent_id, node.scope_key, node.type, node.confidence, node.origin, node.dump_json()),
         )
+        if self._has_text_index(db):
+            _index_text(db, node)
         db.execute("DELETE FROM graph_node_names WHERE node_id = ?", (node.id,))
         db.executemany(
             "INSERT INTO graph_node_names (name_key, node_id) VALUES (?, ?)", [(k, node.id) for k in node.name_keys]
@@ -235,6 +304,13 @@ class SQLiteGraph(GraphStoreMixin):
         if query.name_key is not None:
             where.append("id IN (SELECT node_id FROM graph_node_names WHERE name_key = ?)")
             params.append(query.name_key)
+        match = None if query.text is None else text_match(query.text)
+        if match is not None and self._has_text_index(self.connection):
+            where.append(
+                "id IN (SELECT i.node_id FROM graph_node_text AS f JOIN graph_node_text_ids AS i"
+                " ON i.text_rowid = f.rowid WHERE f.hay MATCH ?)"
+            )
+            params.append(match)
         bodies = self._read(f"SELECT body FROM graph_nodes WHERE {' AND '.join(where)}", params)
         nodes = [GraphNode.model_validate_json(b, context=TRUSTED) for b in bodies]
         return [n for n in nodes if query.matches(n)] if query.text is not None else nodes
@@ -302,4 +378,15 @@ class SQLiteGraph(GraphStoreMixin):
         return node_counts, {str(t): int(c) for t, c in edges}
 
 
-__all__ = ["GRAPH_TABLES", "NEIGHBOURHOOD_SQL", "WALK_CTE", "WALK_SQL", "SQLiteGraph", "walk_filter"]
+__all__ = [
+    "GRAPH_TABLES",
+    "NEIGHBOURHOOD_SQL",
+    "NODE_TEXT_TABLES",
+    "WALK_CTE",
+    "WALK_SQL",
+    "SQLiteGraph",
+    "index_node_texts",
+    "node_haystack",
+    "text_match",
+    "walk_filter",
+]

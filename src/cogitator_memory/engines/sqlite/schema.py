@@ -247,6 +247,14 @@ def _m008_terms_by_embedding(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS embedding_terms_by_rid ON embedding_terms (rid)")
 
 
+def _m009_graph_node_text(db: sqlite3.Connection) -> None:
+    """A trigram index of the graph nodes' text, so the ``text`` filter of ``query_nodes`` reads
+    only the nodes that may hold it (:func:`~cogitator_memory.engines.sqlite.graph.index_node_texts`)."""
+    from .graph import index_node_texts
+
+    index_node_texts(db)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "m001_initial", _m001_initial),
     Migration(2, "m002_embeddings", _m002_embeddings),
@@ -256,6 +264,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "m006_graph", _m006_graph),
     Migration(7, "m007_user_threads", _m007_user_threads),
     Migration(8, "m008_terms_by_embedding", _m008_terms_by_embedding),
+    Migration(9, "m009_graph_node_text", _m009_graph_node_text),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
