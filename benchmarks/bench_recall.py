@@ -57,10 +57,9 @@ TUNE_CHATS = {str(n) for n in range(1, 11)}
 #: cosine kept (the defaults, 0.45 and 0.6 of the best, are for models whose cosines run higher
 #: than all-MiniLM-L6-v2's); chosen on chats 1-10.
 SETTINGS: dict[str, Any] = {"vector_min_cosine": 0.0, "vector_relative": 0.0}
-#: The builders' ``config.recall``: :data:`SETTINGS`, recalled turns sent as their passage of
-#: about 100 tokens and their neighbour cut to 40 (chosen on chats 1-10: more turns fit).
-BUILD_EXTRA: dict[str, Any] = {"turn_tokens": 100, "neighbour_tokens": 40}
-BUILD_SETTINGS: dict[str, Any] = {**SETTINGS, **BUILD_EXTRA}
+#: The builders' ``config.recall``: :data:`SETTINGS` over the package defaults of
+#: ``RecallSettings`` (``turn_tokens`` 60 and ``neighbour_tokens`` 20, chosen on chats 1-10).
+BUILD_SETTINGS: dict[str, Any] = dict(SETTINGS)
 
 
 class VectorTable(BaseEmbeddingService):
@@ -190,7 +189,7 @@ async def evaluate(
         )
         builders = {
             s: ContextBuilder(
-                {"strategy": s, "recall": {**settings, **BUILD_EXTRA}},
+                {"strategy": s, "recall": dict(settings)},
                 {"memory_adapter": memory, "embedding_service": table, "message_index": index},
             )
             for s in STRATEGIES

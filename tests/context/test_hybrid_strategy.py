@@ -291,3 +291,19 @@ async def test_relevant_uses_the_configured_search_settings(memory: BaseMemoryAd
     )
     found = await wide.build(tid, current_input="Which hotel did we stay at in Lisbon?", max_tokens=400)
     assert found.entries[0].id == entries[0].id  # keywords and vectors together find it first
+
+
+async def test_room_the_history_cannot_use_goes_to_recall(memory: BaseMemoryAdapter) -> None:
+    # The newest reply is larger than the room the history is sure of (its share, a quarter of
+    # the room here, with what recall leaves unused) but smaller than the 40% recall and facts
+    # leave by their shares: the history keeps nothing, and recall takes the room instead of
+    # leaving a third of it empty (the history used to be cut for 40%, then got 25% in assembly).
+    older = [f"Day {i}: we walked from the Lisbon hotel to the river and the old tram stop {i}." for i in range(60)]
+    newest = " ".join(f"stone {i}" for i in range(120))  # about 360 tokens
+    tid, _ = await chat(memory, [*older, "Tell me a long story.", newest])
+    context = await hybrid(memory, embedding_service=HashingEmbedder(64)).build(
+        tid, current_input="Where did we walk from the Lisbon hotel?", max_tokens=1000
+    )
+    assert not context.errors and context.recalled is not None
+    assert context.entries == []
+    assert context.partitions.get("recall", 0) > 900

@@ -543,10 +543,11 @@ class ContextBuilder(RelevanceRanking):
     def _history_room(
         self, window: HistoryWindow, room: int, required: dict[ContextPartition, list[ContextBlock]], loaded: _Loaded
     ) -> int:
-        """The room the history has by its share (what recall and facts leave by theirs)."""
-        shares = self.assembler.shares()
-        left = 1.0 - shares.get("recall", 0.0) - (shares.get("facts", 0.0) if loaded.facts else 0.0)
-        return max(0, int((room - self._summary_tokens(window)) * max(0.0, left)))
+        """The room the history is sure of: its share of the room, as the assembler gives it (what
+        the shares of recall and facts leave; room facts leave goes to recall first). A history cut
+        for more would lose its oldest turns in assembly, and the room they were cut for."""
+        share = self.assembler.shares().get("recent", 0.0)
+        return max(0, int((room - self._summary_tokens(window)) * share))
 
     def _window_blocks(self, window: HistoryWindow) -> list[ContextBlock]:
         return [ContextBlock("recent", "", self._tokens.tokens(e), e.id, e) for e in window.entries]

@@ -114,12 +114,16 @@ class RecallSettings(RetrieverSettings):
     - ``turn_tokens``: a recalled turn longer than this is sent as its passage (about this
       long) that holds most of the input's terms, ``...`` marking what was left out.
     - ``hybrid_limit``: the most hits ``hybrid`` recalls in one build.
+
+    ``turn_tokens`` 60 and ``neighbour_tokens`` 20 were chosen on BEAM chats 1-10: short
+    passages let a small budget hold more of the turns that answer (see docs/benchmarks.md);
+    raise them when each recalled turn should read more fully.
     """
 
     window: int = Field(default=200, ge=1, le=100_000)
     search_limit: int = Field(default=50, ge=1, le=10_000)
-    neighbour_tokens: int = Field(default=80, ge=0, le=100_000)
-    turn_tokens: int = Field(default=300, ge=20, le=1_000_000)
+    neighbour_tokens: int = Field(default=20, ge=0, le=100_000)
+    turn_tokens: int = Field(default=60, ge=20, le=1_000_000)
     hybrid_limit: int = Field(default=40, ge=1, le=10_000)
 
 
