@@ -196,6 +196,7 @@ from .result import MemoryResult, err, ok, unwrap
 from .runtime import (
     AddResult,
     ConfigError,
+    ConsolidationReport,
     Memory,
     MemoryConfig,
     SearchHit,
@@ -358,6 +359,7 @@ __all__ = [
     "CompactionStrategy",
     "ConfigError",
     "ConflictError",
+    "ConsolidationReport",
     "ContextAssembler",
     "ContextBlock",
     "ContextBuildError",

@@ -7,25 +7,31 @@ naming the key and line); :class:`Memory` builds the stores and services it name
 """
 
 from .config import (
+    BriefConfig,
     CompactionConfig,
     ConfigError,
+    ConsolidationConfig,
     ContextConfig,
     EmbeddingConfig,
     ExtractionConfig,
     FilesConfig,
     MemoryConfig,
     ModelConfig,
+    ObservationsConfig,
     VectorsConfig,
     load_config,
     parse_config,
 )
-from .memory import AddResult, Memory, SearchHit, message_format
+from .memory import AddResult, ConsolidationReport, Memory, SearchHit, message_format
 from .sync import SyncMemory
 
 __all__ = [
     "AddResult",
+    "BriefConfig",
     "CompactionConfig",
     "ConfigError",
+    "ConsolidationConfig",
+    "ConsolidationReport",
     "ContextConfig",
     "EmbeddingConfig",
     "ExtractionConfig",
@@ -33,6 +39,7 @@ __all__ = [
     "Memory",
     "MemoryConfig",
     "ModelConfig",
+    "ObservationsConfig",
     "SearchHit",
     "SyncMemory",
     "VectorsConfig",
