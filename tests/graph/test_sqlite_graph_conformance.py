@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from cogitator_memory import SQLiteAdapter, unwrap
-from cogitator_memory.engines.sqlite.graph import NEIGHBOURHOOD_SQL, WALK_SQL, node_haystack, text_match, walk_filter
+from cogitator_memory.engines.sqlite.graph import NEIGHBOURHOOD_SQL, WALK_SQL, text_match, walk_filter
 from cogitator_memory.engines.sqlite.schema import migrate
 from cogitator_memory.graph.records import Walk
+from cogitator_memory.graph.rules import node_haystack
 from cogitator_memory.testing.graph import GraphConformanceCase, graph_adapter_conformance_cases
 
 

@@ -13,6 +13,12 @@ from ..items.records import ItemEvidence
 from .records import GraphEdge, GraphNode, name_key
 
 
+def node_haystack(node: GraphNode) -> str:
+    """What the ``text`` filter of a node query searches in ``node``, casefolded, as
+    :meth:`~cogitator_memory.graph.records.NodeQuery.matches` builds it (engines index it)."""
+    return " ".join([node.name, *node.aliases, node.description or ""]).casefold()
+
+
 def merged_evidence(*groups: Iterable[ItemEvidence]) -> list[ItemEvidence]:
     """The quotes of every group, each once (same entry, tool call, file range and words), in order."""
     seen: set[str] = set()
@@ -139,6 +145,7 @@ __all__ = [
     "merge_node_records",
     "merged_evidence",
     "merged_properties",
+    "node_haystack",
     "path_from_steps",
     "repoint_edges",
 ]

@@ -5,6 +5,13 @@ The tables (migration ``m005_graph``) are those of the SQLite engine (:mod:`..sq
 nodes, name keys, edges, and ``graph_adjacency`` with two rows per edge; a walk is one recursive
 query whose step reads at most ``fan_out`` adjacency rows of each node (``LATERAL ... LIMIT``).
 Every write runs in one transaction.
+
+Migration ``m007_graph_node_text`` adds ``graph_nodes.text_key``, the casefolded text the ``text``
+filter searches (:func:`~cogitator_memory.graph.rules.node_haystack`), written with the
+node, and a ``pg_trgm`` GIN index on it when the extension can be had (else none: the ``LIKE``
+then reads the agent's rows). A ``text`` of three characters or more is looked up by
+``text_key LIKE '%text%'`` (nodes written before the migration have no key and are always read),
+then checked exactly as before by :meth:`~cogitator_memory.graph.records.NodeQuery.matches`.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ...errors import ConflictError, NotFoundError
 from ...graph.base import GraphChanges, GraphStoreMixin, check_next_version
 from ...graph.records import TRUSTED, EdgeQuery, GraphEdge, GraphNode, GraphPath, NodeQuery, TraversalResult, Walk
+from ...graph.rules import node_haystack
 from .schema import quote_ident
 
 if TYPE_CHECKING:
@@ -46,6 +54,41 @@ GRAPH_TABLES: tuple[str, ...] = (
         PRIMARY KEY (node_id, edge_id)
     )""",
 )
+
+#: The statements of migration ``m007_graph_node_text`` (``{s}`` is the schema): the column, a
+#: ``pg_trgm`` GIN index on it when the extension is there or can be made, and a partial index of
+#: the nodes written before (no key), read by every text filter until they are written again.
+NODE_TEXT_STATEMENTS: tuple[str, ...] = (
+    "ALTER TABLE {s}.graph_nodes ADD COLUMN IF NOT EXISTS text_key text",
+    "CREATE INDEX IF NOT EXISTS graph_nodes_unkeyed ON {s}.graph_nodes (agent_id) WHERE text_key IS NULL",
+    """DO $cogmem$
+    DECLARE ext_schema name;
+    BEGIN
+        BEGIN
+            CREATE EXTENSION IF NOT EXISTS pg_trgm;
+        EXCEPTION WHEN OTHERS THEN
+            NULL;  -- not installed on the server, or no right to create it: no index
+        END;
+        SELECT n.nspname INTO ext_schema FROM pg_extension AS e JOIN pg_namespace AS n ON n.oid = e.extnamespace
+        WHERE e.extname = 'pg_trgm';
+        IF ext_schema IS NOT NULL THEN
+            EXECUTE format(
+                'CREATE INDEX IF NOT EXISTS graph_nodes_by_text ON %s.graph_nodes USING gin (text_key %I.gin_trgm_ops)',
+                '{s}', ext_schema
+            );
+        END IF;
+    END $cogmem$""",
+)
+
+
+def text_pattern(text: str) -> str | None:
+    """The ``LIKE`` pattern of the nodes whose ``text_key`` holds ``text`` casefolded, or None
+    when ``text`` is under three characters (a trigram index cannot narrow it)."""
+    words = text.casefold()
+    if len(words) < 3:
+        return None
+    return "%" + words.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
 
 #: A bounded walk as the CTE ``w`` of steps (``{t}`` the quoted schema, ``{seen}`` the scope filter
 #: on ``n``, a start node, ``{follow}`` the filter of the edges followed); only start nodes that exist.
@@ -237,8 +280,21 @@ class PostgresGraph(GraphStoreMixin):
                     await conn.execute(f"DELETE FROM {t}.graph_nodes WHERE id = ANY(%s)", (gone_nodes,))
                 if nodes:
                     await cur.executemany(
-                        f"INSERT INTO {t}.graph_nodes VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                        [(n.id, n.agent_id, n.scope_key, n.type, n.confidence, n.origin, n.dump_json()) for n in nodes],
+                        f"INSERT INTO {t}.graph_nodes (id, agent_id, scope_key, type, confidence, origin, body,"
+                        " text_key) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                        [
+                            (
+                                n.id,
+                                n.agent_id,
+                                n.scope_key,
+                                n.type,
+                                n.confidence,
+                                n.origin,
+                                n.dump_json(),
+                                node_haystack(n),
+                            )
+                            for n in nodes
+                        ],
                     )
                     await cur.executemany(
                         f"INSERT INTO {t}.graph_node_names VALUES (%s, %s)",
@@ -277,6 +333,10 @@ class PostgresGraph(GraphStoreMixin):
         if query.name_key is not None:
             where.append(f"id IN (SELECT node_id FROM {t}.graph_node_names WHERE name_key = %s)")
             params.append(query.name_key)
+        pattern = None if query.text is None else text_pattern(query.text)
+        if pattern is not None:
+            where.append("(text_key LIKE %s OR text_key IS NULL)")
+            params.append(pattern)
         rows = await self._rows(f"SELECT body FROM {t}.graph_nodes WHERE {' AND '.join(where)}", params)
         nodes = [GraphNode.model_validate_json(r[0], context=TRUSTED) for r in rows]
         return [n for n in nodes if query.matches(n)] if query.text is not None else nodes
@@ -384,4 +444,4 @@ class PostgresGraph(GraphStoreMixin):
         return counts[0], counts[1]
 
 
-__all__ = ["GRAPH_TABLES", "WALK_SQL", "PostgresGraph", "walk_filter"]
+__all__ = ["GRAPH_TABLES", "NODE_TEXT_STATEMENTS", "WALK_SQL", "PostgresGraph", "text_pattern", "walk_filter"]

@@ -210,6 +210,17 @@ M006_USER_THREADS = Migration(
     ),
 )
 
+
+def _node_text() -> tuple[str, ...]:
+    from .graph import NODE_TEXT_STATEMENTS
+
+    return NODE_TEXT_STATEMENTS
+
+
+#: The casefolded text of each graph node beside it, trigram-indexed when ``pg_trgm`` can be had,
+#: so the ``text`` filter of ``query_nodes`` reads only the nodes that may hold the text.
+M007_GRAPH_NODE_TEXT = Migration(7, "m007_graph_node_text", _node_text())
+
 MIGRATIONS: tuple[Migration, ...] = (
     M001_INITIAL,
     M002_TREES,
@@ -217,6 +228,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     M004_MEMORY_FILES,
     M005_GRAPH,
     M006_USER_THREADS,
+    M007_GRAPH_NODE_TEXT,
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -10,7 +10,7 @@ recursive query over ``graph_adjacency`` (see :data:`WALK_SQL`); every write is 
 
 Migration ``m009_graph_node_text`` adds ``graph_node_text``, an FTS5 table with the trigram
 tokenizer (:data:`NODE_TEXT_TABLES`) holding the casefolded text the
-``text`` filter searches (:func:`node_haystack`). A ``text`` of three characters or more is
+``text`` filter searches (:func:`~cogitator_memory.graph.rules.node_haystack`). A ``text`` of three characters or more is
 first looked up there (a superset: every node whose text holds it has all its trigrams), then
 checked exactly as before by :meth:`~cogitator_memory.graph.records.NodeQuery.matches`. When the
 SQLite build has no trigram tokenizer the table is not made and the filter reads every node.
@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ...errors import ConflictError, NotFoundError
 from ...graph.base import GraphChanges, GraphStoreMixin, check_next_version
 from ...graph.records import TRUSTED, EdgeQuery, GraphEdge, GraphNode, NodeQuery, TraversalResult, Walk
+from ...graph.rules import node_haystack
 
 #: The tables of the graph (migration ``m006_graph`` of :mod:`.schema`).
 GRAPH_TABLES: tuple[str, ...] = (
@@ -107,12 +108,6 @@ _EDGE_SCOPE_KEY = " || char(31) || ".join(
 def _chunks(values: Sequence[str]) -> Iterator[Sequence[str]]:
     for start in range(0, len(values), _CHUNK):
         yield values[start : start + _CHUNK]
-
-
-def node_haystack(node: GraphNode) -> str:
-    """What the ``text`` filter searches in ``node``, casefolded (as
-    :meth:`~cogitator_memory.graph.records.NodeQuery.matches` builds it)."""
-    return " ".join([node.name, *node.aliases, node.description or ""]).casefold()
 
 
 def text_match(text: str) -> str | None:
@@ -386,7 +381,6 @@ __all__ = [
     "WALK_SQL",
     "SQLiteGraph",
     "index_node_texts",
-    "node_haystack",
     "text_match",
     "walk_filter",
 ]
