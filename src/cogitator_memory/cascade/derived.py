@@ -205,8 +205,13 @@ async def sweep_vectors(embeddings: Any, sources: Collection[str], counts: Casca
     """Delete the vectors of ``sources`` (entries, summaries, items and facts that went)."""
     if embeddings is None or not sources:
         return
+    batch = getattr(embeddings, "delete_embeddings", None)
     for part in chunks(sorted(sources)):
-        for embedding in unwrap(await embeddings.get_by_sources(part)):
+        found = unwrap(await embeddings.get_by_sources(part))
+        if callable(batch):  # one write per chunk where the store can
+            counts.vectors += unwrap(await batch([e.id for e in found]))
+            continue
+        for embedding in found:
             unwrap(await embeddings.delete_embedding(embedding.id))
             counts.vectors += 1
 

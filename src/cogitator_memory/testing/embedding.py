@@ -430,6 +430,20 @@ async def _delete_embedding(store: EmbeddingAdapter) -> None:
     _ok(await store.delete_embedding("emb_never"), "delete_embedding (missing)")
 
 
+async def _delete_embeddings(store: EmbeddingAdapter) -> None:
+    keep, one, two = await _add(
+        store, _new("keep me", axis_vector(1)), _new("delete one", axis_vector(0)), _new("delete two", axis_vector(2))
+    )
+    _failed(await store.delete_embeddings([one.id, ""]), "delete_embeddings (a bad id)", "embedding_ids[1]")
+    _failed(await store.delete_embeddings(one.id), "delete_embeddings (a string)", "embedding_ids")
+    assert await _everything(store) == {keep.id, one.id, two.id}, "a refused batch deletes nothing"
+    gone = _ok(await store.delete_embeddings([one.id, "emb_never", two.id, one.id]), "delete_embeddings")
+    assert gone == 2, f"delete_embeddings counted {gone}, not the 2 that existed"
+    assert await _everything(store) == {keep.id}
+    assert await _ids(store.keyword_search("delete")) == []
+    assert _ok(await store.delete_embeddings([]), "delete_embeddings ([])") == 0
+
+
 async def _delete_by_filter(store: EmbeddingAdapter) -> None:
     a_doc, a_fact, b_doc, shared, a_t1, tagged = await _add(
         store,
@@ -619,6 +633,7 @@ _CASES: tuple[tuple[str, Callable[[EmbeddingAdapter], Awaitable[None]]], ...] = 
     ("keyword_long_query", _keyword_long_query),
     ("hits_without_vectors", _hits_without_vectors),
     ("delete_embedding", _delete_embedding),
+    ("delete_embeddings", _delete_embeddings),
     ("delete_by_filter", _delete_by_filter),
     ("get_by_sources", _get_by_sources),
     ("batch_all_or_nothing", _batch_all_or_nothing),

@@ -126,6 +126,10 @@ class EmbeddingAdapter(Protocol):
         """Delete one embedding (a missing one succeeds)."""
         ...
 
+    async def delete_embeddings(self, embedding_ids: Sequence[str]) -> MemoryResult[int]:
+        """Delete several embeddings (missing ones skipped); how many went."""
+        ...
+
     async def delete_by_filter(
         self,
         *,
@@ -256,6 +260,14 @@ class EmbeddingStoreMixin(ABC):
     @abstractmethod
     async def _delete_embedding(self, embedding_id: str) -> bool:
         """Delete it; whether it existed."""
+
+    async def _delete_embeddings(self, embedding_ids: list[str]) -> int:
+        """Delete them; how many existed. By default one :meth:`_delete_embedding` each; an
+        engine that can do it in one write overrides this."""
+        gone = 0
+        for embedding_id in embedding_ids:
+            gone += await self._delete_embedding(embedding_id)
+        return gone
 
     @abstractmethod
     async def _delete_by_filter(self, flt: DeletionFilter) -> int:
@@ -393,6 +405,18 @@ class EmbeddingStoreMixin(ABC):
             return ok_none()
         except Exception as exc:
             return self._fail("delete_embedding", exc)
+
+    async def delete_embeddings(self, embedding_ids: Sequence[str]) -> MemoryResult[int]:
+        """Delete these embeddings (missing ones are skipped) in one write where the engine
+        allows; how many went. Every id is checked before anything is deleted."""
+        try:
+            self._require_connected()
+            if isinstance(embedding_ids, str) or not isinstance(embedding_ids, Sequence):
+                raise InvalidArgumentError("embedding_ids", "must be a list of embedding ids")
+            ids = list(dict.fromkeys(tree.check_id(f"embedding_ids[{i}]", e) for i, e in enumerate(embedding_ids)))
+            return ok(await self._delete_embeddings(ids) if ids else 0)
+        except Exception as exc:
+            return self._fail("delete_embeddings", exc)
 
     async def delete_by_filter(
         self,

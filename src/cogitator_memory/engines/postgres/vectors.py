@@ -626,6 +626,15 @@ class PostgresVectors(EmbeddingStoreMixin):
 
         return await self.run(op)
 
+    async def _delete_embeddings(self, embedding_ids: list[str]) -> int:
+        layout = self._vectors()
+
+        async def op(conn: AsyncConnection[Any]) -> int:
+            cur = await conn.execute(f"DELETE FROM {layout.table} WHERE id = ANY(%s)", (embedding_ids,))
+            return cur.rowcount
+
+        return await self.run(op)
+
     async def _delete_by_filter(self, flt: DeletionFilter) -> int:
         layout = self._vectors()
         where, params = deletion_filter_sql(flt)

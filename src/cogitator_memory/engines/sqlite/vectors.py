@@ -298,6 +298,16 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
             drop_embedding_terms(db, "id = ?", (embedding_id,))
             return bool(db.execute("DELETE FROM embeddings WHERE id = ?", (embedding_id,)).rowcount)
 
+    async def _delete_embeddings(self, embedding_ids: list[str]) -> int:
+        gone = 0
+        with self._write() as db:  # one transaction for all of them
+            for start in range(0, len(embedding_ids), 500):
+                part = embedding_ids[start : start + 500]
+                marks = ", ".join("?" * len(part))
+                drop_embedding_terms(db, f"id IN ({marks})", tuple(part))
+                gone += db.execute(f"DELETE FROM embeddings WHERE id IN ({marks})", part).rowcount
+        return gone
+
     async def _delete_by_filter(self, flt: DeletionFilter) -> int:
         where, args = where_clause(source_type=flt.source_type, scope={}, exact=flt.exact_metadata())
         with self._write() as db:
