@@ -19,6 +19,14 @@ its checked records. The hand-written queries follow no ``fan_out`` limit: the b
 no node has more than 50 adjacency rows, so the limit does not bind and both sides find the same
 nodes (checked once per start) and a path of the same length.
 
+Then the ``text`` filter (issue 20): 10,000 fact nodes written through ``add_nodes`` (six words
+each from 2,000), p50/p95 of ``query_nodes({"agent_id", "visible_to", "text": word})`` and of the
+``recall`` memory tool, each with the text index (SQLite FTS5 trigram, PostgreSQL ``pg_trgm``)
+and without it (the same run: SQLite with the index switched off, PostgreSQL with every node's
+``text_key`` cleared, which reads and checks every node in scope as before the index), beside a
+hand-written query through the raw driver using the same index (bodies parsed with
+``json.loads``, then the same substring check).
+
 PostgreSQL comes from ``COGMEM_TEST_POSTGRES_URL``; each run uses a fresh schema and drops it.
 """
 
@@ -41,8 +49,11 @@ import psycopg
 
 from cogitator_memory import unwrap
 from cogitator_memory.engines.postgres.adapter import PostgresAdapter
+from cogitator_memory.engines.postgres.graph import text_pattern
 from cogitator_memory.engines.postgres.schema import quote_ident
+from cogitator_memory.engines.sqlite.graph import text_match
 from cogitator_memory.engines.sqlite.threads import SQLiteAdapter
+from cogitator_memory.tools.memory import create_memory_tools
 
 from .common import Row, percentiles
 
@@ -329,10 +340,190 @@ async def _bench_postgres(graph: Graph, repeat: int) -> list[Row]:
     return _rows("PostgreSQL", graph, samples, sum(reached) / len(reached))
 
 
+FACTS = 10_000
+VOCABULARY = 2_000
+
+
+def _facts(seed: int = 20) -> tuple[list[dict[str, Any]], list[str]]:
+    """10,000 fact nodes of six words each, and 40 query words (each in about 30 facts)."""
+    rng = random.Random(seed)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    vocabulary = sorted({"".join(rng.choice(letters) for _ in range(rng.randint(5, 9))) for _ in range(VOCABULARY)})
+    nodes = [
+        {
+            "id": f"f{i:06d}",
+            "type": "fact",
+            "name": f"User {' '.join(rng.sample(vocabulary, 6))}",
+            "properties": {"category": "general"},
+            "scope": {"agent_id": AGENT},
+        }
+        for i in range(FACTS)
+    ]
+    return nodes, rng.sample(vocabulary, STARTS)
+
+
+def _raw_hits(bodies: list[Any], word: str) -> list[str]:
+    found = []
+    for body in bodies:
+        node = json.loads(body)
+        hay = " ".join([node["name"], *node["aliases"], node.get("description") or ""]).casefold()
+        if word.casefold() in hay:
+            found.append(node["id"])
+    return found
+
+
+def _text_rows(engine: str, samples: dict[str, list[float]], found: float) -> list[Row]:
+    p = {name: percentiles(values) for name, values in samples.items()}
+    raw = p["raw"]
+    out = []
+    for call, what in (("query", "query_nodes text filter"), ("recall", "memory tool recall")):
+        for side in ("indexed", "scan"):
+            ours = p[f"{call} {side}"]
+            label = "with the text index" if side == "indexed" else "without it (reads every node, as before)"
+            out.append(
+                Row(
+                    "graph",
+                    f"{engine} {what} {label}, {FACTS:,} facts, p50 ms",
+                    ours[0] * 1e3,
+                    "ms",
+                    raw[0] * 1e3,
+                    "hand-written SQL on the same index, raw driver, alternating",
+                    ours[0] / raw[0],
+                    "within 1.5x" if side == "indexed" and call == "query" else None,
+                    ours[0] / raw[0] <= 1.5 if side == "indexed" and call == "query" else None,
+                    {
+                        "p95_ms": ours[1] * 1e3,
+                        "raw_p95_ms": raw[1] * 1e3,
+                        "calls": len(samples[f"{call} {side}"]),
+                        "nodes_found_avg": found,
+                    },
+                )
+            )
+    return out
+
+
+async def _text_calls(
+    store: Any, words: list[str], raw: Callable[[str], Awaitable[list[str]]], scan: Callable[[bool], Awaitable[None]]
+) -> tuple[list[tuple[str, Callable[[int], Awaitable[Any]]]], float]:
+    """The calls of the text rows; ``scan(True)`` makes the store read every node, ``scan(False)``
+    brings the index back (checked: both find what the raw query finds)."""
+    scope = {"agent_id": AGENT}
+    recall = create_memory_tools(graph=store, agent_id=AGENT)[1]
+
+    async def query(i: int) -> list[str]:
+        return [
+            n.id for n in unwrap(await store.query_nodes({**scope, "visible_to": scope, "text": words[i % STARTS]}))
+        ]
+
+    async def tool(i: int) -> Any:
+        return await recall.handler({"query": words[i % STARTS]})
+
+    expected = [sorted(await raw(word)) for word in words]
+    for scanning in (True, False):
+        await scan(scanning)
+        for i in range(STARTS):
+            _check("text", f"query {words[i]!r} (scan={scanning})", sorted(await query(i)), expected[i])
+    found = [len(ids) for ids in expected]
+
+    def side(fn: Callable[[int], Awaitable[Any]], scanning: bool) -> Callable[[int], Awaitable[Any]]:
+        async def call(i: int) -> Any:
+            await scan(scanning)
+            return await fn(i)
+
+        return call
+
+    calls = [
+        ("query indexed", side(query, False)),
+        ("raw", lambda i: raw(words[i % STARTS])),
+        ("query scan", side(query, True)),
+        ("recall indexed", side(tool, False)),
+        ("recall scan", side(tool, True)),
+    ]
+    return calls, sum(found) / len(found)
+
+
+async def _bench_text_sqlite(repeat: int) -> list[Row]:
+    nodes, words = _facts()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "facts.db"
+        store = SQLiteAdapter(path=path)
+        unwrap(await store.connect())
+        db = sqlite3.connect(path, isolation_level=None)
+        try:
+            unwrap(await store.add_nodes(nodes))
+            db.execute("ANALYZE")
+            sql = (
+                "SELECT body FROM graph_nodes WHERE agent_id = ? AND id IN (SELECT i.node_id FROM graph_node_text AS f"
+                " JOIN graph_node_text_ids AS i ON i.text_rowid = f.rowid WHERE f.hay MATCH ?)"
+            )
+
+            async def raw(word: str) -> list[str]:
+                return _raw_hits([b for (b,) in db.execute(sql, (AGENT, text_match(word)))], word)
+
+            async def scan(scanning: bool) -> None:
+                store._text_index = not scanning  # the cached "has the index" of the adapter
+
+            calls, found = await _text_calls(store, words, raw, scan)
+            samples = await _alternate(calls, repeat)
+        finally:
+            db.close()
+            await store.disconnect()
+    return _text_rows("SQLite", samples, found)
+
+
+async def _bench_text_postgres(repeat: int) -> list[Row]:
+    nodes, words = _facts()
+    schema = f"bench_text_{secrets.token_hex(4)}"
+    t = quote_ident(schema) + "."
+    store = PostgresAdapter(url=ADMIN_URL, schema=schema, pool_size=2)
+    unwrap(await store.connect())
+    try:
+        async with await psycopg.AsyncConnection.connect(ADMIN_URL, autocommit=True) as conn:
+            unwrap(await store.add_nodes(nodes))
+            await conn.execute(f"ANALYZE {t}graph_nodes")
+            await conn.execute(f"CREATE TABLE {t}text_keys AS SELECT id, text_key FROM {t}graph_nodes")
+            sql = f"SELECT body FROM {t}graph_nodes WHERE agent_id = %s AND text_key LIKE %s"
+            state = {"scanning": False}
+
+            async def raw(word: str) -> list[str]:
+                cur = await conn.execute(sql, (AGENT, text_pattern(word)))
+                return _raw_hits([b for (b,) in await cur.fetchall()], word)
+
+            async def scan(scanning: bool) -> None:
+                if scanning == state["scanning"]:
+                    return
+                state["scanning"] = scanning
+                if scanning:  # as before the index: every node is read and checked
+                    await conn.execute(f"UPDATE {t}graph_nodes SET text_key = NULL")
+                else:
+                    await conn.execute(
+                        f"UPDATE {t}graph_nodes AS n SET text_key = k.text_key FROM {t}text_keys AS k WHERE k.id = n.id"
+                    )
+                await conn.execute(f"VACUUM ANALYZE {t}graph_nodes")
+
+            calls, found = await _text_calls(store, words, raw, scan)
+            # the indexed calls and the raw query, then the scans (switching costs an UPDATE)
+            indexed = await _alternate([c for c in calls if "scan" not in c[0]], repeat)
+            scanned = await _alternate([c for c in calls if "scan" in c[0]], repeat)
+            await scan(False)
+            samples = {**indexed, **scanned}
+    finally:
+        await store.disconnect()
+        async with await psycopg.AsyncConnection.connect(ADMIN_URL, autocommit=True) as conn:
+            await conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(schema)} CASCADE")
+    return _text_rows("PostgreSQL", samples, found)
+
+
+async def run_text(quick: bool) -> list[Row]:
+    """The rows of the ``text`` filter only."""
+    repeat = 40 if quick else 80
+    return [*await _bench_text_sqlite(repeat), *await _bench_text_postgres(repeat)]
+
+
 async def run(quick: bool) -> list[Row]:
     nodes, edges = (10_000, 50_000) if quick else (100_000, 500_000)
     repeat = 40 if quick else 80
     graph = Graph(nodes, edges)
     if graph.max_degree > 50:
         raise RuntimeError(f"a node has {graph.max_degree} edges: fan_out=50 would bind and the sides differ")
-    return [*await _bench_sqlite(graph, repeat), *await _bench_postgres(graph, repeat)]
+    return [*await _bench_sqlite(graph, repeat), *await _bench_postgres(graph, repeat), *await run_text(quick)]
