@@ -12,11 +12,13 @@ store (one that keeps a graph, see :class:`~cogitator_memory.graph.base.GraphAda
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConflictError, InvalidArgumentError, NotFoundError
+from ..graph.checks import check_node_filter
 from ..result import MemoryResult, unwrap
 
 GraphCase = Callable[[Any], Awaitable[None]]
@@ -201,6 +203,33 @@ async def case_text_filter(store: Any) -> None:
     _eq(await ids("muster"), [], "a deleted node is gone from the text filter")
     unwrap(await store.add_node(_node("t3", "Muster again")))
     _eq(await ids("muster"), ["t3"], "an id written again")
+
+
+@_case
+async def case_text_filter_finds_what_the_reference_finds(store: Any) -> None:
+    rng = random.Random(7)
+    alphabet = 'aAbBßSsİi̇ΣσςﬁFI"*().-_%\\ NEAR AND OR ǘ😀'
+
+    def word(low: int, high: int) -> str:
+        return "".join(rng.choice(alphabet) for _ in range(rng.randint(low, high)))
+
+    nodes = [
+        _node(
+            f"r{i}",
+            word(1, 12).strip() or "x",
+            "concept",
+            aliases=[word(4, 4).strip() or "y"],
+            description=word(0, 10) or None,
+        )
+        for i in range(200)
+    ]
+    stored = unwrap(await store.add_nodes(nodes))
+    texts = [n.name[i : i + k] for n in stored for i in range(3) for k in (1, 3, 5)] + ["ss", "SS", "σς", "FI", "ﬁ"]
+    for text in dict.fromkeys(t for t in texts if t.strip()):
+        query = check_node_filter({"agent_id": AGENT, "text": text})
+        expected = sorted(n.id for n in stored if query.matches(n))
+        found = sorted(n.id for n in unwrap(await store.query_nodes({"agent_id": AGENT, "text": text})))
+        _eq(found, expected, f"the nodes holding {text!r} (as NodeQuery.matches finds them)")
 
 
 @_case
