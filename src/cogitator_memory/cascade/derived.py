@@ -153,10 +153,20 @@ async def sweep_graph(
     """Delete the graph nodes and edges of the agents standing only on ``entry_ids`` (or kept
     for ``user_id``: scope or ``metadata["user_id"]``), and trim the quotes of them from the others."""
     wanted = frozenset(entry_ids)
+    indexed = user_id is None and callable(getattr(graph, "find_by_evidence", None))
     for agent in agents:
-        edges = unwrap(await graph.query_edges({"agent_id": agent}))
-        nodes = unwrap(await graph.query_nodes({"agent_id": agent}))
-        doomed_nodes = {n.id for n in nodes if _goes(n, wanted, user_id)}
+        if indexed:  # only what quotes the entries, and the edges of the nodes that go
+            nodes, edges = unwrap(await graph.find_by_evidence(agent, sorted(wanted)))
+            doomed_nodes = {n.id for n in nodes if _goes(n, wanted, user_id)}
+            seen = {e.id for e in edges}
+            for chunk in chunks(sorted(doomed_nodes)):
+                touching = unwrap(await graph.query_edges({"agent_id": agent, "node_ids": chunk}))
+                edges += [e for e in touching if e.id not in seen]
+                seen.update(e.id for e in touching)
+        else:
+            edges = unwrap(await graph.query_edges({"agent_id": agent}))
+            nodes = unwrap(await graph.query_nodes({"agent_id": agent}))
+            doomed_nodes = {n.id for n in nodes if _goes(n, wanted, user_id)}
         for edge in edges:
             if _goes(edge, wanted, user_id) or edge.source_id in doomed_nodes or edge.target_id in doomed_nodes:
                 if unwrap(await graph.delete_edge(edge.id)):

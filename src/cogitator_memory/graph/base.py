@@ -220,6 +220,16 @@ class GraphStoreMixin(ABC):
     async def _graph_counts(self, agent_id: str) -> tuple[dict[str, int], dict[str, int]]:
         """An agent's nodes and edges counted by type."""
 
+    async def _by_evidence(self, agent_id: str, entry_ids: frozenset[str]) -> tuple[list[GraphNode], list[GraphEdge]]:
+        """The agent's nodes and edges with a quote of an entry of ``entry_ids``: this default reads
+        the whole graph of the agent; an engine that indexes the quotes overrides it."""
+        nodes = await self._query_nodes(NodeQuery(agent_id=agent_id))
+        edges = await self._query_edges(EdgeQuery(agent_id=agent_id))
+        return (
+            [n for n in nodes if any(e.entry_id in entry_ids for e in n.evidence)],
+            [e for e in edges if any(q.entry_id in entry_ids for q in e.evidence)],
+        )
+
     # ----- helpers ---------------------------------------------------------------------------
 
     async def _node(self, name: str, node_id: object) -> GraphNode:
@@ -660,6 +670,25 @@ class GraphStoreMixin(ABC):
             return ok({"nodes": nodes, "edges": edges})
         except Exception as exc:
             return self._fail("clear_graph", exc)
+
+    async def find_by_evidence(
+        self, agent_id: str, entry_ids: Sequence[str]
+    ) -> MemoryResult[tuple[list[GraphNode], list[GraphEdge]]]:
+        """The agent's nodes and edges (each by id) with a quote (``evidence``) of one of
+        ``entry_ids``: what deleting those entries touches, found without reading the whole graph
+        where the engine indexes the quotes."""
+        try:
+            self._require_connected()
+            agent = tree.check_id("agent_id", agent_id)
+            if isinstance(entry_ids, str) or not isinstance(entry_ids, Sequence):
+                raise InvalidArgumentError("entry_ids", "must be a list of entry ids")
+            wanted = frozenset(tree.check_id(f"entry_ids[{i}]", v) for i, v in enumerate(entry_ids))
+            if not wanted:
+                return ok(([], []))
+            nodes, edges = await self._by_evidence(agent, wanted)
+            return ok((sorted(nodes, key=lambda n: n.id), sorted(edges, key=lambda e: e.id)))
+        except Exception as exc:
+            return self._fail("find_by_evidence", exc)
 
     async def get_graph_stats(self, agent_id: str) -> MemoryResult[GraphStats]:
         """Counts of an agent's graph: nodes and edges, each by type, and the average degree."""

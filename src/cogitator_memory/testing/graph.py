@@ -233,6 +233,53 @@ async def case_text_filter_finds_what_the_reference_finds(store: Any) -> None:
 
 
 @_case
+async def case_find_by_evidence(store: Any) -> None:
+    def quotes(*entries: str) -> list[dict[str, Any]]:
+        return [{"quote": f"said in {e}", "entry_id": e, "thread_id": "t"} for e in entries]
+
+    unwrap(
+        await store.add_nodes(
+            [
+                _node("q1", "Ana", evidence=quotes("e1")),
+                _node("q2", "Bo", evidence=quotes("e2", "e1")),
+                _node("q3", "Cy", evidence=quotes("e3")),
+                _node("q4", "Di"),
+                _node("q5", "Ed", agent_id="other", evidence=quotes("e1")),
+            ]
+        )
+    )
+    unwrap(
+        await store.add_edges(
+            [
+                _edge("k1", "q1", "q3", evidence=quotes("e3", "e1")),
+                _edge("k2", "q3", "q4", evidence=quotes("e3")),
+                _edge("k3", "q2", "q4"),
+            ]
+        )
+    )
+
+    async def found(entries: list[str]) -> tuple[list[str], list[str]]:
+        nodes, edges = unwrap(await store.find_by_evidence(AGENT, entries))
+        return [n.id for n in nodes], [e.id for e in edges]
+
+    _eq(await found(["e1"]), (["q1", "q2"], ["k1"]), "the nodes and edges quoting an entry, of the agent only")
+    _eq(await found(["e3", "e2"]), (["q2", "q3"], ["k1", "k2"]), "quoting any of the entries")
+    _eq(await found(["nope"]), ([], []), "no quote of it")
+    _eq(await found([]), ([], []), "no entries")
+    unwrap(await store.update_node("q1", {"evidence": quotes("e2")}))
+    unwrap(await store.update_edge("k1", {"evidence": quotes("e3")}))
+    _eq(await found(["e1"]), (["q2"], []), "an update replaces the quotes")
+    unwrap(await store.delete_nodes(["q2"]))
+    _eq(await found(["e2"]), (["q1"], []), "a deleted node is not found")
+    unwrap(await store.delete_nodes(["q3"]))
+    _eq(await found(["e3"]), ([], []), "nor the edges that went with a node")
+    _fails(await store.find_by_evidence(AGENT, "e1"), "entry ids as one string", InvalidArgumentError, "entry_ids")
+    _fails(await store.find_by_evidence(AGENT, [""]), "an empty entry id", InvalidArgumentError, "entry_ids[0]")
+    unwrap(await store.clear_graph("other"))
+    _eq(unwrap(await store.find_by_evidence("other", ["e1"])), ([], []), "a cleared graph")
+
+
+@_case
 async def case_queries(store: Any) -> None:
     unwrap(
         await store.add_nodes(
