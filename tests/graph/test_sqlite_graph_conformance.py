@@ -88,7 +88,7 @@ async def test_the_text_index_is_filled_from_the_nodes_written_before_it(tmp_pat
         "DROP TABLE graph_node_text_ids",
     ):
         db.execute(statement)
-    db.execute("DELETE FROM cogitator_migrations WHERE version = 9")
+    db.execute("DELETE FROM cogitator_migrations WHERE version >= 9")
     db.execute("PRAGMA user_version = 8")
     assert migrate(db) == 8
     rows = db.execute(
@@ -99,3 +99,39 @@ async def test_the_text_index_is_filled_from_the_nodes_written_before_it(tmp_pat
     assert db.execute("SELECT count(*) FROM graph_node_text").fetchone()[0] == 0
     assert db.execute("SELECT count(*) FROM graph_node_text_ids").fetchone()[0] == 0
     db.close()
+
+
+async def test_the_evidence_index_is_filled_from_the_records_written_before_it(tmp_path: Path) -> None:
+    path = str(tmp_path / "old.db")
+    quote = [{"quote": "hi", "entry_id": "e1", "thread_id": "t"}]
+    async with SQLiteAdapter(path=path) as memory:
+        unwrap(
+            await memory.add_nodes(
+                [
+                    {"id": "n0", "name": "A", "type": "person", "agent_id": "a", "evidence": quote},
+                    {"id": "n1", "name": "B", "type": "person", "agent_id": "a"},
+                ]
+            )
+        )
+        unwrap(
+            await memory.add_edge(
+                {"id": "k", "source_id": "n0", "target_id": "n1", "type": "knows", "agent_id": "a", "evidence": quote}
+            )
+        )
+    db = sqlite3.connect(path, isolation_level=None)  # back to the schema before the index
+    db.execute("DROP TABLE graph_evidence")
+    db.execute("DELETE FROM cogitator_migrations WHERE version >= 10")
+    db.execute("PRAGMA user_version = 9")
+    assert migrate(db) == 9
+    assert sorted(db.execute("SELECT * FROM graph_evidence")) == [("e1", 0, "n0"), ("e1", 1, "k")]
+    db.close()
+    async with SQLiteAdapter(path=path) as memory:
+        nodes, edges = unwrap(await memory.find_by_evidence("a", ["e1"]))
+        assert [n.id for n in nodes] == ["n0"] and [e.id for e in edges] == ["k"]
+        plan = memory.connection.execute(
+            "EXPLAIN QUERY PLAN SELECT record_id FROM graph_evidence WHERE edge = 0 AND entry_id IN (SELECT value FROM json_each(?))",
+            ['["e1"]'],
+        )
+        assert "SCAN graph_evidence" not in "\n".join(str(r[-1]) for r in plan)
+        unwrap(await memory.delete_nodes(["n0"]))
+        assert memory.connection.execute("SELECT count(*) FROM graph_evidence").fetchone()[0] == 0

@@ -97,6 +97,29 @@ NODE_TEXT_TABLES: tuple[str, ...] = (
     END""",
 )
 
+#: Which entries each node's and edge's quotes name (migration ``m010_graph_evidence``), for
+#: ``find_by_evidence``: written with the record, dropped with it by the triggers.
+EVIDENCE_TABLES: tuple[str, ...] = (
+    """CREATE TABLE IF NOT EXISTS graph_evidence (
+        entry_id TEXT NOT NULL, edge INTEGER NOT NULL, record_id TEXT NOT NULL, PRIMARY KEY (entry_id, edge, record_id)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS graph_evidence_by_record ON graph_evidence (record_id, edge)",
+    """CREATE TRIGGER IF NOT EXISTS graph_node_evidence_gone AFTER DELETE ON graph_nodes BEGIN
+        DELETE FROM graph_evidence WHERE record_id = old.id AND edge = 0;
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS graph_edge_evidence_gone AFTER DELETE ON graph_edges BEGIN
+        DELETE FROM graph_evidence WHERE record_id = old.id AND edge = 1;
+    END""",
+    # the records written before
+    "DELETE FROM graph_evidence",
+    """INSERT OR IGNORE INTO graph_evidence
+        SELECT json_extract(q.value, '$.entry_id'), 0, n.id FROM graph_nodes AS n, json_each(n.body, '$.evidence') AS q
+        WHERE json_extract(q.value, '$.entry_id') IS NOT NULL""",
+    """INSERT OR IGNORE INTO graph_evidence
+        SELECT json_extract(q.value, '$.entry_id'), 1, e.id FROM graph_edges AS e, json_each(e.body, '$.evidence') AS q
+        WHERE json_extract(q.value, '$.entry_id') IS NOT NULL""",
+)
+
 _CHUNK = 500
 #: An edge's scope key (:func:`~cogitator_memory.items.records.scope_key`) read from its body.
 _EDGE_SCOPE_KEY = " || char(31) || ".join(
@@ -143,6 +166,12 @@ def _index_text(db: sqlite3.Connection, node: GraphNode) -> None:
         rowid = row[0]
         db.execute("DELETE FROM graph_node_text WHERE rowid = ?", (rowid,))
     db.execute("INSERT INTO graph_node_text (rowid, hay) VALUES (?, ?)", (rowid, node_haystack(node)))
+
+
+def _put_evidence(db: sqlite3.Connection, record: GraphNode | GraphEdge, edge: int) -> None:
+    db.execute("DELETE FROM graph_evidence WHERE record_id = ? AND edge = ?", (record.id, edge))
+    entries = sorted({q.entry_id for q in record.evidence if q.entry_id is not None})
+    db.executemany("INSERT INTO graph_evidence VALUES (?, ?, ?)", [(e, edge, record.id) for e in entries])
 
 
 def _marks(count: int) -> str:
@@ -207,6 +236,7 @@ class SQLiteGraph(GraphStoreMixin):
         )
         if self._has_text_index(db):
             _index_text(db, node)
+        _put_evidence(db, node, 0)
         db.execute("DELETE FROM graph_node_names WHERE node_id = ?", (node.id,))
         db.executemany(
             "INSERT INTO graph_node_names (name_key, node_id) VALUES (?, ?)", [(k, node.id) for k in node.name_keys]
@@ -233,6 +263,7 @@ class SQLiteGraph(GraphStoreMixin):
             (edge.id, edge.source_id, edge.target_id),
         )
         db.executemany("INSERT OR REPLACE INTO graph_adjacency VALUES (?, ?, ?, ?, ?, ?, ?, ?)", _adjacency(edge))
+        _put_evidence(db, edge, 1)
 
     @staticmethod
     def _delete_edges(db: sqlite3.Connection, where: str, params: Sequence[Any]) -> int:
@@ -355,6 +386,22 @@ class SQLiteGraph(GraphStoreMixin):
         edges.sort(key=lambda e: e.id)
         return TraversalResult(nodes=[n for _, n in nodes], edges=edges, depths={n.id: h for h, n in nodes})
 
+    async def _by_evidence(self, agent_id: str, entry_ids: frozenset[str]) -> tuple[list[GraphNode], list[GraphEdge]]:
+        entries = json.dumps(sorted(entry_ids))
+        found = []
+        for table, edge in (("graph_nodes", 0), ("graph_edges", 1)):
+            found.append(
+                self._read(
+                    f"SELECT body FROM {table} WHERE agent_id = ? AND id IN (SELECT record_id FROM graph_evidence"
+                    " WHERE edge = ? AND entry_id IN (SELECT value FROM json_each(?)))",
+                    (agent_id, edge, entries),
+                )
+            )
+        return (
+            [GraphNode.model_validate_json(b, context=TRUSTED) for b in found[0]],
+            [GraphEdge.model_validate_json(b, context=TRUSTED) for b in found[1]],
+        )
+
     async def _clear_graph(self, agent_id: str) -> tuple[int, int]:
         with self._write() as db:
             edges = self._delete_edges(db, "agent_id = ?", (agent_id,))
@@ -374,6 +421,7 @@ class SQLiteGraph(GraphStoreMixin):
 
 
 __all__ = [
+    "EVIDENCE_TABLES",
     "GRAPH_TABLES",
     "NEIGHBOURHOOD_SQL",
     "NODE_TEXT_TABLES",

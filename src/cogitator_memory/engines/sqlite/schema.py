@@ -255,6 +255,15 @@ def _m009_graph_node_text(db: sqlite3.Connection) -> None:
     index_node_texts(db)
 
 
+def _m010_graph_evidence(db: sqlite3.Connection) -> None:
+    """Which entries the graph's quotes name, so deleting entries finds the nodes and edges
+    quoting them without reading the agent's whole graph (filled from the records written before)."""
+    from .graph import EVIDENCE_TABLES
+
+    for statement in EVIDENCE_TABLES:
+        db.execute(statement)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "m001_initial", _m001_initial),
     Migration(2, "m002_embeddings", _m002_embeddings),
@@ -265,6 +274,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, "m007_user_threads", _m007_user_threads),
     Migration(8, "m008_terms_by_embedding", _m008_terms_by_embedding),
     Migration(9, "m009_graph_node_text", _m009_graph_node_text),
+    Migration(10, "m010_graph_evidence", _m010_graph_evidence),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
