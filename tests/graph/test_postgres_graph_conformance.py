@@ -90,3 +90,35 @@ async def test_the_text_filter_reads_the_trigram_index(store: PostgresAdapter, p
     assert await ids("STRASSE") == ["l"]
     assert await ids("node 2") == ["n2"]
     assert await ids("node") == ["n0", "n1", "n2"]
+
+
+async def test_the_evidence_index_is_filled_from_the_records_written_before_it(
+    store: PostgresAdapter, pg_url: str, schema: str
+) -> None:
+    import psycopg
+
+    from cogitator_memory import unwrap
+    from cogitator_memory.engines.postgres.schema import MIGRATIONS_TABLE
+
+    quote = [{"quote": "hi", "entry_id": "e1", "thread_id": "t"}]
+    unwrap(
+        await store.add_nodes(
+            [
+                {"id": "n0", "name": "A", "type": "person", "agent_id": "a", "evidence": quote},
+                {"id": "n1", "name": "B", "type": "person", "agent_id": "a"},
+            ]
+        )
+    )
+    edge = {"id": "k", "source_id": "n0", "target_id": "n1", "type": "knows", "agent_id": "a", "evidence": quote}
+    unwrap(await store.add_edge(edge))
+    await store.disconnect()
+    t = f'"{schema}"'
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # back to the schema before the index
+        conn.execute(f"DROP TABLE {t}.graph_evidence")
+        conn.execute(f"DELETE FROM {t}.{MIGRATIONS_TABLE} WHERE version >= 8")
+    async with PostgresAdapter(connection_string=pg_url, schema=schema, pool_size=2, dimensions=8) as again:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            rows = sorted(conn.execute(f"SELECT * FROM {t}.graph_evidence").fetchall())
+        assert rows == [("a", "e1", False, "n0"), ("a", "e1", True, "k")]
+        nodes, edges = unwrap(await again.find_by_evidence("a", ["e1"]))
+        assert [n.id for n in nodes] == ["n0"] and [e.id for e in edges] == ["k"]

@@ -81,6 +81,34 @@ NODE_TEXT_STATEMENTS: tuple[str, ...] = (
 )
 
 
+#: The statements of migration ``m008_graph_evidence``: which entries each node's and edge's
+#: quotes name, for ``find_by_evidence`` (written in the record's transaction), filled from the
+#: records written before.
+EVIDENCE_STATEMENTS: tuple[str, ...] = (
+    """CREATE TABLE IF NOT EXISTS {s}.graph_evidence (
+        agent_id text NOT NULL, entry_id text NOT NULL, edge boolean NOT NULL, record_id text NOT NULL,
+        PRIMARY KEY (agent_id, entry_id, edge, record_id)
+    )""",
+    "CREATE INDEX IF NOT EXISTS graph_evidence_by_record ON {s}.graph_evidence (record_id, edge)",
+    """INSERT INTO {s}.graph_evidence
+        SELECT DISTINCT n.agent_id, q ->> 'entry_id', false, n.id
+        FROM {s}.graph_nodes AS n, jsonb_array_elements(n.body::jsonb -> 'evidence') AS q
+        WHERE q ->> 'entry_id' IS NOT NULL ON CONFLICT DO NOTHING""",
+    """INSERT INTO {s}.graph_evidence
+        SELECT DISTINCT e.agent_id, q ->> 'entry_id', true, e.id
+        FROM {s}.graph_edges AS e, jsonb_array_elements(e.body::jsonb -> 'evidence') AS q
+        WHERE q ->> 'entry_id' IS NOT NULL ON CONFLICT DO NOTHING""",
+)
+
+
+def _evidence_rows(records: Sequence[GraphNode | GraphEdge], edge: bool) -> list[tuple[str, str, bool, str]]:
+    return [
+        (r.agent_id, entry, edge, r.id)
+        for r in records
+        for entry in sorted({q.entry_id for q in r.evidence if q.entry_id is not None})
+    ]
+
+
 def text_pattern(text: str) -> str | None:
     """The ``LIKE`` pattern of the nodes whose ``text_key`` holds ``text`` casefolded, or None
     when ``text`` is under three characters (a trigram index cannot narrow it)."""
@@ -273,9 +301,13 @@ class PostgresGraph(GraphStoreMixin):
                 stale = [*removed_edges, *(e.id for e in edges)]
                 if stale:
                     await conn.execute(f"DELETE FROM {t}.graph_adjacency WHERE edge_id = ANY(%s)", (stale,))
+                    await conn.execute(f"DELETE FROM {t}.graph_evidence WHERE edge AND record_id = ANY(%s)", (stale,))
                     await conn.execute(f"DELETE FROM {t}.graph_edges WHERE id = ANY(%s)", (stale,))
                 gone_nodes = [*changes.delete_nodes, *(n.id for n in nodes)]
                 if gone_nodes:
+                    await conn.execute(
+                        f"DELETE FROM {t}.graph_evidence WHERE NOT edge AND record_id = ANY(%s)", (gone_nodes,)
+                    )
                     await conn.execute(f"DELETE FROM {t}.graph_node_names WHERE node_id = ANY(%s)", (gone_nodes,))
                     await conn.execute(f"DELETE FROM {t}.graph_nodes WHERE id = ANY(%s)", (gone_nodes,))
                 if nodes:
@@ -300,6 +332,9 @@ class PostgresGraph(GraphStoreMixin):
                         f"INSERT INTO {t}.graph_node_names VALUES (%s, %s)",
                         [(k, n.id) for n in nodes for k in n.name_keys],
                     )
+                evidence = [*_evidence_rows(nodes, False), *_evidence_rows(edges, True)]
+                if evidence:
+                    await cur.executemany(f"INSERT INTO {t}.graph_evidence VALUES (%s, %s, %s, %s)", evidence)
                 if edges:
                     await cur.executemany(
                         f"INSERT INTO {t}.graph_edges VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
@@ -414,6 +449,23 @@ class PostgresGraph(GraphStoreMixin):
                 return GraphPath(nodes=nodes, edges=edges, total_weight=sum(e.weight for e in edges))
         return None
 
+    async def _by_evidence(self, agent_id: str, entry_ids: frozenset[str]) -> tuple[list[GraphNode], list[GraphEdge]]:
+        t = quote_ident(self.schema)
+        entries = sorted(entry_ids)
+        found = []
+        for table, edge in (("graph_nodes", False), ("graph_edges", True)):
+            found.append(
+                await self._rows(
+                    f"SELECT body FROM {t}.{table} WHERE id IN (SELECT record_id FROM {t}.graph_evidence"
+                    " WHERE agent_id = %s AND entry_id = ANY(%s) AND edge = %s)",
+                    (agent_id, entries, edge),
+                )
+            )
+        return (
+            [GraphNode.model_validate_json(r[0], context=TRUSTED) for r in found[0]],
+            [GraphEdge.model_validate_json(r[0], context=TRUSTED) for r in found[1]],
+        )
+
     async def _clear_graph(self, agent_id: str) -> tuple[int, int]:
         t = quote_ident(self.schema)
 
@@ -428,6 +480,7 @@ class PostgresGraph(GraphStoreMixin):
                     f"DELETE FROM {t}.graph_node_names WHERE node_id IN (SELECT id FROM {t}.graph_nodes WHERE agent_id = %s)",
                     (agent_id,),
                 )
+                await conn.execute(f"DELETE FROM {t}.graph_evidence WHERE agent_id = %s", (agent_id,))
                 nodes = (await conn.execute(f"DELETE FROM {t}.graph_nodes WHERE agent_id = %s", (agent_id,))).rowcount
                 return nodes, edges
 
@@ -444,4 +497,12 @@ class PostgresGraph(GraphStoreMixin):
         return counts[0], counts[1]
 
 
-__all__ = ["GRAPH_TABLES", "NODE_TEXT_STATEMENTS", "WALK_SQL", "PostgresGraph", "text_pattern", "walk_filter"]
+__all__ = [
+    "EVIDENCE_STATEMENTS",
+    "GRAPH_TABLES",
+    "NODE_TEXT_STATEMENTS",
+    "WALK_SQL",
+    "PostgresGraph",
+    "text_pattern",
+    "walk_filter",
+]

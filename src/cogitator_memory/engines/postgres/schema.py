@@ -221,6 +221,17 @@ def _node_text() -> tuple[str, ...]:
 #: so the ``text`` filter of ``query_nodes`` reads only the nodes that may hold the text.
 M007_GRAPH_NODE_TEXT = Migration(7, "m007_graph_node_text", _node_text())
 
+
+def _evidence() -> tuple[str, ...]:
+    from .graph import EVIDENCE_STATEMENTS
+
+    return EVIDENCE_STATEMENTS
+
+
+#: Which entries the graph's quotes name, so deleting entries finds the nodes and edges quoting
+#: them without reading the agent's whole graph.
+M008_GRAPH_EVIDENCE = Migration(8, "m008_graph_evidence", _evidence())
+
 MIGRATIONS: tuple[Migration, ...] = (
     M001_INITIAL,
     M002_TREES,
@@ -229,6 +240,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     M005_GRAPH,
     M006_USER_THREADS,
     M007_GRAPH_NODE_TEXT,
+    M008_GRAPH_EVIDENCE,
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
