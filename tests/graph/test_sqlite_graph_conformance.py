@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cogitator_memory import SQLiteAdapter, unwrap
-from cogitator_memory.engines.sqlite.graph import NEIGHBOURHOOD_SQL, WALK_SQL, text_match, walk_filter
+from cogitator_memory.engines.sqlite.graph import BY_EVIDENCE_SQL, NEIGHBOURHOOD_SQL, WALK_SQL, text_match, walk_filter
 from cogitator_memory.engines.sqlite.schema import migrate
 from cogitator_memory.graph.records import Walk
 from cogitator_memory.graph.rules import node_haystack
@@ -128,10 +128,11 @@ async def test_the_evidence_index_is_filled_from_the_records_written_before_it(t
     async with SQLiteAdapter(path=path) as memory:
         nodes, edges = unwrap(await memory.find_by_evidence("a", ["e1"]))
         assert [n.id for n in nodes] == ["n0"] and [e.id for e in edges] == ["k"]
-        plan = memory.connection.execute(
-            "EXPLAIN QUERY PLAN SELECT record_id FROM graph_evidence WHERE edge = 0 AND entry_id IN (SELECT value FROM json_each(?))",
-            ['["e1"]'],
-        )
-        assert "SCAN graph_evidence" not in "\n".join(str(r[-1]) for r in plan)
+        for table in ("graph_nodes", "graph_edges"):
+            plan = memory.connection.execute(
+                f"EXPLAIN QUERY PLAN {BY_EVIDENCE_SQL.format(table=table)}", ["a", 0, '["e1"]']
+            )
+            text = "\n".join(str(r[-1]) for r in plan)
+            assert "SCAN" not in text.replace("SCAN json_each", "") and "by_agent" not in text, text
         unwrap(await memory.delete_nodes(["n0"]))
         assert memory.connection.execute("SELECT count(*) FROM graph_evidence").fetchone()[0] == 0

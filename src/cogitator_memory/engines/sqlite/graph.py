@@ -120,6 +120,13 @@ EVIDENCE_TABLES: tuple[str, ...] = (
         WHERE json_extract(q.value, '$.entry_id') IS NOT NULL""",
 )
 
+#: The records of ``{table}`` quoting the entries of a JSON list (by the evidence index: the unary
+#: ``+`` keeps the planner off the agent index, which would read every node of the agent).
+BY_EVIDENCE_SQL = (
+    "SELECT body FROM {table} WHERE +agent_id = ? AND id IN"
+    " (SELECT record_id FROM graph_evidence WHERE edge = ? AND entry_id IN (SELECT value FROM json_each(?)))"
+)
+
 _CHUNK = 500
 #: An edge's scope key (:func:`~cogitator_memory.items.records.scope_key`) read from its body.
 _EDGE_SCOPE_KEY = " || char(31) || ".join(
@@ -390,13 +397,7 @@ class SQLiteGraph(GraphStoreMixin):
         entries = json.dumps(sorted(entry_ids))
         found = []
         for table, edge in (("graph_nodes", 0), ("graph_edges", 1)):
-            found.append(
-                self._read(
-                    f"SELECT body FROM {table} WHERE agent_id = ? AND id IN (SELECT record_id FROM graph_evidence"
-                    " WHERE edge = ? AND entry_id IN (SELECT value FROM json_each(?)))",
-                    (agent_id, edge, entries),
-                )
-            )
+            found.append(self._read(BY_EVIDENCE_SQL.format(table=table), (agent_id, edge, entries)))
         return (
             [GraphNode.model_validate_json(b, context=TRUSTED) for b in found[0]],
             [GraphEdge.model_validate_json(b, context=TRUSTED) for b in found[1]],
@@ -421,6 +422,7 @@ class SQLiteGraph(GraphStoreMixin):
 
 
 __all__ = [
+    "BY_EVIDENCE_SQL",
     "EVIDENCE_TABLES",
     "GRAPH_TABLES",
     "NEIGHBOURHOOD_SQL",
