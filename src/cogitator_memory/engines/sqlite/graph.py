@@ -329,16 +329,20 @@ class SQLiteGraph(GraphStoreMixin):
         return [GraphEdge.model_validate_json(b, context=TRUSTED) for b in bodies]
 
     async def _query_nodes(self, query: NodeQuery) -> list[GraphNode]:
-        where, params = ["agent_id = ?", "confidence >= ?"], [query.agent_id, query.min_confidence]
+        match = None if query.text is None else text_match(query.text)
+        indexed = match is not None and self._has_text_index(self.connection)
+        # with the text index, a unary + keeps the planner on it (not on the agent's or scope's
+        # index, which would visit every node in scope)
+        plus = "+" if indexed else ""
+        where, params = [f"{plus}agent_id = ?", "confidence >= ?"], [query.agent_id, query.min_confidence]
         for column, values in (("scope_key", query.scope_keys), ("type", query.types), ("origin", query.origins)):
             if values is not None:
-                where.append(f"{column} IN ({_marks(len(values))})")
+                where.append(f"{plus}{column} IN ({_marks(len(values))})")
                 params.extend(sorted(values))
         if query.name_key is not None:
             where.append("id IN (SELECT node_id FROM graph_node_names WHERE name_key = ?)")
             params.append(query.name_key)
-        match = None if query.text is None else text_match(query.text)
-        if match is not None and self._has_text_index(self.connection):
+        if indexed:
             where.append(
                 "id IN (SELECT i.node_id FROM graph_node_text AS f JOIN graph_node_text_ids AS i"
                 " ON i.text_rowid = f.rowid WHERE f.hay MATCH ?)"
