@@ -27,7 +27,7 @@ async def memory(tmp_path: Path) -> AsyncIterator[Memory]:
 
 def _client(memory: Memory, **options: Any) -> httpx.AsyncClient:
     app = create_app(memory, **options)
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver")
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1")
 
 
 async def _thread_with(memory: Memory, texts: list[str], user: str = "ada") -> tuple[str, list[str]]:
@@ -188,7 +188,7 @@ async def test_the_guard(memory: Memory) -> None:
         )
         assert cross.status_code == 403 and cross.json()["error_class"] == "Forbidden"
         same = await client.post(
-            "/api/forget/preview", json={"user_id": "ada"}, headers={**auth, "origin": "http://testserver"}
+            "/api/forget/preview", json={"user_id": "ada"}, headers={**auth, "origin": "http://127.0.0.1"}
         )
         assert same.status_code == 200
         big = await client.post(
@@ -295,3 +295,25 @@ async def test_delete_and_redact_an_entry(memory: Memory) -> None:
         entry = (await client.get(f"/api/entries/{ids[2]}")).json()
         assert "4321" not in str(entry)
         assert (await client.delete("/api/entries/entry_missing")).status_code == 404
+
+
+async def test_without_a_token_only_loopback_names_are_answered(memory: Memory) -> None:
+    """DNS rebinding: a page of evil.example whose name now points at 127.0.0.1 sends
+    ``Host: evil.example`` and is same-origin with itself; without a token it is refused."""
+    app = create_app(memory)
+    for host in ("evil.example", "evil.example:8766", "192.168.1.5"):
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=f"http://{host}") as client:
+            read = await client.get("/api/threads")
+            assert read.status_code == 403 and read.json()["error_class"] == "Forbidden", host
+            gone = await client.post("/api/forget", json={"user_id": "ada"}, headers={"origin": f"http://{host}"})
+            assert gone.status_code == 403
+    for host in ("127.0.0.1:8766", "localhost", "[::1]:8766"):
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=f"http://{host}") as client:
+            assert (await client.get("/api/threads")).status_code == 200, host
+    # With a token, or hosts named, other names are answered.
+    named = create_app(memory, allowed_hosts=["memory.internal"])
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=named), base_url="http://memory.internal") as c:
+        assert (await c.get("/api/threads")).status_code == 200
+    async with _client(memory, token=TOKEN) as client:
+        client.base_url = httpx.URL("http://memory.example.org")
+        assert (await client.get("/api/threads", headers={"authorization": f"Bearer {TOKEN}"})).status_code == 200

@@ -12,13 +12,15 @@ guards, and how:
   ``text/plain`` post from another site is refused with 415, and a JSON one needs a preflight
   that this app never answers), and a write whose ``Origin`` is not this server is refused (403).
 - **Bodies** are bounded (:data:`MAX_BODY_BYTES` by default), counted as they arrive.
+- **Host names**: without a token only requests to loopback names are answered, so a page of
+  another site whose name was rebound to this machine (DNS rebinding) gets 403.
 """
 
 from __future__ import annotations
 
 import hmac
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -55,6 +57,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+_LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]"})
 
 
 def _status_of(exc: BaseException) -> int:
@@ -106,10 +109,13 @@ async def _send_problem(send: Send, status: int, detail: str, error_class: str, 
 class GuardMiddleware:
     """The ASGI guard in front of the app: token, cross-site writes, JSON bodies, body size."""
 
-    def __init__(self, app: ASGIApp, *, token: str | None, max_body_bytes: int) -> None:
+    def __init__(
+        self, app: ASGIApp, *, token: str | None, max_body_bytes: int, allowed_hosts: frozenset[str] | None
+    ) -> None:
         self.app = app
         self.token = token.encode() if token else None
         self.max_body_bytes = max_body_bytes
+        self.allowed_hosts = allowed_hosts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -118,6 +124,11 @@ class GuardMiddleware:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         path: str = scope.get("path", "")
         method: str = scope.get("method", "GET")
+        if self.allowed_hosts is not None and _host_name(headers.get("host", "")) not in self.allowed_hosts:
+            # Without a token, a page of another site whose name was made to point at this
+            # machine (DNS rebinding) would be "same origin": only loopback names are answered.
+            await _send_problem(send, 403, "this server answers only requests to its loopback names", "Forbidden")
+            return
         if self.token is not None and path.startswith("/api"):
             given = headers.get("authorization", "")
             scheme, _, credential = given.partition(" ")
@@ -172,6 +183,14 @@ def _same_origin(origin: str, host: str, scope: Scope) -> bool:
     return False
 
 
+def _host_name(host: str) -> str:
+    """The name of a ``Host`` header, without its port (``[::1]:8766`` -> ``[::1]``)."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[: host.find("]") + 1] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
 def is_loopback(host: str) -> bool:
     """Whether binding ``host`` keeps the server on this machine."""
     if host in _LOOPBACK_NAMES:
@@ -190,12 +209,16 @@ def create_app(
     token: str | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
     inspector: bool = True,
+    allowed_hosts: Sequence[str] | None = None,
 ) -> FastAPI:
     """The REST app over ``memory`` (connected by the caller, or on the app's startup when not).
 
     ``token``: a bearer token every ``/api`` request must carry. ``max_body_bytes``: the largest
-    body read. ``inspector``: serve the inspector page at ``/``. See the module docstring for
-    what the app refuses, and ``docs/server.md`` for the routes.
+    body read. ``inspector``: serve the inspector page at ``/``. ``allowed_hosts``: the names a
+    request's ``Host`` may carry; by default, without a token, only loopback names
+    (``localhost``, ``127.0.0.1``, ``[::1]``), so a page of another site rebound to this machine
+    is refused; with a token, any. See the module docstring for what the app refuses, and
+    ``docs/server.md`` for the routes.
     """
     if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int) or max_body_bytes < 1:
         raise InvalidArgumentError("max_body_bytes", f"must be a positive integer, got {max_body_bytes!r}")
@@ -308,7 +331,13 @@ def create_app(
                 return problem(404, f"no inspector file {name!r}", "NotFoundError")
             return asset(name)
 
-    app.add_middleware(GuardMiddleware, token=token, max_body_bytes=max_body_bytes)
+    if allowed_hosts is not None:
+        if isinstance(allowed_hosts, str) or not all(isinstance(h, str) and h for h in allowed_hosts):
+            raise InvalidArgumentError("allowed_hosts", "must be a list of host names")
+        hosts: frozenset[str] | None = frozenset(_host_name(h) for h in allowed_hosts)
+    else:
+        hosts = None if token else _LOOPBACK_HOSTS
+    app.add_middleware(GuardMiddleware, token=token, max_body_bytes=max_body_bytes, allowed_hosts=hosts)
     return app
 
 
