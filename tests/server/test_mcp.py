@@ -172,3 +172,17 @@ def test_a_bad_config_stops_the_command_before_it_serves(tmp_path: Path) -> None
     assert done.returncode == 1
     assert "memory.knowledgeGraf" in done.stderr and "line 3" in done.stderr
     assert done.stdout == ""
+
+
+async def test_http_binds_only_loopback(tmp_path: Path) -> None:
+    """The MCP transport has no authentication: an open address is refused before anything opens."""
+    from cogitator_memory.errors import InvalidArgumentError
+    from cogitator_memory.server.mcp import serve
+
+    config = {"adapter": "sqlite", "path": str(tmp_path / "never.db"), "embedding": {"provider": "none"}}
+    for host in ("0.0.0.0", "192.168.1.5", "::"):
+        with pytest.raises(InvalidArgumentError, match="'host'"):
+            await serve(config, transport="http", host=host)
+    with pytest.raises(InvalidArgumentError, match="'transport'"):
+        await serve(config, transport="carrier-pigeon")  # type: ignore[arg-type]
+    assert not (tmp_path / "never.db").exists()

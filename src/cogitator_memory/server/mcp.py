@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import Field
 
-from ..errors import MemoryStoreError
+from ..errors import InvalidArgumentError, MemoryStoreError
 from ..models.convert import to_openai_messages
 from ..runtime.config import MemoryConfig
 from ..runtime.memory import Memory
@@ -181,9 +181,17 @@ async def serve(
 ) -> None:
     """Open the memory of ``config`` and serve it until the client goes away (stdio) or the
     process is stopped (HTTP, at ``http://host:port/mcp``). A bad config or an unreachable store
-    raises before the server starts."""
+    raises before the server starts. The HTTP transport has no authentication, so it binds only
+    loopback addresses (the SDK then also refuses other ``Host`` names, against DNS rebinding);
+    to reach it from elsewhere, put an authenticating proxy in front of it on this machine."""
     if transport not in ("stdio", "http"):
-        raise ValueError(f"transport must be 'stdio' or 'http', got {transport!r}")
+        raise InvalidArgumentError("transport", f"must be 'stdio' or 'http', got {transport!r}")
+    if transport == "http" and not (host in ("127.0.0.1", "localhost", "::1") or host.startswith("127.")):
+        raise InvalidArgumentError(
+            "host",
+            f"the MCP server has no authentication: serving on {host} (not loopback) would let anyone who "
+            "reaches the port read and forget the memory; bind 127.0.0.1 behind an authenticating proxy",
+        )
     async with Memory(config) as memory:
         server = create_server(memory, user_id=user_id, agent_id=agent_id)
         if transport == "stdio":
