@@ -73,7 +73,8 @@ def memory_config(args: argparse.Namespace) -> MemoryConfig:
     return config
 
 
-async def _open(args: argparse.Namespace) -> Memory:
+async def open_memory(args: argparse.Namespace) -> Memory:
+    """The connected memory of the command's config; a bad config or store is a :class:`CliError`."""
     try:
         return await Memory.open(memory_config(args))
     except (InvalidArgumentError, MemoryStoreError) as exc:
@@ -86,7 +87,7 @@ def _print_json(data: Any) -> None:
 
 async def cmd_search(args: argparse.Namespace) -> int:
     """``search``: the turns and memory items that answer a query, best first."""
-    memory = await _open(args)
+    memory = await open_memory(args)
     try:
         hits = await memory.search(
             args.query, user_id=args.user, agent_id=args.agent, thread_id=args.thread, limit=args.limit
@@ -109,7 +110,7 @@ async def cmd_search(args: argparse.Namespace) -> int:
 
 async def cmd_remember(args: argparse.Namespace) -> int:
     """``remember``: save a fact in the knowledge graph (and as a core fact with ``--core-key``)."""
-    memory = await _open(args)
+    memory = await open_memory(args)
     try:
         answer = await memory.remember(
             args.fact, category=args.category, core_fact_key=args.core_key, user_id=args.user, agent_id=args.agent
@@ -130,7 +131,7 @@ async def cmd_remember(args: argparse.Namespace) -> int:
 
 async def cmd_facts(args: argparse.Namespace) -> int:
     """``facts``: the core facts of a user, one ``key: value`` a line."""
-    memory = await _open(args)
+    memory = await open_memory(args)
     try:
         facts = await memory.facts(user_id=args.user, agent_id=args.agent)
     except InvalidArgumentError as exc:
@@ -178,7 +179,8 @@ def _limit(text: str) -> int:
     return value
 
 
-def _port(text: str) -> int:
+def port_number(text: str) -> int:
+    """An argparse type: a port number from 0 to 65535."""
     try:
         value = int(text)
     except ValueError:
@@ -219,7 +221,7 @@ def register(sub: Any, db: argparse.ArgumentParser) -> None:
     mcp = sub.add_parser("mcp", parents=parents, help="serve the memory to MCP clients (stdio, or --http)")
     mcp.add_argument("--http", action="store_true", help="serve streamable HTTP at http://HOST:PORT/mcp")
     mcp.add_argument("--host", default="127.0.0.1", help="the address of --http (default 127.0.0.1, loopback)")
-    mcp.add_argument("--port", type=_port, default=8765, help="the port of --http (default 8765)")
+    mcp.add_argument("--port", type=port_number, default=8765, help="the port of --http (default 8765)")
     mcp.set_defaults(handler=cmd_mcp)
 
 
@@ -230,6 +232,8 @@ __all__ = [
     "cmd_search",
     "config_flag",
     "memory_config",
+    "open_memory",
     "open_read_store",
+    "port_number",
     "register",
 ]

@@ -7,9 +7,9 @@ import os
 import sys
 from typing import Any
 
-from ..errors import InvalidArgumentError, MemoryStoreError
+from ..errors import InvalidArgumentError
 from .formats import CliError
-from .memory_commands import memory_config
+from .memory_commands import open_memory, port_number
 
 TOKEN_ENV = "COGITATOR_MEMORY_TOKEN"
 """The environment variable ``serve`` reads its bearer token from (safer than ``--token``,
@@ -21,16 +21,11 @@ DEFAULT_PORT = 8766
 async def cmd_serve(args: argparse.Namespace) -> int:
     """``serve``: the REST API under ``/api`` and the inspector at ``/`` until Ctrl-C."""
     try:
-        from ..runtime.memory import Memory
         from ..server.rest import serve
     except ImportError as exc:
         raise CliError(str(exc)) from None
     token = args.token or os.environ.get(TOKEN_ENV) or None
-    config = memory_config(args)
-    try:
-        memory = await Memory.open(config)
-    except (InvalidArgumentError, MemoryStoreError) as exc:
-        raise CliError(str(exc)) from None
+    memory = await open_memory(args)
     try:
         sys.stderr.write(f"serving the memory at http://{args.host}:{args.port}/ (Ctrl-C stops)\n")
         await serve(memory, host=args.host, port=args.port, token=token)
@@ -41,22 +36,12 @@ async def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a port number, got {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"must be from 0 to 65535, got {value}")
-    return value
-
-
 def register(sub: Any, db: argparse.ArgumentParser) -> None:
     """Add ``serve`` to the subcommands ``sub`` (``db``: the parent parser holding ``--db``)."""
     serve = sub.add_parser("serve", parents=[db], help="serve the REST API and the memory inspector page")
     serve.add_argument("--config", metavar="FILE", default=argparse.SUPPRESS, help="the cogitator.yml to use")
     serve.add_argument("--host", default="127.0.0.1", help="the address to bind (default 127.0.0.1, loopback)")
-    serve.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"the port (default {DEFAULT_PORT})")
+    serve.add_argument("--port", type=port_number, default=DEFAULT_PORT, help=f"the port (default {DEFAULT_PORT})")
     serve.add_argument(
         "--token",
         metavar="TOKEN",

@@ -20,6 +20,7 @@ from ..errors import InvalidArgumentError, MemoryStoreError
 from ..models.convert import to_openai_messages
 from ..runtime.config import MemoryConfig
 from ..runtime.memory import Memory
+from .net import is_loopback
 
 try:
     from mcp.server.mcpserver import MCPServer
@@ -186,7 +187,7 @@ async def serve(
     to reach it from elsewhere, put an authenticating proxy in front of it on this machine."""
     if transport not in ("stdio", "http"):
         raise InvalidArgumentError("transport", f"must be 'stdio' or 'http', got {transport!r}")
-    if transport == "http" and not (host in ("127.0.0.1", "localhost", "::1") or host.startswith("127.")):
+    if transport == "http" and not is_loopback(host):
         raise InvalidArgumentError(
             "host",
             f"the MCP server has no authentication: serving on {host} (not loopback) would let anyone who "

@@ -43,6 +43,8 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the install
     raise MissingDriverError("the REST server", "server", "fastapi") from exc
 
+from ..net import is_loopback
+
 if TYPE_CHECKING:  # pragma: no cover
     from ...runtime.memory import Memory
 
@@ -56,7 +58,6 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-_LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 _LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]"})
 
 
@@ -189,13 +190,6 @@ def _host_name(host: str) -> str:
     if host.startswith("["):
         return host[: host.find("]") + 1] if "]" in host else host
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-
-
-def is_loopback(host: str) -> bool:
-    """Whether binding ``host`` keeps the server on this machine."""
-    if host in _LOOPBACK_NAMES:
-        return True
-    return host.startswith("127.")
 
 
 def inspector_asset(name: str) -> bytes:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...errors import InvalidArgumentError, MissingDriverError
-from .app import MAX_BODY_BYTES, create_app, is_loopback
+from ..net import is_loopback
+from .app import MAX_BODY_BYTES, create_app
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...runtime.memory import Memory
