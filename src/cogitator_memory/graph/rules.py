@@ -109,6 +109,24 @@ def repoint_edges(
     return changed, gone
 
 
+def neighbourhood_from_steps(
+    steps: Iterable[tuple[str, int, str | None, str | None]], max_nodes: int
+) -> tuple[list[str], dict[str, int], list[str]]:
+    """What a traversal keeps of a walk's steps ``(node, hops, previous node, edge)``: the first
+    ``max_nodes`` nodes by (least hops, id), the least hops to each of them, and the ids (sorted)
+    of the edges walked between two of them."""
+    steps = list(steps)
+    depths: dict[str, int] = {}
+    for node, hops, _, _ in steps:
+        if hops < depths.get(node, hops + 1):
+            depths[node] = hops
+    kept = sorted(depths, key=lambda n: (depths[n], n))[:max_nodes]
+    if len(kept) < len(depths):
+        depths = {n: depths[n] for n in kept}
+    edge_ids = sorted({e for node, _, prev, e in steps if e and node in depths and prev in depths})
+    return kept, depths, edge_ids
+
+
 def path_from_steps(steps: Iterable[tuple[str, int, str | None, str | None]], start: str, end: str) -> list[str] | None:
     """The edge ids of a shortest path from ``start`` to ``end`` read from a walk's steps
     ``(node, hops, previous node, edge)``: the least hops to ``end``, then back through a node one
@@ -145,6 +163,7 @@ __all__ = [
     "merge_node_records",
     "merged_evidence",
     "merged_properties",
+    "neighbourhood_from_steps",
     "node_haystack",
     "path_from_steps",
     "repoint_edges",

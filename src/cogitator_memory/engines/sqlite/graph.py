@@ -5,7 +5,8 @@ Tables (migration ``m006_graph``): ``graph_nodes`` and ``graph_edges`` (indexed 
 record's JSON ``body``), ``graph_node_names`` (each name and alias key to its node) and
 ``graph_adjacency``: two rows per edge, one from each end, saying whether the walk may go that way
 along the edge (``out``) or against it (``inc``), with the columns a walk filters by. A walk is one
-recursive query over ``graph_adjacency`` (see :data:`WALK_SQL`); every write is one
+recursive query over ``graph_adjacency`` (see :data:`WALK_SQL`); a traversal is that query and one
+more reading the bodies it keeps (:data:`NEIGHBOURHOOD_SQL`); every write is one
 ``BEGIN IMMEDIATE`` transaction.
 
 Migration ``m009_graph_node_text`` adds ``graph_node_text``, an FTS5 table with the trigram
@@ -26,8 +27,18 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import ConflictError, NotFoundError
 from ...graph.base import GraphChanges, GraphStoreMixin, check_next_version
-from ...graph.records import TRUSTED, EdgeQuery, GraphEdge, GraphNode, NodeQuery, TraversalResult, Walk
-from ...graph.rules import node_haystack
+from ...graph.records import (
+    TRUSTED,
+    EdgeQuery,
+    GraphEdge,
+    GraphNode,
+    NodeQuery,
+    TraversalResult,
+    Walk,
+    stored_edges,
+    stored_nodes,
+)
+from ...graph.rules import neighbourhood_from_steps, node_haystack
 
 #: The tables of the graph (migration ``m006_graph`` of :mod:`.schema`).
 GRAPH_TABLES: tuple[str, ...] = (
@@ -70,20 +81,11 @@ WITH RECURSIVE w(node, hops, prev, edge) AS (
 )"""
 #: The steps of a walk.
 WALK_SQL = WALK_CTE + "\nSELECT node, hops, prev, edge FROM w"
-#: A traversal in one query: the start nodes that exist (``{start}``), the first ``max_nodes``
-#: nodes by (least hops, id) with their bodies (``hops`` >= 0), and the bodies of the edges walked
-#: between two of them (``hops`` -1), each body read by one lookup (a scalar subquery, quicker
-#: here than a join).
-NEIGHBOURHOOD_SQL = (
-    WALK_CTE
-    + """,
-ws AS MATERIALIZED (SELECT node, hops, prev, edge FROM w),
-d AS MATERIALIZED (SELECT node, min(hops) AS hops FROM ws GROUP BY node ORDER BY min(hops), node LIMIT ?),
-e AS (SELECT DISTINCT ws.edge FROM ws JOIN d ON d.node = ws.node JOIN d AS p ON p.node = ws.prev)
-SELECT d.hops, (SELECT n.body FROM graph_nodes AS n WHERE n.id = d.node) FROM d
-UNION ALL
-SELECT -1, (SELECT g.body FROM graph_edges AS g WHERE g.id = e.edge) FROM e"""
-)
+#: The bodies a traversal returns, as two JSON arrays (one parse each; NULL for none): of the
+#: nodes and of the edges whose ids are in two JSON lists, each looked up by its primary key.
+NEIGHBOURHOOD_SQL = """SELECT
+    (SELECT '[' || group_concat(n.body, ',') || ']' FROM graph_nodes AS n WHERE n.id IN (SELECT value FROM json_each(?))),
+    (SELECT '[' || group_concat(g.body, ',') || ']' FROM graph_edges AS g WHERE g.id IN (SELECT value FROM json_each(?)))"""
 
 #: The trigram index of the nodes' text (migration ``m009_graph_node_text``), and which node each
 #: of its rows is of (its own rowids: those of ``graph_nodes`` may change on ``VACUUM``).
@@ -378,24 +380,24 @@ class SQLiteGraph(GraphStoreMixin):
         return [(r[0], int(r[1]), r[2], r[3]) for r in rows]
 
     async def _neighbourhood(self, walk: Walk) -> TraversalResult:
+        # Two queries: the walk's steps from the start nodes that exist (and that the scope sees),
+        # what it keeps of them worked out here (quicker than in SQL), then the bodies it keeps.
         follow, params = walk_filter(walk)
         start = " WHERE EXISTS (SELECT 1 FROM graph_nodes AS n WHERE n.id = value{seen})"
         keys = [] if walk.scope_keys is None else sorted(walk.scope_keys)
         seen = f" AND n.scope_key IN ({_marks(len(keys))})" if keys else ""
-        sql = NEIGHBOURHOOD_SQL.format(start=start.format(seen=seen), follow=follow)
+        sql = WALK_SQL.format(start=start.format(seen=seen), follow=follow)
         starts = json.dumps(list(walk.start_ids))
-        nodes: list[tuple[int, GraphNode]] = []
-        edges: list[GraphEdge] = []
-        for hops, body in self.connection.execute(
-            sql, [starts, *keys, walk.max_depth, *params, walk.fan_out, walk.max_nodes]
-        ):
-            if hops < 0:
-                edges.append(GraphEdge.model_validate_json(body, context=TRUSTED))
-            else:
-                nodes.append((int(hops), GraphNode.model_validate_json(body, context=TRUSTED)))
-        nodes.sort(key=lambda pair: (pair[0], pair[1].id))
-        edges.sort(key=lambda e: e.id)
-        return TraversalResult(nodes=[n for _, n in nodes], edges=edges, depths={n.id: h for h, n in nodes})
+        db = self.connection
+        steps = db.execute(sql, [starts, *keys, walk.max_depth, *params, walk.fan_out]).fetchall()
+        if not steps:
+            return TraversalResult(nodes=[], edges=[], depths={})
+        kept, depths, edge_ids = neighbourhood_from_steps(steps, walk.max_nodes)
+        node_array, edge_array = db.execute(NEIGHBOURHOOD_SQL, (json.dumps(kept), json.dumps(edge_ids))).fetchone()
+        found = {n.id: n for n in stored_nodes(node_array)}
+        nodes = [found[n] for n in kept if n in found]
+        edges = sorted(stored_edges(edge_array), key=lambda e: e.id)
+        return TraversalResult(nodes=nodes, edges=edges, depths={n.id: depths[n.id] for n in nodes})
 
     async def _by_evidence(self, agent_id: str, entry_ids: frozenset[str]) -> tuple[list[GraphNode], list[GraphEdge]]:
         entries = json.dumps(sorted(entry_ids))
