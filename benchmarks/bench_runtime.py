@@ -154,7 +154,6 @@ def _sync_overhead(path: Path, repeat: int, queries: list[str]) -> list[Row]:
     rows: list[Row] = []
     config = {"adapter": "sqlite", "path": str(path), "embedding": {"provider": "none"}}
     with SyncMemory(config) as memory:
-        loop = memory._loop.loop
         calls: list[tuple[str, Any, Any]] = [
             ("facts()", lambda i: memory.facts(user_id=USER), lambda i: memory.memory.facts(user_id=USER)),
             (
@@ -191,8 +190,7 @@ def _sync_overhead(path: Path, repeat: int, queries: list[str]) -> list[Row]:
                     sync_times.append(time.perf_counter() - start)
                 cpu["sync"] += time.process_time() - started
                 started = time.process_time()
-                future = asyncio.run_coroutine_threadsafe(awaited(min(batch, n - offset), offset), loop)
-                async_times.extend(future.result())
+                async_times.extend(memory._loop.run(awaited(min(batch, n - offset), offset)))
                 cpu["async"] += time.process_time() - started
             s50, s95 = percentiles(sync_times)
             a50, a95 = percentiles(async_times)

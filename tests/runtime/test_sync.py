@@ -70,7 +70,7 @@ def test_errors_keep_their_class_and_the_loop_thread_is_refused() -> None:
             memory.facts()
 
         with pytest.raises(MemoryStoreError, match="its own event loop"):
-            asyncio.run_coroutine_threadsafe(from_the_loop(), memory._loop.loop).result()
+            memory._loop.run(from_the_loop())
     memory.close()  # twice is fine
     with pytest.raises(MemoryStoreError, match="closed"):
         memory.facts()
@@ -90,7 +90,8 @@ def test_close_stops_the_thread_and_a_failed_open_leaves_none() -> None:
 
 @pytest.mark.parametrize("debug", [False, True])
 def test_each_call_runs_as_a_task_of_the_private_loop(debug: bool) -> None:
-    # the task is made in the calling thread; a debug loop (which refuses that) gets it from a callback
+    # An idle loop is run by the calling thread itself; a busy one gets the call as a task (a
+    # debug loop, which refuses a task made in another thread, gets it from a callback).
     with SyncMemory(CONFIG) as memory:
         loop = memory._loop.loop
         loop.set_debug(debug)
@@ -101,6 +102,66 @@ def test_each_call_runs_as_a_task_of_the_private_loop(debug: bool) -> None:
             return asyncio.get_running_loop() is loop, task is not None and not task.done(), threading.get_ident()
 
         for delay in (0, 0.01):
-            assert memory._loop.run(probe(delay)) == (True, True, memory._loop.thread.ident)
+            assert memory._loop.run(probe(delay)) == (True, True, threading.get_ident())
+
+        # While one thread's call holds the loop, another thread's call runs on it too.
+        holding = threading.Event()
+        release = threading.Event()
+
+        async def hold() -> int:
+            holding.set()
+            while not release.is_set():
+                await asyncio.sleep(0.005)
+            return threading.get_ident()
+
+        with ThreadPoolExecutor(1) as pool:
+            held = pool.submit(memory._loop.run, hold())
+            assert holding.wait(5)
+            on_loop, in_task, ran_in = memory._loop.run(probe(0.01))
+            assert (on_loop, in_task) == (True, True)
+            assert ran_in != threading.get_ident()  # the other thread ran it, this one waited
+            release.set()
+            assert held.result(5) != threading.get_ident()
         memory.remember("likes green tea", core_fact_key="drink", user_id="u")
         assert memory.facts(user_id="u") == {"drink": "likes green tea"}
+
+
+def test_background_work_goes_on_between_calls_and_close_cancels_what_is_left() -> None:
+    memory = SyncMemory.open(CONFIG)
+    done = threading.Event()
+    cancelled = threading.Event()
+
+    async def leave_work() -> None:
+        async def later() -> None:
+            await asyncio.sleep(0.05)
+            done.set()
+
+        async def forever() -> None:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+
+        loop = asyncio.get_running_loop()
+        memory_tasks.extend([loop.create_task(later()), loop.create_task(forever())])
+
+    memory_tasks: list[asyncio.Task[None]] = []
+    memory._loop.run(leave_work())
+    assert done.wait(5)  # no further call was made: the daemon thread ran the loop
+    assert memory.facts() == {}  # a call while the daemon runs the loop is handed to it
+    memory.close()
+    assert cancelled.is_set()
+    assert not memory._loop.thread.is_alive()
+
+
+def test_a_thread_running_its_own_loop_hands_the_call_over() -> None:
+    with SyncMemory(CONFIG) as memory:
+
+        async def where() -> int:
+            return threading.get_ident()
+
+        async def caller() -> int:
+            return memory._loop.run(where())
+
+        assert asyncio.run(caller()) == memory._loop.thread.ident

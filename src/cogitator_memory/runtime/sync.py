@@ -2,15 +2,19 @@
 ``asyncio`` (notebooks, WSGI apps, scripts, worker threads).
 
 Each method is made once from the ``Memory`` method of the same name by :func:`blocking`: the
-call runs on a private event loop in a background thread and the calling thread waits for it.
-So it works from any thread, and from a thread that runs an event loop of its own (the loop is
-blocked for the call, nothing deadlocks); only a call from the private loop's own thread (code
-the memory itself runs) is refused. One ``SyncMemory`` may be used by many threads at once.
+call runs on a private event loop and the calling thread waits for it. When nothing else runs
+that loop, the calling thread runs it itself for the call (no hop to another thread); otherwise
+the call is handed to the loop as a task. Work the memory leaves in the background (auto
+extraction, filling the message index) goes on in a daemon thread between calls. So it works
+from any thread, and from a thread that runs an event loop of its own (that loop is blocked for
+the call, nothing deadlocks); only a call from code the private loop runs (the memory itself)
+is refused. One ``SyncMemory`` may be used by many threads at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
 import queue
@@ -28,58 +32,82 @@ R = TypeVar("R")
 
 
 class _LoopThread:
-    """An event loop running forever in a daemon thread, until :meth:`stop`."""
+    """The private event loop, run by the thread that calls, or by a daemon thread meanwhile.
+
+    A call made while nobody runs the loop runs it in the calling thread until the call is done
+    (no hop between threads: the hop and the woken thread's cold start cost more than the
+    call itself for most calls). A call made while the loop is running (another thread's call,
+    or work the memory left in the background) is handed to the loop as a task and its caller
+    waits. Whoever stops running the loop with tasks still pending (auto-extraction, an index
+    being filled, another thread's call) hands it to the daemon thread, which runs it until no
+    task is left. So background work never waits for the next call.
+    """
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
+        # Who runs the loop (a thread id; None: nobody), and whether stop() was called. Read
+        # and changed under the lock, so that a task handed to the loop is always seen by
+        # whoever stops running it.
+        self._lock = threading.Lock()
+        self._driver: int | None = None
+        self._stopping = False
+        self._wake = threading.Event()
         self.thread = threading.Thread(target=self._main, name="cogitator-memory-sync", daemon=True)
         self.thread.start()
-        self._ready.wait()
+
+    # ----- the daemon thread ---------------------------------------------------------------
 
     def _main(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.loop.call_soon(self._ready.set)
+        loop = self.loop
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            while True:
+                with contextlib.suppress(asyncio.CancelledError):  # stop() cancels every task
+                    loop.run_until_complete(_until_idle())
+                with self._lock:
+                    if self._stopping:
+                        break
+                    if not asyncio.all_tasks(loop):
+                        self._driver = None
+                        break
+            if self._stopping:
+                break
         try:
-            self.loop.run_forever()
+            _cancel_all(loop)
+            left = asyncio.all_tasks(loop)
+            if left:
+                loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
         finally:
-            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
-            self.loop.close()
+            loop.close()
+
+    def _hand_over(self) -> None:
+        """Let the daemon thread run the loop (called under the lock by whoever stops running it)."""
+        self._driver = self.thread.ident
+        self._wake.set()
+
+    # ----- calls ---------------------------------------------------------------------------
 
     def run(self, coroutine: Coroutine[Any, Any, R]) -> R:
         """Run ``coroutine`` on the loop and wait for its result (its exception is raised here)."""
-        if threading.get_ident() == self.thread.ident:
+        outer = asyncio._get_running_loop()  # the loop this thread runs, if any (None: no exception made)
+        if outer is self.loop:
             coroutine.close()
             raise MemoryStoreError("SyncMemory was called from its own event loop: await the Memory (.memory) instead")
-        if self.loop.is_closed() or not self.thread.is_alive():
-            coroutine.close()
-            raise MemoryStoreError("SyncMemory is closed")
-        # The task is made here, in the calling thread, and the loop woken up: its first step
-        # then runs in the loop's next iteration. Making it from a callback (as
-        # run_coroutine_threadsafe does) costs one more iteration of the loop, about a sixth of
-        # the hop. Making a task only appends its first step to the loop's ready queue, as
-        # call_soon_threadsafe does, whose wake-up follows (a debug loop refuses that from
-        # another thread: it gets the callback). The outcome comes back through a SimpleQueue,
-        # cheaper than a concurrent Future (a Condition and a done callback of its own).
-        outcome: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
-
-        async def runner() -> None:
-            try:
-                value = await coroutine
-            except BaseException as exc:  # every outcome goes back to the caller
-                outcome.put((False, exc))
-                if not isinstance(exc, Exception | asyncio.CancelledError):
-                    raise
-            else:
-                outcome.put((True, value))
-
         loop = self.loop
-        started: list[asyncio.Task[None]] = []
-        if loop.get_debug():
-            loop.call_soon_threadsafe(lambda: started.append(loop.create_task(runner())))
-        else:
-            started.append(asyncio.Task(runner(), loop=loop))
-            loop.call_soon_threadsafe(_nothing)
+        with self._lock:
+            if self._stopping or loop.is_closed():
+                coroutine.close()
+                raise MemoryStoreError("SyncMemory is closed")
+            # A thread running a loop of its own cannot run this one too: its call is handed over.
+            drive = self._driver is None and outer is None
+            if drive:
+                self._driver = threading.get_ident()
+            else:
+                outcome, started = self._hand(coroutine)
+        if drive:
+            return self._drive(coroutine)
         try:
             ok, value = outcome.get()
         except BaseException:  # KeyboardInterrupt in the waiting thread: cancel the call
@@ -95,18 +123,78 @@ class _LoopThread:
             return result
         raise value
 
-    def stop(self) -> None:
-        """Stop the loop and wait for its thread (what is still running is cancelled)."""
-        if not self.thread.is_alive():
-            return
-
-        def _cancel_all() -> None:
-            for task in asyncio.all_tasks(self.loop):
+    def _drive(self, coroutine: Coroutine[Any, Any, R]) -> R:
+        """Run the loop in this thread until ``coroutine`` is done."""
+        loop = self.loop
+        task = loop.create_task(coroutine)
+        try:
+            return loop.run_until_complete(task)
+        finally:
+            if not task.done():  # KeyboardInterrupt while running: the call is cancelled
                 task.cancel()
-            self.loop.call_soon(self.loop.stop)
+            with self._lock:
+                if self._stopping or asyncio.all_tasks(loop):
+                    self._hand_over()
+                else:
+                    self._driver = None
 
-        self.loop.call_soon_threadsafe(_cancel_all)
+    def _hand(
+        self, coroutine: Coroutine[Any, Any, R]
+    ) -> tuple[queue.SimpleQueue[tuple[bool, Any]], list[asyncio.Task[None]]]:
+        """Give ``coroutine`` to the loop as a task (called under the lock); its outcome comes
+        back through the queue (cheaper than a concurrent Future, which has a Condition and a
+        done callback of its own)."""
+        outcome: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
+
+        async def runner() -> None:
+            try:
+                value = await coroutine
+            except BaseException as exc:  # every outcome goes back to the caller
+                outcome.put((False, exc))
+                if not isinstance(exc, Exception | asyncio.CancelledError):
+                    raise
+            else:
+                outcome.put((True, value))
+
+        loop = self.loop
+        started: list[asyncio.Task[None]] = []
+        if self._driver is None:  # nobody runs the loop (the caller runs a loop of its own)
+            started.append(loop.create_task(runner()))
+            self._hand_over()
+        elif loop.get_debug():  # a debug loop refuses a task made in another thread
+            loop.call_soon_threadsafe(lambda: started.append(loop.create_task(runner())))
+        else:
+            # Making a task appends its first step to the loop's ready queue, as
+            # call_soon_threadsafe does, whose wake-up follows.
+            started.append(asyncio.Task(runner(), loop=loop))
+            loop.call_soon_threadsafe(_nothing)
+        return outcome, started
+
+    def stop(self) -> None:
+        """Stop the loop and wait for the daemon thread (what is still running is cancelled)."""
+        with self._lock:
+            if not self._stopping:
+                self._stopping = True
+                if self._driver is None:
+                    self._hand_over()
+                else:
+                    self.loop.call_soon_threadsafe(_cancel_all, self.loop)
         self.thread.join()
+
+
+async def _until_idle() -> None:
+    """Wait until every other task of the running loop is done."""
+    me = asyncio.current_task()
+    while True:
+        others = [task for task in asyncio.all_tasks() if task is not me]
+        if not others:
+            return
+        await asyncio.wait(others)
+
+
+def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
+    for task in asyncio.all_tasks(loop):
+        task.cancel()
 
 
 def _nothing() -> None:
