@@ -43,7 +43,7 @@ from ..threads.records import (
     ToolResult,
     copy_message,
 )
-from ..tokens import count_entry_tokens, count_tokens
+from ..tokens import count_entry_tokens, count_tokens, truncate_to_tokens
 
 #: How the compaction summary is introduced in the messages.
 SUMMARY_HEADING = "Summary of the earlier conversation:"
@@ -269,6 +269,7 @@ class TokenCache:
         self.max_items = max_items
         self._counts: dict[tuple[str, str, int], int] = {}
         self._texts: dict[str, int] = {}
+        self._cuts: dict[tuple[str, int, str], tuple[str, int]] = {}
 
     def text_tokens(self, text: str) -> int:
         """The tokens of a text that comes back turn after turn (a system prompt, pinned texts,
@@ -279,6 +280,20 @@ class TokenCache:
             if len(self._texts) >= 1024:
                 self._texts.clear()
             self._texts[text] = found
+        return found
+
+    def cut(self, text: str, limit: int, ellipsis: str = "") -> tuple[str, int]:
+        """``truncate_to_tokens(text, limit, ellipsis=ellipsis)`` and its tokens, for a text cut
+        again and again (a turn sent as a neighbour at every build that recalls it): cut once
+        while it is among the last ``max_items`` cut."""
+        key = (text, limit, ellipsis)
+        found = self._cuts.get(key)
+        if found is None:
+            short = truncate_to_tokens(text, limit, ellipsis=ellipsis)
+            found = (short, count_tokens(short))
+            if len(self._cuts) >= self.max_items:
+                self._cuts.clear()
+            self._cuts[key] = found
         return found
 
     def tokens(self, entry: MemoryEntry) -> int:

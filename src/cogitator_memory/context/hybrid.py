@@ -17,8 +17,6 @@ size mismatch), the search runs without vectors and the failure is a ``relevance
 from __future__ import annotations
 
 import asyncio
-import bisect
-import itertools
 import re
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -29,13 +27,14 @@ from zoneinfo import ZoneInfo
 
 from ..items.base import is_memory_item_adapter
 from ..items.records import MemoryItem
+from ..recall.corpus import is_word_char
 from ..recall.item_search import item_text
 from ..recall.query import QueryAnalysis
 from ..recall.retriever import MemoryRetriever, RecallHit
 from ..result import unwrap
 from ..threads.base import BaseMemoryAdapter
 from ..threads.records import CONVERSATION_ENTRY_TYPES, MemoryEntry
-from ..tokens import count_tokens, truncate_to_tokens
+from ..tokens import count_tokens
 from .assembler import Assembly, ContextAssembler, Fitter
 from .config import ContextPartition, RecallSettings
 from .history import HistoryWindow, TokenCache
@@ -111,36 +110,42 @@ def item_line(item: MemoryItem, as_of: datetime, zone: ZoneInfo) -> str:
     return line
 
 
-def _line_scores(text: str, lines: Sequence[str], terms: frozenset[str]) -> list[int]:
-    """How many of ``terms`` (as whole words, case folded) each of ``lines`` holds: one pass of
-    one pattern over the text, each match placed on its line."""
+def _line_scores(text: str, terms: frozenset[str]) -> tuple[list[str], list[int]]:
+    """The lines of ``text`` and how many of ``terms`` (as whole words, case folded) each holds:
+    each term is looked for with ``str.find`` and kept where no word character is next to it."""
+    lines = text.split("\n")
     scores = [0] * len(lines)
-    words = sorted((t for t in terms if _WORDS.fullmatch(t)), key=len, reverse=True)
+    words = [t for t in terms if _WORDS.fullmatch(t)]
     if not words:
-        return scores
-    pattern = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, words)) + r")(?!\w)")
-    starts = list(itertools.accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
+        return lines, scores
     folded = text.casefold()
-    if len(folded) != len(text):  # folding changed the length: place matches line by line
-        return [len({m.group() for m in pattern.finditer(line.casefold())}) for line in lines]
-    seen: set[tuple[int, str]] = set()
-    for m in pattern.finditer(folded):
-        at = bisect.bisect_right(starts, m.start()) - 1
-        if (at, m.group()) not in seen:
-            seen.add((at, m.group()))
-            scores[at] += 1
-    return scores
+    if len(folded) != len(text):  # folding changed the length: line by line
+        folded_lines = [line.casefold() for line in lines]
+        return lines, [len(set(_WORDS.findall(line)).intersection(words)) for line in folded_lines]
+    size = len(folded)
+    for word in words:
+        seen: set[int] = set()
+        at = folded.find(word)
+        while at >= 0:
+            after = at + len(word)
+            if (at == 0 or not is_word_char(folded[at - 1])) and (after == size or not is_word_char(folded[after])):
+                line = folded.count("\n", 0, at)
+                if line not in seen:
+                    seen.add(line)
+                    scores[line] += 1
+            at = folded.find(word, at + 1)
+    return lines, scores
 
 
-def best_passage(text: str, terms: frozenset[str], budget: int) -> str:
+def best_passage(text: str, terms: frozenset[str], budget: int, tokens: TokenCache | None = None) -> str:
     """The part of a long ``text`` about ``budget`` tokens long that holds most of ``terms``:
     the line holding most of them, with the lines around it while they fit, ``...`` where text
-    was left out. A text within the budget is returned whole."""
+    was left out. A text within the budget is returned whole. ``tokens`` keeps the cut of a line
+    longer than the budget (the same line is cut the same way at every build that sends it)."""
     if len(text) <= budget * 3 or (len(text) <= budget * 8 and count_tokens(text) <= budget):
         return text
-    lines = text.split("\n")
-    scores = _line_scores(text, lines, terms)
-    best = max(range(len(lines)), key=lambda i: (scores[i], -i))
+    lines, scores = _line_scores(text, terms)
+    best = scores.index(max(scores))  # the first line of the highest score
     costs: dict[int, int] = {}
 
     def cost(i: int) -> int:  # about 3.5 characters a token: the passage is counted exactly later
@@ -161,7 +166,7 @@ def best_passage(text: str, terms: frozenset[str], budget: int) -> str:
             break
     body = "\n".join(lines[first : last + 1])
     if cost(best) > budget:
-        body = truncate_to_tokens(lines[best][: budget * 8], budget)
+        body = (tokens or TokenCache()).cut(lines[best][: budget * 8], budget)[0]
     return ("... " if first > 0 else "") + body + (" ..." if last < len(lines) - 1 or cost(best) > budget else "")
 
 
@@ -363,16 +368,15 @@ class HybridRecall:
                 # past 8 characters a token a text is longer than the limit: not counted whole
                 whole = limit + 1 if len(text) > limit * 8 else self.tokens.tokens(entry)
                 if whole > limit:
-                    text = best_passage(text, terms, limit)
+                    text = best_passage(text, terms, limit, self.tokens)
                     passages.append(entry.id)
                     whole = count_tokens(text)
             else:
                 if cut <= 0:
                     continue
-                text = truncate_to_tokens(text[: cut * 8], cut, ellipsis=" ...")
+                text, whole = self.tokens.cut(text[: cut * 8], cut, " ...")
                 if not text.strip():
                     continue
-                whole = count_tokens(text)
             lines.append(head + text)
             tokens += whole + self.tokens.text_tokens(head[: head.index("]") + 1]) + 3
         return "\n".join(lines), tokens, passages

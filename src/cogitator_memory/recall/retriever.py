@@ -27,6 +27,7 @@ thread of 10,000 turns is tokenized once; it changes nothing it is given.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 import re
@@ -44,7 +45,7 @@ from ..search.fusion import reciprocal_rank_fusion
 from ..search.tokenizer import index_terms
 from ..threads.records import EVENT_TYPES, MemoryEntry
 from . import item_search
-from .corpus import CorpusCache, phrase_pattern, turn_text
+from .corpus import CorpusCache, Doc, phrase_pattern, turn_text
 from .query import QueryAnalysis, analyze_query
 from .rerank import Reranker, check_results, reranked_order
 from .settings import Channel, RetrieverSettings, check_settings
@@ -236,7 +237,8 @@ class MemoryRetriever:
             index_of = corpus_t.index()
             span = max(1, len(index_of) - 1)
             entry_map = _Turns(corpus_t.docs, held_ids)
-            keep = entry_map.__contains__
+            # every document of the BM25 index is a turn of the corpus: only held ones are left out
+            keep = entry_map.__contains__ if held_ids else None
 
             vector = item_search.vector_ranking(turn_cos, entry_map, s.vector_min_cosine, s.vector_relative, s.depth)
             if keyword_hits is not None:
@@ -283,27 +285,27 @@ class MemoryRetriever:
                 places.setdefault(rid, {}).setdefault(channel, rank)
 
         terms = frozenset(analysis.terms)
+        n_terms = len(terms)
+        recency, user, coverage, retrieved = s.recency_weight, s.user_weight, s.coverage_weight, s.retrieved_weight
+        turn_docs = corpus_t.docs if corpus_t is not None else {}
         term_sets: dict[str, frozenset[str]] = {}
         scored: list[tuple[float, str]] = []
         for rid, score in fused:
-            kind, raw = rid[:1], rid[2:]
-            if kind == "t":
-                assert corpus_t is not None
-                doc = corpus_t.docs[raw]
-                term_set = doc.term_set
-                score *= 1.0 + s.recency_weight * index_of.get(raw, 0) / span
-                if s.user_weight and doc.record.message is not None and doc.record.message.role == "user":
-                    score *= 1.0 + s.user_weight
+            raw = rid[2:]
+            if rid[0] == "t":
+                doc: Doc[Any] = turn_docs[raw]
+                score *= 1.0 + recency * index_of.get(raw, 0) / span
+                if user and (message := doc.record.message) is not None and message.role == "user":
+                    score *= 1.0 + user
             else:
-                item = item_map[raw]
                 assert corpus_i is not None
-                term_set = corpus_i.docs[raw].term_set
-                score *= 1.0 + s.retrieved_weight * math.log1p(item.times_retrieved)
-            term_sets[rid] = term_set
-            if terms:
-                score *= 1.0 + s.coverage_weight * len(terms & term_set) / len(terms)
+                doc = corpus_i.docs[raw]
+                score *= 1.0 + retrieved * math.log1p(item_map[raw].times_retrieved)
+            term_sets[rid] = doc.term_set
+            if n_terms:
+                score *= 1.0 + coverage * len(terms & doc.term_set) / n_terms
             scored.append((score, rid))
-        scored.sort(key=lambda t: (-t[0], t[1]))
+        scored.sort(key=_best_first)
         order = _mmr(scored, term_sets, s.mmr_lambda, s.mmr_pool)[:limit]
 
         hits: list[RecallHit] = []
@@ -369,7 +371,7 @@ class MemoryRetriever:
                 return []
             return [r for r in candidates if corpus.times_of(r, entries[r].created_at, zone)][:depth]
         start, end = interval.start, interval.end
-        said = [rid for rid, doc in corpus.docs.items() if start <= doc.record.created_at < end and rid in entries]
+        said = [rid for rid in _said_between(corpus, start, end) if rid in entries]
         if len(said) > depth:  # the ones sharing most terms with the input first
             terms = frozenset(analysis.terms)
             said.sort(key=lambda r: -len(terms & corpus.docs[r].term_set))
@@ -434,6 +436,20 @@ def _is_event(entry: MemoryEntry) -> bool:
     return entry.type in EVENT_TYPES
 
 
+def _said_between(corpus: Any, start: datetime, end: datetime) -> list[str]:
+    """The ids of the turns said in ``[start, end)``, in the order of the corpus' documents: two
+    bisections of their times, sorted once per state of the corpus (kept in ``derived``)."""
+    found = corpus.derived.get("said_at")
+    if found is None:
+        ids = list(corpus.docs)
+        times = [corpus.docs[rid].record.created_at for rid in ids]
+        order = sorted(range(len(ids)), key=times.__getitem__)
+        found = corpus.derived["said_at"] = (ids, [times[i] for i in order], order)
+    ids, times, order = found
+    chosen = order[bisect.bisect_left(times, start) : bisect.bisect_left(times, end)]
+    return [ids[i] for i in sorted(chosen)]
+
+
 def _telling(corpus: Any, terms: Sequence[str]) -> list[str]:
     """``terms`` without those more than half of a large corpus holds (see :data:`COMMON_TERMS_FROM`)."""
     index = corpus.bm25
@@ -494,6 +510,10 @@ class _Turns(Mapping[str, MemoryEntry]):
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
+
+
+def _best_first(pair: tuple[float, str]) -> tuple[float, str]:
+    return -pair[0], pair[1]
 
 
 def _mmr(scored: list[tuple[float, str]], term_sets: Mapping[str, frozenset[str]], lam: float, pool: int) -> list[str]:
