@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from cogitator_memory.recall.corpus import Corpus
+from cogitator_memory.recall.corpus import Corpus, phrase_pattern
+from cogitator_memory.recall.retriever import _said_between
 from cogitator_memory.search import bm25 as bm25_module
 from cogitator_memory.search.bm25 import BM25, BM25Index
 
@@ -108,3 +111,71 @@ def test_a_corpus_synced_in_steps_holds_what_a_fresh_one_holds(arrays: bool, mon
     doubled = [*changed, changed[3]]  # a record given twice: the full sync sorts it out
     corpus.sync(doubled, _key, _text, skip=_skip)
     assert corpus.order.count("r3") == 2
+
+
+def _lookbehind_search(phrase: str, text: str) -> bool:
+    """What a phrase finds, as the pattern with an assertion before the first word."""
+    words = re.findall(r"\w+", phrase.casefold())
+    return re.search(r"(?<!\w)" + r"\W+".join(map(re.escape, words)) + r"(?!\w)", text) is not None
+
+
+def test_a_phrase_finds_what_the_pattern_with_a_lookbehind_finds() -> None:
+    rng = random.Random(11)
+    noise = ["_", "é", "ß", "1", "x", "ａ", " ", " ", "-", " - ", "\n"]
+    phrases = ["a a", "a", "ab b", "Flask-Login", "flask login", "b_", "é a", "1 a", "ａ"]
+    found = 0
+    for _ in range(3000):
+        phrase = rng.choice(phrases)
+        pieces = [*re.findall(r"\w+", phrase.casefold()), *noise]
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 10)))
+        finder = phrase_pattern(phrase)
+        assert finder is not None
+        expected = _lookbehind_search(phrase, text)
+        assert finder.search(text) is expected, (phrase, text)
+        found += expected
+    assert 100 < found < 2900  # both outcomes were checked many times
+    # a match inside a longer word is passed over for a later one at a word's start
+    assert phrase_pattern("a a").search("ba a a") is True  # type: ignore[union-attr]
+    assert phrase_pattern("a a").search("ba a") is False  # type: ignore[union-attr]
+    assert phrase_pattern("login").search("flask_login") is False  # type: ignore[union-attr]
+    assert phrase_pattern("!!") is None
+
+
+@dataclass
+class Said:
+    id: str
+    text: str
+    created_at: datetime
+
+
+def _said_key(r: Said) -> str:
+    return r.id
+
+
+def _said_text(r: Said) -> str:
+    return r.text
+
+
+def test_turns_said_in_a_time_are_those_a_scan_finds_in_the_corpus_order() -> None:
+    rng = random.Random(5)
+    day = datetime(2024, 3, 1, tzinfo=UTC)
+    records = [Said(f"s{i}", f"turn {i}", day + timedelta(minutes=rng.randint(0, 600))) for i in range(200)]
+    corpus: Corpus[Said] = Corpus.new(1.2, 0.75)
+
+    def scan(start: datetime, end: datetime) -> list[str]:
+        return [rid for rid, doc in corpus.docs.items() if start <= doc.record.created_at < end]
+
+    checked = 0
+    for stop in (120, 150, 90, 200):  # grown, shrunk and grown again: what is kept follows
+        corpus.sync(records[:stop], _said_key, _said_text)
+        for _ in range(40):
+            start = day + timedelta(minutes=rng.randint(-30, 620))
+            end = start + timedelta(minutes=rng.choice([0, 1, 30, 240, 1000]))
+            assert _said_between(corpus, start, end) == scan(start, end)
+            checked += len(scan(start, end))
+    # a turn whose time changed (same text, new record) is found at its new time
+    moved = Said("s3", "turn 3", day + timedelta(days=2))
+    corpus.sync([*records[:3], moved, *records[4:]], _said_key, _said_text)
+    later = (day + timedelta(days=2), day + timedelta(days=3))
+    assert _said_between(corpus, *later) == scan(*later) == ["s3"]
+    assert checked > 500
