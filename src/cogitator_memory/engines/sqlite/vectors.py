@@ -230,16 +230,18 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
     # ----- rows ------------------------------------------------------------------------------
 
     @staticmethod
-    def _fields(row: Sequence[Any]) -> dict[str, Any]:
-        """The fields of an embedding read as ``_COLUMNS`` (a ``NULL`` vector, left unread, as ``[]``)."""
-        np = load_numpy("SQLiteEmbeddingAdapter")
-        blob = row[4]
+    def _fields(row: Sequence[Any], vector: list[float] | None = None) -> dict[str, Any]:
+        """The fields of an embedding read as ``_COLUMNS`` (a ``NULL`` vector, left unread, as
+        ``[]``); ``vector``: its vector made a list already."""
+        if vector is None:
+            blob = row[4]
+            vector = [] if blob is None else load_numpy("SQLiteEmbeddingAdapter").frombuffer(blob, dtype="<f4").tolist()
         return {
             "id": row[0],
             "source_id": row[1],
             "source_type": row[2],
             "content": row[3],
-            "vector": [] if blob is None else np.frombuffer(blob, dtype="<f4").tolist(),
+            "vector": vector,
             "metadata": json.loads(row[5]),
             "created_at": from_micros(row[6]),
         }
@@ -251,6 +253,21 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
         fields = self._fields(row)
         fields["score"] = score
         return _constructed(ScoredEmbedding, fields)
+
+    def _scored_rows(self, found: list[tuple[Sequence[Any], float]]) -> list[ScoredEmbedding]:
+        """:meth:`_scored` of each (row, score), the vectors made lists by one numpy call (most
+        of the cost of reading ten hits is making their floats)."""
+        blobs = [row[4] for row, _ in found]
+        if len(found) < 2 or any(blob is None for blob in blobs):
+            return [self._scored(row, score) for row, score in found]
+        np = load_numpy("SQLiteEmbeddingAdapter")
+        vectors = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(found), -1).tolist()
+        out: list[ScoredEmbedding] = []
+        for (row, score), vector in zip(found, vectors, strict=True):
+            fields = self._fields(row, vector)
+            fields["score"] = score
+            out.append(_constructed(ScoredEmbedding, fields))
+        return out
 
     # ----- writes ----------------------------------------------------------------------------
 
@@ -367,7 +384,7 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
             return hits if include_vectors else without_vectors(hits)
         top = self._scope_matrix(flt).top(vector, limit, threshold)
         rows = self._rows_by_id([i for i, _ in top], vectors=include_vectors)
-        return [self._scored(rows[i], s) for i, s in top if i in rows]
+        return self._scored_rows([(rows[i], s) for i, s in top if i in rows])
 
     def _search_sqlite_vec(
         self, vector: list[float], limit: int, threshold: float, flt: EmbeddingFilter
