@@ -278,7 +278,7 @@ class MemoryRetriever:
             [r for _, r in rankings], k=s.rrf_k, weights=[s.weight(analysis.kind, c) for c, _ in rankings]
         )
         if s.neighbour_weight > 0 and corpus_t is not None:
-            fused = _with_neighbours(fused, corpus_t.order, index_of, entry_map, s.neighbour_weight)
+            fused = _with_neighbours(fused, corpus_t.order, index_of, held_ids, s.neighbour_weight)
         places: dict[str, dict[Channel, int]] = {}
         for channel, ranking in rankings:
             for rank, rid in enumerate(ranking, start=1):
@@ -464,27 +464,31 @@ def _with_neighbours(
     fused: list[tuple[str, float]],
     order: Sequence[str],
     index_of: Mapping[str, int],
-    allowed: Collection[str],
+    held: Collection[str],
     weight: float,
 ) -> list[tuple[str, float]]:
     """Each turn's fused score plus ``weight`` times the best score of the turns next to it (a
-    question is found through its answer, and the answer through its question), best first."""
-    base = dict(fused)
+    question is found through its answer, and the answer through its question; ``order`` is every
+    turn, ``held`` those never returned), best first."""
+    out = dict(fused)
     bonus: dict[str, float] = {}
+    last = len(order) - 1
     for key, score in fused:
         if key[0] != "t":
             continue
         at = index_of.get(key[2:])
         if at is None:
             continue
+        extra = weight * score
         for j in (at - 1, at + 1):
-            if 0 <= j < len(order) and order[j] in allowed:
-                near = f"t:{order[j]}"
-                bonus[near] = max(bonus.get(near, 0.0), weight * score)
-    out = dict(base)
+            if 0 <= j <= last and (not held or order[j] not in held):
+                near = "t:" + order[j]
+                kept = bonus.get(near, 0.0)
+                bonus[near] = extra if extra > kept else kept
     for key, extra in bonus.items():
         out[key] = out.get(key, 0.0) + extra
-    return sorted(out.items(), key=lambda pair: (-pair[1], pair[0]))
+    ranked = sorted([(-score, key) for key, score in out.items()])  # best first, then by id
+    return [(key, -score) for score, key in ranked]
 
 
 class _Turns(Mapping[str, MemoryEntry]):
@@ -519,46 +523,37 @@ def _best_first(pair: tuple[float, str]) -> tuple[float, str]:
 def _mmr(scored: list[tuple[float, str]], term_sets: Mapping[str, frozenset[str]], lam: float, pool: int) -> list[str]:
     """Ids in maximal-marginal-relevance order over the best ``pool`` (the rest after them, as
     they were): each step takes the hit maximising ``lam * relevance - (1 - lam) * likeness``
-    to those taken, relevance being the score over the best score, likeness the share of terms."""
+    to those taken (the first of equals), relevance being the score over the best score,
+    likeness the share of terms (Jaccard)."""
     ids = [rid for _, rid in scored]
     if lam >= 1.0 or pool < 2 or len(ids) < 2:
         return ids
     head = scored[:pool]
     best = head[0][0] or 1.0
-    rel = {rid: sc / best for sc, rid in head}
-    left = [rid for _, rid in head]
-    masks = _term_masks(left, term_sets)
+    rel = [sc / best for sc, _ in head]
+    sets = [term_sets.get(rid, frozenset()) for _, rid in head]
+    alike = [0.0] * len(head)
+    left = list(range(len(head)))
     taken: list[str] = []
-    alike = {rid: 0.0 for rid in left}
     while left:
-        pick = max(left, key=lambda r: (lam * rel[r] - (1.0 - lam) * alike[r], -left.index(r)))
-        taken.append(pick)
+        pick = left[0]
+        top = lam * rel[pick] - (1.0 - lam) * alike[pick]
+        for i in left:
+            value = lam * rel[i] - (1.0 - lam) * alike[i]
+            if value > top:
+                pick, top = i, value
+        taken.append(head[pick][1])
         left.remove(pick)
-        chosen, size = masks[pick]
-        for rid in left:  # the jaccard likeness of the two term sets, counted on their masks
-            mask, other = masks[rid]
+        chosen = sets[pick]
+        size = len(chosen)
+        for i in left:
+            other = len(sets[i])
             if size or other:
-                shared = (chosen & mask).bit_count()
-                alike[rid] = max(alike[rid], shared / (size + other - shared))
+                shared = len(chosen & sets[i])
+                share = shared / (size + other - shared)
+                if share > alike[i]:
+                    alike[i] = share
     return taken + ids[pool:]
-
-
-def _term_masks(ids: Sequence[str], term_sets: Mapping[str, frozenset[str]]) -> dict[str, tuple[int, int]]:
-    """Each id's term set as a bit mask over the terms of all of them, with its size."""
-    place: dict[str, int] = {}
-    for rid in ids:
-        for term in term_sets.get(rid, frozenset()):
-            place.setdefault(term, len(place))
-    width = (len(place) + 7) // 8
-    out: dict[str, tuple[int, int]] = {}
-    for rid in ids:
-        terms = term_sets.get(rid, frozenset())
-        bits = bytearray(width)
-        for term in terms:
-            at = place[term]
-            bits[at >> 3] |= 1 << (at & 7)
-        out[rid] = (int.from_bytes(bits, "little"), len(terms))
-    return out
 
 
 __all__ = ["HitKind", "MemoryRetriever", "RecallHit", "Retrieval"]

@@ -1,0 +1,76 @@
+"""The retriever's neighbour bonus and MMR give the order of their plain definitions."""
+
+from __future__ import annotations
+
+import random
+
+from cogitator_memory.recall.retriever import _mmr, _with_neighbours
+
+
+def _neighbours_by_definition(
+    fused: list[tuple[str, float]], order: list[str], held: set[str], weight: float
+) -> list[tuple[str, float]]:
+    place = {rid: i for i, rid in enumerate(order)}
+    out = dict(fused)
+    bonus: dict[str, float] = {}
+    for key, score in fused:
+        if key.startswith("t:") and key[2:] in place:
+            at = place[key[2:]]
+            for j in (at - 1, at + 1):
+                if 0 <= j < len(order) and order[j] not in held:
+                    near = f"t:{order[j]}"
+                    bonus[near] = max(bonus.get(near, 0.0), weight * score)
+    for key, extra in bonus.items():
+        out[key] = out.get(key, 0.0) + extra
+    return sorted(out.items(), key=lambda pair: (-pair[1], pair[0]))
+
+
+def _mmr_by_definition(
+    scored: list[tuple[float, str]], sets: dict[str, frozenset[str]], lam: float, pool: int
+) -> list[str]:
+    ids = [rid for _, rid in scored]
+    if lam >= 1.0 or pool < 2 or len(ids) < 2:
+        return ids
+    head = scored[:pool]
+    best = head[0][0] or 1.0
+    rel = {rid: sc / best for sc, rid in head}
+    left = [rid for _, rid in head]
+    alike = dict.fromkeys(left, 0.0)
+    taken: list[str] = []
+    while left:
+        pick = max(left, key=lambda r: (lam * rel[r] - (1.0 - lam) * alike[r], -left.index(r)))
+        taken.append(pick)
+        left.remove(pick)
+        for rid in left:
+            a, b = sets.get(pick, frozenset()), sets.get(rid, frozenset())
+            if a or b:
+                alike[rid] = max(alike[rid], len(a & b) / len(a | b))
+    return taken + ids[pool:]
+
+
+def test_the_neighbour_bonus_is_its_definition() -> None:
+    rng = random.Random(4)
+    order = [f"e{i}" for i in range(60)]
+    for _ in range(300):
+        chosen = rng.sample(order, rng.randint(0, 20))
+        fused = [(f"t:{rid}", rng.choice([0.5, 0.25, rng.random()])) for rid in chosen]
+        fused += [(f"i:item{i}", rng.random()) for i in range(rng.randint(0, 3))]
+        fused += [("t:gone", 0.3)]  # a turn that is no longer in the order
+        held = set(rng.sample(order, rng.randint(0, 5)))
+        weight = rng.choice([0.4, 1.0, 0.01])
+        assert _with_neighbours(fused, order, {r: i for i, r in enumerate(order)}, held, weight) == (
+            _neighbours_by_definition(fused, order, held, weight)
+        )
+
+
+def test_mmr_order_is_its_definition_ties_included() -> None:
+    rng = random.Random(9)
+    vocab = [f"w{i}" for i in range(25)]
+    for _ in range(300):
+        n = rng.randint(0, 40)
+        ids = [f"t:{i}" for i in range(n)]
+        sets = {rid: frozenset(rng.sample(vocab, rng.randint(0, 8))) for rid in ids if rng.random() < 0.95}
+        scored = sorted(((rng.choice([1.0, 0.5, rng.random()]), rid) for rid in ids), key=lambda t: (-t[0], t[1]))
+        lam = rng.choice([0.0, 0.5, 0.85, 1.0])
+        pool = rng.choice([0, 2, 10, 30])
+        assert _mmr(scored, sets, lam, pool) == _mmr_by_definition(scored, sets, lam, pool)
