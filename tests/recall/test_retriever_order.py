@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
+from cogitator_memory import InMemoryAdapter, unwrap
+from cogitator_memory.recall import MemoryRetriever
 from cogitator_memory.recall.retriever import _mmr, _with_neighbours
 
 
@@ -74,3 +77,45 @@ def test_mmr_order_is_its_definition_ties_included() -> None:
         lam = rng.choice([0.0, 0.5, 0.85, 1.0])
         pool = rng.choice([0, 2, 10, 30])
         assert _mmr(scored, sets, lam, pool) == _mmr_by_definition(scored, sets, lam, pool)
+
+
+async def test_the_best_hits_do_not_depend_on_how_many_are_asked_for() -> None:
+    """Turns that cannot reach the best ``limit`` are not scored: the first hits of a search
+    are those of a search asking for every hit, with the same scores."""
+    memory = InMemoryAdapter()
+    await memory.connect()
+    rng = random.Random(6)
+    words = ["hotel", "booking", "refund", "flight", "train", "museum", "dinner", "cello", "garden", "plan"]
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(2, 9))) for _ in range(400)]
+    thread = unwrap(await memory.create_thread("agent"))
+    turns = [
+        unwrap(
+            await memory.add_entry(
+                {"thread_id": thread.id, "message": {"role": rng.choice(["user", "assistant"]), "content": text}}
+            )
+        )
+        for text in texts
+    ]
+    checked = 0
+    for trial in range(40):
+        settings: dict[str, Any] = {
+            "mmr_lambda": rng.choice([0.85, 1.0]),
+            "mmr_pool": rng.choice([0, 10, 30]),
+            "user_weight": rng.choice([0.0, 1.0, 3.0]),
+            "coverage_weight": rng.choice([0.0, 0.1, 1.0]),
+            "recency_weight": rng.choice([0.0, 0.05, 0.5]),
+            "neighbour_weight": rng.choice([0.0, 0.4]),
+            "vector_min_cosine": 0.0,
+            "vector_relative": 0.0,
+        }
+        retriever = MemoryRetriever(settings)
+        question = " ".join(rng.sample(words, rng.randint(1, 3)))
+        cosines = {t.id: rng.random() for t in rng.sample(turns, 120)}
+        held = {t.id for t in rng.sample(turns, 5)} if trial % 2 else set()
+        every = await retriever.retrieve(question, history=turns, cosines=cosines, held=held, limit=10_000)
+        for limit in (1, 5, 20, 40):
+            some = await retriever.retrieve(question, history=turns, cosines=cosines, held=held, limit=limit)
+            assert [(h.id, h.score) for h in some.hits] == [(h.id, h.score) for h in every.hits[:limit]]
+            checked += len(some.hits)
+    assert checked > 1000
+    await memory.disconnect()

@@ -17,6 +17,7 @@ size mismatch), the search runs without vectors and the failure is a ``relevance
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -87,7 +88,9 @@ def item_holds(item: MemoryItem, at: datetime) -> bool:
     return item.start <= at and (end is None or end > at)
 
 
+@functools.lru_cache(maxsize=65_536)
 def _date(moment: datetime, zone: ZoneInfo) -> str:
+    """How a recalled turn is dated (a turn recalled again is dated from what is kept)."""
     local = moment.astimezone(zone)
     return local.strftime("%a %d %b %Y %H:%M")
 

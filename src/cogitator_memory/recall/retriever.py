@@ -288,11 +288,19 @@ class MemoryRetriever:
         n_terms = len(terms)
         recency, user, coverage, retrieved = s.recency_weight, s.user_weight, s.coverage_weight, s.retrieved_weight
         turn_docs = corpus_t.docs if corpus_t is not None else {}
+        # A turn's score only grows below, by at most ``most``: a turn whose fused score, grown by
+        # that much, stays under the fused score of the ``wanted``-th best cannot be among the
+        # ``wanted`` best (the hits and the pool of MMR) and is not scored.
+        wanted = max(limit, s.mmr_pool) if s.mmr_lambda < 1.0 else limit
+        most = (1.0 + recency) * (1.0 + user) * (1.0 + coverage) * (1.0 + 1e-9)
+        floor = fused[wanted - 1][1] if len(fused) > wanted else 0.0
         term_sets: dict[str, frozenset[str]] = {}
         scored: list[tuple[float, str]] = []
         for rid, score in fused:
             raw = rid[2:]
             if rid[0] == "t":
+                if score * most < floor:
+                    continue
                 doc: Doc[Any] = turn_docs[raw]
                 score *= 1.0 + recency * index_of.get(raw, 0) / span
                 if user and (message := doc.record.message) is not None and message.role == "user":
