@@ -70,6 +70,27 @@ async def test_a_traversal_is_two_queries_over_the_indexes(store: SQLiteAdapter)
     assert "SEARCH g USING INDEX sqlite_autoindex_graph_edges_1 (id=?)" in bodies, bodies
 
 
+async def test_a_traversal_reads_many_bodies_in_chunks(store: SQLiteAdapter) -> None:
+    leaves = [f"n{i:04d}" for i in range(1, 1201)]
+    unwrap(await store.add_nodes([{"id": n, "name": n, "type": "concept", "agent_id": "a"} for n in ["hub", *leaves]]))
+    unwrap(
+        await store.add_edges(
+            [{"id": f"e{n}", "source_id": "hub", "target_id": n, "type": "knows", "agent_id": "a"} for n in leaves]
+        )
+    )
+    statements: list[str] = []
+    store.connection.set_trace_callback(statements.append)
+    try:
+        found = unwrap(await store.traverse("hub", max_depth=1, fan_out=1000, max_nodes=1100))
+    finally:
+        store.connection.set_trace_callback(None)
+    assert len(statements) == 4, statements  # the walk, then 1,001 nodes and 1,000 edges, 500 at a time
+    # the hub's first 1,000 edges (all as confident: by id) and the leaves they reach
+    assert [n.id for n in found.nodes] == ["hub", *leaves[:1000]]
+    assert [e.id for e in found.edges] == [f"e{n}" for n in leaves[:1000]]
+    assert found.depths == {"hub": 0, **dict.fromkeys(leaves[:1000], 1)}
+
+
 async def test_the_text_filter_reads_the_trigram_index(store: SQLiteAdapter) -> None:
     unwrap(await store.add_nodes([{"id": "n0", "name": "Lisbon", "type": "location", "agent_id": "a"}]))
     sql = (

@@ -23,6 +23,7 @@ import json
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
+from itertools import zip_longest
 from typing import TYPE_CHECKING, Any
 
 from ...errors import ConflictError, NotFoundError
@@ -393,10 +394,17 @@ class SQLiteGraph(GraphStoreMixin):
         if not steps:
             return TraversalResult(nodes=[], edges=[], depths={})
         kept, depths, edge_ids = neighbourhood_from_steps(steps, walk.max_nodes)
-        node_array, edge_array = db.execute(NEIGHBOURHOOD_SQL, (json.dumps(kept), json.dumps(edge_ids))).fetchone()
-        found = {n.id: n for n in stored_nodes(node_array)}
+        found: dict[str, GraphNode] = {}
+        edges: list[GraphEdge] = []
+        # in chunks, so that no array nears SQLite's longest string (large bodies, many of them)
+        for node_ids, edge_chunk in zip_longest(_chunks(kept), _chunks(edge_ids), fillvalue=()):
+            node_array, edge_array = db.execute(
+                NEIGHBOURHOOD_SQL, (json.dumps(list(node_ids)), json.dumps(list(edge_chunk)))
+            ).fetchone()
+            found.update((n.id, n) for n in stored_nodes(node_array))
+            edges.extend(stored_edges(edge_array))
         nodes = [found[n] for n in kept if n in found]
-        edges = sorted(stored_edges(edge_array), key=lambda e: e.id)
+        edges.sort(key=lambda e: e.id)
         return TraversalResult(nodes=nodes, edges=edges, depths={n.id: depths[n.id] for n in nodes})
 
     async def _by_evidence(self, agent_id: str, entry_ids: frozenset[str]) -> tuple[list[GraphNode], list[GraphEdge]]:
