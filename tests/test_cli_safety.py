@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 import unicodedata
+import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -28,6 +29,8 @@ from cogitator_memory.cli.progress import Progress
 from cogitator_memory.cli.render import ASCII, UNICODE, terminal_safe, tree_lines
 from cogitator_memory.cli.store import CliStore
 from cogitator_memory.context import from_openai_messages
+from cogitator_memory.runtime.memory import Memory
+from cogitator_memory.testing.services import service_url
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
@@ -184,6 +187,67 @@ def test_the_clean_up_of_a_failed_import_is_checked(db: Path) -> None:
 
     message = asyncio.run(go())
     assert "was not fully taken back" in message and "thread t, which the import created, is still there" in message
+
+
+def test_ctrl_c_stops_an_import_into_a_configured_store_and_takes_it_back(tmp_path: Path) -> None:
+    """Redis has no transaction across writes: what the import wrote is deleted again."""
+    tag = uuid.uuid4().hex[:8]
+    config = tmp_path / "redis.yml"
+    config.write_text(
+        f"memory:\n  adapter: redis\n  connection_string: {service_url('COGMEM_TEST_REDIS_URL')}\n"
+        f"  options: {{key_prefix: 'ctrlc{tag}:'}}\n  embedding: {{provider: none}}\n"
+    )
+    total = 40_000
+    source = _big_chat(tmp_path / "big.jsonl", total)
+
+    async def seed_and_read(seed: bool) -> tuple[Thread | None, list[MemoryEntry]]:
+        async with Memory(str(config)) as memory:
+            store = memory.adapter
+            if seed:
+                unwrap(await store.create_thread("cli", {"keep": True}, thread_id="t"))
+                for text in ("first", "second"):
+                    unwrap(await store.add_entry({"thread_id": "t", "message": {"role": "user", "content": text}}))
+            thread = unwrap(await store.get_thread("t"))
+            if thread is None:
+                return None, []
+            return thread, unwrap(await store.get_entries(thread_id="t", types="all"))
+
+    before_thread, before_entries = asyncio.run(seed_and_read(True))
+    assert before_thread is not None
+    for thread_id in ("t", "fresh"):
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "cogitator_memory",
+                "import",
+                str(source),
+                "--config",
+                str(config),
+                "--progress",
+                "--thread",
+                thread_id,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_env(),
+            preexec_fn=_interruptible,
+        )
+        _wait_mid_import(process, total)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=120)
+        assert process.returncode == 130, err
+        assert f"{PREFIX}interrupted: nothing was imported" in err
+    after_thread, after_entries = asyncio.run(seed_and_read(False))
+    assert after_thread is not None and after_thread.active_leaf_id == before_thread.active_leaf_id
+    assert after_entries == before_entries
+
+    async def fresh_is_gone() -> bool:
+        async with Memory(str(config)) as memory:
+            return unwrap(await memory.adapter.get_thread("fresh")) is None
+
+    assert asyncio.run(fresh_is_gone())
 
 
 async def _linked_thread(store: SQLiteAdapter) -> None:

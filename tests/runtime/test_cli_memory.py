@@ -6,10 +6,12 @@ import asyncio
 import json
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cogitator_memory.cli import main
+from cogitator_memory.cli.demo import DEMO_FORK, DEMO_THREAD
 from cogitator_memory.runtime.memory import Memory
 from cogitator_memory.testing.services import service_url
 
@@ -144,3 +146,109 @@ def test_threads_show_and_export_read_any_configured_store(
 def test_threads_without_config_still_read_the_sqlite_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = _run(capsys, "threads", "--db", str(tmp_path / "none.db"))
     assert code == 1 and "no database at" in err
+
+
+# --- writing commands (demo, import, forget) on any configured store ----------------------------
+
+
+def _store_config(tmp_path: Path, engine: str) -> Path:
+    """A config naming a fresh namespace of ``engine`` (redis, mongodb or postgres)."""
+    tag = uuid.uuid4().hex[:8]
+    if engine == "redis":
+        body = f"  adapter: redis\n  connection_string: {service_url('COGMEM_TEST_REDIS_URL')}\n"
+        body += f"  options: {{key_prefix: 'cli{tag}:'}}\n"
+    elif engine == "mongodb":
+        body = f"  adapter: mongodb\n  connection_string: '{service_url('COGMEM_TEST_MONGODB_URL')}'\n"
+        body += f"  options: {{database: cli{tag}}}\n"
+    else:
+        body = f"  adapter: postgres\n  connection_string: '{service_url('COGMEM_TEST_POSTGRES_URL')}'\n"
+        body += f"  options: {{schema: cli{tag}}}\n"
+    file = tmp_path / f"{engine}.yml"
+    file.write_text(f"memory:\n{body}  embedding: {{provider: none}}\n")
+    return file
+
+
+def _tree(config: Path, thread_id: str) -> tuple[Any, list[tuple[str | None, str, str]]]:
+    """The thread (None when missing) and its entries as (parent id, role, text), in seq order."""
+
+    async def read() -> tuple[Any, list[tuple[str | None, str, str]]]:
+        async with Memory(str(config)) as memory:
+            thread = (await memory.adapter.get_thread(thread_id)).unwrap()
+            if thread is None:
+                return None, []
+            entries = (await memory.adapter.get_entries(thread_id=thread_id, types="all")).unwrap()
+            rows = [(e.parent_id, e.message.role, str(e.message.content)) for e in entries if e.message is not None]
+            return thread, rows
+
+    return asyncio.run(read())
+
+
+@pytest.mark.parametrize("engine", ["redis", "mongodb", "postgres"])
+def test_demo_import_and_forget_write_any_configured_store(
+    engine: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = _store_config(tmp_path, engine)
+    cfg = ("--config", str(config))
+    code, out, err = _run(capsys, "demo", *cfg)
+    assert code == 0, err
+    assert f"Wrote a demo conversation to the {engine} store of {config}" in out
+    code, out, _ = _run(capsys, "threads", "--json", *cfg)
+    assert {t["id"] for t in json.loads(out)["threads"]} == {DEMO_THREAD, DEMO_FORK}
+
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text(
+        "\n".join(json.dumps(m) for m in [{"role": "user", "content": "hola"}, {"role": "assistant", "content": "hi"}])
+    )
+    code, out, err = _run(capsys, "import", str(chat), "--thread", "imported", "--json", *cfg)
+    assert code == 0, err
+    assert json.loads(out)["entries"] == 2
+    thread, rows = _tree(config, "imported")
+    assert [r[1:] for r in rows] == [("user", "hola"), ("assistant", "hi")]
+    assert thread.active_leaf_id is not None
+
+    # an export of it goes back in, under the active leaf of an existing thread
+    saved = tmp_path / "imported.json"
+    assert _run(capsys, "export", "imported", "--out", str(saved), *cfg)[0] == 0
+    code, _, err = _run(capsys, "import", str(saved), "--thread", "imported", *cfg)
+    assert code == 0, err
+    assert [r[2] for r in _tree(config, "imported")[1]] == ["hola", "hi", "hola", "hi"]
+
+    code, out, err = _run(capsys, "forget", "thread", "imported", "--dry-run", *cfg)
+    assert code == 0 and "Nothing was changed." in out, err
+    assert _tree(config, "imported")[0] is not None
+    code, out, err = _run(capsys, "forget", "thread", "imported", "--json", *cfg)
+    assert code == 0, err
+    assert json.loads(out)["threads"] == 1
+    assert _tree(config, "imported")[0] is None
+
+
+@pytest.mark.parametrize("engine", ["redis", "mongodb"])
+def test_a_failed_import_into_a_configured_store_is_taken_back(
+    engine: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = _store_config(tmp_path, engine)
+    cfg = ("--config", str(config))
+    source = tmp_path / "source.json"
+    source.write_text(json.dumps([{"role": "user", "content": f"turn {i}"} for i in range(4)]))
+    assert _run(capsys, "import", str(source), "--thread", "source", *cfg)[0] == 0
+    exported = tmp_path / "source-export.json"
+    assert _run(capsys, "export", "source", "--out", str(exported), *cfg)[0] == 0
+    document = json.loads(exported.read_text("utf-8"))
+    # the 3rd entry carries metadata no store keeps (NaN is not JSON): two are written before it fails
+    document["entries"][2]["metadata"] = {"k": 1}
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(document).replace('"k": 1', '"k": NaN'))
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps([{"role": "user", "content": "kept"}, {"role": "assistant", "content": "as is"}]))
+
+    code, _, err = _run(capsys, "import", str(bad), "--thread", "fresh", *cfg)
+    assert code == 1 and "metadata" in err and "Traceback" not in err, err
+    assert _tree(config, "fresh") == (None, []), "the thread the import created is gone again"
+
+    assert _run(capsys, "import", str(good), "--thread", "kept", *cfg)[0] == 0
+    before_thread, before_rows = _tree(config, "kept")
+    code, _, err = _run(capsys, "import", str(bad), "--thread", "kept", *cfg)
+    assert code == 1 and "metadata" in err, err
+    after_thread, after_rows = _tree(config, "kept")
+    assert after_rows == before_rows
+    assert after_thread.active_leaf_id == before_thread.active_leaf_id

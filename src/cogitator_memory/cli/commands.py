@@ -1,7 +1,8 @@
-"""The commands of ``cogitator-memory``: parsing, running them on the SQLite store, errors.
+"""The commands of ``cogitator-memory``: parsing, running them on the store, errors.
 
-Every command works on one SQLite file: ``--db PATH``, else ``$COGITATOR_MEMORY_DB``, else
-``cogitator-memory.db`` in the current folder. A user error prints one line starting with
+The thread commands work on one SQLite file: ``--db PATH``, else ``$COGITATOR_MEMORY_DB``, else
+``cogitator-memory.db`` in the current folder; or, with ``--config FILE``, on the store that memory
+config names, any engine. A user error prints one line starting with
 ``cogitator-memory: error:`` and exits 1 (2 for a bad command line), without a traceback.
 """
 
@@ -31,7 +32,7 @@ from .formats import CliError, ImportFile, entry_json, export_chunks, messages_t
 from .importing import ImportResult, import_export, import_messages
 from .progress import Progress
 from .serve import register as register_serve
-from .store import DB_ENV, DEFAULT_AGENT, PROG, all_entries, need, open_store, require_thread
+from .store import DB_ENV, DEFAULT_AGENT, PROG, all_entries, need, require_thread
 
 DEBUG_ENV = "COGITATOR_MEMORY_DEBUG"
 
@@ -130,8 +131,9 @@ def progress_of(args: argparse.Namespace) -> Progress:
 async def cmd_demo(args: argparse.Namespace) -> int:
     """``demo``: write the demo conversation and print its tree and active path."""
     path = db_path(args)
+    where = memory_commands.store_label(args, path)
     g, width = render.glyphs_for(sys.stdout), render.terminal_width()
-    async with open_store(path, create=True) as store:
+    async with memory_commands.open_command_store(args, path, create=True) as store:
         demo = await write_demo(store)
         entries = await all_entries(store, DEMO_THREAD)
         fork_entries = await all_entries(store, DEMO_FORK)
@@ -139,7 +141,7 @@ async def cmd_demo(args: argparse.Namespace) -> int:
     again = " (replacing the demo threads of an earlier run)" if demo.replaced else ""
     tail = render.short_ids(e.id for e in entries)[demo.alternative.id]
     lines = [
-        f"Wrote a demo conversation to {path}{again}.",
+        f"Wrote a demo conversation to {where}{again}.",
         "",
         *render.thread_header(demo.thread, entries, g, width),
         "",
@@ -174,7 +176,7 @@ async def cmd_threads(args: argparse.Namespace) -> int:
     """``threads``: one page of threads, the most recently updated first."""
     path = db_path(args)
     wanted = parse_meta(args.meta)
-    async with memory_commands.open_read_store(args, path) as store:
+    async with memory_commands.open_command_store(args, path) as store:
         page = need(
             await store.list_threads(agent_id=args.agent, metadata=wanted or None, limit=args.limit, cursor=args.cursor)
         )
@@ -184,7 +186,8 @@ async def cmd_threads(args: argparse.Namespace) -> int:
     g, width = render.glyphs_for(sys.stdout), render.terminal_width()
     if not page.threads:
         filtered = args.agent is not None or bool(wanted) or args.cursor is not None
-        render.write_lines([f"No threads {'match' if filtered else 'yet'} in {path}."])
+        where = memory_commands.store_label(args, path)
+        render.write_lines([f"No threads {'match' if filtered else 'yet'} in {where}."])
         return 0
     lines = render.threads_table(page.threads, g, width)
     if page.next_cursor:
@@ -204,8 +207,8 @@ async def cmd_show(args: argparse.Namespace) -> int:
     """``show THREAD``: the tree of a thread, every branch, the active path marked."""
     path = db_path(args)
     progress = progress_of(args)
-    async with memory_commands.open_read_store(args, path) as store:
-        thread = await require_thread(store, args.thread, path)
+    async with memory_commands.open_command_store(args, path) as store:
+        thread = await require_thread(store, args.thread, memory_commands.store_label(args, path))
         progress.start(f"reading thread {render.one_line(thread.id)}")
         entries = await all_entries(store, thread.id)
     progress.update(len(entries))
@@ -238,8 +241,8 @@ async def cmd_export(args: argparse.Namespace) -> int:
     """
     path = db_path(args)
     progress = progress_of(args)
-    async with memory_commands.open_read_store(args, path) as store:
-        thread = await require_thread(store, args.thread, path)
+    async with memory_commands.open_command_store(args, path) as store:
+        thread = await require_thread(store, args.thread, memory_commands.store_label(args, path))
         progress.start(f"reading thread {render.one_line(thread.id)}")
         entries = await all_entries(store, thread.id)
     progress.update(len(entries))
@@ -311,7 +314,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 async def _write_messages(
     path: str, entries: list[NewMemoryEntry], thread_id: str, args: argparse.Namespace, progress: Progress
 ) -> ImportResult:
-    async with open_store(path, create=True) as store:
+    async with memory_commands.open_command_store(args, path, create=True) as store:
         return await import_messages(store, entries, thread_id, args.agent, progress)
 
 
@@ -319,7 +322,7 @@ async def _write_export(
     path: str, loaded: ImportFile, thread_id: str, args: argparse.Namespace, progress: Progress
 ) -> ImportResult:
     assert loaded.export is not None
-    async with open_store(path, create=True) as store:
+    async with memory_commands.open_command_store(args, path, create=True) as store:
         return await import_export(
             store, loaded.export, thread_id, args.agent, must_be_new=args.thread is None, progress=progress
         )
@@ -349,6 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser(
         "demo", parents=[db], help="write a demo conversation with a branch and a fork, and print its tree"
     )
+    memory_commands.config_flag(demo, instead_of_db=True)
     demo.set_defaults(handler=cmd_demo)
 
     threads = sub.add_parser("threads", parents=[db], help="list threads, the most recently updated first")
@@ -364,7 +368,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     threads.add_argument("--cursor", metavar="CURSOR", help="the cursor a previous page printed, for the next page")
     threads.add_argument("--json", action="store_true", help="print JSON: {threads, next_cursor}")
-    memory_commands.config_flag(threads)
+    memory_commands.config_flag(threads, instead_of_db=True)
     threads.set_defaults(handler=cmd_threads)
 
     show = sub.add_parser("show", parents=[db], help="print the tree of a thread, the active path marked")
@@ -373,7 +377,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--full", action="store_true", help="do not cut long lines to the terminal's width")
     show.add_argument("--json", action="store_true", help="print JSON: {thread, entries, active_path}")
     _progress_flag(show)
-    memory_commands.config_flag(show)
+    memory_commands.config_flag(show, instead_of_db=True)
     show.set_defaults(handler=cmd_show)
     register_forget(sub, db)
 
@@ -393,13 +397,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     imp.add_argument("--json", action="store_true", help="print JSON: {thread_id, entries, created, agent_id}")
     _progress_flag(imp)
+    memory_commands.config_flag(imp, instead_of_db=True)
     imp.set_defaults(handler=cmd_import)
 
     exp = sub.add_parser("export", parents=[db], help="write a thread and its whole tree as JSON")
     exp.add_argument("thread", metavar="THREAD", help="the thread id")
     exp.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
     _progress_flag(exp)
-    memory_commands.config_flag(exp)
+    memory_commands.config_flag(exp, instead_of_db=True)
     exp.set_defaults(handler=cmd_export)
     memory_commands.register(sub, db)
     register_serve(sub, db)

@@ -1,11 +1,12 @@
-"""``cogitator-memory forget``: take a user, a thread or entries out of a SQLite file with what
+"""``cogitator-memory forget``: take a user, a thread or entries out of the store with what
 memory derived from them (:class:`~cogitator_memory.cascade.MemoryCascade`).
 
 ``forget user USER``, ``forget thread THREAD`` and ``forget entries ID...`` (``--redact`` to
 redact them in place instead, ``--keep-replies`` to leave the replies of a user message).
-``--dry-run`` lists what would go and changes nothing. The store runs with SQLite's
-``secure_delete`` on and the WAL is checkpointed at the end, so the forgotten text does not stay
-in free pages of the file.
+``--dry-run`` lists what would go and changes nothing. On a SQLite file the store runs with
+SQLite's ``secure_delete`` on and the WAL is checkpointed at the end, so the forgotten text does
+not stay in free pages of the file. ``--config FILE`` forgets in the store a memory config
+names, any engine, through the cascade of :class:`~cogitator_memory.runtime.Memory`.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from typing import Any
 from ..cascade import CascadeCounts, CascadePlan, MemoryCascade
 from ..engines.sqlite.vectors import SQLiteEmbeddingAdapter
 from ..errors import InvalidArgumentError, MemoryStoreError
+from ..threads.base import BaseMemoryAdapter
 from . import render
 from .formats import CliError
+from .memory_commands import config_flag, memory_config, open_memory
 from .store import PROG, CliStore, need, open_store
 
 
@@ -54,54 +57,88 @@ def _count_lines(counts: CascadeCounts, what: str) -> list[str]:
     return [f"Forgot {what}:", *(f"  {p}" for p in parts)]
 
 
-async def _run(args: argparse.Namespace, store: CliStore) -> tuple[CascadePlan | CascadeCounts, str]:
+async def _sqlite_forget(args: argparse.Namespace, store: CliStore) -> tuple[CascadePlan | CascadeCounts, str]:
+    """:func:`_forget` on a SQLite file: its threads, graph and vectors."""
     vectors = SQLiteEmbeddingAdapter(store=store)
     opened = await vectors.connect()
     if not opened.success:
         raise CliError(opened.error or "cannot open the vectors of the store")
     try:
         cascade = MemoryCascade(memory=store, graph=store, embeddings=vectors, reason=args.reason)
-        who = {"agent_ids": args.agent or []}
-        if args.target == "user":
-            what = f"user {args.id}"
-            if args.dry_run:
-                return await cascade.plan_user(args.id), what
-            return await cascade.delete_user(args.id, who), what
-        if args.target == "thread":
-            what = f"thread {args.id}"
-            if need(await store.get_thread(args.id)) is None:
-                raise CliError(f"thread not found: {args.id} (list the threads with '{PROG} threads')")
-            if args.dry_run:
-                return await cascade.plan_thread(args.id), what
-            return await cascade.delete_thread(args.id, who), what
-        ids = list(args.ids)
-        for entry_id in ids:
-            if need(await store.get_entry(entry_id)) is None:
-                raise CliError(f"entry not found: {entry_id} (see the entry ids with '{PROG} show THREAD')")
-        what = f"{len(ids)} entr{'y' if len(ids) == 1 else 'ies'}"
-        if args.dry_run:
-            return await cascade.plan_entries(ids, keep_replies=args.keep_replies), what
-        if args.redact:
-            redaction = {"at": datetime.now(UTC), "reason": args.reason}
-            return await cascade.redact_entries(ids, redaction, who, keep_replies=args.keep_replies), what
-        return await cascade.delete_entries(ids, who, keep_replies=args.keep_replies), what
+        return await _forget(args, store, cascade)
     finally:
         await vectors.disconnect()
 
 
+async def _forget(
+    args: argparse.Namespace, store: BaseMemoryAdapter, cascade: MemoryCascade
+) -> tuple[CascadePlan | CascadeCounts, str]:
+    """The plan (``--dry-run``) or the counts of forgetting what ``args`` names; and its name."""
+    who = {"agent_ids": args.agent or []}
+    if args.target == "user":
+        what = f"user {args.id}"
+        if args.dry_run:
+            return await cascade.plan_user(args.id), what
+        return await cascade.delete_user(args.id, who), what
+    if args.target == "thread":
+        what = f"thread {args.id}"
+        if need(await store.get_thread(args.id)) is None:
+            raise CliError(f"thread not found: {args.id} (list the threads with '{PROG} threads')")
+        if args.dry_run:
+            return await cascade.plan_thread(args.id), what
+        return await cascade.delete_thread(args.id, who), what
+    ids = list(args.ids)
+    for entry_id in ids:
+        if need(await store.get_entry(entry_id)) is None:
+            raise CliError(f"entry not found: {entry_id} (see the entry ids with '{PROG} show THREAD')")
+    what = f"{len(ids)} entr{'y' if len(ids) == 1 else 'ies'}"
+    if args.dry_run:
+        return await cascade.plan_entries(ids, keep_replies=args.keep_replies), what
+    if args.redact:
+        redaction = {"at": datetime.now(UTC), "reason": args.reason}
+        return await cascade.redact_entries(ids, redaction, who, keep_replies=args.keep_replies), what
+    return await cascade.delete_entries(ids, who, keep_replies=args.keep_replies), what
+
+
+async def _configured_forget(args: argparse.Namespace) -> tuple[CascadePlan | CascadeCounts, str]:
+    """:func:`_forget` on the store of ``--config`` (not SQLite), with the memory's cascade."""
+    memory = await open_memory(args)
+    try:
+        cascade = memory.cascade
+        if cascade is None:  # Memory.open raises when the store is out of reach; a guard for mypy
+            raise CliError("memory is disabled: its store could not be reached")
+        cascade.reason = args.reason
+        try:
+            return await _forget(args, memory.adapter, cascade)
+        except (InvalidArgumentError, MemoryStoreError) as exc:
+            raise CliError(str(exc)) from None
+    finally:
+        await memory.close()
+
+
 async def cmd_forget(args: argparse.Namespace) -> int:
-    """``forget user|thread|entries``: a cascade on the SQLite file, or its dry run."""
+    """``forget user|thread|entries``: a cascade on the store, or its dry run."""
     from .commands import db_path
 
     path = db_path(args)
+    if getattr(args, "config", None):
+        config = memory_config(args)
+        if config.adapter == "sqlite":
+            path = config.sqlite_path()
+        else:
+            return _report(args, *await _configured_forget(args))
     async with open_store(path, create=False) as store:
         store.connection.execute("PRAGMA secure_delete = ON")
         try:
-            outcome, what = await _run(args, store)
+            outcome, what = await _sqlite_forget(args, store)
         except (InvalidArgumentError, MemoryStoreError) as exc:
             raise CliError(str(exc)) from None
         if not args.dry_run:
             store.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return _report(args, outcome, what)
+
+
+def _report(args: argparse.Namespace, outcome: CascadePlan | CascadeCounts, what: str) -> int:
     if isinstance(outcome, CascadePlan):
         if args.json:
             _print({"dry_run": True, "threads": outcome.threads, "entries": outcome.entries})
@@ -146,6 +183,7 @@ def register(sub: Any, db: argparse.ArgumentParser) -> None:
     entries.add_argument("--redact", action="store_true", help="redact them in place instead of deleting them")
     entries.add_argument("--keep-replies", action="store_true", help="leave the replies of a user message")
     for parser in (user, thread, entries):
+        config_flag(parser, instead_of_db=True)
         parser.set_defaults(handler=cmd_forget, redact=False, keep_replies=False)
 
 

@@ -1,20 +1,25 @@
-"""``import``: writing chat messages or an exported tree into the SQLite file, all or nothing.
+"""``import``: writing chat messages or an exported tree into a store, all or nothing.
 
-The whole import is one SQLite transaction (:meth:`~cogitator_memory.cli.store.CliStore.transaction`): a failure, a
-Ctrl-C or a killed process leaves the file as it was, a thread the import created included.
-The writes give the event loop a turn after each entry, so Ctrl-C (which cancels the command's
-task) stops the import at the next entry instead of after the last. After a rollback the
-thread is read back to check that nothing is left; if something is, the command says so.
+Into a SQLite file the whole import is one SQLite transaction
+(:meth:`~cogitator_memory.cli.store.CliStore.transaction`): a failure, a Ctrl-C or a killed
+process leaves the file as it was, a thread the import created included. Into another store
+(``--config``), which has no transaction across writes, a failure or a Ctrl-C takes back what
+the import wrote: its entries are deleted newest first and the active leaf set back, or the
+thread it created is deleted; only a killed process can leave a part there. The writes give the
+event loop a turn after each entry, so Ctrl-C (which cancels the command's task) stops the
+import at the next entry instead of after the last. Afterwards the thread is read back to check
+that nothing is left; if something is, the command says so.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..clock import frozen_clock
 from ..threads import tree
+from ..threads.base import BaseMemoryAdapter
 from ..threads.records import NewMemoryEntry, Thread
 from .formats import CliError, ExportedThread
 from .progress import Progress
@@ -39,7 +44,15 @@ class _Before:
     thread: Thread | None
 
 
-async def _target(store: CliStore, thread_id: str, agent: str | None) -> Thread | None:
+@dataclass
+class _Written:
+    """What the import wrote so far: whether it created the thread, and its entries in order."""
+
+    created: bool = False
+    ids: list[str] = field(default_factory=list)
+
+
+async def _target(store: BaseMemoryAdapter, thread_id: str, agent: str | None) -> Thread | None:
     """The existing thread ``thread_id`` (checked against ``agent`` when given), or ``None``."""
     thread = need(await store.get_thread(thread_id))
     if thread is not None and agent is not None and thread.agent_id != agent:
@@ -47,18 +60,48 @@ async def _target(store: CliStore, thread_id: str, agent: str | None) -> Thread 
     return thread
 
 
-async def _check_taken_back(store: CliStore, before: _Before, thread_id: str, written: list[str]) -> None:
-    """After a rollback: the thread is as it was (gone again when the import created it)."""
+async def _cancel_point() -> None:
+    """Give the loop a turn, and raise a cancellation requested meanwhile even when a driver
+    swallowed it (redis-py 8 can, when the cancel lands inside a command: the import would then
+    run to its end after Ctrl-C)."""
+    await asyncio.sleep(0)
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
+async def _take_back(store: BaseMemoryAdapter, before: _Before, thread_id: str, written: _Written) -> None:
+    """Undo the import's writes on a store without transactions: the thread it created, or its
+    entries (newest first, so each is a leaf when it goes) and the active leaf as it was. What
+    cannot be undone is found by :func:`_check_taken_back`."""
+    if written.created:
+        await store.delete_thread(thread_id)
+        return
+    for entry_id in reversed(written.ids):
+        await store.delete_entry(entry_id)
+    leaf = before.thread.active_leaf_id if before.thread is not None else None
+    if leaf is not None and written.ids:
+        await store.checkout(thread_id, leaf)
+
+
+async def _check_taken_back(
+    store: BaseMemoryAdapter, before: _Before, thread_id: str, written: _Written, *, exact: bool
+) -> None:
+    """After a rollback (or a take-back): the thread is as it was, gone again when the import
+    created it. ``exact``: every field, its update time included (a rolled-back transaction);
+    else its active leaf and metadata (deleting entries moves the update time on)."""
     now = await store.get_thread(thread_id)
     problem: str | None = None
     if not now.success:
         problem = f"cannot read thread {thread_id} back ({now.error})"
     elif before.thread is None and now.data is not None:
         problem = f"thread {thread_id}, which the import created, is still there"
-    elif before.thread is not None and now.data != before.thread:
+    elif before.thread is not None and now.data is None:
+        problem = f"thread {thread_id} is gone"
+    elif before.thread is not None and now.data is not None and _changed(before.thread, now.data, exact=exact):
         problem = f"thread {thread_id} changed"
     else:
-        for entry_id in written:
+        for entry_id in written.ids:
             found = await store.get_entry(entry_id)
             if not found.success or found.data is not None:
                 problem = f"entry {entry_id} of the import is still in thread {thread_id}"
@@ -67,24 +110,31 @@ async def _check_taken_back(store: CliStore, before: _Before, thread_id: str, wr
         raise CliError(f"the import failed and was not fully taken back: {problem}")
 
 
+def _changed(before: Thread, now: Thread, *, exact: bool) -> bool:
+    if exact:
+        return now != before
+    return (now.active_leaf_id, now.metadata) != (before.active_leaf_id, before.metadata)
+
+
 async def import_messages(
-    store: CliStore, entries: list[NewMemoryEntry], thread_id: str, agent: str | None, progress: Progress
+    store: BaseMemoryAdapter, entries: list[NewMemoryEntry], thread_id: str, agent: str | None, progress: Progress
 ) -> ImportResult:
     """Append ``entries`` (made for ``thread_id``) after the active leaf of the thread, created
     for ``agent`` (default :data:`~cogitator_memory.cli.store.DEFAULT_AGENT`) when missing; one transaction."""
     existing = await _target(store, thread_id, agent)
     before = _Before(existing)
-    written: list[str] = []
+    written = _Written()
 
     async def steps() -> ImportResult:
         thread = existing
         if thread is None:
             thread = need(await store.create_thread(agent or DEFAULT_AGENT, thread_id=thread_id))
+            written.created = True
         progress.start("importing", len(entries))
         for number, entry in enumerate(entries, start=1):
-            written.append(need(await store.add_entry(entry)).id)
+            written.ids.append(need(await store.add_entry(entry)).id)
             progress.update(number)
-            await asyncio.sleep(0)  # Ctrl-C cancels here
+            await _cancel_point()  # Ctrl-C cancels here
         progress.end()
         return ImportResult(thread, len(entries), existing is None)
 
@@ -92,7 +142,7 @@ async def import_messages(
 
 
 async def import_export(
-    store: CliStore,
+    store: BaseMemoryAdapter,
     exported: ExportedThread,
     thread_id: str,
     agent: str | None,
@@ -117,13 +167,14 @@ async def import_export(
             f"or --thread {thread_id} to add the entries after its active leaf"
         )
     before = _Before(existing)
-    written: list[str] = []
+    written = _Written()
 
     async def steps() -> ImportResult:
         thread = existing
         if thread is None:
             with frozen_clock(source.created_at):
                 thread = need(await store.create_thread(agent or source.agent_id, source.metadata, thread_id=thread_id))
+            written.created = True
         keep = True
         for entry in exported.entries:
             if need(await store.get_entry(entry.id)) is not None:
@@ -147,9 +198,9 @@ async def import_export(
             )
             with frozen_clock(entry.created_at):
                 new_ids[entry.id] = need(await store.add_entry(new)).id
-            written.append(new_ids[entry.id])
+            written.ids.append(new_ids[entry.id])
             progress.update(number)
-            await asyncio.sleep(0)  # Ctrl-C cancels here
+            await _cancel_point()  # Ctrl-C cancels here
         if source.active_leaf_id is not None:
             need(await store.checkout(thread.id, new_ids[source.active_leaf_id]))
         if existing is None:
@@ -162,18 +213,26 @@ async def import_export(
 
 
 async def _run(
-    store: CliStore,
+    store: BaseMemoryAdapter,
     thread_id: str,
     before: _Before,
-    written: list[str],
+    written: _Written,
     steps: Callable[[], Awaitable[ImportResult]],
 ) -> ImportResult:
-    """Run ``steps`` in one transaction; after a failure (Ctrl-C included), check it left nothing."""
+    """Run ``steps`` all or nothing: in one transaction on a SQLite file, else taken back after a
+    failure (Ctrl-C included); then check that nothing is left."""
+    if isinstance(store, CliStore):
+        try:
+            with store.transaction():
+                return await steps()
+        except BaseException:
+            await _check_taken_back(store, before, thread_id, written, exact=True)
+            raise
     try:
-        with store.transaction():
-            return await steps()
+        return await steps()
     except BaseException:
-        await _check_taken_back(store, before, thread_id, written)
+        await _take_back(store, before, thread_id, written)
+        await _check_taken_back(store, before, thread_id, written, exact=False)
         raise
 
 

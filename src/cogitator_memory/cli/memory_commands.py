@@ -22,28 +22,33 @@ from .formats import CliError
 from .store import PROG, open_store
 
 
-def config_flag(parser: argparse.ArgumentParser) -> None:
-    """Add ``--config FILE`` (the memory config naming the store) to ``parser``."""
-    parser.add_argument(
-        "--config",
-        metavar="FILE",
-        default=argparse.SUPPRESS,
-        help="the cogitator.yml whose 'memory' section names the store, any engine (default: $COGITATOR_CONFIG, "
-        "else ./cogitator.yml, else SQLite at ~/.cogitator/memory.db)",
-    )
+def config_flag(parser: argparse.ArgumentParser, *, instead_of_db: bool = False) -> None:
+    """Add ``--config FILE`` (the memory config naming the store) to ``parser``; with
+    ``instead_of_db`` the command reads a config only when given one (else the ``--db`` file)."""
+    if instead_of_db:
+        words = "work on the store this cogitator.yml's 'memory' section names, any engine (default: the SQLite file of --db)"
+    else:
+        words = (
+            "the cogitator.yml whose 'memory' section names the store, any engine (default: $COGITATOR_CONFIG, "
+            "else ./cogitator.yml, else SQLite at ~/.cogitator/memory.db)"
+        )
+    parser.add_argument("--config", metavar="FILE", default=argparse.SUPPRESS, help=words)
 
 
 @asynccontextmanager
-async def open_read_store(args: argparse.Namespace, path: str) -> AsyncIterator[Any]:
-    """The connected store a reading command (``threads``, ``show``, ``export``) works on: the
-    one ``--config FILE`` names, any engine; without ``--config``, the SQLite file ``path``."""
+async def open_command_store(args: argparse.Namespace, path: str, *, create: bool = False) -> AsyncIterator[Any]:
+    """The connected thread store a command (``threads``, ``show``, ``export``, ``import``,
+    ``demo``, ``forget``) works on: the one ``--config FILE`` names, any engine; without
+    ``--config``, the SQLite file ``path``. A SQLite file is opened as a
+    :class:`~cogitator_memory.cli.store.CliStore` (writes in one transaction); with
+    ``create=False`` a missing file is an error. Where it is: :func:`store_label`."""
     if not getattr(args, "config", None):
-        async with open_store(path, create=False) as sqlite:
+        async with open_store(path, create=create) as sqlite:
             yield sqlite
         return
     config = memory_config(args)
     if config.adapter == "sqlite":
-        async with open_store(config.sqlite_path(), create=False) as sqlite:
+        async with open_store(config.sqlite_path(), create=create) as sqlite:
             yield sqlite
         return
     try:
@@ -59,6 +64,17 @@ async def open_read_store(args: argparse.Namespace, path: str) -> AsyncIterator[
         yield store
     finally:
         await store.disconnect()
+
+
+def store_label(args: argparse.Namespace, path: str) -> str:
+    """How a command's messages name its store: the SQLite file, or the engine and the config
+    file naming it (never the connection string, which may hold a password)."""
+    if not getattr(args, "config", None):
+        return path
+    config = memory_config(args)
+    if config.adapter == "sqlite":
+        return config.sqlite_path()
+    return f"the {config.adapter} store of {args.config}"
 
 
 def memory_config(args: argparse.Namespace) -> MemoryConfig:
@@ -232,8 +248,9 @@ __all__ = [
     "cmd_search",
     "config_flag",
     "memory_config",
+    "open_command_store",
     "open_memory",
-    "open_read_store",
     "port_number",
     "register",
+    "store_label",
 ]

@@ -10,6 +10,7 @@ from typing import TypeVar
 
 from ..engines.sqlite.threads import SQLiteAdapter
 from ..result import MemoryResult
+from ..threads.base import BaseMemoryAdapter
 from ..threads.records import MemoryEntry, Thread
 from .formats import CliError
 
@@ -108,15 +109,15 @@ def need(result: MemoryResult[T]) -> T:
     return result.data  # type: ignore[return-value]
 
 
-async def require_thread(store: SQLiteAdapter, thread_id: str, path: str) -> Thread:
-    """The thread, or an error naming the file and how to list what is there."""
+async def require_thread(store: BaseMemoryAdapter, thread_id: str, path: str) -> Thread:
+    """The thread, or an error naming the store (``path``) and how to list what is there."""
     thread = need(await store.get_thread(thread_id))
     if thread is None:
         raise CliError(f"thread not found: {thread_id} (in {path}; list the threads with '{PROG} threads')")
     return thread
 
 
-async def all_entries(store: SQLiteAdapter, thread_id: str) -> list[MemoryEntry]:
+async def all_entries(store: BaseMemoryAdapter, thread_id: str) -> list[MemoryEntry]:
     """Every entry of every branch, events and tool data included, in ``seq`` order."""
     return need(await store.get_entries(thread_id=thread_id, types="all", include_tool_calls=True))
 
