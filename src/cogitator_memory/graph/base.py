@@ -544,14 +544,7 @@ class GraphStoreMixin(ABC):
         walk = replace(walk, start_ids=tuple(s for s in walk.start_ids if s in present))
         if not walk.start_ids:
             return TraversalResult(nodes=[], edges=[], depths={})
-        steps = await self._walk_steps(walk)
-        depths: dict[str, int] = {}
-        for node, hops, _, _ in steps:
-            if hops < depths.get(node, hops + 1):
-                depths[node] = hops
-        kept = sorted(depths, key=lambda n: (depths[n], n))[: walk.max_nodes]
-        keep = set(kept)
-        edge_ids = sorted({e for node, _, prev, e in steps if e and node in keep and prev in keep})
+        kept, depths, edge_ids = rules.neighbourhood_from_steps(await self._walk_steps(walk), walk.max_nodes)
         nodes = {n.id: n for n in await self._get_nodes(kept)}
         edges = sorted(await self._get_edges(edge_ids), key=lambda e: e.id) if edge_ids else []
         ordered = [nodes[n] for n in kept if n in nodes]
