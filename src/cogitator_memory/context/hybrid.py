@@ -127,16 +127,20 @@ def _line_scores(text: str, terms: frozenset[str]) -> tuple[list[str], list[int]
         return lines, [len(set(_WORDS.findall(line)).intersection(words)) for line in folded_lines]
     size = len(folded)
     for word in words:
-        seen: set[int] = set()
+        line = counted = 0  # the line of ``counted``, the last place the line breaks were counted to
         at = folded.find(word)
         while at >= 0:
             after = at + len(word)
             if (at == 0 or not is_word_char(folded[at - 1])) and (after == size or not is_word_char(folded[after])):
-                line = folded.count("\n", 0, at)
-                if line not in seen:
-                    seen.add(line)
-                    scores[line] += 1
-            at = folded.find(word, at + 1)
+                line += folded.count("\n", counted, at)
+                counted = at
+                scores[line] += 1
+                end = folded.find("\n", after)  # the word counts once a line: on to the next line
+                if end < 0:
+                    break
+                at = folded.find(word, end + 1)
+            else:
+                at = folded.find(word, at + 1)
     return lines, scores
 
 
