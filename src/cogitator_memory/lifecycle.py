@@ -14,12 +14,14 @@ construction, a connection URL whose password drivers would misread (and then qu
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import logging
 import re
 import traceback
 from abc import ABC, abstractmethod
 from types import TracebackType
-from typing import Any, ClassVar, Literal, Self
+from typing import Any, ClassVar, Literal, Self, TypeVar
 from urllib.parse import unquote
 
 from .errors import InvalidArgumentError, MemoryStoreError, NotConnectedError, StoreUnavailableError
@@ -27,6 +29,45 @@ from .http import redact, url_secrets
 from .result import MemoryResult, err, ok_none
 
 logger = logging.getLogger("cogitator_memory")
+
+
+_Store = TypeVar("_Store", bound=type)
+
+
+def keep_cancellations(cls: _Store) -> _Store:
+    """Make each public coroutine method of the store class ``cls`` (its own and inherited)
+    raise, as it ends, a cancellation its driver lost while it ran.
+
+    Drivers that time their sends and reads with ``asyncio.wait_for`` (pymongo; redis-py with a
+    ``socket_timeout``) lose a cancellation on Python 3.11 when it comes just as the awaited
+    read finishes: ``wait_for`` returns the result and the task goes on as if never cancelled,
+    so Ctrl-C, ``asyncio.timeout`` and a server's cancelled request do not stop it. The method
+    then raises :class:`asyncio.CancelledError` itself. As with any cancelled call to a server,
+    the work may have been done (the write sent and applied) when it is cancelled. A
+    cancellation asked before the call (clean-up code running after one) is left alone.
+    """
+    for name in dir(cls):
+        if name.startswith("_"):
+            continue
+        method = getattr(cls, name)
+        if inspect.iscoroutinefunction(method) and not getattr(method, "_keeps_cancellations", False):
+            setattr(cls, name, _keeping_cancellations(method))
+    return cls
+
+
+def _keeping_cancellations(method: Any) -> Any:
+    @functools.wraps(method)
+    async def call(*args: Any, **kwargs: Any) -> Any:
+        task = asyncio.current_task()
+        asked = task.cancelling() if task is not None else 0
+        result = await method(*args, **kwargs)
+        if task is not None and task.cancelling() > asked:
+            raise asyncio.CancelledError
+        return result
+
+    call._keeps_cancellations = True  # type: ignore[attr-defined]
+    return call
+
 
 Capability = Literal["branches", "redaction", "health", "vectors", "keyword-search", "items", "files", "graph", "facts"]
 """What a store may declare it supports beyond its contract (see ``capabilities``)."""
@@ -222,4 +263,11 @@ class StoreLifecycle(ABC):
         await self.disconnect()
 
 
-__all__ = ["CREDENTIAL_ATTRIBUTES", "Capability", "StoreLifecycle", "check_connection_url", "connection_secrets"]
+__all__ = [
+    "CREDENTIAL_ATTRIBUTES",
+    "Capability",
+    "StoreLifecycle",
+    "check_connection_url",
+    "connection_secrets",
+    "keep_cancellations",
+]

@@ -39,9 +39,18 @@ class ImportResult:
 
 @dataclass(frozen=True)
 class _Before:
-    """The target thread before the import (``None`` when the import creates it)."""
+    """The target thread before the import (``None`` when the import creates it), and the
+    ``seq`` of its newest entry (-1: none)."""
 
     thread: Thread | None
+    last_seq: int = -1
+
+
+async def _before(store: BaseMemoryAdapter, thread: Thread | None) -> _Before:
+    if thread is None:
+        return _Before(None)
+    newest = need(await store.get_entries(thread_id=thread.id, limit=1, types="all"))
+    return _Before(thread, newest[-1].seq if newest else -1)
 
 
 @dataclass
@@ -60,27 +69,23 @@ async def _target(store: BaseMemoryAdapter, thread_id: str, agent: str | None) -
     return thread
 
 
-async def _cancel_point() -> None:
-    """Give the loop a turn, and raise a cancellation requested meanwhile even when a driver
-    swallowed it (redis-py 8 can, when the cancel lands inside a command: the import would then
-    run to its end after Ctrl-C)."""
-    await asyncio.sleep(0)
-    task = asyncio.current_task()
-    if task is not None and task.cancelling():
-        raise asyncio.CancelledError
-
-
 async def _take_back(store: BaseMemoryAdapter, before: _Before, thread_id: str, written: _Written) -> None:
     """Undo the import's writes on a store without transactions: the thread it created, or its
-    entries (newest first, so each is a leaf when it goes) and the active leaf as it was. What
-    cannot be undone is found by :func:`_check_taken_back`."""
+    entries (newest first, so each is a leaf when it goes) and the active leaf as it was. An
+    entry whose write was done but whose answer was lost (a cancellation as it came back) is
+    found by its ``seq``, newer than any the thread had. What cannot be undone is found by
+    :func:`_check_taken_back`."""
     if written.created:
         await store.delete_thread(thread_id)
         return
     for entry_id in reversed(written.ids):
         await store.delete_entry(entry_id)
+    newest = await store.get_entries(thread_id=thread_id, limit=len(written.ids) + 10, types="all")
+    unknown = [e.id for e in (newest.data or []) if e.seq > before.last_seq]
+    for entry_id in reversed(unknown):
+        await store.delete_entry(entry_id)
     leaf = before.thread.active_leaf_id if before.thread is not None else None
-    if leaf is not None and written.ids:
+    if leaf is not None:
         await store.checkout(thread_id, leaf)
 
 
@@ -106,6 +111,10 @@ async def _check_taken_back(
             if not found.success or found.data is not None:
                 problem = f"entry {entry_id} of the import is still in thread {thread_id}"
                 break
+        if problem is None and before.thread is not None:
+            newest = await store.get_entries(thread_id=thread_id, limit=1, types="all")
+            if newest.success and newest.data and newest.data[-1].seq > before.last_seq:
+                problem = f"entry {newest.data[-1].id}, newer than the import's start, is in thread {thread_id}"
     if problem is not None:
         raise CliError(f"the import failed and was not fully taken back: {problem}")
 
@@ -122,7 +131,7 @@ async def import_messages(
     """Append ``entries`` (made for ``thread_id``) after the active leaf of the thread, created
     for ``agent`` (default :data:`~cogitator_memory.cli.store.DEFAULT_AGENT`) when missing; one transaction."""
     existing = await _target(store, thread_id, agent)
-    before = _Before(existing)
+    before = await _before(store, existing)
     written = _Written()
 
     async def steps() -> ImportResult:
@@ -134,7 +143,7 @@ async def import_messages(
         for number, entry in enumerate(entries, start=1):
             written.ids.append(need(await store.add_entry(entry)).id)
             progress.update(number)
-            await _cancel_point()  # Ctrl-C cancels here
+            await asyncio.sleep(0)  # Ctrl-C cancels here
         progress.end()
         return ImportResult(thread, len(entries), existing is None)
 
@@ -166,7 +175,7 @@ async def import_export(
             f"thread {thread_id} already exists: pass --thread NEW_ID to import a copy, "
             f"or --thread {thread_id} to add the entries after its active leaf"
         )
-    before = _Before(existing)
+    before = await _before(store, existing)
     written = _Written()
 
     async def steps() -> ImportResult:
@@ -200,7 +209,7 @@ async def import_export(
                 new_ids[entry.id] = need(await store.add_entry(new)).id
             written.ids.append(new_ids[entry.id])
             progress.update(number)
-            await _cancel_point()  # Ctrl-C cancels here
+            await asyncio.sleep(0)  # Ctrl-C cancels here
         if source.active_leaf_id is not None:
             need(await store.checkout(thread.id, new_ids[source.active_leaf_id]))
         if existing is None:

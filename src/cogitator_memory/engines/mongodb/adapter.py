@@ -22,7 +22,7 @@ from ...errors import (
     NotConnectedError,
     StoreUnavailableError,
 )
-from ...lifecycle import check_connection_url
+from ...lifecycle import check_connection_url, keep_cancellations
 from ...threads.base import BaseMemoryAdapter
 from .files import MongoDBFiles
 from .items import MongoDBItems
@@ -89,6 +89,7 @@ def _check_seconds(argument: str, value: object) -> float:
 # --- the adapter --------------------------------------------------------------------------
 
 
+@keep_cancellations
 class MongoDBAdapter(MongoDBThreads, MongoDBFiles, MongoDBItems, BaseMemoryAdapter):
     """A thread store in MongoDB (``pip install "cogitator-memory[mongodb]"``).
 

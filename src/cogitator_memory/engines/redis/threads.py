@@ -16,7 +16,7 @@ import contextlib
 import json
 import math
 import re
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
@@ -31,7 +31,7 @@ from ...errors import (
     NotFoundError,
     StoreUnavailableError,
 )
-from ...lifecycle import check_connection_url
+from ...lifecycle import check_connection_url, keep_cancellations
 from ...result import MemoryResult, ok
 from ...threads import tree
 from ...threads.base import BaseMemoryAdapter
@@ -135,6 +135,7 @@ def _types_args(types: frozenset[str] | None) -> list[str]:
     return [] if types is None else sorted(types)
 
 
+@keep_cancellations
 class RedisAdapter(RedisFiles, RedisItems, BaseMemoryAdapter):
     """A thread store in Redis (standalone or cluster), on ``redis.asyncio``.
 
@@ -332,26 +333,10 @@ class RedisAdapter(RedisFiles, RedisItems, BaseMemoryAdapter):
         else:
             await client.ping()
 
-    @contextlib.asynccontextmanager
-    async def _guard(self) -> AsyncIterator[None]:
-        """One of the ``max_connections`` turns, around commands.
-
-        A cancellation asked while the commands ran is raised when they end even if redis-py
-        lost it: with a ``socket_timeout`` it sends through ``asyncio.wait_for``, which on Python
-        3.11 returns the result of a command that finished as the task was cancelled and drops
-        the cancellation (the task then went on as if never cancelled: Ctrl-C, ``asyncio.timeout``
-        and a server's cancelled request did not stop it). A cancellation asked before the block
-        (clean-up after one) is left alone.
-        """
-        gate = self._gate
-        if gate is None:
+    def _guard(self) -> asyncio.Semaphore:
+        if self._gate is None:
             raise NotConnectedError("redis store is not connected: call connect() first")
-        task = asyncio.current_task()
-        asked = task.cancelling() if task is not None else 0
-        async with gate:
-            yield
-        if task is not None and task.cancelling() > asked:
-            raise asyncio.CancelledError
+        return self._gate
 
     def _map_error(self, operation: str, exc: Exception) -> MemoryStoreError:
         if isinstance(exc, self._timeouts):
