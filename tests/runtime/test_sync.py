@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
+from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -165,3 +166,21 @@ def test_a_thread_running_its_own_loop_hands_the_call_over() -> None:
             return memory._loop.run(where())
 
         assert asyncio.run(caller()) == memory._loop.thread.ident
+
+
+def test_an_async_generator_a_call_leaves_open_is_closed_by_the_loop() -> None:
+    closed = threading.Event()
+
+    async def numbers() -> AsyncIterator[int]:
+        try:
+            yield 1
+            yield 2
+        finally:
+            closed.set()
+
+    async def take_one() -> int:
+        return await anext(numbers())  # the generator is dropped unfinished
+
+    with SyncMemory(CONFIG) as memory:
+        assert memory._loop.run(take_one()) == 1
+        assert closed.wait(5)  # closed in the background, without another call

@@ -18,7 +18,9 @@ import contextlib
 import functools
 import os
 import queue
+import sys
 import threading
+from asyncio.events import _set_running_loop
 from collections.abc import Callable, Coroutine, Mapping
 from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, Self, TypeVar
@@ -68,7 +70,7 @@ class _LoopThread:
                 with self._lock:
                     if self._stopping:
                         break
-                    if not asyncio.all_tasks(loop):
+                    if not _busy(loop):
                         self._driver = None
                         break
             if self._stopping:
@@ -124,16 +126,42 @@ class _LoopThread:
         raise value
 
     def _drive(self, coroutine: Coroutine[Any, Any, R]) -> R:
-        """Run the loop in this thread until ``coroutine`` is done."""
+        """Run the loop in this thread until ``coroutine`` is done.
+
+        On asyncio's own loops the loop is stepped directly (``_run_once``), with the handles
+        ready when the call starts (its first step among them) run before the first poll: a
+        call that does no I/O then costs no system call and none of ``run_until_complete``'s
+        setting up, about half of what a call adds (see docs/benchmarks.md). Other loops (a
+        debug loop, uvloop) get ``run_until_complete``.
+        """
         loop = self.loop
         task = loop.create_task(coroutine)
+        step = getattr(loop, "_run_once", None)
+        ready = getattr(loop, "_ready", None)
+        first = getattr(loop, "_asyncgen_firstiter_hook", None)
+        finalizer = getattr(loop, "_asyncgen_finalizer_hook", None)
         try:
-            return loop.run_until_complete(task)
+            if step is None or ready is None or first is None or finalizer is None or loop.get_debug():
+                return loop.run_until_complete(task)
+            hooks = sys.get_asyncgen_hooks()  # async generators are closed by the loop, as run_forever has it
+            sys.set_asyncgen_hooks(firstiter=first, finalizer=finalizer)
+            _set_running_loop(loop)
+            try:
+                for _ in range(len(ready)):  # what _run_once would run after polling
+                    handle = ready.popleft()
+                    if not handle._cancelled:
+                        handle._run()
+                while not task.done():
+                    step()
+            finally:
+                _set_running_loop(None)
+                sys.set_asyncgen_hooks(*hooks)
+            return task.result()
         finally:
             if not task.done():  # KeyboardInterrupt while running: the call is cancelled
                 task.cancel()
             with self._lock:
-                if self._stopping or asyncio.all_tasks(loop):
+                if self._stopping or _busy(loop):
                     self._hand_over()
                 else:
                     self._driver = None
@@ -180,6 +208,12 @@ class _LoopThread:
                 else:
                     self.loop.call_soon_threadsafe(_cancel_all, self.loop)
         self.thread.join()
+
+
+def _busy(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether ``loop`` has work left: a task, or a callback waiting to run (such as the closing
+    of an async generator a call left open, which becomes a task when it runs)."""
+    return bool(asyncio.all_tasks(loop) or getattr(loop, "_ready", None))
 
 
 async def _until_idle() -> None:
