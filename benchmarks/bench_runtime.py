@@ -168,7 +168,7 @@ def _sync_overhead(path: Path, repeat: int, queries: list[str]) -> list[Row]:
 
         calls.insert(0, ("no-op coroutine", lambda i: memory._loop.run(noop(i)), noop))
         for label, sync_call, async_call in calls:
-            n = 30 if label.startswith("recall") else repeat
+            n = 300 if label.startswith("recall") else repeat
             sync_times: list[float] = []
             async_times: list[float] = []
             cpu = {"sync": 0.0, "async": 0.0}
@@ -181,7 +181,7 @@ def _sync_overhead(path: Path, repeat: int, queries: list[str]) -> list[Row]:
                     out.append(time.perf_counter() - start)
                 return out
 
-            batch = 10 if label.startswith("recall") else 50
+            batch = 50
             for offset in range(0, n, batch):  # alternate in batches: both sides see the same machine
                 started = time.process_time()
                 for i in range(offset, min(n, offset + batch)):
@@ -271,7 +271,7 @@ async def _recall_rows(folder: Path, count: int, repeat: int) -> list[Row]:
 
 async def run(quick: bool) -> list[Row]:
     count = 1_000 if quick else 10_000
-    repeat = 30 if quick else 60  # recall reads every fact of the scope on SQLite: ~1 s a call at 10,000
+    repeat = 30 if quick else 60  # MCP round trips a size
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as folder_name:
         folder = Path(folder_name)
