@@ -49,8 +49,12 @@ def keep_cancellations(cls: _Store) -> _Store:
     for name in dir(cls):
         if name.startswith("_"):
             continue
-        method = getattr(cls, name)
-        if inspect.iscoroutinefunction(method) and not getattr(method, "_keeps_cancellations", False):
+        method = inspect.getattr_static(cls, name)  # a classmethod or staticmethod stays as it is
+        if (
+            inspect.isfunction(method)
+            and inspect.iscoroutinefunction(method)
+            and not getattr(method, "_keeps_cancellations", False)
+        ):
             setattr(cls, name, _keeping_cancellations(method))
     return cls
 
