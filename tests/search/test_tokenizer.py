@@ -116,3 +116,20 @@ def test_the_fast_split_gives_what_reading_char_by_char_gives() -> None:
         for cjk in ("bigrams", "chars"):
             assert tokenize(text, cjk=cjk) == _tokenize_chars(normal, cjk, frozenset()), text
         assert index_terms(text) == _tokenize_chars(normal, "bigrams", ENGLISH_STOPWORDS), text
+
+
+def test_ascii_text_splits_as_the_character_by_character_path_does() -> None:
+    import random
+    import string
+    import unicodedata
+
+    from cogitator_memory.search.tokenizer import ENGLISH_STOPWORDS, _tokenize_chars
+
+    rng = random.Random(7)
+    alphabet = string.printable + "''" + "The the AND and I'm"
+    for _ in range(2000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60)))
+        assert text.isascii()
+        normal = unicodedata.normalize("NFKC", text).casefold()
+        for stop in (frozenset(), ENGLISH_STOPWORDS):
+            assert tokenize(text, stopwords=stop) == _tokenize_chars(normal, "bigrams", stop), repr(text)

@@ -105,7 +105,12 @@ _CJK_RANGES: tuple[tuple[int, int], ...] = (
 def is_cjk(char: str) -> bool:
     """Whether ``char`` is Han, Hiragana or Katakana (written without spaces between words)."""
     code = ord(char)
-    return any(lo <= code <= hi for lo, hi in _CJK_RANGES)
+    return code >= 0x3040 and any(lo <= code <= hi for lo, hi in _CJK_RANGES)
+
+
+#: Every ASCII character that is no letter or digit, made a space (ASCII text is its own NFKC
+#: form and case-folds as it lowers, so it is split at these at C speed).
+_ASCII_SEPARATORS: dict[int, str] = {code: " " for code in range(128) if not chr(code).isalnum()}
 
 
 def _is_word_char(char: str) -> bool:
@@ -124,6 +129,9 @@ def tokenize(text: str, *, cjk: CJKMode = "bigrams", stopwords: Iterable[str] | 
     if cjk not in ("bigrams", "chars"):
         raise ValueError(f"cjk must be 'bigrams' or 'chars', got {cjk!r}")
     stop = frozenset(stopwords) if stopwords is not None else frozenset()
+    if text.isascii():
+        words = text.lower().translate(_ASCII_SEPARATORS).split()
+        return [w for w in words if w not in stop] if stop else words
     normal = unicodedata.normalize("NFKC", text).casefold()
     separators = _separators(normal)
     if separators is not None:  # no CJK, no combining marks: split at everything else
