@@ -152,9 +152,11 @@ def test_threads_without_config_still_read_the_sqlite_file(tmp_path: Path, capsy
 
 
 def _store_config(tmp_path: Path, engine: str) -> Path:
-    """A config naming a fresh namespace of ``engine`` (redis, mongodb or postgres)."""
+    """A config naming a fresh namespace of ``engine`` (redis, mongodb, postgres or sqlite)."""
     tag = uuid.uuid4().hex[:8]
-    if engine == "redis":
+    if engine == "sqlite":
+        body = f"  adapter: sqlite\n  path: {tmp_path / f'cli{tag}.db'}\n"
+    elif engine == "redis":
         body = f"  adapter: redis\n  connection_string: {service_url('COGMEM_TEST_REDIS_URL')}\n"
         body += f"  options: {{key_prefix: 'cli{tag}:'}}\n"
     elif engine == "mongodb":
@@ -252,3 +254,28 @@ def test_a_failed_import_into_a_configured_store_is_taken_back(
     after_thread, after_rows = _tree(config, "kept")
     assert after_rows == before_rows
     assert after_thread.active_leaf_id == before_thread.active_leaf_id
+
+
+@pytest.mark.parametrize("engine", ["redis", "sqlite"])
+def test_forget_user_on_a_configured_store_takes_their_core_facts_too(
+    engine: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = _store_config(tmp_path, engine)
+
+    async def seed() -> None:
+        async with Memory(str(config)) as memory:
+            await memory.add([{"role": "user", "content": "I drink green tea."}], user_id="ana", thread_id="ana-1")
+            await memory.remember("green tea", core_fact_key="drink", user_id="ana")
+            await memory.remember("coffee", core_fact_key="drink", user_id="bo")
+
+    async def facts() -> tuple[dict[str, str], dict[str, str]]:
+        async with Memory(str(config)) as memory:
+            return await memory.facts(user_id="ana"), await memory.facts(user_id="bo")
+
+    asyncio.run(seed())
+    assert asyncio.run(facts()) == ({"drink": "green tea"}, {"drink": "coffee"})
+    code, out, err = _run(capsys, "forget", "user", "ana", "--json", "--config", str(config))
+    assert code == 0, err
+    assert json.loads(out)["threads"] == 1
+    assert asyncio.run(facts()) == ({}, {"drink": "coffee"})
+    assert _tree(config, "ana-1") == (None, [])

@@ -71,10 +71,13 @@ async def _sqlite_forget(args: argparse.Namespace, store: CliStore) -> tuple[Cas
 
 
 async def _forget(
-    args: argparse.Namespace, store: BaseMemoryAdapter, cascade: MemoryCascade
+    args: argparse.Namespace, store: BaseMemoryAdapter, cascade: MemoryCascade, agents: list[str] | None = None
 ) -> tuple[CascadePlan | CascadeCounts, str]:
-    """The plan (``--dry-run``) or the counts of forgetting what ``args`` names; and its name."""
-    who = {"agent_ids": args.agent or []}
+    """The plan (``--dry-run``) or the counts of forgetting what ``args`` names; and its name.
+    ``agents``: searched besides ``--agent`` and the agents of the threads touched; for a user,
+    their core facts (agent ``core``) too, as :meth:`Memory.forget_user` has it."""
+    core = ["core"] if args.target == "user" else []
+    who = {"agent_ids": list(dict.fromkeys([*(args.agent or []), *(agents or []), *core]))}
     if args.target == "user":
         what = f"user {args.id}"
         if args.dry_run:
@@ -108,8 +111,8 @@ async def _configured_forget(args: argparse.Namespace) -> tuple[CascadePlan | Ca
         if cascade is None:  # Memory.open raises when the store is out of reach; a guard for mypy
             raise CliError("memory is disabled: its store could not be reached")
         cascade.reason = args.reason
-        try:
-            return await _forget(args, memory.adapter, cascade)
+        try:  # the config's agent too, as Memory's own cascade calls have it
+            return await _forget(args, memory.adapter, cascade, [memory.agent_id])
         except (InvalidArgumentError, MemoryStoreError) as exc:
             raise CliError(str(exc)) from None
     finally:
