@@ -265,8 +265,8 @@ def test_forget_user_on_a_configured_store_takes_their_core_facts_too(
     async def seed() -> None:
         async with Memory(str(config)) as memory:
             await memory.add([{"role": "user", "content": "I drink green tea."}], user_id="ana", thread_id="ana-1")
-            await memory.remember("green tea", core_fact_key="drink", user_id="ana")
-            await memory.remember("coffee", core_fact_key="drink", user_id="bo")
+            await (await memory.core_facts(user_id="ana")).set("drink", "green tea")
+            await (await memory.core_facts(user_id="bo")).set("drink", "coffee")
 
     async def facts() -> tuple[dict[str, str], dict[str, str]]:
         async with Memory(str(config)) as memory:
