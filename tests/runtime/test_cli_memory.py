@@ -108,19 +108,30 @@ def test_bad_arguments_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 2 and "--limit" in err
 
 
+def _store_config(tmp_path: Path, engine: str) -> Path:
+    """A config naming a fresh namespace of ``engine`` (redis, mongodb, postgres or sqlite)."""
+    tag = uuid.uuid4().hex[:8]
+    if engine == "sqlite":
+        body = f"  adapter: sqlite\n  path: {tmp_path / f'cli{tag}.db'}\n"
+    elif engine == "redis":
+        body = f"  adapter: redis\n  connection_string: {service_url('COGMEM_TEST_REDIS_URL')}\n"
+        body += f"  options: {{key_prefix: 'cli{tag}:'}}\n"
+    elif engine == "mongodb":
+        body = f"  adapter: mongodb\n  connection_string: '{service_url('COGMEM_TEST_MONGODB_URL')}'\n"
+        body += f"  options: {{database: cli{tag}}}\n"
+    else:
+        body = f"  adapter: postgres\n  connection_string: '{service_url('COGMEM_TEST_POSTGRES_URL')}'\n"
+        body += f"  options: {{schema: cli{tag}}}\n"
+    file = tmp_path / f"{engine}.yml"
+    file.write_text(f"memory:\n{body}  embedding: {{provider: none}}\n")
+    return file
+
+
 @pytest.mark.parametrize("engine", ["redis", "mongodb"])
 def test_threads_show_and_export_read_any_configured_store(
     engine: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    tag = uuid.uuid4().hex[:6]
-    if engine == "redis":
-        body = f"  adapter: redis\n  connection_string: {service_url('COGMEM_TEST_REDIS_URL')}\n"
-        body += f"  options: {{key_prefix: 'cli{tag}:'}}\n"
-    else:
-        body = f"  adapter: mongodb\n  connection_string: '{service_url('COGMEM_TEST_MONGODB_URL')}'\n"
-        body += f"  options: {{database: cli{tag}}}\n"
-    file = tmp_path / "store.yml"
-    file.write_text(f"memory:\n{body}  embedding: {{provider: none}}\n")
+    file = _store_config(tmp_path, engine)
 
     async def seed() -> None:
         async with Memory(str(file)) as memory:
@@ -149,25 +160,6 @@ def test_threads_without_config_still_read_the_sqlite_file(tmp_path: Path, capsy
 
 
 # --- writing commands (demo, import, forget) on any configured store ----------------------------
-
-
-def _store_config(tmp_path: Path, engine: str) -> Path:
-    """A config naming a fresh namespace of ``engine`` (redis, mongodb, postgres or sqlite)."""
-    tag = uuid.uuid4().hex[:8]
-    if engine == "sqlite":
-        body = f"  adapter: sqlite\n  path: {tmp_path / f'cli{tag}.db'}\n"
-    elif engine == "redis":
-        body = f"  adapter: redis\n  connection_string: {service_url('COGMEM_TEST_REDIS_URL')}\n"
-        body += f"  options: {{key_prefix: 'cli{tag}:'}}\n"
-    elif engine == "mongodb":
-        body = f"  adapter: mongodb\n  connection_string: '{service_url('COGMEM_TEST_MONGODB_URL')}'\n"
-        body += f"  options: {{database: cli{tag}}}\n"
-    else:
-        body = f"  adapter: postgres\n  connection_string: '{service_url('COGMEM_TEST_POSTGRES_URL')}'\n"
-        body += f"  options: {{schema: cli{tag}}}\n"
-    file = tmp_path / f"{engine}.yml"
-    file.write_text(f"memory:\n{body}  embedding: {{provider: none}}\n")
-    return file
 
 
 def _tree(config: Path, thread_id: str) -> tuple[Any, list[tuple[str | None, str, str]]]:
