@@ -10,11 +10,10 @@ import numpy as np
 import pytest
 
 from cogitator_memory import unwrap
-from cogitator_memory.engines.sqlite import vectors as sqlite_vectors
 from cogitator_memory.vectors import InMemoryEmbeddingAdapter, SQLiteEmbeddingAdapter
 from cogitator_memory.vectors.base import BaseEmbeddingAdapter
 from cogitator_memory.vectors.matrix import VectorMatrix, unit_rows
-from cogitator_memory.vectors.records import ScoredEmbedding
+from cogitator_memory.vectors.records import ScoredEmbedding, stored_record
 
 DIMS = 24
 
@@ -111,7 +110,7 @@ async def test_hits_are_the_stored_embeddings_with_their_scores(kind: str, tmp_p
 def test_sqlite_rows_build_what_model_construct_builds() -> None:
     row = ("emb_1", "s1", "message", "text", np.arange(4, dtype="<f4").tobytes(), '{"agent_id": "a"}', 1_700_000_000)
     fields = SQLiteEmbeddingAdapter._fields(row)
-    built = sqlite_vectors._constructed(ScoredEmbedding, {**fields, "score": 0.5})
+    built = stored_record(ScoredEmbedding, {**fields, "score": 0.5})
     expected = ScoredEmbedding.model_construct(**SQLiteEmbeddingAdapter._fields(row), score=0.5)
     assert built == expected
     assert built.__dict__ == expected.__dict__
@@ -119,3 +118,30 @@ def test_sqlite_rows_build_what_model_construct_builds() -> None:
     assert built.model_fields_set == expected.model_fields_set
     assert built.model_dump_json() == expected.model_dump_json()
     assert SQLiteEmbeddingAdapter._fields((*row[:4], None, *row[5:]))["vector"] == []
+
+
+async def test_memory_hits_build_what_model_construct_builds() -> None:
+    store = InMemoryEmbeddingAdapter()
+    await store.connect()
+    stored = unwrap(
+        await store.add_embedding(
+            {
+                "source_id": "s1",
+                "source_type": "message",
+                "content": "text",
+                "vector": [1.0, 2.0],
+                "metadata": {"a": [1]},
+            }
+        )
+    )
+    (hit,) = unwrap(await store.search([1.0, 2.0], limit=1, threshold=-1.0))
+    expected = ScoredEmbedding.model_construct(**stored.model_dump(), score=hit.score)
+    assert hit == expected
+    assert list(hit.__dict__) == list(expected.__dict__)
+    assert hit.model_fields_set == expected.model_fields_set
+    assert hit.model_dump_json() == expected.model_dump_json()
+    # The hit shares nothing mutable with the store.
+    hit.metadata["a"].append(2)
+    hit.vector.append(3.0)
+    (again,) = unwrap(await store.search([1.0, 2.0], limit=1, threshold=-1.0))
+    assert again.metadata == {"a": [1]} and len(again.vector) == 2

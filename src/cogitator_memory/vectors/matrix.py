@@ -2,21 +2,26 @@
 
 numpy is imported lazily (the ``[vectors]`` extra); :func:`load_numpy` raises
 :class:`~cogitator_memory.errors.MissingDriverError` with the pip command when it is missing.
-Products run with BLAS limited to one thread when ``threadpoolctl`` is installed
-(:data:`BLAS_ONE_THREAD`): OpenBLAS's threads sleep between queries, and waking them, or
-sharing busy cores with other processes, costs more than the second thread brings to one
-product (10,000 x 384 on a loaded two-core machine: p50 about 2-10 ms with one thread, 20-30 ms
-with the default two; on a quiet one, 0.35 against 0.2 ms). The vectors are kept as the columns
-of the matrix (see :class:`VectorMatrix`), which makes the one-thread product 2-3x faster.
+
+How many BLAS threads a product runs with is chosen by :data:`BLAS_THREADS`. On an idle
+machine BLAS's own threads make a large product about twice as fast as one thread (10,000 x
+384 on two cores: about 0.2 against 0.4 ms). On a machine whose cores other work keeps busy
+they make it many times slower (OpenBLAS's threads spin between products and wait for cores:
+p50 about 7-12 ms against 1 ms, p95 20 ms against 2 ms). So by default (``"adaptive"``) a large
+product runs the way whose recent products took less time per value, and now and then (at most
+once a second, once in 50 products) the other way, to notice when the machine changes; small
+products always run on one thread. The vectors are kept as the columns of the matrix (see
+:class:`VectorMatrix`), which makes the one-thread product 2-3x faster.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-from collections import OrderedDict
+import time
+from collections import OrderedDict, deque
 from collections.abc import Hashable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import MissingDriverError
 
@@ -141,13 +146,7 @@ class VectorMatrix:
             np = load_numpy("vector search")
             empty: Matrix = np.zeros(0, dtype=np.float32)
             return empty
-        q = unit_vector(query)
-        if BLAS_ONE_THREAD:
-            with single_blas_thread():
-                out: Matrix = q @ self.columns
-        else:
-            out = q @ self.columns
-        return out
+        return product(unit_vector(query), self.columns)
 
     def top(self, query: Sequence[float] | Matrix, limit: int, threshold: float) -> list[tuple[str, float]]:
         """Up to ``limit`` (id, cosine) best first, cosine >= ``threshold``."""
@@ -168,9 +167,71 @@ class VectorMatrix:
         return out
 
 
-#: Whether products run with BLAS limited to one thread (see the module docstring); ``False``
-#: leaves numpy's default threads.
-BLAS_ONE_THREAD = True
+#: The BLAS threads of a product (see the module docstring): ``"adaptive"`` (the default),
+#: ``"one"`` (BLAS limited to one thread, as on a machine always busy), or ``"default"``
+#: (numpy's own setting).
+BLAS_THREADS: Literal["adaptive", "one", "default"] = "adaptive"
+#: The fewest values (dimensions x vectors) of a matrix whose product may run on BLAS's threads;
+#: smaller products run on one thread.
+ADAPTIVE_MIN_VALUES = 1_000_000
+
+
+def product(q: Matrix, columns: Matrix) -> Matrix:
+    """``q @ columns`` (a float32 vector times a float32 matrix) on the BLAS threads that
+    :data:`BLAS_THREADS` chooses; the scores do not depend on the choice."""
+    mode = BLAS_THREADS
+    if mode == "default":
+        out: Matrix = q @ columns
+        return out
+    if mode == "one" or columns.size < ADAPTIVE_MIN_VALUES or not _blas_libraries():
+        with single_blas_thread():
+            out = q @ columns
+        return out
+    one = _choice.pick()
+    started = time.perf_counter()
+    if one:
+        with single_blas_thread():
+            out = q @ columns
+    else:
+        out = q @ columns
+    _choice.record(one, (time.perf_counter() - started) / columns.size)
+    return out
+
+
+class _ThreadChoice:
+    """Whether large products run on one BLAS thread: the way whose last few products took
+    less time per value; the other way now and then, so that a change of load is noticed."""
+
+    KEPT = 5
+    EXPLORE_CALLS = 50
+    EXPLORE_SECONDS = 1.0
+
+    def __init__(self) -> None:
+        self.times: dict[bool, deque[float]] = {True: deque(maxlen=self.KEPT), False: deque(maxlen=self.KEPT)}
+        self.calls = 0
+        self.explored = 0.0
+
+    def pick(self) -> bool:
+        """``True`` for one thread."""
+        one, many = self.times[True], self.times[False]
+        if len(one) < 3 or len(many) < 3:
+            return len(one) <= len(many)
+        best = sorted(one)[len(one) // 2] <= sorted(many)[len(many) // 2]
+        self.calls += 1
+        if self.calls >= self.EXPLORE_CALLS:
+            now = time.monotonic()
+            if now - self.explored >= self.EXPLORE_SECONDS:
+                self.calls = 0
+                self.explored = now
+                return not best
+        return best
+
+    def record(self, one: bool, seconds_per_value: float) -> None:
+        """Keep the time a product took per value of its matrix."""
+        self.times[one].append(seconds_per_value)
+
+
+_choice = _ThreadChoice()
 
 
 class ScopeCache:

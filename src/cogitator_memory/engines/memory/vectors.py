@@ -22,6 +22,7 @@ from ...vectors.records import (
     ScoredEmbedding,
     deletion_matches,
     filter_matches,
+    stored_record,
 )
 
 
@@ -129,16 +130,19 @@ class InMemoryEmbeddingAdapter(BaseEmbeddingAdapter):
     def _hit(self, embedding_id: str, score: float, vectors: bool = True) -> ScoredEmbedding:
         """A hit of a stored embedding, sharing nothing mutable with it; with ``vectors=False``
         its vector is empty (and the stored one is never copied)."""
-        e = self._items[embedding_id]
-        return ScoredEmbedding.model_construct(
-            id=e.id,
-            source_id=e.source_id,
-            source_type=e.source_type,
-            content=e.content,
-            vector=list(e.vector) if vectors else [],
-            metadata=_copy_json(e.metadata),
-            created_at=e.created_at,
-            score=score,
+        e = self._items[embedding_id].__dict__
+        return stored_record(
+            ScoredEmbedding,
+            {
+                "id": e["id"],
+                "source_id": e["source_id"],
+                "source_type": e["source_type"],
+                "content": e["content"],
+                "vector": list(e["vector"]) if vectors else [],
+                "metadata": _copy_json(e["metadata"]),
+                "created_at": e["created_at"],
+                "score": score,
+            },
         )
 
     async def _search(
