@@ -157,9 +157,58 @@ def test_counts_by_words_are_the_counts_by_pieces() -> None:
     assert 0 < len(tokens._SPACED) <= tokens._NEW_WORDS_PRICED
 
 
-def test_counts_stay_the_same_when_the_caches_are_full(monkeypatch: pytest.MonkeyPatch) -> None:
+def _new_word(rng: random.Random) -> str:
+    roll = rng.random()
+    if roll < 0.4:
+        return f"#{rng.randint(0, 10**7)}"  # a number in a known form
+    if roll < 0.7:
+        return f"{rng.choice(['z', 'Q', 'ö', '我', '('])}{rng.randint(0, 10**4)}{rng.choice(['', ',', 'x', '.'])}"
+    return "".join(rng.choice("qxzjkvéK") for _ in range(rng.randint(1, 9)))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_texts_of_known_and_new_words_are_priced_like_their_pieces(seed: int) -> None:
+    """Known words with new ones among them (numbers, names, one word twice, more new words than
+    are priced one by one, most words new): the count is the count by pieces, and the words'
+    summed prices are the pieces' up to the order of the sum."""
+    rng = random.Random(seed)
+    known = [*PROSE.split(" "), "#12", "v2.0", "x1", ""]
+    for _ in range(3):
+        count_tokens(PROSE + " #12 v2.0 x1  x1")
+    for _ in range(1500):
+        words = [rng.choice(known) for _ in range(rng.randint(1, 40))]
+        for _ in range(rng.choice([0, 1, 1, 2, 3, 9, 12, 30])):
+            words.insert(rng.randrange(len(words) + 1), _new_word(rng))
+        if rng.random() < 0.2:
+            words.insert(rng.randrange(len(words) + 1), rng.choice(words))
+        text = " ".join(words)
+        if not text:
+            continue
+        exact = tokens._exact_total(text)
+        by_words = tokens._words_total(text)
+        if by_words is not None:
+            assert by_words == pytest.approx(exact, rel=1e-12, abs=1e-12), text
+        assert count_tokens(text) == tokens._total(exact), text
+
+
+def test_a_number_is_priced_by_its_form_and_not_kept() -> None:
+    """A word with digits is priced as the word with every digit 0 (digits are pieces of their
+    own, one token each): known in that form, it is not kept itself."""
+    text = "The answer is #{} here."
+    for first in (11111, 222222, 3):  # the forms met first, priced and kept
+        count_tokens(text.format(first))
+        count_tokens(text.format(first))
+    for number in (98765, 424242, 7):
+        assert count_tokens(text.format(number)) == tokens._total(tokens._exact_total(text.format(number)))
+        assert f"#{number}" not in tokens._SPACED
+        assert "#" + "0" * len(str(number)) in tokens._SPACED  # the form it was priced by
+
+
+@pytest.mark.parametrize("kind", ["plain dict", "prices"])
+def test_counts_stay_the_same_when_the_caches_are_full(monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+    # The caches as a test may replace them (plain dicts) and as the module makes them.
     for cache in ("_SPACED", "_LEADING", "_CACHE"):
-        monkeypatch.setattr(tokens, cache, {})
+        monkeypatch.setattr(tokens, cache, tokens._Prices() if kind == "prices" else {})
     monkeypatch.setattr(tokens, "_WORD_CACHE_LIMIT", 40)
     monkeypatch.setattr(tokens, "_CACHE_LIMIT", 40)
     texts = [*_fuzzed_texts(500, seed=11), *(f"{PROSE} #{i} {i * 13}" for i in range(100))]

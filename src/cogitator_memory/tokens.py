@@ -292,7 +292,18 @@ def _exact_total(text: str) -> float:
 # The prices of words as :func:`count_tokens` cuts texts at single spaces: a word after a space
 # (the space is its first piece's prefix), and the first word of a text. Longer words are priced
 # each time, so that the caches stay small.
-_SPACED: dict[str, float] = {}
+class _Prices(dict[str, float]):
+    """Prices of words, in which a word not seen before is :data:`_MISSING` (looked up with
+    ``[]``; ``get`` gives ``None`` as in any dict)."""
+
+    def __missing__(self, word: str) -> float:
+        return _MISSING
+
+
+#: The price of a word not seen before: a NaN, as a single object (a search for it finds this
+#: object, and no price, which is never a NaN).
+_MISSING = float("nan")
+_SPACED: dict[str, float] = _Prices()
 _LEADING: dict[str, float] = {}
 _WORD_CACHE_LIMIT = 50_000
 _CACHED_WORD_CHARS = 64
@@ -332,7 +343,8 @@ def _words(text: str) -> list[str]:
     an indent...) may be inside a whitespace run: the words on both sides stay one part.
     """
     words = text.split(" ")
-    if not _space_after_whitespace(text):
+    # (Most texts are printable, no whitespace but single spaces: told first, without a call.)
+    if (text.isprintable() and "  " not in text) or not _space_after_whitespace(text):
         return words
     # The words that are empty or end with whitespace, and so join the next one (the last
     # characters looked up at C speed; the joins made from the end, where each leaves the
@@ -385,23 +397,40 @@ def _words_total(text: str) -> float | None:
     if lead is None:
         lead = _word_cost(first, False) if first else 0.0
     rest = words[1:]
-    if len(rest) > 1:
-        try:
-            # Every part seen before: the prices looked up and summed at C speed.
-            return sum(itemgetter(*rest)(_SPACED), lead)
-        except KeyError:
-            pass
-    elif not rest:
-        return lead
+    try:
+        # The prices of the parts looked up and summed at C speed; a part not seen before is
+        # _MISSING (see _Prices), a NaN, which makes the sum a NaN.
+        if len(rest) > 1:
+            costs: Sequence[float] = itemgetter(*rest)(_SPACED)
+        elif rest:
+            costs = (_SPACED[rest[0]],)
+        else:
+            return lead
+    except KeyError:  # the cache is a plain dict (replaced by a test)
+        costs = tuple(map(_SPACED.get, rest, repeat(_MISSING)))
+    total = sum(costs, lead)
+    if total == total:
+        return total  # every part seen before
     # Some parts are new: the first few are priced one by one (and kept), the others together
-    # (joined by spaces, which no piece crosses either), unless most are new.
+    # (joined by spaces, which no piece crosses either), unless most are new. Only the new
+    # parts are visited (found at C speed: only _MISSING itself is taken for _MISSING).
+    prices = list(costs)
     get = _SPACED.get
-    total = lead
     priced = 0
     later: list[str] = []
     most = len(rest) // 4
-    for word in rest:
-        cost = get(word)
+    at = -1
+    for _ in range(prices.count(_MISSING)):
+        at = prices.index(_MISSING, at + 1)
+        word = rest[at]
+        cost = get(word)  # a part met twice is priced the first time
+        if cost is None:
+            # A part with digits is priced as the part with every digit 0 (see _word_cost),
+            # which is likely known ("#1234" as "#0000"): taken from there, and not kept itself,
+            # so that numbers seen once do not crowd the words out of the cache.
+            plain = word.translate(_DIGITS_TO_ZERO)
+            if plain != word:
+                cost = get(plain)
         if cost is None:
             if priced < _NEW_WORDS_PRICED:
                 cost = _word_cost(word, True)
@@ -410,8 +439,9 @@ def _words_total(text: str) -> float | None:
                 later.append(word)
                 if len(later) > most:
                     return None
-                continue
-        total += cost
+                cost = 0.0  # summed below with the others (adding 0.0 changes no sum)
+        prices[at] = cost
+    total = sum(prices, lead)
     if later:
         total += _exact_total(" " + " ".join(later))
     return total
@@ -432,7 +462,7 @@ def count_tokens(text: str) -> int:
     # could round the count otherwise (a total this close to k + 0.5), the pieces are summed.
     if total is None or abs(total % 1.0 - 0.5) <= total * len(text) * 1e-15:
         total = _exact_total(text)
-    return _total(total)
+    return max(1, int(total + 0.5))  # _total(total), written out
 
 
 def _fit_piece(piece: str, budget: float) -> int:

@@ -426,10 +426,11 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
         try:
             self._require_connected()
             new = self._parse_entry(entry)
-            token_count = new.token_count
+            fields = new.__dict__
+            token_count = fields["token_count"]
             if token_count is None:
                 token_count = count_entry_tokens(new)
-            entry_id = new.id
+            entry_id = fields["id"]
             if entry_id is None:
                 entry_id = make_entry_id()
             elif await self._get_entry(entry_id) is not None:
@@ -439,24 +440,30 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
             return self._fail("add_entry", exc)
         if self._listeners:
             self.emit(ChangeEvent(type="entry-added", thread_id=created.thread_id, entry_id=created.id, entry=created))
-        return ok(created)
+        return MemoryResult(True, created)
 
     def _parse_entry(self, entry: NewMemoryEntry | dict[str, Any]) -> NewMemoryEntry:
         if isinstance(entry, NewMemoryEntry):
             new = entry
         elif isinstance(entry, dict):
             try:
-                new = NewMemoryEntry.model_validate(entry)
+                # What NewMemoryEntry.model_validate(entry) does, without its wrapper's cost.
+                new = NewMemoryEntry.__pydantic_validator__.validate_python(entry)
             except ValidationError as exc:
                 raise tree.validation_error("entry", exc) from None
         else:
             raise InvalidArgumentError("entry", f"must be a NewMemoryEntry or a dict, got {type(entry).__name__}")
-        tree.check_id("entry.thread_id", new.thread_id)
-        tree.check_optional_id("entry.parent_id", new.parent_id)
-        tree.check_optional_id("entry.id", new.id)
-        if new.token_count is not None and not 0 <= new.token_count <= values.MAX_INT:
-            raise InvalidArgumentError("entry.token_count", f"must be from 0 to 2**63 - 1, got {new.token_count}")
-        if new.root and new.parent_id is not None:
+        fields = new.__dict__
+        tree.check_id("entry.thread_id", fields["thread_id"])
+        parent_id = fields["parent_id"]
+        if parent_id is not None:
+            tree.check_id("entry.parent_id", parent_id)
+        if fields["id"] is not None:
+            tree.check_id("entry.id", fields["id"])
+        token_count = fields["token_count"]
+        if token_count is not None and not 0 <= token_count <= values.MAX_INT:
+            raise InvalidArgumentError("entry.token_count", f"must be from 0 to 2**63 - 1, got {token_count}")
+        if fields["root"] and parent_id is not None:
             raise InvalidArgumentError("entry.root", "a new root has no parent: give root=True or parent_id, not both")
         values.check_entry_content("entry", new)
         return new
