@@ -15,14 +15,18 @@ from cogitator_memory.vectors.matrix import VectorMatrix, product, single_blas_t
 
 
 @pytest.fixture
-def fresh_choice() -> Iterator[matrix._ThreadChoice]:
-    """A new choice for the test, the module's own put back after it."""
-    saved = matrix._choice
-    matrix._choice = matrix._ThreadChoice()
+def choices() -> Iterator[dict[int, matrix._ThreadChoice]]:
+    """New choices (by size) for the test, the module's own put back after it."""
+    saved = matrix._choices
+    matrix._choices = {}
     try:
-        yield matrix._choice
+        yield matrix._choices
     finally:
-        matrix._choice = saved
+        matrix._choices = saved
+
+
+def _choice_of(choices: dict[int, matrix._ThreadChoice], columns: np.ndarray) -> matrix._ThreadChoice:
+    return choices.setdefault(columns.size.bit_length(), matrix._ThreadChoice())
 
 
 def _columns(count: int, dims: int = 384) -> np.ndarray:
@@ -58,20 +62,25 @@ def test_the_other_way_is_tried_after_enough_calls_and_time() -> None:
     assert picks.index(False) < choice.EXPLORE_CALLS
 
 
-def test_large_products_are_timed_small_ones_run_on_one_thread(fresh_choice: matrix._ThreadChoice) -> None:
+def test_large_products_are_timed_by_size_small_ones_run_on_one_thread(
+    choices: dict[int, matrix._ThreadChoice],
+) -> None:
     small = _columns(100)
     assert small.size < matrix.ADAPTIVE_MIN_VALUES
     q = unit_rows(np.ones((1, 384), dtype=np.float32))[0]
     product(q, small)
-    assert not fresh_choice.times[True] and not fresh_choice.times[False]
-    large = _columns(3000)
-    assert large.size >= matrix.ADAPTIVE_MIN_VALUES
+    assert choices == {}
+    large, larger = _columns(3000), _columns(12000)
+    assert large.size >= matrix.ADAPTIVE_MIN_VALUES and large.size.bit_length() < larger.size.bit_length()
     for _ in range(6):
         product(q, large)
-    assert len(fresh_choice.times[True]) == 3 and len(fresh_choice.times[False]) == 3
+    product(q, larger)
+    first, second = _choice_of(choices, large), _choice_of(choices, larger)
+    assert len(first.times[True]) == 3 and len(first.times[False]) == 3
+    assert len(second.times[True]) + len(second.times[False]) == 1
 
 
-def test_one_thread_is_in_force_when_chosen(fresh_choice: matrix._ThreadChoice) -> None:
+def test_one_thread_is_in_force_when_chosen(choices: dict[int, matrix._ThreadChoice]) -> None:
     """What BLAS's thread count is while the product runs, seen through a matrix whose ``@``
     reads it (the thread count is the library's, not numpy's)."""
     seen: list[int] = []
@@ -82,15 +91,16 @@ def test_one_thread_is_in_force_when_chosen(fresh_choice: matrix._ThreadChoice) 
             return np.asarray(other) @ np.asarray(self)
 
     columns = _columns(3000).view(Spy)
+    choice = _choice_of(choices, columns)
     q = unit_rows(np.ones((1, 384), dtype=np.float32))[0]
     for _ in range(3):
-        fresh_choice.record(True, 1e-9)
-        fresh_choice.record(False, 5e-9)
-    fresh_choice.explored = float("inf")
+        choice.record(True, 1e-9)
+        choice.record(False, 5e-9)
+    choice.explored = float("inf")
     product(q, columns)
     assert seen == [1]
     for _ in range(5):
-        fresh_choice.record(False, 1e-10)
+        choice.record(False, 1e-10)
     product(q, columns)
     default = min(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
     assert seen == [1, default]

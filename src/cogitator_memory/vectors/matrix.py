@@ -8,8 +8,8 @@ machine BLAS's own threads make a large product about twice as fast as one threa
 384 on two cores: about 0.2 against 0.4 ms). On a machine whose cores other work keeps busy
 they make it many times slower (OpenBLAS's threads spin between products and wait for cores:
 p50 about 7-12 ms against 1 ms, p95 20 ms against 2 ms). So by default (``"adaptive"``) a large
-product runs the way whose recent products took less time per value, and now and then (at most
-once a second, once in 50 products) the other way, to notice when the machine changes; small
+product runs the way whose recent products of about its size took less time per value, and now
+and then (at most once a second, once in 50 products) the other way, to notice when the machine changes; small
 products always run on one thread. The vectors are kept as the columns of the matrix (see
 :class:`VectorMatrix`), which makes the one-thread product 2-3x faster.
 """
@@ -187,14 +187,20 @@ def product(q: Matrix, columns: Matrix) -> Matrix:
         with single_blas_thread():
             out = q @ columns
         return out
-    one = _choice.pick()
+    # Products of about the same size (a power of two apart at most) choose together: how
+    # much the threads bring depends on whether the matrix fits the processor's caches.
+    size = columns.size.bit_length()
+    choice = _choices.get(size)
+    if choice is None:
+        choice = _choices.setdefault(size, _ThreadChoice())
+    one = choice.pick()
     started = time.perf_counter()
     if one:
         with single_blas_thread():
             out = q @ columns
     else:
         out = q @ columns
-    _choice.record(one, (time.perf_counter() - started) / columns.size)
+    choice.record(one, (time.perf_counter() - started) / columns.size)
     return out
 
 
@@ -231,7 +237,7 @@ class _ThreadChoice:
         self.times[one].append(seconds_per_value)
 
 
-_choice = _ThreadChoice()
+_choices: dict[int, _ThreadChoice] = {}
 
 
 class ScopeCache:
