@@ -293,11 +293,15 @@ def _exact_total(text: str) -> float:
 # (the space is its first piece's prefix), and the first word of a text. Longer words are priced
 # each time, so that the caches stay small.
 class _Prices(dict[str, float]):
-    """Prices of words, in which a word not seen before is :data:`_MISSING` (looked up with
-    ``[]``; ``get`` gives ``None`` as in any dict)."""
+    """Prices of words after a space. Looked up with ``[]``, a word not seen before is priced
+    as the word with every digit 0 when that one is known (as :func:`_word_cost` prices it:
+    digits are pieces of their own, one token each), without keeping it (so that "#1234" is
+    priced as "#0000", and numbers seen once do not crowd the words out); any other is
+    :data:`_MISSING`. ``get`` gives ``None`` for a word not kept, as in any dict."""
 
     def __missing__(self, word: str) -> float:
-        return _MISSING
+        plain = word.translate(_DIGITS_TO_ZERO)
+        return _MISSING if plain == word else self.get(plain, _MISSING)
 
 
 #: The price of a word not seen before: a NaN, as a single object (a search for it finds this
@@ -397,17 +401,14 @@ def _words_total(text: str) -> float | None:
     if lead is None:
         lead = _word_cost(first, False) if first else 0.0
     rest = words[1:]
-    try:
-        # The prices of the parts looked up and summed at C speed; a part not seen before is
-        # _MISSING (see _Prices), a NaN, which makes the sum a NaN.
-        if len(rest) > 1:
-            costs: Sequence[float] = itemgetter(*rest)(_SPACED)
-        elif rest:
-            costs = (_SPACED[rest[0]],)
-        else:
-            return lead
-    except KeyError:  # the cache is a plain dict (replaced by a test)
-        costs = tuple(map(_SPACED.get, rest, repeat(_MISSING)))
+    # The prices of the parts looked up and summed at C speed; a part not seen before is
+    # _MISSING (see _Prices), a NaN, which makes the sum a NaN.
+    if len(rest) > 1:
+        costs: Sequence[float] = itemgetter(*rest)(_SPACED)
+    elif rest:
+        costs = (_SPACED[rest[0]],)
+    else:
+        return lead
     total = sum(costs, lead)
     if total == total:
         return total  # every part seen before
@@ -415,7 +416,7 @@ def _words_total(text: str) -> float | None:
     # (joined by spaces, which no piece crosses either), unless most are new. Only the new
     # parts are visited (found at C speed: only _MISSING itself is taken for _MISSING).
     prices = list(costs)
-    get = _SPACED.get
+    spaced = _SPACED
     priced = 0
     later: list[str] = []
     most = len(rest) // 4
@@ -423,15 +424,8 @@ def _words_total(text: str) -> float | None:
     for _ in range(prices.count(_MISSING)):
         at = prices.index(_MISSING, at + 1)
         word = rest[at]
-        cost = get(word)  # a part met twice is priced the first time
-        if cost is None:
-            # A part with digits is priced as the part with every digit 0 (see _word_cost),
-            # which is likely known ("#1234" as "#0000"): taken from there, and not kept itself,
-            # so that numbers seen once do not crowd the words out of the cache.
-            plain = word.translate(_DIGITS_TO_ZERO)
-            if plain != word:
-                cost = get(plain)
-        if cost is None:
+        cost = spaced[word]  # a part met twice is priced the first time
+        if cost is _MISSING:
             if priced < _NEW_WORDS_PRICED:
                 cost = _word_cost(word, True)
                 priced += 1
