@@ -32,7 +32,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from itertools import compress, islice, repeat
-from operator import getitem, itemgetter
+from operator import getitem
 from typing import Any, cast
 
 from .threads.records import (
@@ -395,7 +395,11 @@ def _words_total(text: str) -> float | None:
     of the parts kept), at C speed for parts seen before; ``None`` when many are new, which are
     then left to :func:`_exact_total` (a few of them priced and kept on the way, so that texts
     like it find them later)."""
-    words = _words(text)
+    words = text.split(" ")
+    # (What _words does, its test for the commonest texts written out: printable, so no
+    # whitespace but spaces, and no two spaces in a row.)
+    if (not text.isprintable() or "  " in text) and _space_after_whitespace(text):
+        words = _words(text)
     first = words[0]
     lead = _LEADING.get(first)
     if lead is None:
@@ -403,20 +407,14 @@ def _words_total(text: str) -> float | None:
     rest = words[1:]
     # The prices of the parts looked up and summed at C speed; a part not seen before is
     # _MISSING (see _Prices), a NaN, which makes the sum a NaN.
-    if len(rest) > 1:
-        costs: Sequence[float] = itemgetter(*rest)(_SPACED)
-    elif rest:
-        costs = (_SPACED[rest[0]],)
-    else:
-        return lead
-    total = sum(costs, lead)
+    spaced = _SPACED
+    total = sum(map(spaced.__getitem__, rest), lead)
     if total == total:
         return total  # every part seen before
     # Some parts are new: the first few are priced one by one (and kept), the others together
     # (joined by spaces, which no piece crosses either), unless most are new. Only the new
     # parts are visited (found at C speed: only _MISSING itself is taken for _MISSING).
-    prices = list(costs)
-    spaced = _SPACED
+    prices = list(map(spaced.__getitem__, rest))
     priced = 0
     later: list[str] = []
     most = len(rest) // 4
