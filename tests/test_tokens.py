@@ -191,17 +191,22 @@ def test_texts_of_known_and_new_words_are_priced_like_their_pieces(seed: int) ->
         assert count_tokens(text) == tokens._total(exact), text
 
 
-def test_a_number_is_priced_by_its_form_and_not_kept() -> None:
+def test_a_number_is_priced_by_its_form() -> None:
     """A word with digits is priced as the word with every digit 0 (digits are pieces of their
-    own, one token each): known in that form, it is not kept itself."""
+    own, one token each): the cache of words finds it by that form, and keeps it."""
+    prices = tokens._Prices()
+    assert prices["#1234"] is tokens._MISSING and "#1234" not in prices  # no form known
+    prices["#0000"] = 2.5
+    prices["end"] = 1.0
+    assert prices["#1234"] == 2.5 and prices.get("#1234") == 2.5  # found by its form, kept
+    assert prices["#12345"] is tokens._MISSING  # another form
+    assert prices["ends"] is tokens._MISSING and prices.get("ends") is None  # no digits
     text = "The answer is #{} here."
-    for first in (11111, 222222, 3):  # the forms met first, priced and kept
-        count_tokens(text.format(first))
+    for first in (11111, 222222, 3):  # the forms met first
         count_tokens(text.format(first))
     for number in (98765, 424242, 7):
         assert count_tokens(text.format(number)) == tokens._total(tokens._exact_total(text.format(number)))
-        assert f"#{number}" not in tokens._SPACED
-        assert "#" + "0" * len(str(number)) in tokens._SPACED  # the form it was priced by
+        assert tokens._SPACED.get(f"#{number}") == tokens._SPACED["#" + "0" * len(str(number))]
 
 
 def test_counts_stay_the_same_when_the_caches_are_full(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -295,13 +295,19 @@ def _exact_total(text: str) -> float:
 class _Prices(dict[str, float]):
     """Prices of words after a space. Looked up with ``[]``, a word not seen before is priced
     as the word with every digit 0 when that one is known (as :func:`_word_cost` prices it:
-    digits are pieces of their own, one token each), without keeping it (so that "#1234" is
-    priced as "#0000", and numbers seen once do not crowd the words out); any other is
-    :data:`_MISSING`. ``get`` gives ``None`` for a word not kept, as in any dict."""
+    digits are pieces of their own, one token each), and kept ("#1234" priced as "#0000", in
+    the look-up of a text's words at C speed); any other is :data:`_MISSING`. ``get`` gives
+    ``None`` for a word not kept, as in any dict."""
 
     def __missing__(self, word: str) -> float:
         plain = word.translate(_DIGITS_TO_ZERO)
-        return _MISSING if plain == word else self.get(plain, _MISSING)
+        if plain == word:
+            return _MISSING
+        cost = self.get(plain)
+        if cost is None:
+            return _MISSING
+        _keep(self, word, cost)
+        return cost
 
 
 #: The price of a word not seen before: a NaN, as a single object (a search for it finds this
