@@ -447,8 +447,7 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
             new = entry
         elif isinstance(entry, dict):
             try:
-                # What NewMemoryEntry.model_validate(entry) does, without its wrapper's cost.
-                new = NewMemoryEntry.__pydantic_validator__.validate_python(entry)
+                new = tree.validate_new_entry(entry)
             except ValidationError as exc:
                 raise tree.validation_error("entry", exc) from None
         else:
