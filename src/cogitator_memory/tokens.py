@@ -289,9 +289,6 @@ def _exact_total(text: str) -> float:
         return sum(map(_cost, pieces))
 
 
-# The prices of words as :func:`count_tokens` cuts texts at single spaces: a word after a space
-# (the space is its first piece's prefix), and the first word of a text. Longer words are priced
-# each time, so that the caches stay small.
 class _Prices(dict[str, float]):
     """Prices of words after a space. Looked up with ``[]``, a word not seen before is priced
     as the word with every digit 0 when that one is known (as :func:`_word_cost` prices it:
@@ -313,7 +310,10 @@ class _Prices(dict[str, float]):
 #: The price of a word not seen before: a NaN, as a single object (a search for it finds this
 #: object, and no price, which is never a NaN).
 _MISSING = float("nan")
-_SPACED: dict[str, float] = _Prices()
+# The prices of words as :func:`count_tokens` cuts texts at single spaces: a word after a space
+# (the space is its first piece's prefix), and the first word of a text. Longer words are priced
+# each time, so that the caches stay small.
+_SPACED: _Prices = _Prices()
 _LEADING: dict[str, float] = {}
 _WORD_CACHE_LIMIT = 50_000
 _CACHED_WORD_CHARS = 64
@@ -353,8 +353,7 @@ def _words(text: str) -> list[str]:
     an indent...) may be inside a whitespace run: the words on both sides stay one part.
     """
     words = text.split(" ")
-    # (Most texts are printable, no whitespace but single spaces: told first, without a call.)
-    if (text.isprintable() and "  " not in text) or not _space_after_whitespace(text):
+    if not _space_after_whitespace(text):
         return words
     # The words that are empty or end with whitespace, and so join the next one (the last
     # characters looked up at C speed; the joins made from the end, where each leaves the
