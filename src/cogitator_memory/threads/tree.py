@@ -11,10 +11,9 @@ import binascii
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
-from pydantic_core import SchemaValidator
 
 from ..clock import to_micros, to_utc
 from ..errors import InvalidArgumentError
@@ -29,7 +28,6 @@ from .records import (
     FORKS_KEY,
     REDACTED_KEY,
     CompactionEvent,
-    EntryContent,
     EntryRedaction,
     EventPayload,
     LabelEvent,
@@ -220,41 +218,6 @@ def strip_tool_calls(entry: MemoryEntry) -> MemoryEntry:
 def type_allowed(entry_type: str, types: frozenset[str] | None) -> bool:
     """Whether a read with ``types`` (from :func:`check_types`) returns an entry of this type."""
     return types is None or entry_type in types
-
-
-def _without_shape_check() -> SchemaValidator | None:
-    """NewMemoryEntry's validator without its after-validator, ``EntryContent._check_shape``
-    (``None`` when pydantic's schema is not the after-validator around the model's own)."""
-    schema = cast("dict[str, Any]", NewMemoryEntry.__pydantic_core_schema__)
-    if schema.get("type") != "function-after" or schema["function"].get("function") is not EntryContent._check_shape:
-        return None
-    model = schema["schema"]
-    return SchemaValidator(model, model.get("config"))
-
-
-_VALIDATE_CHECKED_SHAPE = _without_shape_check()
-
-
-def validate_new_entry(data: dict[str, Any]) -> NewMemoryEntry:
-    """``NewMemoryEntry.model_validate(data)``: the same record or the same error.
-
-    The model's after-validator checks that an entry of a conversation type (``message`` or
-    ``tool_result``) has a message and no event, and that an event entry has its event. A dict
-    of such an entry with a message and no event cannot fail it, and is validated without it
-    (one Python call less, a tenth of the validation); any other, with it.
-    """
-    kind = data.get("type", "message")
-    if (
-        _VALIDATE_CHECKED_SHAPE is not None
-        and type(kind) is str
-        and kind in _MESSAGE_TYPES
-        and data.get("message") is not None
-        and "event" not in data
-    ):
-        validated: NewMemoryEntry = _VALIDATE_CHECKED_SHAPE.validate_python(data)
-    else:
-        validated = NewMemoryEntry.__pydantic_validator__.validate_python(data)
-    return validated
 
 
 def build_entry(
