@@ -178,7 +178,9 @@ ADAPTIVE_MIN_VALUES = 1_000_000
 
 def product(q: Matrix, columns: Matrix) -> Matrix:
     """``q @ columns`` (a float32 vector times a float32 matrix) on the BLAS threads that
-    :data:`BLAS_THREADS` chooses; the scores do not depend on the choice."""
+    :data:`BLAS_THREADS` chooses. The two ways may give scores that differ in the last bits
+    (BLAS's threads cut the columns into parts, and a part's first columns are summed in
+    another order)."""
     mode = BLAS_THREADS
     if mode == "default":
         out: Matrix = q @ columns
