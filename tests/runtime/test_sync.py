@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from cogitator_memory.errors import InvalidArgumentError, MemoryStoreError
+from cogitator_memory.runtime import sync as sync_module
 from cogitator_memory.runtime.memory import Memory
 from cogitator_memory.runtime.sync import SyncMemory
 
@@ -184,3 +185,32 @@ def test_an_async_generator_a_call_leaves_open_is_closed_by_the_loop() -> None:
     with SyncMemory(CONFIG) as memory:
         assert memory._loop.run(take_one()) == 1
         assert closed.wait(5)  # closed in the background, without another call
+
+
+def test_winding_up_survives_the_cancel_stop_left_in_the_ready_queue() -> None:
+    """stop() sends the loop a cancel of every task; when the daemon thread has left its
+    loop before that callback ran, the callback cancels the wind-up's own steps."""
+    loop = asyncio.new_event_loop()
+    closed = threading.Event()
+
+    async def numbers() -> AsyncIterator[int]:
+        try:
+            yield 1
+            yield 2
+        finally:
+            closed.set()
+
+    async def take_one() -> AsyncIterator[int]:
+        gen = numbers()
+        await anext(gen)
+        return gen
+
+    try:
+        kept = loop.run_until_complete(take_one())  # an async generator left open
+        loop.call_soon_threadsafe(sync_module._cancel_all, loop)  # what stop() sends
+        sync_module._wind_up(loop)
+        assert closed.is_set()
+        assert not asyncio.all_tasks(loop)
+    finally:
+        loop.close()
+    del kept

@@ -76,11 +76,7 @@ class _LoopThread:
             if self._stopping:
                 break
         try:
-            _cancel_all(loop)
-            left = asyncio.all_tasks(loop)
-            if left:
-                loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
-            loop.run_until_complete(loop.shutdown_asyncgens())
+            _wind_up(loop)
         finally:
             loop.close()
 
@@ -229,6 +225,25 @@ async def _until_idle() -> None:
 def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
     for task in asyncio.all_tasks(loop):
         task.cancel()
+
+
+def _wind_up(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel what is left on the stopped loop, wait for it, and close its async generators.
+
+    The ``_cancel_all`` that :meth:`_LoopThread.stop` sent the loop may still be waiting in its
+    ready queue when the daemon thread gets here; it then runs first and cancels the step run
+    here. The step is run again: the callback has run by then, and is sent only once.
+    """
+    for _ in range(2):
+        try:
+            _cancel_all(loop)
+            left = asyncio.all_tasks(loop)
+            if left:
+                loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            return
+        except asyncio.CancelledError:
+            continue
 
 
 def _nothing() -> None:
