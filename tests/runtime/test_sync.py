@@ -169,18 +169,20 @@ def test_a_thread_running_its_own_loop_hands_the_call_over() -> None:
         assert asyncio.run(caller()) == memory._loop.thread.ident
 
 
+async def _numbers(closed: threading.Event) -> AsyncIterator[int]:
+    """An async generator that sets ``closed`` when it is closed."""
+    try:
+        yield 1
+        yield 2
+    finally:
+        closed.set()
+
+
 def test_an_async_generator_a_call_leaves_open_is_closed_by_the_loop() -> None:
     closed = threading.Event()
 
-    async def numbers() -> AsyncIterator[int]:
-        try:
-            yield 1
-            yield 2
-        finally:
-            closed.set()
-
     async def take_one() -> int:
-        return await anext(numbers())  # the generator is dropped unfinished
+        return await anext(_numbers(closed))  # the generator is dropped unfinished
 
     with SyncMemory(CONFIG) as memory:
         assert memory._loop.run(take_one()) == 1
@@ -193,15 +195,8 @@ def test_winding_up_survives_the_cancel_stop_left_in_the_ready_queue() -> None:
     loop = asyncio.new_event_loop()
     closed = threading.Event()
 
-    async def numbers() -> AsyncIterator[int]:
-        try:
-            yield 1
-            yield 2
-        finally:
-            closed.set()
-
     async def take_one() -> AsyncIterator[int]:
-        gen = numbers()
+        gen = _numbers(closed)
         await anext(gen)
         return gen
 

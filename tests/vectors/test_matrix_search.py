@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 from cogitator_memory import unwrap
+from cogitator_memory.threads.records import built_record
 from cogitator_memory.vectors import InMemoryEmbeddingAdapter, SQLiteEmbeddingAdapter
 from cogitator_memory.vectors.base import BaseEmbeddingAdapter
 from cogitator_memory.vectors.matrix import VectorMatrix, unit_rows
-from cogitator_memory.vectors.records import ScoredEmbedding, stored_record
+from cogitator_memory.vectors.records import ScoredEmbedding
 
 DIMS = 24
 
@@ -110,7 +111,7 @@ async def test_hits_are_the_stored_embeddings_with_their_scores(kind: str, tmp_p
 def test_sqlite_rows_build_what_model_construct_builds() -> None:
     row = ("emb_1", "s1", "message", "text", np.arange(4, dtype="<f4").tobytes(), '{"agent_id": "a"}', 1_700_000_000)
     fields = SQLiteEmbeddingAdapter._fields(row)
-    built = stored_record(ScoredEmbedding, {**fields, "score": 0.5})
+    built = built_record(ScoredEmbedding, {**fields, "score": 0.5})
     expected = ScoredEmbedding.model_construct(**SQLiteEmbeddingAdapter._fields(row), score=0.5)
     assert built == expected
     assert built.__dict__ == expected.__dict__

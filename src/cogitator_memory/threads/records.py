@@ -8,7 +8,7 @@ record is dumped (:meth:`Record.dump`, ``exclude_none``) or stored. Input record
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
@@ -378,8 +378,28 @@ class ChangeEvent(Record):
     entry: MemoryEntry | None = None
 
 
+_R = TypeVar("_R", bound=Record)
 _new_object = object.__new__
-_set_slot = object.__setattr__
+# The setters of a pydantic model's slots, called directly (faster than object.__setattr__).
+_SLOTS = BaseModel.__dict__
+_set_dict = _SLOTS["__dict__"].__set__
+_set_fields_set = _SLOTS["__pydantic_fields_set__"].__set__
+_set_extra = _SLOTS["__pydantic_extra__"].__set__
+_set_private = _SLOTS["__pydantic_private__"].__set__
+
+
+def built_record(cls: type[_R], fields: dict[str, Any], fields_set: set[str] | None = None) -> _R:
+    """The record of ``cls`` holding ``fields`` (which becomes its own), made without
+    validation as validation makes it, for fields that are valid already (read back by a store,
+    or taken from a checked record). ``fields`` must name every field of ``cls``;
+    ``fields_set`` (the fields given) defaults to all of them. About a third of the cost of
+    ``model_construct``."""
+    record = _new_object(cls)
+    _set_dict(record, fields)
+    _set_fields_set(record, set(fields) if fields_set is None else fields_set)
+    _set_extra(record, None)
+    _set_private(record, None)
+    return record
 
 
 def copy_message(message: Message) -> Message:
@@ -391,12 +411,7 @@ def copy_message(message: Message) -> Message:
     """
     if type(message) is not Message or not isinstance(message.content, str) or message.tool_calls:
         return message.model_copy(deep=True)
-    copied = _new_object(Message)
-    _set_slot(copied, "__dict__", message.__dict__.copy())
-    _set_slot(copied, "__pydantic_fields_set__", set(message.__pydantic_fields_set__))
-    _set_slot(copied, "__pydantic_extra__", None)
-    _set_slot(copied, "__pydantic_private__", None)
-    return copied
+    return built_record(Message, message.__dict__.copy(), set(message.__pydantic_fields_set__))
 
 
 def copy_entry(entry: MemoryEntry) -> MemoryEntry:
@@ -455,6 +470,7 @@ __all__ = [
     "ThreadPage",
     "ToolCall",
     "ToolResult",
+    "built_record",
     "copy_entry",
     "copy_message",
 ]

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from ..clock import to_micros, to_utc
 from ..errors import InvalidArgumentError
@@ -38,6 +38,7 @@ from .records import (
     Thread,
     ToolCall,
     ToolResult,
+    built_record,
 )
 
 #: What redaction puts in place of text, tool-call arguments and tool results.
@@ -239,9 +240,15 @@ def build_entry(
         # objects, new top-level containers, the fields given set. Built directly, for half the
         # cost of validating them again; anything else (events, a record changed after it was
         # checked) is validated below.
-        entry = _new_object(MemoryEntry)
-        _set_record_dict(
-            entry,
+        fields_set = _ALWAYS_SET.copy()
+        if metadata is not None:
+            fields_set.add("metadata")
+        if calls is not None:
+            fields_set.add("tool_calls")
+        if results is not None:
+            fields_set.add("tool_results")
+        return built_record(
+            MemoryEntry,
             {
                 "message": message,
                 "token_count": token_count,
@@ -256,18 +263,8 @@ def build_entry(
                 "seq": seq,
                 "created_at": now,
             },
+            fields_set,
         )
-        fields_set = _ALWAYS_SET.copy()
-        if metadata is not None:
-            fields_set.add("metadata")
-        if calls is not None:
-            fields_set.add("tool_calls")
-        if results is not None:
-            fields_set.add("tool_results")
-        _set_record_fields_set(entry, fields_set)
-        _set_record_extra(entry, None)
-        _set_record_private(entry, None)
-        return entry
     fields: dict[str, Any] = {
         "id": entry_id,
         "thread_id": new.thread_id,
@@ -287,14 +284,6 @@ def build_entry(
 
 _MESSAGE_TYPES = frozenset(CONVERSATION_ENTRY_TYPES)
 _ALWAYS_SET = {"id", "thread_id", "parent_id", "seq", "type", "message", "token_count", "created_at"}
-_new_object = object.__new__
-# The setters of the slots of a pydantic model, called directly (faster than object.__setattr__):
-# a record made without validation is given the four as validation gives them.
-_SLOTS = BaseModel.__dict__
-_set_record_dict = _SLOTS["__dict__"].__set__
-_set_record_fields_set = _SLOTS["__pydantic_fields_set__"].__set__
-_set_record_extra = _SLOTS["__pydantic_extra__"].__set__
-_set_record_private = _SLOTS["__pydantic_private__"].__set__
 
 
 def redacted_entry(entry: MemoryEntry, redaction: EntryRedaction) -> MemoryEntry:

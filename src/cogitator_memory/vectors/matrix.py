@@ -181,28 +181,27 @@ def product(q: Matrix, columns: Matrix) -> Matrix:
     :data:`BLAS_THREADS` chooses. The two ways may give scores that differ in the last bits
     (BLAS's threads cut the columns into parts, and a part's first columns are summed in
     another order)."""
-    mode = BLAS_THREADS
-    if mode == "default":
+    if BLAS_THREADS == "default":
         out: Matrix = q @ columns
         return out
-    if mode == "one" or columns.size < ADAPTIVE_MIN_VALUES or not _blas_libraries():
-        with single_blas_thread():
-            out = q @ columns
-        return out
-    # Products of about the same size (a power of two apart at most) choose together: how
-    # much the threads bring depends on whether the matrix fits the processor's caches.
-    size = columns.size.bit_length()
-    choice = _choices.get(size)
-    if choice is None:
-        choice = _choices.setdefault(size, _ThreadChoice())
-    one = choice.pick()
+    choice = None
+    one = True
+    if BLAS_THREADS == "adaptive" and columns.size >= ADAPTIVE_MIN_VALUES and _blas_libraries():
+        # Products of about the same size (a power of two apart at most) choose together: how
+        # much the threads bring depends on whether the matrix fits the processor's caches.
+        size = columns.size.bit_length()
+        choice = _choices.get(size)
+        if choice is None:
+            choice = _choices.setdefault(size, _ThreadChoice())
+        one = choice.pick()
     started = time.perf_counter()
     if one:
         with single_blas_thread():
             out = q @ columns
     else:
         out = q @ columns
-    choice.record(one, (time.perf_counter() - started) / columns.size)
+    if choice is not None:
+        choice.record(one, (time.perf_counter() - started) / columns.size)
     return out
 
 

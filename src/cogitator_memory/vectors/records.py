@@ -17,7 +17,7 @@ import math
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import Field, ValidationError
 
@@ -90,25 +90,6 @@ class ScoredEmbedding(Embedding):
     """A search hit: the embedding and its ``score`` (cosine in [-1, 1], or the BM25 score)."""
 
     score: float
-
-
-_R = TypeVar("_R", Embedding, ScoredEmbedding)
-
-
-def stored_record(cls: type[_R], fields: dict[str, Any]) -> _R:
-    """What ``cls.model_construct(**fields)`` makes of every field of ``cls``, built directly
-    (about a third of its cost, which counts in a search): for fields a store read back, valid
-    already. ``fields`` becomes the record's own."""
-    record = _new_object(cls)
-    _set_slot(record, "__dict__", fields)
-    _set_slot(record, "__pydantic_fields_set__", set(fields))
-    _set_slot(record, "__pydantic_extra__", None)
-    _set_slot(record, "__pydantic_private__", None)
-    return record
-
-
-_new_object = object.__new__
-_set_slot = object.__setattr__
 
 
 class EmbeddingFilter(Record):
@@ -453,6 +434,5 @@ __all__ = [
     "filter_matches",
     "same_value",
     "sort_hits",
-    "stored_record",
     "without_vectors",
 ]

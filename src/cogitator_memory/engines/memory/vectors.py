@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from ...errors import ConflictError, InvalidArgumentError
 from ...search.bm25 import BM25, BM25Index
 from ...search.tokenizer import index_terms
+from ...threads.records import built_record
 from ...vectors.base import BaseEmbeddingAdapter, check_bm25
 from ...vectors.matrix import Matrix, ScopeCache, VectorMatrix, load_numpy, unit_rows
 from ...vectors.records import (
@@ -22,7 +23,6 @@ from ...vectors.records import (
     ScoredEmbedding,
     deletion_matches,
     filter_matches,
-    stored_record,
 )
 
 
@@ -131,7 +131,7 @@ class InMemoryEmbeddingAdapter(BaseEmbeddingAdapter):
         """A hit of a stored embedding, sharing nothing mutable with it; with ``vectors=False``
         its vector is empty (and the stored one is never copied)."""
         e = self._items[embedding_id].__dict__
-        return stored_record(
+        return built_record(
             ScoredEmbedding,
             {
                 "id": e["id"],

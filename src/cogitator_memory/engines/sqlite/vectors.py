@@ -27,6 +27,7 @@ from ...clock import from_micros, to_micros
 from ...errors import ConflictError, InvalidArgumentError, MemoryStoreError, NotConnectedError, StoreUnavailableError
 from ...search.bm25 import BM25
 from ...search.tokenizer import index_terms
+from ...threads.records import built_record
 from ...vectors.base import BaseEmbeddingAdapter, check_bm25
 from ...vectors.matrix import ScopeCache, VectorMatrix, load_numpy, unit_rows
 from ...vectors.records import (
@@ -36,7 +37,6 @@ from ...vectors.records import (
     EmbeddingFilter,
     MetadataValue,
     ScoredEmbedding,
-    stored_record,
     without_vectors,
 )
 from .db import normalize_path, open_database, write_transaction
@@ -248,12 +248,12 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
         }
 
     def _embedding(self, row: Sequence[Any]) -> Embedding:
-        return stored_record(Embedding, self._fields(row))
+        return built_record(Embedding, self._fields(row))
 
     def _scored(self, row: Sequence[Any], score: float) -> ScoredEmbedding:
         fields = self._fields(row)
         fields["score"] = score
-        return stored_record(ScoredEmbedding, fields)
+        return built_record(ScoredEmbedding, fields)
 
     def _scored_rows(self, found: list[tuple[Sequence[Any], float]]) -> list[ScoredEmbedding]:
         """:meth:`_scored` of each (row, score), the vectors made lists by one numpy call (most
@@ -267,7 +267,7 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
         for (row, score), vector in zip(found, vectors, strict=True):
             fields = self._fields(row, vector)
             fields["score"] = score
-            out.append(stored_record(ScoredEmbedding, fields))
+            out.append(built_record(ScoredEmbedding, fields))
         return out
 
     # ----- writes ----------------------------------------------------------------------------
