@@ -10,7 +10,7 @@ import pytest
 from upkeep_helpers import ANA, SHARED, T0, World, array
 
 from cogitator_memory.errors import InvalidArgumentError
-from cogitator_memory.files import FileAccess, MemoryFileError, run_memory_tool
+from cogitator_memory.files import FileAccess, MemoryFileError, MemoryFiles, run_memory_tool
 from cogitator_memory.items import MemoryItem
 from cogitator_memory.testing.scripted_server import ScriptedChatRequest
 from cogitator_memory.upkeep import (
@@ -303,3 +303,47 @@ async def test_a_fold_racing_another_writes_nothing_and_its_lessons_wait(world: 
     assert sorted([one is None, two is None]) == [False, True]
     assert len(await world.files.history({"scope": ANA}, PLAYBOOK_PATH)) == 1
     assert await consolidator(world).fold_lessons(ANA, summarize=world.model.summarize) is None  # folded once
+
+
+class _HeldFiles(MemoryFiles):
+    """A files service whose first read waits until ``go`` is set: another fold writes between
+    the reads of one fold."""
+
+    def __init__(self, files: MemoryFiles, go: asyncio.Event) -> None:
+        super().__init__(adapter=files.adapter)
+        self.go = go
+        self.reads = 0
+
+    async def _held(self) -> None:
+        self.reads += 1
+        if self.reads == 1:
+            await self.go.wait()
+
+    async def read(self, *args: Any, **kwargs: Any) -> Any:
+        found = await super().read(*args, **kwargs)
+        await self._held()
+        return found
+
+    async def history(self, *args: Any, **kwargs: Any) -> Any:
+        found = await super().history(*args, **kwargs)
+        await self._held()
+        return found
+
+
+async def test_a_fold_reading_while_another_writes_loses_to_it(world: World) -> None:
+    taught = await lesson(world, "Be on time", 0)
+    world.model.default = array(edit("add", "Be on time.", taught))
+    go = asyncio.Event()
+    held = _HeldFiles(world.files, go)
+    late = asyncio.create_task(
+        MemoryConsolidator(items=world.items, item_adapter=world.memory, files=held).fold_lessons(
+            ANA, summarize=world.model.summarize
+        )
+    )
+    while held.reads == 0:
+        await asyncio.sleep(0)
+    first = await consolidator(world).fold_lessons(ANA, summarize=world.model.summarize)
+    go.set()
+    assert first is not None
+    assert await late is None  # it read the file before and after the first fold wrote it
+    assert len(await world.files.history({"scope": ANA}, PLAYBOOK_PATH)) == 1

@@ -256,9 +256,13 @@ class MemoryConsolidator:
 
     async def _standing(self, scope: MemoryScope, path: str) -> tuple[MemoryFileVersion | None, str | None]:
         """The newest version of ``path`` memory or a person wrote (model versions skipped; a
-        deletion counts as no file), and the SHA-256 of what stands there now (``None``: nothing)."""
-        history = await self.files.history(self._access(scope), path)
+        deletion counts as no file), and the SHA-256 of what stands there now (``None``: nothing).
+
+        The head is read before the history: a version written between the two reads is then in
+        the history but not the SHA, so a write expecting that SHA is refused. Read the other way
+        round, a writer could build on an older version and be given the newer one's SHA."""
         head = await self.files.read(self._access(scope), path)
+        history = await self.files.history(self._access(scope), path)
         trusted = [v for v in history if v.author != "model"]
         if not trusted:
             return None, head.sha256 if head is not None else None
