@@ -13,7 +13,7 @@ from cogitator_memory import unwrap
 from cogitator_memory.threads.records import built_record
 from cogitator_memory.vectors import InMemoryEmbeddingAdapter, SQLiteEmbeddingAdapter
 from cogitator_memory.vectors.base import BaseEmbeddingAdapter
-from cogitator_memory.vectors.matrix import VectorMatrix, unit_rows
+from cogitator_memory.vectors.matrix import SAMPLED_MIN_ROWS, VectorMatrix, top_rows, unit_rows
 from cogitator_memory.vectors.records import ScoredEmbedding
 
 DIMS = 24
@@ -55,6 +55,35 @@ def test_ties_keep_the_order_of_the_rows() -> None:
     matrix = VectorMatrix(["a", "b", "c", "d"], unit_rows(vectors))
     assert [i for i, _ in matrix.top([1.0, 0.0], 3, -1.0)] == ["a", "c", "d"]
     assert VectorMatrix([], None).top([1.0, 0.0], 3, -1.0) == []
+
+
+def _sorted_top(scores: Any, limit: int) -> list[tuple[int, float]]:
+    """The ``limit`` best (row, score) by a full sort, equal scores in row order."""
+    order = sorted(range(len(scores)), key=lambda i: (-float(scores[i]), i))[:limit]
+    return [(i, float(scores[i])) for i in order]
+
+
+@pytest.mark.parametrize("count", [3, 100, SAMPLED_MIN_ROWS - 1, SAMPLED_MIN_ROWS, 20_000])
+@pytest.mark.parametrize("limit", [1, 10, 37, 300])
+def test_top_rows_is_a_full_sort_ties_included(count: int, limit: int) -> None:
+    rng = np.random.default_rng(count + limit)
+    shapes = [
+        rng.standard_normal(count).astype(np.float32),  # all apart
+        rng.integers(0, 20, count).astype(np.float32),  # many equal, at the cut too
+        np.full(count, 0.5, dtype=np.float32),  # all equal: the first rows
+        np.sort(rng.standard_normal(count)).astype(np.float32),  # best last (the sample's worst case)
+        np.where(np.arange(count) % 997 == 0, 1.0, 0.0).astype(np.float32),  # few over a sea of equals
+    ]
+    for scores in shapes:
+        assert top_rows(scores, limit) == _sorted_top(scores, limit)
+
+
+def test_top_rows_when_the_sample_misses_the_best() -> None:
+    # The best rows are the sampled ones: fewer than the limit pass the bound the sample gives.
+    scores = np.zeros(SAMPLED_MIN_ROWS * 2, dtype=np.float32)
+    scores[::16] = np.linspace(1.0, 0.9, len(scores[::16]), dtype=np.float32)
+    assert np.count_nonzero(scores >= np.sort(scores[::16])[-(50 // 16 + 4)]) < 50
+    assert top_rows(scores, 50) == _sorted_top(scores, 50)
 
 
 async def _filled(store: BaseEmbeddingAdapter, vectors: Any) -> None:

@@ -149,22 +149,61 @@ class VectorMatrix:
         return product(unit_vector(query), self.columns)
 
     def top(self, query: Sequence[float] | Matrix, limit: int, threshold: float) -> list[tuple[str, float]]:
-        """Up to ``limit`` (id, cosine) best first, cosine >= ``threshold``."""
+        """Up to ``limit`` (id, cosine) best first, cosine >= ``threshold``; equal scores in the
+        order of the rows (at the cut too: of vectors scoring alike, the first rows are kept)."""
         if not self.ids or self.columns is None:
             return []
-        np = load_numpy("vector search")
         scores = self.scores(query)
-        n = scores.shape[0]
-        idx = np.sort(np.argpartition(scores, n - limit)[n - limit :]) if limit < n else np.arange(n)
-        idx = idx[np.argsort(-scores[idx], kind="stable")]  # ties in the order of the rows
         ids = self.ids
         out: list[tuple[str, float]] = []
-        for i, raw in zip(idx.tolist(), scores[idx].tolist(), strict=True):
+        for i, raw in top_rows(scores, limit):
             score = min(1.0, max(-1.0, raw))
             if score < threshold:
                 break
             out.append((ids[i], score))
         return out
+
+
+#: Scores of at least this many rows are cut through a sample (see :func:`top_rows`).
+SAMPLED_MIN_ROWS = 4096
+#: One score in this many is sampled.
+SAMPLE_STEP = 16
+
+
+def top_rows(scores: Matrix, limit: int) -> list[tuple[int, float]]:
+    """The ``limit`` best (row, score) of ``scores``, best first, equal scores in row order.
+
+    Exact. For many rows the scores are first cut at a bound read from a sample of them (every
+    :data:`SAMPLE_STEP`-th), one at or under the ``limit``-th best in all but rare cases: the
+    rows at or over it (a few dozen) are all that is sorted. When fewer than ``limit`` pass the
+    bound, every row is a candidate. The ``limit``-th best score is then found among the
+    candidates: the rows over it all stay, and of those equal to it the first rows.
+    """
+    np = load_numpy("vector search")
+    n = int(scores.shape[0])
+    if limit >= n:
+        rows = np.arange(n)
+    else:
+        rows = None
+        if n >= SAMPLED_MIN_ROWS:
+            sample = scores[::SAMPLE_STEP]
+            # The sample's r-th best: about r * SAMPLE_STEP rows score at least as well.
+            r = min(len(sample), limit // SAMPLE_STEP + 4)
+            bound = np.partition(sample, len(sample) - r)[len(sample) - r]
+            found = np.flatnonzero(scores >= bound)
+            if len(found) >= limit:
+                rows = found
+        if rows is None:
+            rows = np.arange(n)
+        chosen = scores[rows]
+        cut = np.partition(chosen, len(chosen) - limit)[len(chosen) - limit]
+        over = rows[chosen > cut]
+        at = rows[chosen == cut][: limit - len(over)]
+        rows = np.concatenate((over, at)) if len(at) else over
+        rows.sort()
+    order = np.argsort(-scores[rows], kind="stable")  # equal scores keep the order of the rows
+    picked = rows[order]
+    return list(zip(picked.tolist(), scores[picked].tolist(), strict=True))
 
 
 #: The BLAS threads of a product (see the module docstring): ``"adaptive"`` (the default),
@@ -267,4 +306,4 @@ class ScopeCache:
         self._items.clear()
 
 
-__all__ = ["ScopeCache", "VectorMatrix", "load_numpy", "single_blas_thread", "unit_rows"]
+__all__ = ["ScopeCache", "VectorMatrix", "load_numpy", "single_blas_thread", "top_rows", "unit_rows"]
