@@ -86,6 +86,18 @@ def test_top_rows_when_the_sample_misses_the_best() -> None:
     assert top_rows(scores, 50) == _sorted_top(scores, 50)
 
 
+def test_equal_scores_at_the_cut_keep_the_first_ids() -> None:
+    count = SAMPLED_MIN_ROWS + 5
+    ids = [f"e{(count - i):06d}" for i in range(count)]  # ids in reverse row order
+    scores = np.zeros(count, dtype=np.float32)
+    scores[:3] = 0.9
+    found = top_rows(scores, 10, ids)
+    assert [r for r, _ in found[:3]] == [0, 1, 2]
+    kept = sorted(r for r, _ in found[3:])
+    assert kept == list(range(count - 7, count))  # the seven rows of the first ids
+    assert [r for r, _ in found[3:]] == kept  # in row order
+
+
 async def _filled(store: BaseEmbeddingAdapter, vectors: Any) -> None:
     unwrap(
         await store.add_embeddings(

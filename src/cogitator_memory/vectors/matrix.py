@@ -150,13 +150,14 @@ class VectorMatrix:
 
     def top(self, query: Sequence[float] | Matrix, limit: int, threshold: float) -> list[tuple[str, float]]:
         """Up to ``limit`` (id, cosine) best first, cosine >= ``threshold``; equal scores in the
-        order of the rows (at the cut too: of vectors scoring alike, the first rows are kept)."""
+        order of the rows, and of vectors scoring alike at the cut, those of the first ids kept
+        (as the stores order hits: best first, ties by id)."""
         if not self.ids or self.columns is None:
             return []
         scores = self.scores(query)
         ids = self.ids
         out: list[tuple[str, float]] = []
-        for i, raw in top_rows(scores, limit):
+        for i, raw in top_rows(scores, limit, ids):
             score = min(1.0, max(-1.0, raw))
             if score < threshold:
                 break
@@ -170,14 +171,16 @@ SAMPLED_MIN_ROWS = 4096
 SAMPLE_STEP = 16
 
 
-def top_rows(scores: Matrix, limit: int) -> list[tuple[int, float]]:
+def top_rows(scores: Matrix, limit: int, ids: Sequence[str] | None = None) -> list[tuple[int, float]]:
     """The ``limit`` best (row, score) of ``scores``, best first, equal scores in row order.
+    Of the rows that score what the ``limit``-th best scores, the first rows are kept, or with
+    ``ids`` (one per row) those of the first ids.
 
     Exact. For many rows the scores are first cut at a bound read from a sample of them (every
     :data:`SAMPLE_STEP`-th), one at or under the ``limit``-th best in all but rare cases: the
     rows at or over it (a few dozen) are all that is sorted. When fewer than ``limit`` pass the
     bound, every row is a candidate. The ``limit``-th best score is then found among the
-    candidates: the rows over it all stay, and of those equal to it the first rows.
+    candidates: the rows over it all stay, and of those equal to it as many as are left.
     """
     np = load_numpy("vector search")
     n = int(scores.shape[0])
@@ -198,7 +201,11 @@ def top_rows(scores: Matrix, limit: int) -> list[tuple[int, float]]:
         chosen = scores[rows]
         cut = np.partition(chosen, len(chosen) - limit)[len(chosen) - limit]
         over = rows[chosen > cut]
-        at = rows[chosen == cut][: limit - len(over)]
+        at = rows[chosen == cut]
+        left = limit - len(over)
+        if ids is not None and len(at) > left:
+            at = np.array(sorted(at.tolist(), key=ids.__getitem__)[:left], dtype=at.dtype)
+        at = at[:left]
         rows = np.concatenate((over, at)) if len(at) else over
         rows.sort()
     order = np.argsort(-scores[rows], kind="stable")  # equal scores keep the order of the rows
