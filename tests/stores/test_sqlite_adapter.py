@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from cogitator_memory import InvalidArgumentError, SQLiteAdapter, create_memory_adapter, unwrap
+from cogitator_memory.engines.sqlite.db import PAGE_CACHE_KIB
 from cogitator_memory.engines.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, applied_migrations
 
 
@@ -23,6 +24,7 @@ async def test_creates_parent_folders_and_uses_wal(tmp_path: Path) -> None:
         assert path.exists()
         mode = memory.connection.execute("PRAGMA journal_mode").fetchone()[0]
         assert mode == "wal"
+        assert memory.connection.execute("PRAGMA cache_size").fetchone()[0] == -PAGE_CACHE_KIB
         assert memory.schema_version == SCHEMA_VERSION
         assert applied_migrations(memory.connection) == [(m.version, m.name) for m in MIGRATIONS]
 
