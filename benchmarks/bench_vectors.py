@@ -9,10 +9,13 @@ default BLAS threads), warm, in a tight loop; then the store alone, warm (its ma
 first search), in a tight loop. The two alternate in 10 rounds over the same queries, and the
 ratio is the median over the rounds of the store's p50 / numpy's p50 in that round: the load of
 a shared machine drifts (numpy's own p50 moved 3x within one run here), and a ratio of two
-loops run moments apart leaves the drift out. Each side also reports its p50 and p95 over all
+loops run moments apart leaves the drift out. Each side starts after a pause of 0.2 s, so that it
+does not run beside the other side's BLAS threads, which spin for a while after a product. Each side also reports its p50 and p95 over all
 rounds, its best search (best-of-N) and its CPU time per search (``time.process_time``, which
 counts every BLAS thread). numpy with one BLAS thread is reported too, measured after a pause
-that lets BLAS's spinning threads sleep.
+that lets BLAS's spinning threads sleep, and each numpy-backed store is paired again with both
+sides on one BLAS thread: the same product on each side and no thread to wake, so that ratio is
+the store's own work over the product's, the least noisy figure on a shared machine.
 
 At the largest size a search filtered to one agent of 50 is timed (target on SQLite: under
 30 ms) against numpy alone over that agent's rows, and the first search after a write (the
@@ -44,6 +47,7 @@ from threadpoolctl import threadpool_limits
 from benchmarks.common import Row, percentiles, time_sync
 from cogitator_memory import unwrap
 from cogitator_memory.vectors import InMemoryEmbeddingAdapter, QdrantAdapter, SQLiteEmbeddingAdapter
+from cogitator_memory.vectors import matrix as matrix_module
 from cogitator_memory.vectors.base import BaseEmbeddingAdapter
 
 DIMS = 384
@@ -51,6 +55,9 @@ DIMS = 384
 QUERIES = 1024
 #: Rounds of the paired measurement (see :func:`_paired`).
 ROUNDS = 10
+#: The pause before each side of a round: long enough for BLAS's threads, which spin for a while
+#: after a product, to go to sleep, so that neither side runs beside the other's spinning threads.
+SETTLE_SECONDS = 0.2
 AGENTS = 50
 BATCH = 2_000
 
@@ -162,6 +169,19 @@ class _Paired:
         self.ratio = ratio
 
 
+async def _paired_one_thread(store: BaseEmbeddingAdapter, unit: Any, queries: Any, repeat: int) -> _Paired:
+    """:func:`_paired` with numpy and the store both on one BLAS thread: the same product on
+    each side, and no waking of BLAS's threads (the noisiest part of a search on a shared
+    machine), so the ratio is the store's own work over the product's."""
+    saved = matrix_module.BLAS_THREADS
+    matrix_module.BLAS_THREADS = "one"
+    try:
+        with threadpool_limits(1):
+            return await _paired(store, unit, queries, repeat)
+    finally:
+        matrix_module.BLAS_THREADS = saved
+
+
 async def _paired(store: BaseEmbeddingAdapter, unit: Any, queries: Any, repeat: int) -> _Paired:
     """The strict way on a machine whose load drifts: :data:`ROUNDS` rounds, each numpy alone
     then the store alone, each warm and in a tight loop over the same queries; a round's ratio
@@ -174,8 +194,10 @@ async def _paired(store: BaseEmbeddingAdapter, unit: Any, queries: Any, repeat: 
     ratios: list[float] = []
     for r in range(ROUNDS):
         first = r * per_round
+        time.sleep(SETTLE_SECONDS)
         numpy_samples, cpu = _numpy_samples(unit, queries, per_round, first)
         numpy_cpu += cpu
+        time.sleep(SETTLE_SECONDS)  # numpy's BLAS threads, still spinning, would slow the store's round
         samples, cpu = await _store_samples(store, queries, per_round, first=first)
         store_cpu += cpu
         ratios.append(percentiles(samples)[0] / percentiles(numpy_samples)[0])
@@ -378,6 +400,20 @@ async def run(quick: bool) -> list[Row]:
                             },
                         )
                     )
+                    if name != "qdrant-local":
+                        alone = await _paired_one_thread(store, unit, queries, repeat)
+                        rows.append(
+                            Row(
+                                "vectors",
+                                f"{name} search {label} p50, both on 1 BLAS thread (ratio: median of {ROUNDS} rounds)",
+                                alone.store.p50 * 1000,
+                                "ms",
+                                baseline=alone.numpy.p50 * 1000,
+                                baseline_name="numpy alone, 1 BLAS thread, p50 (its rounds beside the store's)",
+                                ratio=alone.ratio,
+                                extra={**alone.store.extra(), **alone.numpy.extra("numpy_")},
+                            )
+                        )
                     rows.append(
                         Row(
                             "vectors",
