@@ -14,8 +14,9 @@ does not run beside the other side's BLAS threads, which spin for a while after 
 rounds, its best search (best-of-N) and its CPU time per search (``time.process_time``, which
 counts every BLAS thread). numpy with one BLAS thread is reported too, measured after a pause
 that lets BLAS's spinning threads sleep, and each numpy-backed store is paired again with both
-sides on one BLAS thread: the same product on each side and no thread to wake, so that ratio is
-the store's own work over the product's, the least noisy figure on a shared machine.
+sides on one BLAS thread, where no thread is woken: the figure least moved by a shared machine's
+load. numpy's one-thread product of its row-major matrix is slower than the store's product of
+the matrix kept by columns (see ``VectorMatrix``), so that ratio can be under 1.
 
 At the largest size a search filtered to one agent of 50 is timed (target on SQLite: under
 30 ms) against numpy alone over that agent's rows, and the first search after a write (the
@@ -170,9 +171,9 @@ class _Paired:
 
 
 async def _paired_one_thread(store: BaseEmbeddingAdapter, unit: Any, queries: Any, repeat: int) -> _Paired:
-    """:func:`_paired` with numpy and the store both on one BLAS thread: the same product on
-    each side, and no waking of BLAS's threads (the noisiest part of a search on a shared
-    machine), so the ratio is the store's own work over the product's."""
+    """:func:`_paired` with numpy and the store both on one BLAS thread: no waking of BLAS's
+    threads, the noisiest part of a search on a shared machine. (numpy multiplies its row-major
+    matrix, the store its matrix kept by columns, which is faster on one thread.)"""
     saved = matrix_module.BLAS_THREADS
     matrix_module.BLAS_THREADS = "one"
     try:

@@ -187,3 +187,21 @@ async def test_memory_hits_build_what_model_construct_builds() -> None:
     hit.vector.append(3.0)
     (again,) = unwrap(await store.search([1.0, 2.0], limit=1, threshold=-1.0))
     assert again.metadata == {"a": [1]} and len(again.vector) == 2
+
+
+async def test_memory_copies_of_flat_metadata_share_nothing_with_the_store() -> None:
+    store = InMemoryEmbeddingAdapter()
+    unwrap(await store.connect())
+    stored = unwrap(
+        await store.add_embedding(
+            {"source_id": "s1", "source_type": "message", "content": "t", "vector": [1.0, 0.0], "metadata": {"k": "v"}}
+        )
+    )
+    (hit,) = unwrap(await store.search([1.0, 0.0], limit=1, threshold=-1.0))
+    hit.metadata["k"] = "changed"
+    hit.metadata["new"] = 1
+    got = unwrap(await store.get_embedding(stored.id))
+    assert got is not None and got.metadata == {"k": "v"}
+    got.metadata.clear()
+    (again,) = unwrap(await store.search([1.0, 0.0], limit=1, threshold=-1.0))
+    assert again.metadata == {"k": "v"}

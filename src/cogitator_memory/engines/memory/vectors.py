@@ -25,10 +25,15 @@ from ...vectors.records import (
     filter_matches,
 )
 
+#: JSON values that are immutable: a dict of nothing else is copied by one C call.
+_IMMUTABLE = frozenset([str, int, float, bool, type(None)])
+
 
 def _copy_json(value: Any) -> Any:
     """A deep copy of JSON data (faster than ``copy.deepcopy`` for it)."""
     if isinstance(value, dict):
+        if all(map(_IMMUTABLE.__contains__, map(type, value.values()))):
+            return value.copy()  # flat metadata, the common case: nothing below to copy
         return {k: _copy_json(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_copy_json(v) for v in value]
