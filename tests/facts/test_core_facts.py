@@ -162,21 +162,25 @@ async def test_a_shared_connection_stays_open(tmp_path: Path) -> None:
 
 async def test_bad_input_is_named(tmp_path: Path) -> None:
     path = tmp_path / "bad.db"
+    outside = sqlite3.connect(":memory:")  # not in autocommit mode
     cases: list[tuple[dict[str, Any], str]] = [
         ({}, "path"),
         ({"path": path, "adapter": InMemoryAdapter()}, "path"),
         ({"path": 5}, "path"),
         ({"db": "memory.db"}, "db"),
-        ({"db": sqlite3.connect(":memory:")}, "db"),  # not in autocommit mode
+        ({"db": outside}, "db"),
         ({"adapter": object()}, "adapter"),
         ({"path": path, "scope": {"user_id": "alice"}}, "scope.agent_id"),
         ({"path": path, "scope": "core"}, "scope"),
         ({"path": path, "clock": 5}, "clock"),
     ]
-    for options, name in cases:
-        with pytest.raises(InvalidArgumentError) as raised:
-            CoreFactsStore(**options)
-        assert raised.value.argument == name, (options, raised.value)
+    try:
+        for options, name in cases:
+            with pytest.raises(InvalidArgumentError) as raised:
+                CoreFactsStore(**options)
+            assert raised.value.argument == name, (options, raised.value)
+    finally:
+        outside.close()
     async with CoreFactsStore(path=path) as facts:
         for call, name in (
             (facts.set(1, "x"), "key"),  # type: ignore[arg-type]
