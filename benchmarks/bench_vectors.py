@@ -18,6 +18,10 @@ sides on one BLAS thread, where no thread is woken: the figure least moved by a 
 load. numpy's one-thread product of its row-major matrix is slower than the store's product of
 the matrix kept by columns (see ``VectorMatrix``), so that ratio can be under 1.
 
+At 10,000 the numpy-backed stores are paired again with ``include_vectors=False``: how much of
+a search goes to making the hits' vectors (a store's own work, which numpy's baseline, giving row
+numbers, does not do).
+
 At the largest size a search filtered to one agent of 50 is timed (target on SQLite: under
 30 ms) against numpy alone over that agent's rows, and the first search after a write (the
 cache reload).
@@ -137,17 +141,23 @@ def _numpy_alone(unit: Any, queries: Any, repeat: int) -> _Timing:
 
 
 async def _store_samples(
-    store: BaseEmbeddingAdapter, queries: Any, repeat: int, flt: dict[str, str] | None = None, first: int = 0
+    store: BaseEmbeddingAdapter,
+    queries: Any,
+    repeat: int,
+    flt: dict[str, str] | None = None,
+    first: int = 0,
+    include_vectors: bool = True,
 ) -> tuple[list[float], float]:
     """Seconds of ``repeat`` searches of the store alone, warm (a first search, untimed, builds
     its cached matrix), query after query from ``first``; and their CPU time."""
-    unwrap(await store.search(queries[(first - 1) % len(queries)], limit=10, threshold=-1.0, filter=flt))
+    last = queries[(first - 1) % len(queries)]
+    unwrap(await store.search(last, limit=10, threshold=-1.0, filter=flt, include_vectors=include_vectors))
     samples: list[float] = []
     cpu_started = time.process_time()
     for i in range(first, first + repeat):
         q = queries[i % len(queries)]
         started = time.perf_counter()
-        unwrap(await store.search(q, limit=10, threshold=-1.0, filter=flt))
+        unwrap(await store.search(q, limit=10, threshold=-1.0, filter=flt, include_vectors=include_vectors))
         samples.append(time.perf_counter() - started)
     return samples, time.process_time() - cpu_started
 
@@ -183,7 +193,9 @@ async def _paired_one_thread(store: BaseEmbeddingAdapter, unit: Any, queries: An
         matrix_module.BLAS_THREADS = saved
 
 
-async def _paired(store: BaseEmbeddingAdapter, unit: Any, queries: Any, repeat: int) -> _Paired:
+async def _paired(
+    store: BaseEmbeddingAdapter, unit: Any, queries: Any, repeat: int, *, include_vectors: bool = True
+) -> _Paired:
     """The strict way on a machine whose load drifts: :data:`ROUNDS` rounds, each numpy alone
     then the store alone, each warm and in a tight loop over the same queries; a round's ratio
     compares two loops run moments apart, so a drift of the machine between rounds (which moved
@@ -199,7 +211,7 @@ async def _paired(store: BaseEmbeddingAdapter, unit: Any, queries: Any, repeat: 
         numpy_samples, cpu = _numpy_samples(unit, queries, per_round, first)
         numpy_cpu += cpu
         time.sleep(SETTLE_SECONDS)  # numpy's BLAS threads, still spinning, would slow the store's round
-        samples, cpu = await _store_samples(store, queries, per_round, first=first)
+        samples, cpu = await _store_samples(store, queries, per_round, first=first, include_vectors=include_vectors)
         store_cpu += cpu
         ratios.append(percentiles(samples)[0] / percentiles(numpy_samples)[0])
         store_all.extend(samples)
@@ -413,6 +425,22 @@ async def run(quick: bool) -> list[Row]:
                                 baseline_name="numpy alone, 1 BLAS thread, p50 (its rounds beside the store's)",
                                 ratio=alone.ratio,
                                 extra={**alone.store.extra(), **alone.numpy.extra("numpy_")},
+                            )
+                        )
+                    if name != "qdrant-local" and n == 10_000:
+                        # What of the store's time goes to making the hits' vectors (3,840 Python
+                        # floats for ten hits of 384): the same search with include_vectors=False.
+                        bare = await _paired(store, unit, queries, repeat, include_vectors=False)
+                        rows.append(
+                            Row(
+                                "vectors",
+                                f"{name} search {label} p50, hits without vectors (ratio: median of {ROUNDS} rounds)",
+                                bare.store.p50 * 1000,
+                                "ms",
+                                baseline=bare.numpy.p50 * 1000,
+                                baseline_name="numpy alone, default threads, p50 (its rounds beside the store's)",
+                                ratio=bare.ratio,
+                                extra={**bare.store.extra(), **bare.numpy.extra("numpy_")},
                             )
                         )
                     rows.append(
