@@ -76,6 +76,59 @@ async def test_cache_sees_writes_of_another_connection(tmp_path: Path) -> None:
         assert [h.id for h in hits] == [first.id]
 
 
+async def test_a_row_reused_by_another_connection_is_not_read_as_the_old_hit(tmp_path: Path) -> None:
+    """A warm search reads its hits by rowid, the rowids of a matrix built earlier; another
+    connection deleting the last row and adding one (which takes the same rowid) must not make
+    the old hit come back under the new row, nor lose the search."""
+    path = tmp_path / "reuse.db"
+    async with SQLiteEmbeddingAdapter(path=path) as one, SQLiteEmbeddingAdapter(path=path) as two:
+        kept = unwrap(await one.add_embedding(_doc("kept", axis_vector(0))))
+        gone = unwrap(await one.add_embedding(_doc("gone", axis_vector(1))))
+        assert [h.id for h in unwrap(await two.search(axis_vector(1), limit=1))] == [gone.id]
+        rowid = sqlite3.connect(path).execute("SELECT rowid FROM embeddings WHERE id = ?", (gone.id,)).fetchone()[0]
+        unwrap(await one.delete_embedding(gone.id))
+        new = unwrap(await one.add_embedding(_doc("new", axis_vector(2))))
+        db = sqlite3.connect(path)
+        assert db.execute("SELECT rowid FROM embeddings WHERE id = ?", (new.id,)).fetchone()[0] == rowid
+        db.close()
+        hits = unwrap(await two.search(axis_vector(1), limit=2, threshold=-1))
+        assert sorted(h.id for h in hits) == sorted([kept.id, new.id])
+        assert all(h.score == 0.0 for h in hits)
+        assert {h.id: h.content for h in hits} == {kept.id: "kept", new.id: "new"}
+
+
+async def test_a_search_finding_nothing_on_a_stale_matrix_looks_again(tmp_path: Path) -> None:
+    """No hit above the threshold in the matrix of an older generation is no answer until the
+    file is known unchanged: another connection's new embedding is found."""
+    path = tmp_path / "empty.db"
+    async with SQLiteEmbeddingAdapter(path=path) as one, SQLiteEmbeddingAdapter(path=path) as two:
+        unwrap(await one.add_embedding(_doc("x", axis_vector(0))))
+        assert unwrap(await two.search(axis_vector(1), threshold=0.5)) == []
+        added = unwrap(await one.add_embedding(_doc("y", axis_vector(1))))
+        assert [h.id for h in unwrap(await two.search(axis_vector(1), threshold=0.5))] == [added.id]
+        assert unwrap(await two.search(axis_vector(2), threshold=0.5)) == []
+
+
+async def test_a_warm_search_is_one_statement(tmp_path: Path) -> None:
+    """Once a scope's matrix is built, a search reads its hits and the file's generation in one
+    statement (a read of the generation alone cost as much as a tenth of a search)."""
+    async with SQLiteEmbeddingAdapter(path=tmp_path / "one.db") as store:
+        unwrap(await store.add_embeddings([_doc(f"d{i}", seeded_vector(i), agent_id="a") for i in range(20)]))
+        cold = unwrap(await store.search(seeded_vector(3), limit=5, filter={"agent_id": "a"}))
+        statements: list[str] = []
+        store.connection.set_trace_callback(statements.append)
+        try:
+            warm = unwrap(await store.search(seeded_vector(3), limit=5, filter={"agent_id": "a"}))
+            bare = unwrap(
+                await store.search(seeded_vector(3), limit=5, filter={"agent_id": "a"}, include_vectors=False)
+            )
+        finally:
+            store.connection.set_trace_callback(None)
+        assert len(statements) == 2, statements
+        assert warm == cold
+        assert [h.model_copy(update={"vector": []}) for h in warm] == bare
+
+
 async def test_configured_size_must_match_the_file(tmp_path: Path) -> None:
     path = tmp_path / "dims.db"
     async with SQLiteEmbeddingAdapter(path=path) as first:

@@ -98,6 +98,18 @@ def _search_where(flt: EmbeddingFilter, alias: str = "") -> tuple[str, list[Any]
     return where_clause(source_type=flt.source_type, scope=flt.scope(), exact=dict(flt.metadata or {}), alias=alias)
 
 
+#: The most hits read by one statement (by rowid, with the generation) after a search.
+_ONE_READ = 500
+
+
+class _FileMatrix(VectorMatrix):
+    """A scope's matrix with each embedding's rowid (where its row is in the file)."""
+
+    def __init__(self, ids: list[str], rowids: dict[str, int], matrix: Any) -> None:
+        super().__init__(ids, matrix)
+        self.rowids = rowids
+
+
 class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
     """An embedding store in a SQLite file, beside the threads of :class:`~cogitator_memory.SQLiteAdapter`.
 
@@ -349,15 +361,29 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
             return found
         np = load_numpy("SQLiteEmbeddingAdapter")
         where, args = _search_where(flt)
-        rows = self.connection.execute(f"SELECT id, vector FROM embeddings WHERE {where}", args).fetchall()
-        ids = [r[0] for r in rows]
+        rows = self.connection.execute(f"SELECT rowid, id, vector FROM embeddings WHERE {where}", args).fetchall()
         matrix = None
         if rows:
-            raw = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1)
+            raw = np.frombuffer(b"".join(r[2] for r in rows), dtype="<f4").reshape(len(rows), -1)
             matrix = unit_rows(raw)
-        built = VectorMatrix(ids, matrix)
+        built = _FileMatrix([r[1] for r in rows], {r[1]: r[0] for r in rows}, matrix)
         self._cache.put(key, built)
         return built
+
+    def _rows_as_of(self, matrix: _FileMatrix, ids: list[str], vectors: bool) -> dict[str, Sequence[Any]] | None:
+        """The rows of these embeddings of ``matrix`` read by rowid, with the store's generation
+        in the same statement (one read of the file): ``None`` when the file changed since the
+        matrix was built (its rowids may then name other rows)."""
+        columns = _COLUMNS if vectors else _COLUMNS_NO_VECTOR
+        rowids = [matrix.rowids[i] for i in ids]
+        sql = (
+            f"SELECT {columns}, (SELECT value FROM embedding_state WHERE key = 'generation') FROM embeddings"
+            f" WHERE rowid IN ({','.join('?' * len(rowids))})"
+        )
+        found = self.connection.execute(sql, rowids).fetchall()
+        if len(found) != len(ids) or int(found[0][-1]) != self._cache_generation:
+            return None
+        return {row[0]: row for row in found}
 
     def _rows_by_id(self, ids: list[str], *, vectors: bool = True) -> dict[str, Sequence[Any]]:
         """The rows of these embeddings by id (``vectors=False``: the vector column read as ``NULL``)."""
@@ -383,6 +409,19 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
         if self.vector_backend == "sqlite-vec":
             hits = self._search_sqlite_vec(vector, limit, threshold, flt)
             return hits if include_vectors else without_vectors(hits)
+        cached = self._cache.get(flt.cache_key())
+        if isinstance(cached, _FileMatrix) and limit <= _ONE_READ:
+            # The matrix of the last generation seen, and the hits' rows read with the store's
+            # generation: the hits stand when the file has not changed since (one statement in
+            # all); otherwise the search is made again on the file as it is now.
+            top = cached.top(vector, limit, threshold)
+            if not top:
+                if self._generation() == self._cache_generation:
+                    return []
+            else:
+                rows = self._rows_as_of(cached, [i for i, _ in top], include_vectors)
+                if rows is not None:
+                    return self._scored_rows([(rows[i], s) for i, s in top])
         top = self._scope_matrix(flt).top(vector, limit, threshold)
         rows = self._rows_by_id([i for i, _ in top], vectors=include_vectors)
         return self._scored_rows([(rows[i], s) for i, s in top if i in rows])
