@@ -18,6 +18,7 @@ the whole run.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import tempfile
 import time
@@ -172,9 +173,13 @@ async def run(quick: bool) -> list[Row]:
                 _rate_extra(sqlite_rates, raw_rates),
             )
         )
+        # The SQLite writes above leave the kernel flushing their pages for a while, beside the
+        # in-memory writes below (measured: 54k/s with the flush, 87k/s alone): flushed first.
+        os.sync()
+        time.sleep(1.0)
         for given, target in ((True, 76_000), (False, 96_000)):
             best: _Rates | None = None
-            for _ in range(3):
+            for _ in range(5):  # the best of 5 runs: one run's best chunk moved 30% between runs here
                 # The default store, below its cap (max_entries), so that no eviction is measured.
                 assert memory_adds + CHUNK < DEFAULT_MAX_ENTRIES
                 async with InMemoryAdapter() as memory_store:
