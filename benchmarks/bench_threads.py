@@ -174,7 +174,8 @@ async def run(quick: bool) -> list[Row]:
             )
         )
         # The SQLite writes above leave the kernel flushing their pages for a while, beside the
-        # in-memory writes below (measured: 54k/s with the flush, 87k/s alone): flushed first.
+        # in-memory writes below: flushed first (two runs without this: 54k/s; five with it:
+        # 65-87k/s; the loop alone in a process: 87-93k/s).
         os.sync()
         time.sleep(1.0)
         for given, target in ((True, 76_000), (False, 96_000)):
