@@ -29,7 +29,7 @@ from ...search.bm25 import BM25
 from ...search.tokenizer import index_terms
 from ...threads.records import built_record
 from ...vectors.base import BaseEmbeddingAdapter, check_bm25
-from ...vectors.matrix import ScopeCache, VectorMatrix, load_numpy, unit_rows
+from ...vectors.matrix import Matrix, ScopeCache, VectorMatrix, load_numpy, unit_rows
 from ...vectors.records import (
     SCOPE_KEYS,
     DeletionFilter,
@@ -105,7 +105,7 @@ _ONE_READ = 500
 class _FileMatrix(VectorMatrix):
     """A scope's matrix with each embedding's rowid (where its row is in the file)."""
 
-    def __init__(self, ids: list[str], rowids: dict[str, int], matrix: Any) -> None:
+    def __init__(self, ids: list[str], rowids: dict[str, int], matrix: Matrix | None) -> None:
         super().__init__(ids, matrix)
         self.rowids = rowids
 
