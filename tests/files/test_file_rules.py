@@ -533,6 +533,38 @@ async def test_a_change_refused_by_the_store_is_made_again_on_what_stands(memory
     assert message == "Error: The file /memories/list.md changed since it was read. View it again and try again."
 
 
+class _WriterBetweenReads(MemoryFiles):
+    """A files service another writer beats to a new file: it writes the file between this
+    service's first read (no file) and its second (what stands at and above the path)."""
+
+    def __init__(self, memory: InMemoryAdapter, text: str) -> None:
+        super().__init__(adapter=memory)
+        self.memory, self.text, self.left = memory, text, 1
+
+    async def _check_new_file(self, access: Any, path: str) -> Any:
+        if self.left:
+            self.left -= 1
+            await raw_write(self.memory, path, self.text)
+        return await super()._check_new_file(access, path)
+
+
+async def test_a_new_file_another_writer_made_meanwhile_is_not_written_over(memory: InMemoryAdapter) -> None:
+    """create, and put expecting no file, refuse when another writer made the file after their
+    first read: they are not written over it as the file's next version (a lost update)."""
+    plain = MemoryFiles(adapter=memory)
+    files = _WriterBetweenReads(memory, "theirs")
+    message = await refused(files, ANA, command="create", path="/memories/a.md", file_text="mine")
+    assert "already exists" in message
+    assert [v.content for v in await plain.history(ANA, "/memories/a.md")] == ["theirs"]
+    files = _WriterBetweenReads(memory, "theirs too")
+    with pytest.raises(MemoryFileError, match="already exists"):
+        await files.put(ANA, "/memories/b.md", "mine", None)
+    assert [v.content for v in await plain.history(ANA, "/memories/b.md")] == ["theirs too"]
+    files = _WriterBetweenReads(memory, "theirs, and mine is the same")
+    await files.put(ANA, "/memories/c.md", "mine")  # no expectation: the text goes over what stands
+    assert [v.content for v in await plain.history(ANA, "/memories/c.md")] == ["theirs, and mine is the same", "mine"]
+
+
 async def test_a_file_created_over_a_file_another_writer_made_is_taken_back(memory: InMemoryAdapter) -> None:
     plain = MemoryFiles(adapter=memory)
 

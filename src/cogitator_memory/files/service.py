@@ -200,6 +200,10 @@ class MemoryFiles:
         scope = joined_scope(access.scope, base.scope if base is not None else None)
         if previous is None:
             previous = slot.version
+        if previous is not None and previous.created_at > at:
+            # Planned at ``at``, then built on a version another writer made since: stamped with
+            # that version's time, so that no version is older than the one it replaces.
+            at = previous.created_at
         return MemoryFileVersion.model_construct(
             id=new_id("file_"),
             scope=scope,
@@ -385,6 +389,10 @@ class MemoryFiles:
 
         async def plan(now: Any) -> _Change:
             slot = (await self._read(access, paths=[path])).get(path) or _Slot(path)
+            if not slot.exists:
+                # Read again with what stands above it; the checks below judge this second read,
+                # so a file another writer made between the two is not written over as new.
+                slot = (await self._check_new_file(access, path)).get(path) or _Slot(path)
             current = slot.version if slot.exists else None
             if current is not None and (must_be_new or expected is None):
                 raise MemoryFileError(answers.already_exists(path), path)
@@ -394,12 +402,8 @@ class MemoryFiles:
                 raise MemoryFileError(answers.changed_since(path), path)
             if current is not None and current.content == text:
                 return _Change([], "", shown=[current])
-            root = None
-            if current is None:
-                slot = (await self._check_new_file(access, path)).get(path) or _Slot(path)
-                root = path
             version = self._version(access, slot, text, base=slot.version, at=now)
-            return _Change([version], "", root=root)
+            return _Change([version], "", root=path if current is None else None)
 
         change = await self._apply(access, plan, path)
         return (change.shown or change.versions)[0]
