@@ -219,6 +219,20 @@ async def _paired(
     return _Paired(_Timing(store_all, store_cpu), _Timing(numpy_all, numpy_cpu), percentiles(ratios)[0])
 
 
+def _paired_row(figure: str, paired: _Paired, threads: str) -> Row:
+    """A row of the store's p50 beside numpy's over their paired rounds (no target)."""
+    return Row(
+        "vectors",
+        f"{figure} (ratio: median of {ROUNDS} rounds)",
+        paired.store.p50 * 1000,
+        "ms",
+        baseline=paired.numpy.p50 * 1000,
+        baseline_name=f"numpy alone, {threads}, p50 (its rounds beside the store's)",
+        ratio=paired.ratio,
+        extra={**paired.store.extra(), **paired.numpy.extra("numpy_")},
+    )
+
+
 _WORDS = [
     "garden",
     "piano",
@@ -416,32 +430,14 @@ async def run(quick: bool) -> list[Row]:
                     if name != "qdrant-local":
                         alone = await _paired_one_thread(store, unit, queries, repeat)
                         rows.append(
-                            Row(
-                                "vectors",
-                                f"{name} search {label} p50, both on 1 BLAS thread (ratio: median of {ROUNDS} rounds)",
-                                alone.store.p50 * 1000,
-                                "ms",
-                                baseline=alone.numpy.p50 * 1000,
-                                baseline_name="numpy alone, 1 BLAS thread, p50 (its rounds beside the store's)",
-                                ratio=alone.ratio,
-                                extra={**alone.store.extra(), **alone.numpy.extra("numpy_")},
-                            )
+                            _paired_row(f"{name} search {label} p50, both on 1 BLAS thread", alone, "1 BLAS thread")
                         )
                     if name != "qdrant-local" and n == 10_000:
                         # What of the store's time goes to making the hits' vectors (3,840 Python
                         # floats for ten hits of 384): the same search with include_vectors=False.
                         bare = await _paired(store, unit, queries, repeat, include_vectors=False)
                         rows.append(
-                            Row(
-                                "vectors",
-                                f"{name} search {label} p50, hits without vectors (ratio: median of {ROUNDS} rounds)",
-                                bare.store.p50 * 1000,
-                                "ms",
-                                baseline=bare.numpy.p50 * 1000,
-                                baseline_name="numpy alone, default threads, p50 (its rounds beside the store's)",
-                                ratio=bare.ratio,
-                                extra={**bare.store.extra(), **bare.numpy.extra("numpy_")},
-                            )
+                            _paired_row(f"{name} search {label} p50, hits without vectors", bare, "default threads")
                         )
                     rows.append(
                         Row(
