@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
 from typing import Any
 
 import pytest
 
 from cogitator_memory import clock
-from cogitator_memory.threads.records import MemoryEntry, Message, NewMemoryEntry
+from cogitator_memory.threads.records import ChangeEvent, MemoryEntry, Message, NewMemoryEntry
 from cogitator_memory.threads.tree import build_entry
+from cogitator_memory.tokens import count_entry_tokens
 
 MESSAGE = {"role": "assistant", "content": "Looking it up."}
 CALL = {"id": "call_1", "name": "search", "arguments": {"q": "lisbon", "n": [1, 2]}}
@@ -83,6 +86,62 @@ def test_a_record_changed_after_it_was_made_is_validated_again() -> None:
     built = build_entry(new, "entry_1", None, 1, 1, clock.now())
     assert isinstance(built.message, Message)
     assert built.message.content == "changed"
+
+
+# --- An entry built without a count counts its tokens when first read -----------------------
+
+_READS: dict[str, Any] = {
+    "attribute": lambda e: e.token_count,
+    "hasattr": lambda e: hasattr(e, "token_count"),
+    "model_dump": lambda e: e.model_dump(),
+    "model_dump_json": lambda e: e.model_dump_json(exclude_none=True),
+    "dump": lambda e: e.dump(),
+    "nested dump": lambda e: ChangeEvent(type="entry-added", thread_id="thread_1", entry=e).model_dump_json(),
+    "equality": lambda e: e == e.model_copy(),
+    "repr": repr,
+    "str": str,
+    "iteration": lambda e: dict(e),
+    "model_copy": lambda e: e.model_copy(update={"seq": 9}).token_count,
+    "pickle": lambda e: pickle.loads(pickle.dumps(e)).token_count,
+    "deepcopy": lambda e: copy.deepcopy(e).token_count,
+}
+
+
+@pytest.mark.parametrize("read", list(_READS))
+@pytest.mark.parametrize("data", INPUTS)
+def test_an_entry_built_without_a_count_is_the_counted_one_to_every_reader(data: dict[str, Any], read: str) -> None:
+    new = NewMemoryEntry.model_validate(
+        {"thread_id": "thread_1", **{k: v for k, v in data.items() if k != "token_count"}}
+    )
+    now = clock.now()
+    counted = build_entry(new, "entry_1", "entry_0", 3, count_entry_tokens(new), now)
+    lazy = build_entry(new, "entry_1", "entry_0", 3, None, now)
+    assert counted.token_count > 0 or new.type == "label"  # a label costs nothing
+    # What each reader sees is what it sees of the entry counted when made.
+    assert _READS[read](lazy) == _READS[read](counted)
+    # After any read (and its own count) the entry is the counted one, down to the order of its
+    # fields (pickling and deep copies carry the entry uncounted; the copy counts itself).
+    assert lazy.token_count == counted.token_count
+    assert lazy.__dict__ == counted.__dict__
+    assert list(lazy.__dict__) == list(counted.__dict__)
+    assert lazy.model_fields_set == counted.model_fields_set
+
+
+def test_an_entry_built_without_a_count_counts_once_and_keeps_what_is_set() -> None:
+    new = NewMemoryEntry.model_validate({"thread_id": "thread_1", "message": {"role": "user", "content": "one two"}})
+    lazy = build_entry(new, "entry_1", None, 1, None, clock.now())
+    assert "token_count" not in lazy.__dict__  # not counted when made
+    assert lazy.model_copy().__dict__ == lazy.__dict__  # copying counts (the copy has the count)
+    assert lazy.__dict__["token_count"] == count_entry_tokens(new)
+    other = build_entry(new, "entry_2", None, 2, None, clock.now())
+    other.token_count = 3  # set before any read: kept, not counted over
+    assert other.token_count == 3
+    assert other.model_dump()["token_count"] == 3
+    # Unknown attributes still fail as on any record, and the schema is the record's.
+    with pytest.raises(AttributeError):
+        _ = lazy.no_such_field  # type: ignore[attr-defined]
+    schema = MemoryEntry.model_json_schema(mode="serialization")
+    assert schema["properties"]["token_count"] == {"default": 0, "title": "Token Count", "type": "integer"}
 
 
 # --- InMemoryAdapter keeps plain entries as their fields, written as JSON on the first read ---

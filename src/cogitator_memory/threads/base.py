@@ -198,6 +198,10 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
     #: Whether ``get_path(copy=False)`` may return the store's own entry objects (see
     #: :meth:`_get_path_shared`); readers that hand entries on copy them when it does.
     shares_entries: ClassVar[bool] = False
+    #: Whether :meth:`_add_entry` may be given no token count (``None``) for an entry that
+    #: comes without one, and make an entry that counts its tokens when first read (see
+    #: :class:`MemoryEntry`). Stores that write the count down are given it counted.
+    counts_tokens_lazily: ClassVar[bool] = False
 
     # ----- engine primitives ---------------------------------------------------------------
 
@@ -233,12 +237,15 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
         (updated_at in microseconds, id), filtered by agent and update time (after < t < before)."""
 
     @abstractmethod
-    async def _add_entry(self, entry: NewMemoryEntry, entry_id: str, token_count: int, now: datetime) -> MemoryEntry:
+    async def _add_entry(
+        self, entry: NewMemoryEntry, entry_id: str, token_count: int | None, now: datetime
+    ) -> MemoryEntry:
         """Atomically: append the entry after ``entry.parent_id`` (or the active leaf; with
         ``entry.root`` as a root, without a parent), with the thread's next ``seq``, and move the
         active leaf to it unless ``entry.activate`` is false. Raise ``NotFoundError`` for a missing
         thread or parent, ``ConflictError`` for a parent of another thread or an ``entry_id``
-        already taken (by an entry of any thread)."""
+        already taken (by an entry of any thread). ``token_count`` is ``None`` only for a store
+        whose :attr:`counts_tokens_lazily` is true."""
 
     @abstractmethod
     async def _get_entries(
@@ -421,14 +428,15 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
         Fails, writing nothing, for a missing thread, a parent that is not an entry of the
         thread, an ``id`` already taken (``ConflictError``), or an invalid entry (the message
         names the field; values are checked as :mod:`~cogitator_memory.threads.values` says).
-        ``token_count`` defaults to the counted tokens of the entry.
+        ``token_count`` defaults to the counted tokens of the entry (counted when first read on
+        the in-memory store, at the write on the others).
         """
         try:
             self._require_connected()
             new = self._parse_entry(entry)
             fields = new.__dict__
             token_count = fields["token_count"]
-            if token_count is None:
+            if token_count is None and not self.counts_tokens_lazily:
                 token_count = count_entry_tokens(new)
             entry_id = fields["id"]
             if entry_id is None:
@@ -443,7 +451,8 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
         return MemoryResult(True, created)
 
     def _parse_entry(self, entry: NewMemoryEntry | dict[str, Any]) -> NewMemoryEntry:
-        if isinstance(entry, NewMemoryEntry):
+        # A plain dict first: pydantic's isinstance check of a model class is Python code.
+        if type(entry) is not dict and isinstance(entry, NewMemoryEntry):
             new = entry
         elif isinstance(entry, dict):
             try:

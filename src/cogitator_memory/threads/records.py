@@ -7,10 +7,20 @@ record is dumped (:meth:`Record.dump`, ``exclude_none``) or stored. Input record
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Annotated, Any, Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, TypeAlias, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from ..clock import to_utc
 
@@ -318,6 +328,66 @@ class MemoryEntry(EntryContent):
     def is_event(self) -> bool:
         """Whether this entry is a session event rather than part of the conversation."""
         return self.type in EVENT_TYPES
+
+    # A store may hand out an entry whose token_count is not counted yet (the in-memory store's
+    # add_entry, when no count is given: see docs/tokens.md). Such an entry has no
+    # "token_count" in its __dict__; the first read of the field, and anything that reads the
+    # fields at once (dumps, ==, repr, iteration, copies), counts it from the entry's content
+    # and keeps the count. Every other entry is untouched by what follows.
+
+    def _count_tokens(self) -> int:
+        fields = self.__dict__
+        count = fields.get("token_count")
+        if count is None:
+            from ..tokens import count_entry_tokens  # tokens imports this module
+
+            count = count_entry_tokens(self)
+            # In the fields' order, as on an entry counted when made (dumps follow it).
+            ordered = {
+                name: count if name == "token_count" else fields[name]
+                for name in MemoryEntry.__pydantic_fields__
+                if name == "token_count" or name in fields
+            }
+            fields.clear()
+            fields.update(ordered)
+        return int(count)
+
+    if not TYPE_CHECKING:  # as pydantic's own __getattr__, hidden from type checkers
+
+        def __getattr__(self, name: str) -> Any:
+            if name == "token_count":
+                return self._count_tokens()
+            return super().__getattr__(name)
+
+    # No return annotation: with one, pydantic would take it for the serialized schema.
+    @model_serializer(mode="wrap")
+    def _serialize_counted(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+        if "token_count" not in self.__dict__:
+            self._count_tokens()
+        return handler(self)
+
+    def __eq__(self, other: object) -> bool:
+        if "token_count" not in self.__dict__:
+            self._count_tokens()
+        if isinstance(other, MemoryEntry) and "token_count" not in other.__dict__:
+            other._count_tokens()
+        return super().__eq__(other)
+
+    def __iter__(self) -> Any:
+        if "token_count" not in self.__dict__:
+            self._count_tokens()
+        return super().__iter__()
+
+    def __repr_args__(self) -> Any:
+        if "token_count" not in self.__dict__:
+            self._count_tokens()
+        return super().__repr_args__()
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy of the entry (pydantic's ``model_copy``), its token count taken first."""
+        if "token_count" not in self.__dict__:
+            self._count_tokens()
+        return super().model_copy(update=update, deep=deep)
 
 
 class ThreadPage(Record):

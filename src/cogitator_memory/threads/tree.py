@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from ..clock import to_micros, to_utc
 from ..errors import InvalidArgumentError
 from ..ids import entry_id as new_entry_id
+from ..tokens import count_entry_tokens
 from . import values
 from .records import (
     CONVERSATION_ENTRY_TYPES,
@@ -221,10 +222,17 @@ def type_allowed(entry_type: str, types: frozenset[str] | None) -> bool:
     return types is None or entry_type in types
 
 
+def counted(new: NewMemoryEntry, token_count: int | None) -> int:
+    """``token_count``, or when it is ``None`` the counted tokens of ``new`` (what a store that
+    writes the count down is given by :meth:`add_entry` anyway)."""
+    return count_entry_tokens(new) if token_count is None else token_count
+
+
 def build_entry(
-    new: NewMemoryEntry, entry_id: str, parent_id: str | None, seq: int, token_count: int, now: datetime
+    new: NewMemoryEntry, entry_id: str, parent_id: str | None, seq: int, token_count: int | None, now: datetime
 ) -> MemoryEntry:
-    """The stored entry :meth:`add_entry` makes of ``new`` at its place in the tree."""
+    """The stored entry :meth:`add_entry` makes of ``new`` at its place in the tree. With
+    ``token_count=None`` its tokens are counted when first read (see :class:`MemoryEntry`)."""
     given = new.__dict__
     message, metadata, calls, results = given["message"], given["metadata"], given["tool_calls"], given["tool_results"]
     kind = given["type"]
@@ -247,24 +255,25 @@ def build_entry(
             fields_set.add("tool_calls")
         if results is not None:
             fields_set.add("tool_results")
-        return built_record(
-            MemoryEntry,
-            {
-                "message": message,
-                "token_count": token_count,
-                "type": kind,
-                "event": None,
-                "metadata": None if metadata is None else dict(metadata),
-                "tool_calls": None if calls is None else list(calls),
-                "tool_results": None if results is None else list(results),
-                "id": entry_id,
-                "thread_id": given["thread_id"],
-                "parent_id": parent_id,
-                "seq": seq,
-                "created_at": now,
-            },
-            fields_set,
-        )
+        built = {
+            "message": message,
+            "token_count": token_count,
+            "type": kind,
+            "event": None,
+            "metadata": None if metadata is None else dict(metadata),
+            "tool_calls": None if calls is None else list(calls),
+            "tool_results": None if results is None else list(results),
+            "id": entry_id,
+            "thread_id": given["thread_id"],
+            "parent_id": parent_id,
+            "seq": seq,
+            "created_at": now,
+        }
+        if token_count is None:  # left out: counted when first read
+            del built["token_count"]
+        return built_record(MemoryEntry, built, fields_set)
+    if token_count is None:
+        token_count = count_entry_tokens(new)
     fields: dict[str, Any] = {
         "id": entry_id,
         "thread_id": new.thread_id,

@@ -20,6 +20,7 @@ from ...threads.base import BaseMemoryAdapter
 from ...threads.damage import broken_branch
 from ...threads.records import ChangeEvent, MemoryEntry, Message, NewMemoryEntry, Thread
 from ...threads.tree import build_entry, type_allowed, with_fork_listed
+from ...tokens import count_entry_tokens
 from .files import InMemoryFiles
 from .graph import InMemoryGraph
 from .items import InMemoryItems
@@ -34,13 +35,13 @@ def _to_json(entry: MemoryEntry) -> bytes:
 
 #: The fields of a plain message entry, every one immutable (strings, numbers, a datetime,
 #: ``None``): message role, content, name, tool_call_id and cache_breakpoint, then the entry's
-#: token_count, type, id, thread_id, parent_id, seq and created_at.
-_Plain = tuple[str, str, str | None, str | None, bool | None, int, str, str, str, str | None, int, datetime]
+#: type, id, thread_id, parent_id, seq, created_at and token_count (``None`` until counted).
+_Plain = tuple[str, str, str | None, str | None, bool | None, str, str, str, str | None, int, datetime, int | None]
 
 
-# The fields _Plain keeps, read at C speed: the message's, then the entry's.
+# The fields _Plain keeps, read at C speed: the message's, then the entry's but its count.
 _MESSAGE_FIELDS = itemgetter("role", "content", "name", "tool_call_id", "cache_breakpoint")
-_ENTRY_FIELDS = itemgetter("token_count", "type", "id", "thread_id", "parent_id", "seq", "created_at")
+_ENTRY_FIELDS = itemgetter("type", "id", "thread_id", "parent_id", "seq", "created_at")
 
 
 def _packed(entry: MemoryEntry) -> bytes | _Plain:
@@ -68,13 +69,16 @@ def _packed(entry: MemoryEntry) -> bytes | _Plain:
             and (call_id is None or type(call_id) is str)
             and (mark is None or type(mark) is bool)
         ):
-            return head + _ENTRY_FIELDS(fields)  # type: ignore[no-any-return]
+            # The count of an entry made to count its tokens when first read is taken when the
+            # store first reads it (see _plain_json), not when it is written.
+            return head + _ENTRY_FIELDS(fields) + (fields.get("token_count"),)  # type: ignore[no-any-return]
     return _to_json(entry)
 
 
 def _plain_json(plain: _Plain) -> bytes:
-    """The JSON of the entry whose fields :func:`_packed` kept."""
-    role, content, name, call_id, mark, tokens, kind, entry_id, thread_id, parent_id, seq, created_at = plain
+    """The JSON of the entry whose fields :func:`_packed` kept (its tokens counted now if they
+    were not)."""
+    role, content, name, call_id, mark, kind, entry_id, thread_id, parent_id, seq, created_at, tokens = plain
     message = Message.model_construct(
         role=role,  # type: ignore[arg-type]
         content=content,
@@ -84,7 +88,7 @@ def _plain_json(plain: _Plain) -> bytes:
     )
     entry = MemoryEntry.model_construct(
         message=message,
-        token_count=tokens,
+        token_count=0 if tokens is None else tokens,
         type=kind,  # type: ignore[arg-type]
         id=entry_id,
         thread_id=thread_id,
@@ -92,6 +96,8 @@ def _plain_json(plain: _Plain) -> bytes:
         seq=seq,
         created_at=created_at,
     )
+    if tokens is None:
+        entry.__dict__["token_count"] = count_entry_tokens(entry)
     return _to_json(entry)
 
 
@@ -154,6 +160,7 @@ class InMemoryAdapter(InMemoryFiles, InMemoryGraph, InMemoryItems, BaseMemoryAda
 
     provider: ClassVar[str] = "memory"
     shares_entries: ClassVar[bool] = True
+    counts_tokens_lazily: ClassVar[bool] = True
 
     def __init__(self, *, max_entries: int = DEFAULT_MAX_ENTRIES, provider: str | None = None) -> None:
         super().__init__()
@@ -244,7 +251,9 @@ class InMemoryAdapter(InMemoryFiles, InMemoryGraph, InMemoryItems, BaseMemoryAda
             raise NotFoundError(f"thread not found: {thread_id}")
         return state
 
-    async def _add_entry(self, entry: NewMemoryEntry, entry_id: str, token_count: int, now: datetime) -> MemoryEntry:
+    async def _add_entry(
+        self, entry: NewMemoryEntry, entry_id: str, token_count: int | None, now: datetime
+    ) -> MemoryEntry:
         given = entry.__dict__
         thread_id = given["thread_id"]
         state = self._threads.get(thread_id)

@@ -338,7 +338,11 @@ class MongoDBThreads:
             raise NotFoundError(f"thread not found: {thread_id}")
         return before
 
-    async def _add_entry(self, entry: NewMemoryEntry, entry_id: str, token_count: int, now: datetime) -> MemoryEntry:
+    async def _add_entry(
+        self, entry: NewMemoryEntry, entry_id: str, token_count: int | None, now: datetime
+    ) -> MemoryEntry:
+        token_count = tree.counted(entry, token_count)
+
         def build(seq: int, parent: str | None) -> MemoryEntry:
             return MemoryEntry.model_construct(
                 id=entry_id,

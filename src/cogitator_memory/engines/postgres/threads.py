@@ -178,7 +178,10 @@ class PostgresThreads:
 
     # ----- entries -------------------------------------------------------------------------
 
-    async def _add_entry(self, entry: NewMemoryEntry, entry_id: str, token_count: int, now: datetime) -> MemoryEntry:
+    async def _add_entry(
+        self, entry: NewMemoryEntry, entry_id: str, token_count: int | None, now: datetime
+    ) -> MemoryEntry:
+        token_count = tree.counted(entry, token_count)
         content = entry_content(entry, token_count)
         params = {
             "tid": entry.thread_id,

@@ -447,7 +447,10 @@ class RedisAdapter(RedisFiles, RedisItems, BaseMemoryAdapter):
 
     # ----- entries -------------------------------------------------------------------------
 
-    async def _add_entry(self, entry: NewMemoryEntry, entry_id: str, token_count: int, now: datetime) -> MemoryEntry:
+    async def _add_entry(
+        self, entry: NewMemoryEntry, entry_id: str, token_count: int | None, now: datetime
+    ) -> MemoryEntry:
+        token_count = tree.counted(entry, token_count)
         # The entry is built and encoded before the script runs: once it has run, the write is
         # committed, so nothing after it may fail (the reply is a status, a seq and a parent id).
         created = build_entry(entry, entry_id, None, 0, token_count, now)

@@ -237,7 +237,10 @@ class SQLiteAdapter(SQLiteFiles, SQLiteGraph, SQLiteItems, BaseMemoryAdapter):
 
     # ----- entries -------------------------------------------------------------------------
 
-    async def _add_entry(self, entry: NewMemoryEntry, entry_id: str, token_count: int, now: datetime) -> MemoryEntry:
+    async def _add_entry(
+        self, entry: NewMemoryEntry, entry_id: str, token_count: int | None, now: datetime
+    ) -> MemoryEntry:
+        token_count = tree.counted(entry, token_count)
         with self._write() as db:
             row = db.execute("SELECT active_leaf_id, next_seq FROM threads WHERE id = ?", (entry.thread_id,)).fetchone()
             if row is None:
