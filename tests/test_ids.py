@@ -37,6 +37,12 @@ def test_ids_sort_by_time_and_differ(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ids, "_bits", lambda n: 0)
     monkeypatch.setattr(ids, "_now_ns", lambda: 6_000_000)
     assert ids.new_id("x_") == "x_" + "000000000006" + "0" * 16 > high
+    # Entry ids reuse the digits of their millisecond, and take the next one's when it comes.
+    assert ids.entry_id() == "entry_" + "000000000006" + "0" * 16
+    monkeypatch.setattr(ids, "_now_ns", lambda: 6_999_999)
+    assert ids.entry_id()[:18] == "entry_000000000006"
+    monkeypatch.setattr(ids, "_now_ns", lambda: 7_000_000)
+    assert ids.entry_id()[:18] == "entry_000000000007"
 
 
 def test_each_id_takes_its_own_64_bits_of_a_draw(monkeypatch: pytest.MonkeyPatch) -> None:

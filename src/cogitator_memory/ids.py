@@ -61,13 +61,24 @@ def thread_id() -> str:
     return new_id("thread_")
 
 
+# The prefix and time digits of the last entry id, and their millisecond (ids made in the same
+# millisecond, as most of a burst of writes are, reuse the digits instead of formatting them).
+_entry_ms = -1
+_entry_head = ""
+
+
 def entry_id() -> str:
     """A new entry id (:func:`new_id` written out for ``entry_``: one is made for every entry)."""
+    global _entry_ms, _entry_head
     try:
         tail = next(_tails)
     except StopIteration:
         tail = _draw()
-    return f"entry_{_now_ns() // 1_000_000:012x}{tail}"
+    ms = _now_ns() // 1_000_000
+    if ms != _entry_ms:
+        _entry_head = f"entry_{ms:012x}"
+        _entry_ms = ms
+    return _entry_head + tail
 
 
 __all__ = ["PREFIXES", "entry_id", "new_id", "thread_id"]

@@ -113,6 +113,25 @@ def test_vector_checks() -> None:
     with pytest.raises(InvalidArgumentError, match="4 dimensions, the store holds vectors of 3"):
         check_vector("v", np.ones(4), 3)
     assert check_vector("v", np.array([1, 2]), None) == [1.0, 2.0]  # integer arrays take the slow path
+    # A list of floats (numpy's path): a list of its own with the same values, checked alike.
+    given = [0.5, -0.0, 1e-300, 3.0]
+    checked = check_vector("v", given, 4)
+    assert checked == given and checked is not given and type(checked) is list
+    given[0] = 9.0
+    assert checked[0] == 0.5
+    assert check_vector("v", (0.5, 0.25), 2) == [0.5, 0.25]
+    with pytest.raises(InvalidArgumentError, match="item 1 is inf"):
+        check_vector("v", [1.0, float("inf"), 2.0], None)
+    with pytest.raises(InvalidArgumentError, match="all zeros"):
+        check_vector("v", [0.0, -0.0], None)
+    with pytest.raises(InvalidArgumentError, match="3 dimensions, the store holds vectors of 2"):
+        check_vector("v", [1.0, 2.0, 3.0], 2)
+    # Anything but floats among them leaves that path: bools and text are refused by name.
+    with pytest.raises(InvalidArgumentError, match="item 1 must be a number, got bool"):
+        check_vector("v", [1.0, True], None)
+    with pytest.raises(InvalidArgumentError, match="item 0 must be a number, got str"):
+        check_vector("v", ["1.5", 2.0], None)
+    assert check_vector("v", [np.float64(0.5), 1.0], None) == [0.5, 1.0]  # a float subclass: the slow path
 
 
 def test_sqlite_where_clause() -> None:

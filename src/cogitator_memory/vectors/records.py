@@ -127,6 +127,8 @@ class EmbeddingFilter(Record):
 
 # --- argument checks ------------------------------------------------------------------------
 
+_FLOAT_ONLY = {float}
+
 
 def _numpy_vector(name: str, value: Any, dimensions: int | None) -> list[float] | None:
     """The checks of :func:`check_vector` done by numpy for a 1-d float array; ``None`` otherwise."""
@@ -136,6 +138,14 @@ def _numpy_vector(name: str, value: Any, dimensions: int | None) -> list[float] 
     import numpy as np
 
     arr = np.asarray(value, dtype=np.float64)
+    _check_float_array(name, arr, dimensions)
+    out: list[float] = arr.tolist()
+    return out
+
+
+def _check_float_array(name: str, arr: Any, dimensions: int | None) -> None:
+    """Refuse a 1-d float64 array that is not finite, all zeros, or not of ``dimensions``."""
+    np = sys.modules["numpy"]
     finite = np.isfinite(arr)
     if not finite.all():
         i = int(np.argmin(finite))
@@ -144,8 +154,6 @@ def _numpy_vector(name: str, value: Any, dimensions: int | None) -> list[float] 
         raise InvalidArgumentError(name, "is all zeros: it has no direction to compare by cosine")
     if dimensions is not None and arr.shape[0] != dimensions:
         raise InvalidArgumentError(name, f"has {arr.shape[0]} dimensions, the store holds vectors of {dimensions}")
-    out: list[float] = arr.tolist()
-    return out
 
 
 def check_vector(name: str, value: object, dimensions: int | None) -> list[float]:
@@ -166,10 +174,9 @@ def check_vector(name: str, value: object, dimensions: int | None) -> list[float
     if len(value) > MAX_DIMENSIONS:
         raise InvalidArgumentError(name, f"has {len(value)} dimensions, more than the {MAX_DIMENSIONS} allowed")
     np = sys.modules.get("numpy")  # loaded by every vector store on connect; never imported here
-    if np is not None and all(type(x) is float for x in value):  # the common case, checked by numpy
-        fast = _numpy_vector(name, np.asarray(value, dtype=np.float64), dimensions)
-        if fast is not None:
-            return fast
+    if np is not None and set(map(type, value)) == _FLOAT_ONLY:  # the common case, checked by numpy
+        _check_float_array(name, np.asarray(value, dtype=np.float64), dimensions)
+        return list(value)  # the same floats (float64 holds them exactly), in a list of our own
     out: list[float] = []
     nonzero = False
     for i, x in enumerate(value):
