@@ -342,14 +342,14 @@ class MemoryEntry(EntryContent):
             from ..tokens import count_entry_tokens  # tokens imports this module
 
             count = count_entry_tokens(self)
-            # In the fields' order, as on an entry counted when made (dumps follow it).
+            # In the fields' order, as on an entry counted when made (dumps follow it). A new
+            # dict put in place at once: a reader in another thread never sees one half made.
             ordered = {
                 name: count if name == "token_count" else fields[name]
                 for name in MemoryEntry.__pydantic_fields__
                 if name == "token_count" or name in fields
             }
-            fields.clear()
-            fields.update(ordered)
+            _set_dict(self, ordered)
         return int(count)
 
     if not TYPE_CHECKING:  # as pydantic's own __getattr__, hidden from type checkers
