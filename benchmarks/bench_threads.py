@@ -178,16 +178,21 @@ async def run(quick: bool) -> list[Row]:
         # 65-87k/s; the loop alone in a process: 87-93k/s).
         os.sync()
         time.sleep(1.0)
-        for given, target in ((True, 76_000), (False, 96_000)):
-            best: _Rates | None = None
-            for _ in range(5):  # the best of 5 runs: one run's best chunk moved 30% between runs here
+        # The best of 8 runs of each kind, the two kinds in turn: this machine has slow spells of
+        # a few seconds (the same loop 40% slower), which took out every run of one kind when
+        # each kind's runs came one after the other (given: 53-58k/s in three harness runs, the
+        # same code alone 88-96k/s).
+        bests: dict[bool, _Rates] = {}
+        for _ in range(8):
+            for given in (True, False):
                 # The default store, below its cap (max_entries), so that no eviction is measured.
                 assert memory_adds + CHUNK < DEFAULT_MAX_ENTRIES
                 async with InMemoryAdapter() as memory_store:
                     turn_rates = await _add_rate(memory_store, memory_adds, given=given)
-                if best is None or turn_rates.best > best.best:
-                    best = turn_rates
-            assert best is not None
+                if given not in bests or turn_rates.best > bests[given].best:
+                    bests[given] = turn_rates
+        for given, target in ((True, 76_000), (False, 96_000)):
+            best = bests[given]
             rows.append(
                 Row(
                     "add_entry",

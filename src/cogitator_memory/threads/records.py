@@ -346,7 +346,7 @@ class MemoryEntry(EntryContent):
             # dict put in place at once: a reader in another thread never sees one half made.
             ordered = {
                 name: count if name == "token_count" else fields[name]
-                for name in MemoryEntry.__pydantic_fields__
+                for name in type(self).__pydantic_fields__
                 if name == "token_count" or name in fields
             }
             _set_dict(self, ordered)
