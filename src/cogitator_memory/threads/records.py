@@ -336,8 +336,9 @@ class MemoryEntry(EntryContent):
     # and keeps the count. Every other entry is untouched by what follows.
 
     def _count_tokens(self) -> int:
+        """The entry's token count, counted now (and kept) if it was not yet."""
         fields = self.__dict__
-        count = fields.get("token_count")
+        count: int | None = fields.get("token_count")
         if count is None:
             from ..tokens import count_entry_tokens  # tokens imports this module
 
@@ -350,7 +351,7 @@ class MemoryEntry(EntryContent):
                 if name == "token_count" or name in fields
             }
             _set_dict(self, ordered)
-        return int(count)
+        return count
 
     if not TYPE_CHECKING:  # as pydantic's own __getattr__, hidden from type checkers
 
@@ -362,31 +363,26 @@ class MemoryEntry(EntryContent):
     # No return annotation: with one, pydantic would take it for the serialized schema.
     @model_serializer(mode="wrap")
     def _serialize_counted(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
-        if "token_count" not in self.__dict__:
-            self._count_tokens()
+        self._count_tokens()
         return handler(self)
 
     def __eq__(self, other: object) -> bool:
-        if "token_count" not in self.__dict__:
-            self._count_tokens()
-        if isinstance(other, MemoryEntry) and "token_count" not in other.__dict__:
+        self._count_tokens()
+        if isinstance(other, MemoryEntry):
             other._count_tokens()
         return super().__eq__(other)
 
     def __iter__(self) -> Any:
-        if "token_count" not in self.__dict__:
-            self._count_tokens()
+        self._count_tokens()
         return super().__iter__()
 
     def __repr_args__(self) -> Any:
-        if "token_count" not in self.__dict__:
-            self._count_tokens()
+        self._count_tokens()
         return super().__repr_args__()
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """A copy of the entry (pydantic's ``model_copy``), its token count taken first."""
-        if "token_count" not in self.__dict__:
-            self._count_tokens()
+        self._count_tokens()
         return super().model_copy(update=update, deep=deep)
 
 

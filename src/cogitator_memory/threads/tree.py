@@ -272,8 +272,6 @@ def build_entry(
         if token_count is None:  # left out: counted when first read
             del built["token_count"]
         return built_record(MemoryEntry, built, fields_set)
-    if token_count is None:
-        token_count = count_entry_tokens(new)
     fields: dict[str, Any] = {
         "id": entry_id,
         "thread_id": new.thread_id,
@@ -281,7 +279,7 @@ def build_entry(
         "seq": seq,
         "type": new.type,
         "message": message,
-        "token_count": token_count,
+        "token_count": counted(new, token_count),
         "created_at": now,
     }
     for name in ("metadata", "event", "tool_calls", "tool_results"):  # unset fields stay unset

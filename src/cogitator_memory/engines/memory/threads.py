@@ -20,7 +20,6 @@ from ...threads.base import BaseMemoryAdapter
 from ...threads.damage import broken_branch
 from ...threads.records import ChangeEvent, MemoryEntry, Message, NewMemoryEntry, Thread
 from ...threads.tree import build_entry, type_allowed, with_fork_listed
-from ...tokens import count_entry_tokens
 from .files import InMemoryFiles
 from .graph import InMemoryGraph
 from .items import InMemoryItems
@@ -88,7 +87,7 @@ def _plain_json(plain: _Plain) -> bytes:
     )
     entry = MemoryEntry.model_construct(
         message=message,
-        token_count=0 if tokens is None else tokens,
+        token_count=tokens,  # type: ignore[arg-type]  # None: counted by the dump below (MemoryEntry)
         type=kind,  # type: ignore[arg-type]
         id=entry_id,
         thread_id=thread_id,
@@ -96,8 +95,6 @@ def _plain_json(plain: _Plain) -> bytes:
         seq=seq,
         created_at=created_at,
     )
-    if tokens is None:
-        entry.__dict__["token_count"] = count_entry_tokens(entry)
     return _to_json(entry)
 
 
