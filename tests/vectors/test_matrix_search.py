@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from cogitator_memory import unwrap
-from cogitator_memory.threads.records import built_record
 from cogitator_memory.vectors import InMemoryEmbeddingAdapter, SQLiteEmbeddingAdapter
 from cogitator_memory.vectors.base import BaseEmbeddingAdapter
 from cogitator_memory.vectors.matrix import SAMPLED_MIN_ROWS, VectorMatrix, top_rows, unit_rows
@@ -147,19 +146,6 @@ async def test_hits_are_the_stored_embeddings_with_their_scores(kind: str, tmp_p
                 assert [h.model_dump(exclude={"vector", "metadata"}) for h in bare] == [
                     h.model_dump(exclude={"vector", "metadata"}) for h in hits
                 ]
-
-
-def test_sqlite_rows_build_what_model_construct_builds() -> None:
-    row = ("emb_1", "s1", "message", "text", np.arange(4, dtype="<f4").tobytes(), '{"agent_id": "a"}', 1_700_000_000)
-    fields = SQLiteEmbeddingAdapter._fields(row)
-    built = built_record(ScoredEmbedding, {**fields, "score": 0.5})
-    expected = ScoredEmbedding.model_construct(**SQLiteEmbeddingAdapter._fields(row), score=0.5)
-    assert built == expected
-    assert built.__dict__ == expected.__dict__
-    assert list(built.__dict__) == list(expected.__dict__)
-    assert built.model_fields_set == expected.model_fields_set
-    assert built.model_dump_json() == expected.model_dump_json()
-    assert SQLiteEmbeddingAdapter._fields((*row[:4], None, *row[5:]))["vector"] == []
 
 
 async def test_memory_hits_build_what_model_construct_builds() -> None:

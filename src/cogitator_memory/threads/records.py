@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self, TypeAlias, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -74,6 +74,75 @@ class Record(BaseModel):
     def dump_json(self) -> str:
         """The record as JSON, fields that are ``None`` left out."""
         return self.model_dump_json(exclude_none=True)
+
+
+class LazyFieldRecord(Record):
+    """A record one field of which (``_lazy_field``) may be made when it is first needed.
+
+    A store may hand out such a record with that field left out of its ``__dict__`` (and what
+    it is made from, if anything, under a private key there: see :meth:`_make_lazy`). The first
+    read of the field, and anything that reads the fields at once (dumps, ``==``, ``repr``,
+    iteration, copies), makes it and keeps it, with the fields in their order, so that the record
+    then reads, dumps and compares exactly as one made with the field. A record made with the
+    field is untouched by all this. The field counts as set (``model_fields_set``) either way.
+    """
+
+    #: The field that may be made late.
+    _lazy_field: ClassVar[str]
+
+    def _make_lazy(self) -> Any:
+        """The value of the lazy field, made from the record (called once, while it is missing)."""
+        raise NotImplementedError
+
+    def _lazy_value(self) -> Any:
+        """The lazy field's value, made now (and kept) if it was not yet."""
+        fields = self.__dict__
+        name = self._lazy_field
+        value = fields.get(name)
+        if value is None:
+            value = self._make_lazy()
+            # In the fields' order, as on a record made with the field (dumps follow it), and
+            # without any private key. A new dict put in place at once: a reader in another
+            # thread never sees one half made.
+            ordered = {
+                field: value if field == name else fields[field]
+                for field in type(self).__pydantic_fields__
+                if field == name or field in fields
+            }
+            _set_dict(self, ordered)
+        return value
+
+    if not TYPE_CHECKING:  # as pydantic's own __getattr__, hidden from type checkers
+
+        def __getattr__(self, name: str) -> Any:
+            if name == self._lazy_field:
+                return self._lazy_value()
+            return super().__getattr__(name)
+
+    # No return annotation: with one, pydantic would take it for the serialized schema.
+    @model_serializer(mode="wrap")
+    def _serialize_lazy(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+        self._lazy_value()
+        return handler(self)
+
+    def __eq__(self, other: object) -> bool:
+        self._lazy_value()
+        if isinstance(other, LazyFieldRecord):
+            other._lazy_value()
+        return super().__eq__(other)
+
+    def __iter__(self) -> Any:
+        self._lazy_value()
+        return super().__iter__()
+
+    def __repr_args__(self) -> Any:
+        self._lazy_value()
+        return super().__repr_args__()
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy of the record (pydantic's ``model_copy``), its lazy field made first."""
+        self._lazy_value()
+        return super().model_copy(update=update, deep=deep)
 
 
 # --- messages ---------------------------------------------------------------------------
@@ -310,7 +379,7 @@ class NewMemoryEntry(EntryContent):
     id: str | None = None
 
 
-class MemoryEntry(EntryContent):
+class MemoryEntry(EntryContent, LazyFieldRecord):
     """An entry of a thread: a message, a tool result or a session event, at a place in the tree.
 
     ``parent_id`` is ``None`` for a root; ``seq`` orders the entries of a thread in the order they
@@ -330,60 +399,14 @@ class MemoryEntry(EntryContent):
         return self.type in EVENT_TYPES
 
     # A store may hand out an entry whose token_count is not counted yet (the in-memory store's
-    # add_entry, when no count is given: see docs/tokens.md). Such an entry has no
-    # "token_count" in its __dict__; the first read of the field, and anything that reads the
-    # fields at once (dumps, ==, repr, iteration, copies), counts it from the entry's content
-    # and keeps the count. Every other entry is untouched by what follows.
+    # add_entry, when no count is given: see docs/tokens.md); LazyFieldRecord counts it when
+    # first needed.
+    _lazy_field: ClassVar[str] = "token_count"
 
-    def _count_tokens(self) -> int:
-        """The entry's token count, counted now (and kept) if it was not yet."""
-        fields = self.__dict__
-        count: int | None = fields.get("token_count")
-        if count is None:
-            from ..tokens import count_entry_tokens  # tokens imports this module
+    def _make_lazy(self) -> int:
+        from ..tokens import count_entry_tokens  # tokens imports this module
 
-            count = count_entry_tokens(self)
-            # In the fields' order, as on an entry counted when made (dumps follow it). A new
-            # dict put in place at once: a reader in another thread never sees one half made.
-            ordered = {
-                name: count if name == "token_count" else fields[name]
-                for name in type(self).__pydantic_fields__
-                if name == "token_count" or name in fields
-            }
-            _set_dict(self, ordered)
-        return count
-
-    if not TYPE_CHECKING:  # as pydantic's own __getattr__, hidden from type checkers
-
-        def __getattr__(self, name: str) -> Any:
-            if name == "token_count":
-                return self._count_tokens()
-            return super().__getattr__(name)
-
-    # No return annotation: with one, pydantic would take it for the serialized schema.
-    @model_serializer(mode="wrap")
-    def _serialize_counted(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
-        self._count_tokens()
-        return handler(self)
-
-    def __eq__(self, other: object) -> bool:
-        self._count_tokens()
-        if isinstance(other, MemoryEntry):
-            other._count_tokens()
-        return super().__eq__(other)
-
-    def __iter__(self) -> Any:
-        self._count_tokens()
-        return super().__iter__()
-
-    def __repr_args__(self) -> Any:
-        self._count_tokens()
-        return super().__repr_args__()
-
-    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
-        """A copy of the entry (pydantic's ``model_copy``), its token count taken first."""
-        self._count_tokens()
-        return super().model_copy(update=update, deep=deep)
+        return count_entry_tokens(self)
 
 
 class ThreadPage(Record):

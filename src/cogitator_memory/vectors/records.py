@@ -14,16 +14,17 @@ embedding whose ``metadata["agent_id"]`` names another agent is left out, and on
 from __future__ import annotations
 
 import math
+import struct
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import Field, ValidationError
 
 from ..errors import InvalidArgumentError
 from ..threads import tree, values
-from ..threads.records import AGENT_ID_KEY, THREAD_ID_KEY, USER_ID_KEY, Record
+from ..threads.records import AGENT_ID_KEY, THREAD_ID_KEY, USER_ID_KEY, LazyFieldRecord, Record, built_record
 
 #: Longest ``content`` (characters) an embedding or a keyword query may have.
 MAX_CONTENT_CHARS = 100_000
@@ -53,14 +54,20 @@ class _VectorSize:
         return f"<{self.size} floats>" if self.size else "<no vector>"
 
 
-class Embedding(Record):
+class Embedding(LazyFieldRecord):
     """A stored embedding: the vector of ``content``, which comes from ``source_id`` of ``source_type``.
 
     ``metadata`` may scope it (``agent_id``, ``user_id``, ``thread_id``: strings) and holds any
     other JSON. ``id`` is ``emb_...`` unless the writer chose another. ``repr`` and ``str`` show
     the vector's size (``vector=<384 floats>``), not its values; a search asked for hits without
     vectors (``include_vectors=False``) returns them with an empty ``vector``.
+
+    A store that keeps vectors packed (SQLite) hands out embeddings whose ``vector`` is made a
+    list of floats when first read (see :func:`packed_embedding`); they read, dump and compare
+    exactly as any other.
     """
+
+    _lazy_field: ClassVar[str] = "vector"
 
     id: str
     source_id: str
@@ -69,6 +76,12 @@ class Embedding(Record):
     vector: list[float]
     metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: datetime
+
+    def _make_lazy(self) -> list[float]:
+        packed: bytes | None = self.__dict__.get(_PACKED_VECTOR)
+        if packed is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute 'vector'")
+        return list(struct.unpack(f"<{len(packed) // 4}f", packed))
 
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
         for name, value in super().__repr_args__():
@@ -90,6 +103,25 @@ class ScoredEmbedding(Embedding):
     """A search hit: the embedding and its ``score`` (cosine in [-1, 1], or the BM25 score)."""
 
     score: float
+
+
+#: The private key of an embedding's ``__dict__`` that holds its vector packed, until it is read.
+_PACKED_VECTOR = "_vector_f32le"
+_E = TypeVar("_E", bound=Embedding)
+_FIELD_NAMES: dict[type[Embedding], frozenset[str]] = {}
+
+
+def packed_embedding(cls: type[_E], fields: dict[str, Any], packed: bytes) -> _E:
+    """An embedding of ``cls`` (``Embedding`` or ``ScoredEmbedding``) from valid ``fields``,
+    all but ``vector``, whose vector is ``packed`` (little-endian float32, as the SQLite store
+    keeps it), made a list of floats only when first needed: most search hits are read for
+    their content and score, and making a vector's hundreds of Python floats costs more than
+    the rest of a hit."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = frozenset(cls.__pydantic_fields__)
+    fields[_PACKED_VECTOR] = packed
+    return built_record(cls, fields, set(names))
 
 
 class EmbeddingFilter(Record):
@@ -439,6 +471,7 @@ __all__ = [
     "check_vector",
     "deletion_matches",
     "filter_matches",
+    "packed_embedding",
     "same_value",
     "sort_hits",
     "without_vectors",

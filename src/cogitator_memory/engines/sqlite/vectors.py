@@ -21,7 +21,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from pydantic_core import from_json
 
@@ -39,6 +39,7 @@ from ...vectors.records import (
     EmbeddingFilter,
     MetadataValue,
     ScoredEmbedding,
+    packed_embedding,
     without_vectors,
 )
 from .db import normalize_path, open_database, write_transaction
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from .threads import SQLiteAdapter
 
 VectorBackend = Literal["auto", "numpy", "sqlite-vec"]
+_E = TypeVar("_E", bound=Embedding)
 
 _COLUMNS = "id, source_id, source_type, content, vector, metadata, created_at"
 _COLUMNS_NO_VECTOR = _COLUMNS.replace("vector", "NULL")
@@ -245,44 +247,27 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
     # ----- rows ------------------------------------------------------------------------------
 
     @staticmethod
-    def _fields(row: Sequence[Any], vector: list[float] | None = None) -> dict[str, Any]:
-        """The fields of an embedding read as ``_COLUMNS`` (a ``NULL`` vector, left unread, as
-        ``[]``); ``vector``: its vector made a list already."""
-        if vector is None:
-            blob = row[4]
-            vector = [] if blob is None else load_numpy("SQLiteEmbeddingAdapter").frombuffer(blob, dtype="<f4").tolist()
-        return {
-            "id": row[0],
-            "source_id": row[1],
-            "source_type": row[2],
-            "content": row[3],
-            "vector": vector,
-            "metadata": from_json(row[5]),  # pydantic-core's parser: a tenth of json.loads' time on "{}"
-            "created_at": from_micros(row[6]),
-        }
+    def _record(cls: type[_E], row: Sequence[Any], **more: Any) -> _E:
+        """An embedding of ``cls`` read as ``_COLUMNS`` (and ``more`` fields): its vector made a
+        list when first read (a ``NULL`` vector, left unread, is ``[]``)."""
+        blob = row[4]
+        fields = {"id": row[0], "source_id": row[1], "source_type": row[2], "content": row[3]}
+        if blob is None:
+            fields["vector"] = []
+        fields["metadata"] = from_json(row[5])  # pydantic-core's parser: a tenth of json.loads' time on "{}"
+        fields["created_at"] = from_micros(row[6])
+        fields.update(more)
+        return built_record(cls, fields) if blob is None else packed_embedding(cls, fields, blob)
 
     def _embedding(self, row: Sequence[Any]) -> Embedding:
-        return built_record(Embedding, self._fields(row))
+        return self._record(Embedding, row)
 
     def _scored(self, row: Sequence[Any], score: float) -> ScoredEmbedding:
-        fields = self._fields(row)
-        fields["score"] = score
-        return built_record(ScoredEmbedding, fields)
+        return self._record(ScoredEmbedding, row, score=score)
 
     def _scored_rows(self, found: list[tuple[Sequence[Any], float]]) -> list[ScoredEmbedding]:
-        """:meth:`_scored` of each (row, score), the vectors made lists by one numpy call (most
-        of the cost of reading ten hits is making their floats)."""
-        blobs = [row[4] for row, _ in found]
-        if len(found) < 2 or any(blob is None for blob in blobs):
-            return [self._scored(row, score) for row, score in found]
-        np = load_numpy("SQLiteEmbeddingAdapter")
-        vectors = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(found), -1).tolist()
-        out: list[ScoredEmbedding] = []
-        for (row, score), vector in zip(found, vectors, strict=True):
-            fields = self._fields(row, vector)
-            fields["score"] = score
-            out.append(built_record(ScoredEmbedding, fields))
-        return out
+        """:meth:`_scored` of each (row, score)."""
+        return [self._record(ScoredEmbedding, row, score=score) for row, score in found]
 
     # ----- writes ----------------------------------------------------------------------------
 
