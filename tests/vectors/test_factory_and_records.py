@@ -19,7 +19,15 @@ from cogitator_memory.vectors import (
     create_embedding_adapter,
     filter_matches,
 )
-from cogitator_memory.vectors.records import check_deletion, check_filter, check_vector, deletion_matches
+from cogitator_memory.vectors.matrix import unit_vector
+from cogitator_memory.vectors.records import (
+    QueryVector,
+    check_deletion,
+    check_filter,
+    check_query_vector,
+    check_vector,
+    deletion_matches,
+)
 
 
 def test_factory_providers(tmp_path) -> None:
@@ -132,6 +140,37 @@ def test_vector_checks() -> None:
     with pytest.raises(InvalidArgumentError, match="item 0 must be a number, got str"):
         check_vector("v", ["1.5", 2.0], None)
     assert check_vector("v", [np.float64(0.5), 1.0], None) == [0.5, 1.0]  # a float subclass: the slow path
+
+
+_QUERIES = [
+    [0.5, -0.0, 1e-300, 3.0],  # a list of floats: numpy's path
+    (0.1, 0.2, 0.3, 0.4),
+    [1, 2, 3, 4],  # integers: the slow path
+    [1.0, 2, 3.5, 4],
+]
+
+
+@pytest.mark.parametrize("given", _QUERIES)
+def test_a_query_vector_is_the_checked_vector_with_its_array(given: object) -> None:
+    import numpy as np
+
+    for value in (given, np.asarray(given, dtype=np.float32), np.asarray(given, dtype=np.float64)):
+        checked = check_vector("v", value, 4)
+        query = check_query_vector("v", value, 4)
+        assert type(query) is QueryVector
+        assert query == checked and list(query) == checked
+        if query.array is not None:  # what numpy checked: the same values, in float64
+            assert query.array.dtype == np.float64
+            assert query.array.tolist() == checked
+        # A search with the query scores as a search with the plain list does, bit for bit.
+        assert unit_vector(query).tobytes() == unit_vector(checked).tobytes()
+    assert check_query_vector("v", [1, 2, 3, 4], 4).array is None  # integers: no array made
+    with pytest.raises(InvalidArgumentError, match="3 dimensions, the store holds vectors of 4"):
+        check_query_vector("v", [1.0, 2.0, 3.0], 4)
+    with pytest.raises(InvalidArgumentError, match="item 1 is nan"):
+        check_query_vector("v", np.array([0.5, np.nan]), None)
+    with pytest.raises(InvalidArgumentError, match="all zeros"):
+        check_query_vector("v", [0.0, 0.0], None)
 
 
 def test_sqlite_where_clause() -> None:

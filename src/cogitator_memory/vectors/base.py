@@ -50,10 +50,10 @@ from .records import (
     check_include_vectors,
     check_limit,
     check_new_embedding,
+    check_query_vector,
     check_source_ids,
     check_text,
     check_threshold,
-    check_vector,
     sort_hits,
     without_vectors,
 )
@@ -355,7 +355,7 @@ class EmbeddingStoreMixin(ABC):
         """
         try:
             self._require_connected()
-            query = check_vector("vector", vector, await self._known_dimensions())
+            query = check_query_vector("vector", vector, await self._known_dimensions())
             size = check_limit(limit)
             floor = check_threshold(threshold)
             flt = check_filter(filter)

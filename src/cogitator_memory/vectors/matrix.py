@@ -96,9 +96,11 @@ def single_blas_thread() -> Iterator[None]:
 def unit_vector(query: Sequence[float] | Matrix) -> Matrix:
     """``query`` (finite, not all zero: a checked vector) as a float32 vector of length 1."""
     np = load_numpy("vector search")
+    # A checked query (a QueryVector) holds its values as a float64 array already.
+    given = getattr(query, "array", None)
     # Made float32 first, as the stored rows are, so that a list and a float32 array of the same
     # values give the same scores; the length taken in float64, where no square underflows.
-    q = np.asarray(query, dtype=np.float32).astype(np.float64)
+    q = np.asarray(query if given is None else given, dtype=np.float32).astype(np.float64)
     norm = math.sqrt(float(q @ q))
     out: Matrix = (q / norm).astype(np.float32)
     return out

@@ -162,8 +162,9 @@ class EmbeddingFilter(Record):
 _FLOAT_ONLY = {float}
 
 
-def _numpy_vector(name: str, value: Any, dimensions: int | None) -> list[float] | None:
-    """The checks of :func:`check_vector` done by numpy for a 1-d float array; ``None`` otherwise."""
+def _numpy_vector(name: str, value: Any, dimensions: int | None) -> tuple[list[float], Any] | None:
+    """The checks of :func:`check_vector` done by numpy for a 1-d float array (its floats and
+    their float64 array); ``None`` for any other value."""
     kind = getattr(getattr(value, "dtype", None), "kind", None)
     if kind != "f" or getattr(value, "ndim", None) != 1 or not 0 < len(value) <= MAX_DIMENSIONS:
         return None
@@ -172,7 +173,7 @@ def _numpy_vector(name: str, value: Any, dimensions: int | None) -> list[float] 
     arr = np.asarray(value, dtype=np.float64)
     _check_float_array(name, arr, dimensions)
     out: list[float] = arr.tolist()
-    return out
+    return out, arr
 
 
 def _check_float_array(name: str, arr: Any, dimensions: int | None) -> None:
@@ -194,6 +195,28 @@ def check_vector(name: str, value: object, dimensions: int | None) -> list[float
     Accepts a list or tuple of numbers, or anything with ``tolist()`` (a numpy array).
     A vector of the wrong size is refused with both sizes in the message.
     """
+    return _checked_vector(name, value, dimensions)[0]
+
+
+class QueryVector(list[float]):
+    """A checked search vector: its floats, and (as ``array``) the float64 numpy array they were
+    checked as, or ``None`` when numpy did not check them. The numpy-backed stores search with
+    the array rather than convert the list again."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, values: Iterable[float], array: Any = None) -> None:
+        super().__init__(values)
+        self.array = array
+
+
+def check_query_vector(name: str, value: object, dimensions: int | None) -> QueryVector:
+    """:func:`check_vector` of a search's vector, as a :class:`QueryVector`."""
+    return QueryVector(*_checked_vector(name, value, dimensions))
+
+
+def _checked_vector(name: str, value: object, dimensions: int | None) -> tuple[list[float], Any]:
+    """:func:`check_vector`'s floats, and their float64 array when numpy checked them (else ``None``)."""
     if hasattr(value, "tolist") and not isinstance(value, list | tuple):
         fast = _numpy_vector(name, value, dimensions)
         if fast is not None:
@@ -207,8 +230,9 @@ def check_vector(name: str, value: object, dimensions: int | None) -> list[float
         raise InvalidArgumentError(name, f"has {len(value)} dimensions, more than the {MAX_DIMENSIONS} allowed")
     np = sys.modules.get("numpy")  # loaded by every vector store on connect; never imported here
     if np is not None and set(map(type, value)) == _FLOAT_ONLY:  # the common case, checked by numpy
-        _check_float_array(name, np.asarray(value, dtype=np.float64), dimensions)
-        return list(value)  # the same floats (float64 holds them exactly), in a list of our own
+        arr = np.asarray(value, dtype=np.float64)
+        _check_float_array(name, arr, dimensions)
+        return list(value), arr  # the same floats (float64 holds them exactly), in a list of our own
     out: list[float] = []
     nonzero = False
     for i, x in enumerate(value):
@@ -224,7 +248,7 @@ def check_vector(name: str, value: object, dimensions: int | None) -> list[float
         raise InvalidArgumentError(name, "is all zeros: it has no direction to compare by cosine")
     if dimensions is not None and len(out) != dimensions:
         raise InvalidArgumentError(name, f"has {len(out)} dimensions, the store holds vectors of {dimensions}")
-    return out
+    return out, None
 
 
 def check_text(name: str, value: object, *, allow_empty: bool = True) -> str:
@@ -457,6 +481,7 @@ __all__ = [
     "EmbeddingFilter",
     "MetadataValue",
     "NewEmbedding",
+    "QueryVector",
     "ScoredEmbedding",
     "check_deletion",
     "check_filter",
@@ -464,6 +489,7 @@ __all__ = [
     "check_limit",
     "check_metadata_filter",
     "check_new_embedding",
+    "check_query_vector",
     "check_scope_metadata",
     "check_source_ids",
     "check_text",
