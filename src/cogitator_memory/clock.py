@@ -53,7 +53,9 @@ def to_micros(value: datetime) -> int:
 
 def from_micros(us: int) -> datetime:
     """The inverse of :func:`to_micros`."""
-    return _EPOCH + timedelta(microseconds=us)  # one object made, half the cost of fromtimestamp
+    # One object made (half the cost of fromtimestamp); positional arguments, which timedelta
+    # takes faster than keywords.
+    return _EPOCH + timedelta(0, 0, us)
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

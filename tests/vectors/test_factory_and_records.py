@@ -140,6 +140,15 @@ def test_vector_checks() -> None:
     with pytest.raises(InvalidArgumentError, match="item 0 must be a number, got str"):
         check_vector("v", ["1.5", 2.0], None)
     assert check_vector("v", [np.float64(0.5), 1.0], None) == [0.5, 1.0]  # a float subclass: the slow path
+    # numpy's scalars, as a list of an array's items holds them; numpy's bool is not a number.
+    items = list(np.array([0.5, -1.25, 3.0], dtype=np.float32))
+    assert check_vector("v", items, 3) == [0.5, -1.25, 3.0]
+    assert all(type(x) is float for x in check_vector("v", items, 3))
+    assert check_vector("v", list(np.array([1, 2], dtype=np.int16)), 2) == [1.0, 2.0]
+    with pytest.raises(InvalidArgumentError, match="item 1 is nan"):
+        check_vector("v", [np.float32(1.0), np.float32("nan")], None)
+    with pytest.raises(InvalidArgumentError, match="item 0 must be a number, got bool"):
+        check_vector("v", [np.bool_(True), 1.0], None)
 
 
 _QUERIES = [

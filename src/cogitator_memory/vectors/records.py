@@ -192,8 +192,8 @@ def _check_float_array(name: str, arr: Any, dimensions: int | None) -> None:
 def check_vector(name: str, value: object, dimensions: int | None) -> list[float]:
     """A non-empty vector of finite numbers, not all zero, of ``dimensions`` when known.
 
-    Accepts a list or tuple of numbers, or anything with ``tolist()`` (a numpy array).
-    A vector of the wrong size is refused with both sizes in the message.
+    Accepts a list or tuple of numbers (numpy's number scalars among them), or anything with
+    ``tolist()`` (a numpy array). A vector of the wrong size is refused with both sizes in the message.
     """
     return _checked_vector(name, value, dimensions)[0]
 
@@ -235,8 +235,10 @@ def _checked_vector(name: str, value: object, dimensions: int | None) -> tuple[l
         return list(value), arr  # the same floats (float64 holds them exactly), in a list of our own
     out: list[float] = []
     nonzero = False
+    # numpy's number scalars (what iterating over an array gives) count as numbers; its bool does not.
+    scalars = (int, float) if np is None else (int, float, np.integer, np.floating)
     for i, x in enumerate(value):
-        if isinstance(x, bool) or not isinstance(x, int | float):
+        if isinstance(x, bool) or not isinstance(x, scalars):
             raise InvalidArgumentError(name, f"item {i} must be a number, got {type(x).__name__}")
         f = float(x)
         if not math.isfinite(f):
