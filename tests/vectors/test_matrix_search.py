@@ -97,6 +97,38 @@ def test_equal_scores_at_the_cut_keep_the_first_ids() -> None:
     assert [r for r, _ in found[3:]] == kept  # in row order
 
 
+def _sorted_top_by_ids(scores: Any, limit: int, ids: list[str]) -> list[tuple[int, float]]:
+    """The reference with ids: every row over the ``limit``-th best score, of those equal to it
+    the rows of the first ids, all best first and equal scores in row order."""
+    values = [float(x) for x in scores]
+    if limit >= len(values):
+        kept = list(range(len(values)))
+    else:
+        cut = sorted(values, reverse=True)[limit - 1]
+        over = [i for i, v in enumerate(values) if v > cut]
+        at = sorted((i for i, v in enumerate(values) if v == cut), key=ids.__getitem__)[: limit - len(over)]
+        kept = over + at
+    return [(i, values[i]) for i in sorted(kept, key=lambda i: (-values[i], i))]
+
+
+@pytest.mark.parametrize("limit", [1, 10, 37])
+def test_top_rows_with_ids_is_the_reference_ties_included(limit: int) -> None:
+    count = SAMPLED_MIN_ROWS * 2 + 3
+    rng = np.random.default_rng(limit)
+    ids = [f"e{(count - i):06d}" for i in range(count)]  # ids in reverse row order
+    apart = rng.standard_normal(count).astype(np.float32)
+    tied_inside = apart.copy()
+    tied_inside[np.argsort(-apart)[: max(1, limit // 2)]] = 5.0  # equal scores, all kept
+    shapes = [
+        apart,
+        tied_inside,
+        rng.integers(0, 20, count).astype(np.float32),  # equal scores at the cut
+        np.full(count, 0.5, dtype=np.float32),
+    ]
+    for scores in shapes:
+        assert top_rows(scores, limit, ids) == _sorted_top_by_ids(scores, limit, ids)
+
+
 async def _filled(store: BaseEmbeddingAdapter, vectors: Any) -> None:
     unwrap(
         await store.add_embeddings(

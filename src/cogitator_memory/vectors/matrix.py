@@ -181,7 +181,9 @@ def top_rows(scores: Matrix, limit: int, ids: Sequence[str] | None = None) -> li
     Exact. For many rows the scores are first cut at a bound read from a sample of them (every
     :data:`SAMPLE_STEP`-th), one at or under the ``limit``-th best in all but rare cases: the
     rows at or over it (a few dozen) are all that is sorted. When fewer than ``limit`` pass the
-    bound, every row is a candidate. The ``limit``-th best score is then found among the
+    bound, every row is a candidate. The candidates are sorted (a few dozen), and their first
+    ``limit`` are the answer unless rows of equal score straddle the cut and ``ids`` choose
+    among them; then (and without a sample) the ``limit``-th best score is found among the
     candidates: the rows over it all stay, and of those equal to it as many as are left.
     """
     np = load_numpy("vector search")
@@ -197,6 +199,13 @@ def top_rows(scores: Matrix, limit: int, ids: Sequence[str] | None = None) -> li
             bound = np.partition(sample, len(sample) - r)[len(sample) - r]
             found = np.flatnonzero(scores >= bound)
             if len(found) >= limit:
+                # The candidates best first, equal scores in row order: their first ``limit``
+                # are the answer, unless equal scores at the cut must be chosen by id.
+                chosen = scores[found]
+                order = np.argsort(-chosen, kind="stable")
+                if ids is None or len(order) == limit or chosen[order[limit - 1]] != chosen[order[limit]]:
+                    best = order[:limit]
+                    return list(zip(found[best].tolist(), chosen[best].tolist(), strict=True))
                 rows = found
         if rows is None:
             rows = np.arange(n)
