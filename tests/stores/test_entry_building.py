@@ -104,6 +104,7 @@ _READS: dict[str, Any] = {
     "model_copy": lambda e: e.model_copy(update={"seq": 9}).token_count,
     "pickle": lambda e: pickle.loads(pickle.dumps(e)).token_count,
     "deepcopy": lambda e: copy.deepcopy(e).token_count,
+    "copy": lambda e: copy.copy(e).token_count,
 }
 
 
