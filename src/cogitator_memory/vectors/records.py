@@ -108,7 +108,6 @@ class ScoredEmbedding(Embedding):
 #: The private key of an embedding's ``__dict__`` that holds its vector packed, until it is read.
 _PACKED_VECTOR = "_vector_f32le"
 _E = TypeVar("_E", bound=Embedding)
-_FIELD_NAMES: dict[type[Embedding], frozenset[str]] = {}
 
 
 def packed_embedding(cls: type[_E], fields: dict[str, Any], packed: bytes) -> _E:
@@ -117,11 +116,8 @@ def packed_embedding(cls: type[_E], fields: dict[str, Any], packed: bytes) -> _E
     keeps it), made a list of floats only when first needed: most search hits are read for
     their content and score, and making a vector's hundreds of Python floats costs more than
     the rest of a hit."""
-    names = _FIELD_NAMES.get(cls)
-    if names is None:
-        names = _FIELD_NAMES[cls] = frozenset(cls.__pydantic_fields__)
     fields[_PACKED_VECTOR] = packed
-    return built_record(cls, fields, set(names))
+    return built_record(cls, fields, set(cls.__pydantic_fields__))
 
 
 class EmbeddingFilter(Record):
