@@ -33,7 +33,6 @@ from ..ids import entry_id as make_entry_id
 from ..ids import thread_id as make_thread_id
 from ..lifecycle import Capability, StoreLifecycle
 from ..result import MemoryResult, ok, ok_none
-from ..tokens import count_entry_tokens
 from . import tree, values
 from .records import (
     ChangeEvent,
@@ -198,10 +197,6 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
     #: Whether ``get_path(copy=False)`` may return the store's own entry objects (see
     #: :meth:`_get_path_shared`); readers that hand entries on copy them when it does.
     shares_entries: ClassVar[bool] = False
-    #: Whether :meth:`_add_entry` may be given no token count (``None``) for an entry that
-    #: comes without one, and make an entry that counts its tokens when first read (see
-    #: :class:`MemoryEntry`). Stores that write the count down are given it counted.
-    counts_tokens_lazily: ClassVar[bool] = False
 
     # ----- engine primitives ---------------------------------------------------------------
 
@@ -244,8 +239,10 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
         ``entry.root`` as a root, without a parent), with the thread's next ``seq``, and move the
         active leaf to it unless ``entry.activate`` is false. Raise ``NotFoundError`` for a missing
         thread or parent, ``ConflictError`` for a parent of another thread or an ``entry_id``
-        already taken (by an entry of any thread). ``token_count`` is ``None`` only for a store
-        whose :attr:`counts_tokens_lazily` is true."""
+        already taken (by an entry of any thread). ``token_count`` is the count the entry came
+        with, or ``None``: a store that writes the count down takes
+        ``tree.counted(entry, token_count)``; ``tree.build_entry`` given ``None`` makes an entry
+        that counts its tokens when first read (see :class:`MemoryEntry`)."""
 
     @abstractmethod
     async def _get_entries(
@@ -435,15 +432,12 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
             self._require_connected()
             new = self._parse_entry(entry)
             fields = new.__dict__
-            token_count = fields["token_count"]
-            if token_count is None and not self.counts_tokens_lazily:
-                token_count = count_entry_tokens(new)
             entry_id = fields["id"]
             if entry_id is None:
                 entry_id = make_entry_id()
             elif await self._get_entry(entry_id) is not None:
                 raise ConflictError(f"entry id {entry_id} is taken")
-            created = await self._add_entry(new, entry_id, token_count, clock.now())
+            created = await self._add_entry(new, entry_id, fields["token_count"], clock.now())
         except Exception as exc:
             return self._fail("add_entry", exc)
         if self._listeners:

@@ -223,8 +223,8 @@ def type_allowed(entry_type: str, types: frozenset[str] | None) -> bool:
 
 
 def counted(new: NewMemoryEntry, token_count: int | None) -> int:
-    """``token_count``, or when it is ``None`` the counted tokens of ``new`` (what a store that
-    writes the count down is given by :meth:`add_entry` anyway)."""
+    """``token_count``, or when it is ``None`` the counted tokens of ``new``: the count a store
+    that writes it down stores for an entry :meth:`add_entry` was given without one."""
     return count_entry_tokens(new) if token_count is None else token_count
 
 

@@ -157,7 +157,6 @@ class InMemoryAdapter(InMemoryFiles, InMemoryGraph, InMemoryItems, BaseMemoryAda
 
     provider: ClassVar[str] = "memory"
     shares_entries: ClassVar[bool] = True
-    counts_tokens_lazily: ClassVar[bool] = True
 
     def __init__(self, *, max_entries: int = DEFAULT_MAX_ENTRIES, provider: str | None = None) -> None:
         super().__init__()
