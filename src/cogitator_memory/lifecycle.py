@@ -73,7 +73,9 @@ def _keeping_cancellations(method: Any) -> Any:
     return call
 
 
-Capability = Literal["branches", "redaction", "health", "vectors", "keyword-search", "items", "files", "graph", "facts"]
+Capability = Literal[
+    "branches", "redaction", "health", "vectors", "keyword-search", "items", "files", "graph", "facts", "recall-index"
+]
 """What a store may declare it supports beyond its contract (see ``capabilities``)."""
 
 #: The attributes of a store whose values may hold credentials (URLs, passwords, API keys).

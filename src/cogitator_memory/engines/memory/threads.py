@@ -23,6 +23,7 @@ from ...threads.tree import build_entry, type_allowed, with_fork_listed
 from .files import InMemoryFiles
 from .graph import InMemoryGraph
 from .items import InMemoryItems
+from .recall import InMemoryRecallIndex
 
 DEFAULT_MAX_ENTRIES = 10_000
 
@@ -147,7 +148,7 @@ class _ThreadState:
     active_path: set[str] | None = None
 
 
-class InMemoryAdapter(InMemoryFiles, InMemoryGraph, InMemoryItems, BaseMemoryAdapter):
+class InMemoryAdapter(InMemoryRecallIndex, InMemoryFiles, InMemoryGraph, InMemoryItems, BaseMemoryAdapter):
     """A thread store in the process's memory. Nothing survives the process.
 
     ``max_entries`` (default 10,000) bounds each thread on its own: a full thread drops the

@@ -264,6 +264,17 @@ def _m010_graph_evidence(db: sqlite3.Connection) -> None:
         db.execute(statement)
 
 
+def _m011_recall_index(db: sqlite3.Connection) -> None:
+    """The recall index (:mod:`cogitator_memory.engines.sqlite.recall`): its records, their
+    inverted index of terms, its statistics and its writers' state. The records of what the file
+    held before are written by the indexer (``cogitator-memory reindex``, or the catch-up that
+    :class:`~cogitator_memory.index.RecallIndexer` runs when memory connects)."""
+    from .recall import RECALL_TABLES
+
+    for statement in RECALL_TABLES:
+        db.execute(statement)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "m001_initial", _m001_initial),
     Migration(2, "m002_embeddings", _m002_embeddings),
@@ -275,6 +286,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(8, "m008_terms_by_embedding", _m008_terms_by_embedding),
     Migration(9, "m009_graph_node_text", _m009_graph_node_text),
     Migration(10, "m010_graph_evidence", _m010_graph_evidence),
+    Migration(11, "m011_recall_index", _m011_recall_index),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -40,6 +40,7 @@ from .db import normalize_path, open_database, write_transaction
 from .files import SQLiteFiles
 from .graph import SQLiteGraph
 from .items import SQLiteItems
+from .recall import SQLiteRecallIndex
 from .schema import USER_ID_EXPR, USERS_LISTED_EXPR
 
 DEFAULT_PATH = "cogitator-memory.db"
@@ -72,7 +73,7 @@ def _types_clause(types: frozenset[str] | None, column: str = "type") -> tuple[s
     return f" AND {column} IN ({','.join('?' * len(ordered))})", list(ordered)
 
 
-class SQLiteAdapter(SQLiteFiles, SQLiteGraph, SQLiteItems, BaseMemoryAdapter):
+class SQLiteAdapter(SQLiteRecallIndex, SQLiteFiles, SQLiteGraph, SQLiteItems, BaseMemoryAdapter):
     """A thread store in a SQLite file (or ``:memory:``).
 
     ``path`` is created with its parent folders; ``wal_mode`` (default on) uses write-ahead

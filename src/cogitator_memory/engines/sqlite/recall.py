@@ -1,0 +1,249 @@
+"""The recall index of :class:`~cogitator_memory.engines.sqlite.threads.SQLiteAdapter`, in its file.
+
+``recall_records`` holds one row per record: the fields searches filter by as columns (scope,
+kind, status, times in microseconds, each behind an index) and the rest as JSON.
+``recall_terms`` is the inverted index, ``(term, rid, tf)`` without rowids, so a keyword search
+reads only the postings of the query's terms; BM25 is summed in SQL over them, filtered by scope
+in the same statement. ``recall_stats`` keeps the record count and total length in terms (BM25's
+``N`` and ``avgdl``) up to date in every write, so a search never counts the table. Schema:
+migration ``m011_recall_index``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import Counter
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ...clock import from_micros, to_micros
+from ...index.base import RECALL_BM25, RecallIndexMixin
+from ...index.records import RecallFilter, RecallRecord
+
+_COLUMNS = "r.id, r.kind, r.agent_id, r.user_id, r.thread_id, r.status, r.said_us, r.time_start_us, r.time_end_us, r.terms, r.body"
+#: Most ids in one ``IN (...)`` list.
+_CHUNK = 500
+
+RECALL_TABLES: tuple[str, ...] = (
+    """CREATE TABLE IF NOT EXISTS recall_records (
+        rid INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        kind TEXT NOT NULL,
+        agent_id TEXT,
+        user_id TEXT,
+        thread_id TEXT,
+        status TEXT NOT NULL,
+        said_us INTEGER NOT NULL,
+        time_start_us INTEGER,
+        time_end_us INTEGER,
+        term_count INTEGER NOT NULL,
+        terms TEXT NOT NULL,
+        body TEXT NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS recall_by_said ON recall_records (said_us DESC, id)",
+    "CREATE INDEX IF NOT EXISTS recall_by_user ON recall_records (user_id, said_us DESC)",
+    "CREATE INDEX IF NOT EXISTS recall_by_thread ON recall_records (thread_id)",
+    "CREATE INDEX IF NOT EXISTS recall_by_named_time ON recall_records (time_start_us) WHERE time_start_us IS NOT NULL",
+    """CREATE TABLE IF NOT EXISTS recall_terms (
+        term TEXT NOT NULL,
+        rid INTEGER NOT NULL,
+        tf INTEGER NOT NULL,
+        PRIMARY KEY (term, rid)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS recall_terms_by_rid ON recall_terms (rid)",
+    "CREATE TABLE IF NOT EXISTS recall_stats (one INTEGER PRIMARY KEY CHECK (one = 1), records INTEGER NOT NULL, total INTEGER NOT NULL)",
+    "INSERT OR IGNORE INTO recall_stats (one, records, total) VALUES (1, 0, 0)",
+    "CREATE TABLE IF NOT EXISTS recall_state (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+)
+
+#: The fields of a record kept in its JSON body (the others are columns).
+_BODY_FIELDS = ("source_id", "role", "seq", "text", "said_at", "valid_from", "valid_to", "lineage")
+
+
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+def scope_where(flt: RecallFilter, alias: str = "r") -> tuple[str, list[Any]]:
+    """SQL conditions (on ``recall_records`` as ``alias``) for :func:`~cogitator_memory.index.records.record_in_scope`."""
+    parts: list[str] = []
+    args: list[Any] = []
+    for key in ("agent_id", "user_id", "thread_id"):
+        value = getattr(flt, key)
+        if value is not None:
+            parts.append(f"({alias}.{key} IS NULL OR {alias}.{key} = ?)")
+            args.append(value)
+    if flt.kinds is not None:
+        parts.append(f"{alias}.kind IN ({_marks(len(flt.kinds))})")
+        args.extend(flt.kinds)
+    parts.append(f"{alias}.status IN ({_marks(len(flt.statuses))})")
+    args.extend(flt.statuses)
+    return " AND ".join(parts), args
+
+
+def _row(record: RecallRecord) -> tuple[Any, ...]:
+    body = record.model_dump(mode="json", include=set(_BODY_FIELDS), exclude_none=True)
+    return (
+        record.id,
+        record.kind,
+        record.agent_id,
+        record.user_id,
+        record.thread_id,
+        record.status,
+        to_micros(record.said_at),
+        None if record.time_start is None else to_micros(record.time_start),
+        None if record.time_end is None else to_micros(record.time_end),
+        len(record.terms),
+        " ".join(record.terms),
+        json.dumps(body, ensure_ascii=False, separators=(",", ":")),
+    )
+
+
+def _record(row: Sequence[Any]) -> RecallRecord:
+    body = json.loads(row[10])
+    body.update(
+        id=row[0],
+        kind=row[1],
+        agent_id=row[2],
+        user_id=row[3],
+        thread_id=row[4],
+        status=row[5],
+        time_start=None if row[7] is None else from_micros(row[7]),
+        time_end=None if row[8] is None else from_micros(row[8]),
+        terms=row[9].split(" ") if row[9] else [],
+    )
+    return RecallRecord.model_validate(body)
+
+
+def _drop(db: sqlite3.Connection, where: str, args: Sequence[Any]) -> int:
+    """Delete the records matching ``where`` with their postings, keeping the stats; how many."""
+    gone = db.execute(f"SELECT count(*), total(term_count) FROM recall_records r WHERE {where}", args).fetchone()
+    count = int(gone[0])
+    if not count:
+        return 0
+    db.execute(f"DELETE FROM recall_terms WHERE rid IN (SELECT rid FROM recall_records r WHERE {where})", args)
+    db.execute(f"DELETE FROM recall_records WHERE rid IN (SELECT rid FROM recall_records r WHERE {where})", args)
+    db.execute("UPDATE recall_stats SET records = records - ?, total = total - ? WHERE one = 1", (count, int(gone[1])))
+    return count
+
+
+class SQLiteRecallIndex(RecallIndexMixin):
+    """The recall-index half of :class:`~cogitator_memory.engines.sqlite.threads.SQLiteAdapter`."""
+
+    if TYPE_CHECKING:  # provided by the adapter
+
+        @property
+        def connection(self) -> sqlite3.Connection: ...
+
+        def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
+
+    async def _recall_put(self, records: list[RecallRecord]) -> None:
+        with self._write() as db:
+            ids = [r.id for r in records]
+            for start in range(0, len(ids), _CHUNK):
+                chunk = ids[start : start + _CHUNK]
+                _drop(db, f"r.id IN ({_marks(len(chunk))})", chunk)
+            postings: list[tuple[str, int, int]] = []
+            total = 0
+            for record in records:
+                cursor = db.execute(
+                    "INSERT INTO recall_records (id, kind, agent_id, user_id, thread_id, status, said_us,"
+                    " time_start_us, time_end_us, term_count, terms, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    _row(record),
+                )
+                rid = cursor.lastrowid
+                assert rid is not None
+                postings.extend((term, rid, tf) for term, tf in Counter(record.terms).items())
+                total += len(record.terms)
+            postings.sort()
+            db.executemany("INSERT INTO recall_terms (term, rid, tf) VALUES (?, ?, ?)", postings)
+            db.execute(
+                "UPDATE recall_stats SET records = records + ?, total = total + ? WHERE one = 1", (len(records), total)
+            )
+
+    async def _recall_get(self, ids: list[str]) -> list[RecallRecord]:
+        out: list[RecallRecord] = []
+        db = self.connection
+        for start in range(0, len(ids), _CHUNK):
+            chunk = ids[start : start + _CHUNK]
+            rows = db.execute(f"SELECT {_COLUMNS} FROM recall_records r WHERE r.id IN ({_marks(len(chunk))})", chunk)
+            out.extend(_record(row) for row in rows)
+        return out
+
+    async def _recall_delete(self, ids: list[str]) -> int:
+        count = 0
+        with self._write() as db:
+            for start in range(0, len(ids), _CHUNK):
+                chunk = ids[start : start + _CHUNK]
+                count += _drop(db, f"r.id IN ({_marks(len(chunk))})", chunk)
+        return count
+
+    async def _recall_delete_scope(self, key: str, value: str) -> int:
+        column = {"thread_id": "thread_id", "user_id": "user_id"}[key]
+        with self._write() as db:
+            return _drop(db, f"r.{column} = ?", (value,))
+
+    async def _recall_stats(self, terms: list[str]) -> tuple[int, int, dict[str, int]]:
+        db = self.connection
+        records, total = db.execute("SELECT records, total FROM recall_stats WHERE one = 1").fetchone()
+        found = db.execute(
+            f"SELECT term, count(*) FROM recall_terms WHERE term IN ({_marks(len(terms))}) GROUP BY term", terms
+        )
+        return int(records), int(total), {str(t): int(n) for t, n in found}
+
+    async def _recall_keyword(
+        self, weights: list[tuple[str, float]], avg_len: float, flt: RecallFilter, limit: int
+    ) -> list[tuple[RecallRecord, float]]:
+        k1, b = RECALL_BM25.k1, RECALL_BM25.b
+        per_length = b / avg_len if avg_len > 0 else 0.0
+        fixed = 1.0 - b + (0.0 if avg_len > 0 else b)
+        where, args = scope_where(flt)
+        sql = (
+            f"WITH q (term, idf) AS (VALUES {','.join('(?, ?)' for _ in weights)}),"
+            " top AS (SELECT t.rid AS rid, sum(q.idf * t.tf * ? / (t.tf + ? * (? + ? * r.term_count))) AS score"
+            f" FROM q JOIN recall_terms t ON t.term = q.term JOIN recall_records r ON r.rid = t.rid"
+            f" WHERE {where} GROUP BY t.rid ORDER BY score DESC, min(r.id) LIMIT ?)"
+            f" SELECT {_COLUMNS}, top.score FROM top JOIN recall_records r ON r.rid = top.rid"
+            " ORDER BY top.score DESC, r.id"
+        )
+        params: list[Any] = [x for pair in weights for x in pair]
+        params += [k1 + 1.0, k1, fixed, per_length, *args, limit]
+        rows = self.connection.execute(sql, params).fetchall()
+        return [(_record(row), float(row[11])) for row in rows if row[11] > 0]
+
+    async def _recall_time(self, start: datetime, end: datetime, flt: RecallFilter, limit: int) -> list[RecallRecord]:
+        where, args = scope_where(flt)
+        lo, hi = to_micros(start), to_micros(end)
+        sql = (
+            f"SELECT {_COLUMNS} FROM recall_records r WHERE r.rid IN ("
+            f" SELECT rid FROM (SELECT r.rid FROM recall_records r WHERE r.said_us >= ? AND r.said_us < ? AND {where}"
+            "  ORDER BY r.said_us DESC, r.id LIMIT ?)"
+            f" UNION SELECT rid FROM (SELECT r.rid FROM recall_records r WHERE r.time_start_us IS NOT NULL"
+            f"  AND r.time_start_us < ? AND ((r.time_end_us IS NULL AND r.time_start_us >= ?)"
+            f"  OR (r.time_end_us IS NOT NULL AND r.time_end_us > ?)) AND {where}"
+            "  ORDER BY r.said_us DESC, r.id LIMIT ?))"
+            " ORDER BY r.said_us DESC, r.id LIMIT ?"
+        )
+        params = [lo, hi, *args, limit, hi, lo, lo, *args, limit, limit]
+        return [_record(row) for row in self.connection.execute(sql, params)]
+
+    async def _recall_count(self, flt: RecallFilter) -> int:
+        where, args = scope_where(flt)
+        return int(self.connection.execute(f"SELECT count(*) FROM recall_records r WHERE {where}", args).fetchone()[0])
+
+    async def _recall_state_get(self, key: str) -> str | None:
+        row = self.connection.execute("SELECT value FROM recall_state WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    async def _recall_state_set(self, key: str, value: str) -> None:
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO recall_state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+
+
+__all__ = ["RECALL_TABLES", "SQLiteRecallIndex", "scope_where"]

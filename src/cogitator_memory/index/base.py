@@ -1,0 +1,307 @@
+"""The recall-index contract: :class:`RecallIndexAdapter` for users, :class:`RecallIndexMixin` for engines.
+
+Every built-in thread store keeps a recall index beside its threads: the engine mixes
+:class:`RecallIndexMixin` into its adapter class, in which every public call is written once
+(argument checks, BM25's arithmetic, result wrapping), and implements these primitives over its
+own indexes, each filtered by scope inside the engine (:func:`~cogitator_memory.index.records.record_in_scope`):
+
+- ``_recall_put(records)``: insert or replace every record (by id) with its terms, all or none.
+- ``_recall_get(ids)``: the stored records with those ids (any order, missing ones left out).
+- ``_recall_delete(ids)``: delete them; how many existed.
+- ``_recall_delete_scope(key, value)``: delete every record whose ``key`` (``"thread_id"`` or
+  ``"user_id"``) is ``value``; how many existed.
+- ``_recall_stats(terms)``: how many records the index holds, their total length in terms, and
+  how many records hold each of ``terms`` (BM25's ``N``, ``avgdl`` and document frequencies).
+- ``_recall_keyword(weights, avg_len, flt, limit)``: the ``limit`` best records in scope by
+  ``sum(idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg_len)))`` over the
+  ``(term, idf)`` of ``weights`` (``k1 = 1.2``, ``b = 0.75``), best first, ties by id, with their
+  scores; records holding none of the terms are not returned.
+- ``_recall_time(start, end, flt, limit)``: the ``limit`` newest records in scope said in
+  ``[start, end)`` or whose ``[time_start, time_end)`` overlaps it, newest ``said_at`` first
+  (ties by id).
+- ``_recall_count(flt)``: how many records are in scope.
+- ``_recall_state_get(key)`` / ``_recall_state_set(key, value)``: a small string kept by the
+  index for its writers (the indexer's progress), ``None`` when unset.
+
+Each primitive runs as one atomic operation on the engine and gets checked arguments.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+
+from ..errors import InvalidArgumentError
+from ..lifecycle import Capability
+from ..result import MemoryResult, ok
+from ..search.bm25 import BM25
+from .records import (
+    MAX_QUERY_TERMS,
+    RECALL_KINDS,
+    RecallCandidate,
+    RecallFilter,
+    RecallRecord,
+    check_filter,
+    check_ids,
+    check_limit,
+    check_records,
+    record_id,
+)
+from .terms import query_terms
+
+#: BM25's parameters for the recall index (the same on every store).
+RECALL_BM25 = BM25(k1=1.2, b=0.75)
+#: Past this many records, a query term held by more than half of them is not searched (its
+#: weight is a small part of a rare term's, and its postings cost the most to read), unless
+#: every term of the query is such.
+COMMON_TERMS_FROM = 2000
+#: The keys :meth:`RecallIndexMixin.delete_recall_scope` takes.
+SCOPE_DELETE_KEYS = ("thread_id", "user_id")
+
+RecordInput = RecallRecord | dict[str, Any]
+FilterInput = RecallFilter | dict[str, Any] | None
+
+
+@runtime_checkable
+class RecallIndexAdapter(Protocol):
+    """What every store with a recall index offers. All calls return a :class:`~cogitator_memory.MemoryResult`."""
+
+    async def index_recall_records(self, records: Sequence[RecordInput]) -> MemoryResult[int]: ...
+    async def get_recall_records(self, ids: Sequence[str]) -> MemoryResult[list[RecallRecord]]: ...
+    async def delete_recall_records(self, ids: Sequence[str]) -> MemoryResult[int]: ...
+    async def delete_recall_sources(self, source_ids: Sequence[str]) -> MemoryResult[int]: ...
+    async def delete_recall_scope(
+        self, *, thread_id: str | None = None, user_id: str | None = None
+    ) -> MemoryResult[int]: ...
+    async def recall_keyword(
+        self, query: str, *, filter: FilterInput = None, limit: int = 200
+    ) -> MemoryResult[list[RecallCandidate]]: ...
+    async def recall_time(
+        self, start: datetime, end: datetime, *, filter: FilterInput = None, limit: int = 200
+    ) -> MemoryResult[list[RecallCandidate]]: ...
+    async def count_recall_records(self, *, filter: FilterInput = None) -> MemoryResult[int]: ...
+    async def get_recall_state(self, key: str) -> MemoryResult[str | None]: ...
+    async def set_recall_state(self, key: str, value: str) -> MemoryResult[None]: ...
+
+
+def is_recall_index(store: object) -> bool:
+    """Whether ``store`` keeps a recall index (offers the calls of :class:`RecallIndexAdapter`)."""
+    return isinstance(store, RecallIndexMixin | RecallIndexAdapter)
+
+
+def _check_time(name: str, value: object) -> datetime:
+    if not isinstance(value, datetime) or value.tzinfo is None:
+        raise InvalidArgumentError(name, "must be a timezone-aware datetime")
+    return value
+
+
+def _check_state_key(value: object) -> str:
+    if not isinstance(value, str) or not value or len(value) > 200:
+        raise InvalidArgumentError("key", "must be non-empty text of at most 200 characters")
+    return value
+
+
+class RecallIndexMixin(ABC):
+    """The public recall-index calls, written once over the engine's primitives (see the module docs).
+
+    Mixed into a thread store's class before its base, it needs ``_require_connected()`` and
+    ``_fail(operation, exc)`` from that base, and adds ``"recall-index"`` to its ``capabilities``.
+    """
+
+    capabilities: ClassVar[frozenset[Capability]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        existing = getattr(cls, "capabilities", None)
+        if isinstance(existing, frozenset) and "recall-index" not in existing:
+            cls.capabilities = existing | {"recall-index"}
+
+    if TYPE_CHECKING:  # provided by the class the mixin goes into
+
+        def _require_connected(self) -> None: ...
+        def _fail(self, operation: str, exc: Exception) -> MemoryResult[Any]: ...
+
+    # ----- engine primitives ---------------------------------------------------------------
+
+    @abstractmethod
+    async def _recall_put(self, records: list[RecallRecord]) -> None:
+        """Insert or replace every record by id, with its terms; all or none."""
+
+    @abstractmethod
+    async def _recall_get(self, ids: list[str]) -> list[RecallRecord]:
+        """The stored records with these ids, in any order."""
+
+    @abstractmethod
+    async def _recall_delete(self, ids: list[str]) -> int:
+        """Delete the records; how many existed."""
+
+    @abstractmethod
+    async def _recall_delete_scope(self, key: str, value: str) -> int:
+        """Delete the records whose ``key`` (``thread_id`` or ``user_id``) is ``value``; how many existed."""
+
+    @abstractmethod
+    async def _recall_stats(self, terms: list[str]) -> tuple[int, int, dict[str, int]]:
+        """(records, their total length in terms, records holding each term) over the whole index."""
+
+    @abstractmethod
+    async def _recall_keyword(
+        self, weights: list[tuple[str, float]], avg_len: float, flt: RecallFilter, limit: int
+    ) -> list[tuple[RecallRecord, float]]:
+        """The best ``limit`` records in scope by BM25 over ``weights`` (see the module docs)."""
+
+    @abstractmethod
+    async def _recall_time(self, start: datetime, end: datetime, flt: RecallFilter, limit: int) -> list[RecallRecord]:
+        """The newest ``limit`` records in scope said in, or naming a time overlapping, ``[start, end)``."""
+
+    @abstractmethod
+    async def _recall_count(self, flt: RecallFilter) -> int:
+        """How many records are in scope."""
+
+    @abstractmethod
+    async def _recall_state_get(self, key: str) -> str | None: ...
+
+    @abstractmethod
+    async def _recall_state_set(self, key: str, value: str) -> None: ...
+
+    # ----- public calls --------------------------------------------------------------------
+
+    async def index_recall_records(self, records: Sequence[RecordInput]) -> MemoryResult[int]:
+        """Insert or replace ``records`` (by id), all or nothing; how many were written. Each
+        is checked whole (a bad one names its field, ``records[2].said_at``)."""
+        try:
+            self._require_connected()
+            checked = check_records(records)
+            if checked:
+                await self._recall_put(checked)
+            return ok(len(checked))
+        except Exception as exc:
+            return self._fail("index_recall_records", exc)
+
+    async def get_recall_records(self, ids: Sequence[str]) -> MemoryResult[list[RecallRecord]]:
+        """The records with ``ids``, in that order, missing ones left out."""
+        try:
+            self._require_connected()
+            wanted = check_ids(ids, "ids")
+            found = {r.id: r for r in await self._recall_get(wanted)} if wanted else {}
+            return ok([found[i] for i in wanted if i in found])
+        except Exception as exc:
+            return self._fail("get_recall_records", exc)
+
+    async def delete_recall_records(self, ids: Sequence[str]) -> MemoryResult[int]:
+        """Delete the records with ``ids``; how many existed."""
+        try:
+            self._require_connected()
+            wanted = check_ids(ids, "ids")
+            return ok(await self._recall_delete(wanted) if wanted else 0)
+        except Exception as exc:
+            return self._fail("delete_recall_records", exc)
+
+    async def delete_recall_sources(self, source_ids: Sequence[str]) -> MemoryResult[int]:
+        """Delete every record (of any kind) of the sources ``source_ids``; how many existed."""
+        try:
+            self._require_connected()
+            sources = check_ids(source_ids, "source_ids")
+            ids = [record_id(kind, s) for s in sources for kind in RECALL_KINDS]
+            return ok(await self._recall_delete(ids) if ids else 0)
+        except Exception as exc:
+            return self._fail("delete_recall_sources", exc)
+
+    async def delete_recall_scope(
+        self, *, thread_id: str | None = None, user_id: str | None = None
+    ) -> MemoryResult[int]:
+        """Delete every record of ``thread_id``, or of ``user_id`` (exactly one); how many existed."""
+        try:
+            self._require_connected()
+            given = [(k, v) for k, v in (("thread_id", thread_id), ("user_id", user_id)) if v is not None]
+            if len(given) != 1:
+                raise InvalidArgumentError("thread_id", "give exactly one of thread_id and user_id")
+            key, value = given[0]
+            if not isinstance(value, str) or not value:
+                raise InvalidArgumentError(key, "must be a non-empty id")
+            return ok(await self._recall_delete_scope(key, value))
+        except Exception as exc:
+            return self._fail("delete_recall_scope", exc)
+
+    async def recall_keyword(
+        self, query: str, *, filter: FilterInput = None, limit: int = 200
+    ) -> MemoryResult[list[RecallCandidate]]:
+        """The records in scope that hold the terms of ``query`` (stemmed, see
+        :mod:`~cogitator_memory.index.terms`), best BM25 first, at most ``limit``."""
+        try:
+            self._require_connected()
+            if not isinstance(query, str):
+                raise InvalidArgumentError("query", f"must be text, got {type(query).__name__}")
+            flt = check_filter(filter)
+            size = check_limit(limit)
+            terms = query_terms(query)[:MAX_QUERY_TERMS]
+            if not terms:
+                return ok([])
+            n_docs, total, freqs = await self._recall_stats(terms)
+            present = [t for t in terms if freqs.get(t)]
+            if not present or n_docs == 0:
+                return ok([])
+            if n_docs >= COMMON_TERMS_FROM:
+                telling = [t for t in present if freqs[t] * 2 <= n_docs]
+                present = telling or present
+            weights = [(t, BM25.idf(n_docs, freqs[t])) for t in present]
+            found = await self._recall_keyword(weights, total / n_docs, flt, size)
+            return ok([RecallCandidate(record=r, score=s) for r, s in found])
+        except Exception as exc:
+            return self._fail("recall_keyword", exc)
+
+    async def recall_time(
+        self, start: datetime, end: datetime, *, filter: FilterInput = None, limit: int = 200
+    ) -> MemoryResult[list[RecallCandidate]]:
+        """The records in scope said during ``[start, end)`` or naming a time that overlaps it,
+        newest first, at most ``limit`` (the score is ``said_at`` as seconds since the epoch)."""
+        try:
+            self._require_connected()
+            begin = _check_time("start", start)
+            stop = _check_time("end", end)
+            if stop <= begin:
+                raise InvalidArgumentError("end", "must be after start")
+            flt = check_filter(filter)
+            size = check_limit(limit)
+            found = await self._recall_time(begin, stop, flt, size)
+            return ok([RecallCandidate(record=r, score=r.said_at.timestamp()) for r in found])
+        except Exception as exc:
+            return self._fail("recall_time", exc)
+
+    async def count_recall_records(self, *, filter: FilterInput = None) -> MemoryResult[int]:
+        """How many records are in scope (every status given in the filter; default active and superseded)."""
+        try:
+            self._require_connected()
+            return ok(await self._recall_count(check_filter(filter)))
+        except Exception as exc:
+            return self._fail("count_recall_records", exc)
+
+    async def get_recall_state(self, key: str) -> MemoryResult[str | None]:
+        """The string kept under ``key`` (``None`` when unset)."""
+        try:
+            self._require_connected()
+            return ok(await self._recall_state_get(_check_state_key(key)))
+        except Exception as exc:
+            return self._fail("get_recall_state", exc)
+
+    async def set_recall_state(self, key: str, value: str) -> MemoryResult[None]:
+        """Keep ``value`` under ``key`` (for the index's writers: how far they got)."""
+        try:
+            self._require_connected()
+            name = _check_state_key(key)
+            if not isinstance(value, str) or len(value) > 10_000:
+                raise InvalidArgumentError("value", "must be text of at most 10,000 characters")
+            await self._recall_state_set(name, value)
+            return ok(None)
+        except Exception as exc:
+            return self._fail("set_recall_state", exc)
+
+
+__all__ = [
+    "COMMON_TERMS_FROM",
+    "RECALL_BM25",
+    "RecallIndexAdapter",
+    "RecallIndexMixin",
+    "is_recall_index",
+]

@@ -1,0 +1,296 @@
+"""The conformance suite of recall indexes, written once and run against every store.
+
+:func:`recall_index_conformance_cases` returns named cases; each takes a fresh, connected,
+empty store that keeps a recall index (:class:`~cogitator_memory.index.RecallIndexAdapter`) and
+raises ``AssertionError`` saying what differed when the store breaks the contract::
+
+    @pytest.mark.parametrize("case", recall_index_conformance_cases(), ids=str)
+    async def test_recall_index_conformance(case, store):
+        await case.run(store)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ..errors import InvalidArgumentError
+from ..index.base import COMMON_TERMS_FROM
+from ..index.records import RecallCandidate
+from ..result import MemoryResult, unwrap
+from .cases import CaseList, NamedCase, expect, expect_equal
+
+
+class RecallIndexConformanceCase(NamedCase[Any]):
+    """One named check of the recall-index contract."""
+
+
+_CASES = CaseList(RecallIndexConformanceCase)
+_case = _CASES.case
+_eq = expect_equal
+_true = expect
+
+T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+
+
+def recall_index_conformance_cases() -> list[RecallIndexConformanceCase]:
+    """Every case of the recall-index contract, in a stable order."""
+    return _CASES.cases()
+
+
+def _rec(source: str, text: str, *, kind: str = "turn", minutes: int = 0, **fields: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "kind": kind,
+        "source_id": source,
+        "text": text,
+        "said_at": T0 + timedelta(minutes=minutes),
+        "agent_id": "agent",
+    }
+    out.update(fields)
+    return out
+
+
+async def _put(store: Any, *records: dict[str, Any]) -> None:
+    _eq(unwrap(await store.index_recall_records(list(records))), len(records), "records written")
+
+
+def _ids(found: list[RecallCandidate]) -> list[str]:
+    return [c.record.source_id for c in found]
+
+
+async def _keyword(store: Any, query: str, **flt: Any) -> list[str]:
+    limit = flt.pop("limit", 50)
+    return _ids(unwrap(await store.recall_keyword(query, filter=flt or None, limit=limit)))
+
+
+def _refused(result: MemoryResult[Any], argument: str, what: str) -> None:
+    _true(not result.success, f"{what}: expected a failed result")
+    _true(result.error_type is InvalidArgumentError, f"{what}: expected InvalidArgumentError, got {result.error_type}")
+    _true(argument in str(result.error), f"{what}: the error should name {argument!r}: {result.error}")
+
+
+# --- cases --------------------------------------------------------------------------------------
+
+
+@_case
+async def case_round_trip(store: Any) -> None:
+    await _put(
+        store,
+        _rec(
+            "e1",
+            "I moved to Porto in May.",
+            user_id="ana",
+            thread_id="t1",
+            role="user",
+            seq=3,
+            time_start=T0 - timedelta(days=30),
+            time_end=T0 - timedelta(days=29),
+            lineage=["e0"],
+        ),
+    )
+    [got] = unwrap(await store.get_recall_records(["turn:e1"]))
+    _eq(got.id, "turn:e1", "id")
+    _eq(
+        (got.kind, got.source_id, got.user_id, got.thread_id, got.role, got.seq),
+        ("turn", "e1", "ana", "t1", "user", 3),
+        "fields",
+    )
+    _eq(got.text, "I moved to Porto in May.", "text")
+    _eq(got.said_at, T0, "said_at")
+    _eq((got.time_start, got.time_end), (T0 - timedelta(days=30), T0 - timedelta(days=29)), "named time")
+    _eq(got.lineage, ["e0"], "lineage")
+    _eq(got.status, "active", "status")
+    _true("porto" in got.terms and "move" in got.terms, f"terms are the stemmed words: {got.terms}")
+    _eq(unwrap(await store.get_recall_records(["turn:nope", "turn:e1"])), [got], "missing ids left out")
+
+
+@_case
+async def case_put_replaces_by_id(store: Any) -> None:
+    await _put(store, _rec("e1", "I live in Lisbon"))
+    await _put(store, _rec("e1", "I live in Porto", status="superseded"))
+    _eq(await _keyword(store, "Lisbon"), [], "the old text is no longer found")
+    _eq(await _keyword(store, "Porto"), ["e1"], "the new text is found")
+    [got] = unwrap(await store.get_recall_records(["turn:e1"]))
+    _eq(got.status, "superseded", "status replaced")
+    _eq(unwrap(await store.count_recall_records()), 1, "one record")
+
+
+@_case
+async def case_keyword_stems_word_forms(store: Any) -> None:
+    await _put(
+        store,
+        _rec("a", "I'm allergic to peanuts."),
+        _rec("b", "She painted the kitchen last week."),
+        _rec("c", "We talked about the weather."),
+    )
+    _eq(await _keyword(store, "allergies"), ["a"], "allergies finds allergic")
+    _eq(await _keyword(store, "painting"), ["b"], "painting finds painted")
+    _eq(await _keyword(store, "the"), [], "stopwords find nothing")
+
+
+@_case
+async def case_keyword_ranks_by_bm25(store: Any) -> None:
+    await _put(
+        store,
+        _rec("both", "peanut butter sandwich"),
+        _rec("one", "butter on toast"),
+        _rec("other", "a sandwich for lunch"),
+        _rec("none", "nothing to see"),
+    )
+    found = unwrap(await store.recall_keyword("peanut butter sandwich", limit=10))
+    _eq(found[0].record.source_id, "both", "the record with every term first")
+    _eq(sorted(_ids(found)), ["both", "one", "other"], "records holding none of the terms left out")
+    scores = [c.score for c in found]
+    _eq(scores, sorted(scores, reverse=True), "scores best first")
+    _true(all(s > 0 for s in scores), "scores are positive")
+    _eq(len(unwrap(await store.recall_keyword("peanut butter sandwich", limit=1))), 1, "limit")
+
+
+@_case
+async def case_keyword_ties_by_id(store: Any) -> None:
+    await _put(store, _rec("b", "tulip garden"), _rec("a", "tulip garden"), _rec("c", "tulip garden"))
+    _eq(await _keyword(store, "tulip"), ["a", "b", "c"], "equal scores in id order")
+
+
+@_case
+async def case_scope_isolates_users_agents_threads(store: Any) -> None:
+    await _put(
+        store,
+        _rec("ana", "secret diary entry", user_id="ana", thread_id="ta"),
+        _rec("bob", "secret diary entry", user_id="bob", thread_id="tb"),
+        _rec("shared", "secret diary entry", thread_id="ts"),
+        _rec("other-agent", "secret diary entry", user_id="ana", agent_id="other"),
+        _rec("any-agent", "secret diary entry", user_id="ana", agent_id=None),
+    )
+    _eq(
+        sorted(await _keyword(store, "diary", user_id="ana", agent_id="agent")),
+        ["ana", "any-agent", "shared"],
+        "ana sees hers and the shared ones, never bob's or another agent's",
+    )
+    _eq(sorted(await _keyword(store, "diary", user_id="bob", agent_id="agent")), ["bob", "shared"], "bob's view")
+    _eq(sorted(await _keyword(store, "diary", thread_id="ta")), ["ana", "any-agent", "other-agent"], "by thread")
+    _eq(len(await _keyword(store, "diary")), 5, "no filter, no scoping")
+    _eq(unwrap(await store.count_recall_records(filter={"user_id": "bob"})), 2, "count in scope")
+
+
+@_case
+async def case_kinds_and_statuses(store: Any) -> None:
+    await _put(
+        store,
+        _rec("t", "city Lisbon", kind="turn"),
+        _rec("i", "city Lisbon", kind="item", status="superseded", valid_from=T0, valid_to=T0 + timedelta(days=9)),
+        _rec("f", "city Lisbon", kind="core_fact"),
+        _rec("s", "city Lisbon", kind="item", status="stale"),
+    )
+    _eq(sorted(await _keyword(store, "Lisbon")), ["f", "i", "t"], "stale left out by default")
+    _eq(await _keyword(store, "Lisbon", kinds=["item"]), ["i"], "kinds")
+    _eq(sorted(await _keyword(store, "Lisbon", statuses=["stale"])), ["s"], "statuses")
+    [item] = unwrap(await store.get_recall_records(["item:i"]))
+    _eq((item.valid_from, item.valid_to), (T0, T0 + timedelta(days=9)), "the interval it held")
+
+
+@_case
+async def case_time_range(store: Any) -> None:
+    await _put(
+        store,
+        _rec("before", "x", minutes=-10),
+        _rec("start", "x", minutes=0),
+        _rec("mid", "x", minutes=30),
+        _rec("end", "x", minutes=60),
+        _rec("named", "x", minutes=500, time_start=T0 + timedelta(minutes=20), time_end=T0 + timedelta(minutes=25)),
+        _rec("moment", "x", minutes=600, time_start=T0 + timedelta(minutes=5)),
+        _rec("named-out", "x", minutes=700, time_start=T0 + timedelta(minutes=60), time_end=T0 + timedelta(minutes=90)),
+        _rec("bob", "x", minutes=10, user_id="bob"),
+    )
+    found = unwrap(await store.recall_time(T0, T0 + timedelta(minutes=60), filter={"user_id": "ana"}))
+    _eq(_ids(found), ["moment", "named", "mid", "start"], "said in [start, end) or naming a time in it, newest first")
+    _eq(found[0].score, (T0 + timedelta(minutes=600)).timestamp(), "the score is when it was said")
+    limited = unwrap(await store.recall_time(T0, T0 + timedelta(minutes=60), filter={"user_id": "ana"}, limit=2))
+    _eq(_ids(limited), ["moment", "named"], "limit keeps the newest")
+
+
+@_case
+async def case_deletes(store: Any) -> None:
+    await _put(
+        store,
+        _rec("e1", "alpha words", user_id="ana", thread_id="t1"),
+        _rec("e2", "alpha words", user_id="ana", thread_id="t2"),
+        _rec("e3", "alpha words", user_id="bob", thread_id="t3"),
+        _rec("e4", "alpha words", kind="item", user_id="bob"),
+        _rec("e4", "alpha words", kind="graph_fact", user_id="bob"),
+    )
+    _eq(unwrap(await store.delete_recall_records(["turn:e1", "turn:nope"])), 1, "by id")
+    _eq(unwrap(await store.delete_recall_scope(thread_id="t2")), 1, "by thread")
+    _eq(unwrap(await store.delete_recall_sources(["e4"])), 2, "by source, every kind")
+    _eq(await _keyword(store, "alpha"), ["e3"], "what is left")
+    _eq(unwrap(await store.delete_recall_scope(user_id="bob")), 1, "by user")
+    _eq(unwrap(await store.count_recall_records(filter={"statuses": ["active", "superseded", "stale"]})), 0, "empty")
+    _eq(await _keyword(store, "alpha"), [], "nothing found once deleted")
+
+
+@_case
+async def case_put_is_all_or_nothing(store: Any) -> None:
+    result = await store.index_recall_records(
+        [_rec("ok", "fine text"), _rec("bad", "text", said_at=datetime(2026, 1, 1))]
+    )
+    _refused(result, "records[1].said_at", "a naive datetime")
+    _eq(unwrap(await store.count_recall_records()), 0, "nothing written")
+    twice = await store.index_recall_records([_rec("x", "a"), _rec("x", "b")])
+    _refused(twice, "records[1].id", "an id given twice")
+    _refused(await store.index_recall_records([_rec("x", "a", kind="poem")]), "records[0].kind", "an unknown kind")
+    _refused(await store.index_recall_records([_rec("", "a")]), "records[0].source_id", "an empty source id")
+    _refused(
+        await store.index_recall_records([{**_rec("x", "a"), "id": "item:x"}]), "records[0].id", "an id not its kind's"
+    )
+    _eq(unwrap(await store.count_recall_records()), 0, "still nothing written")
+
+
+@_case
+async def case_bad_arguments_are_named(store: Any) -> None:
+    _refused(await store.recall_keyword("x", limit=0), "limit", "limit 0")
+    _refused(await store.recall_keyword("x", limit=10_001), "limit", "limit too large")
+    _refused(await store.recall_keyword(42), "query", "a query that is not text")
+    _refused(await store.recall_keyword("x", filter={"user_id": ""}), "filter.user_id", "an empty user id")
+    _refused(await store.recall_keyword("x", filter={"kinds": []}), "filter.kinds", "no kinds")
+    _refused(await store.recall_keyword("x", filter={"colour": "red"}), "filter.colour", "an unknown key")
+    _refused(await store.recall_time(T0, T0), "end", "an empty range")
+    _refused(await store.recall_time(datetime(2026, 1, 1), T0), "start", "a naive start")
+    _refused(await store.delete_recall_scope(), "thread_id", "no scope to delete")
+    _refused(await store.delete_recall_scope(thread_id="a", user_id="b"), "thread_id", "two scopes to delete")
+    _refused(await store.get_recall_records("turn:x"), "ids", "one string for a list")
+
+
+@_case
+async def case_state(store: Any) -> None:
+    _eq(unwrap(await store.get_recall_state("indexer")), None, "unset")
+    unwrap(await store.set_recall_state("indexer", "2026-03-01T09:00:00+00:00"))
+    unwrap(await store.set_recall_state("indexer", "later"))
+    _eq(unwrap(await store.get_recall_state("indexer")), "later", "replaced")
+    _refused(await store.set_recall_state("", "x"), "key", "an empty key")
+
+
+@_case
+async def case_common_terms_are_not_searched_in_a_large_index(store: Any) -> None:
+    common = [_rec(f"c{i:05d}", f"hello there number {i}") for i in range(COMMON_TERMS_FROM)]
+    for start in range(0, len(common), 1000):
+        unwrap(await store.index_recall_records(common[start : start + 1000]))
+    await _put(store, _rec("rare", "hello zebra"))
+    found = await _keyword(store, "hello zebra", limit=5)
+    _eq(found, ["rare"], "a term more than half the records hold is dropped when a rarer one is asked")
+    _eq(len(await _keyword(store, "hello", limit=5)), 5, "alone, a common term is still searched")
+
+
+@_case
+async def case_records_returned_are_copies(store: Any) -> None:
+    await _put(store, _rec("e1", "copy me", lineage=["a"]))
+    [got] = unwrap(await store.get_recall_records(["turn:e1"]))
+    got.lineage.append("b")
+    got.text = "changed"
+    [again] = unwrap(await store.get_recall_records(["turn:e1"]))
+    _eq((again.text, again.lineage), ("copy me", ["a"]), "the store's record unchanged")
+
+
+_Case = Callable[[Any], Awaitable[None]]
+
+__all__ = ["RecallIndexConformanceCase", "recall_index_conformance_cases"]
