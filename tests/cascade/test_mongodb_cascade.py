@@ -1,5 +1,6 @@
 """The forgetting cases on MongoDB (``COGMEM_TEST_MONGODB_URL``): threads, items and files in a
-MongoDBAdapter with a database of the test's own (the other cases run on faster stores).
+MongoDBAdapter with a database of the test's own; of the other cases (run on faster stores), the
+erasure past someone else's bad data, which every store must pass.
 
 The raw data is every document of every collection of the database, as extended JSON."""
 
@@ -13,6 +14,9 @@ import pytest
 from cogitator_memory.engines.mongodb.adapter import MongoDBAdapter
 from cogitator_memory.testing import service_url
 from cogitator_memory.testing.cascade import CascadeCase, CascadeStores, cascade_cases
+
+#: The cases beyond the forgetting ones that run here too.
+ERASURE_CASES = {"bad_ids_of_others_do_not_stop_erasure"}
 
 
 @pytest.fixture
@@ -44,4 +48,9 @@ async def stores() -> AsyncIterator[CascadeStores]:
 
 @pytest.mark.parametrize("case", cascade_cases(forgetting=True), ids=str)
 async def test_forgetting(case: CascadeCase, stores: CascadeStores) -> None:
+    await case.run(stores)
+
+
+@pytest.mark.parametrize("case", [c for c in cascade_cases() if c.name in ERASURE_CASES], ids=str)
+async def test_erasure(case: CascadeCase, stores: CascadeStores) -> None:
     await case.run(stores)

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from cogitator_memory import clock
 from cogitator_memory.cascade import find_user_threads
 from cogitator_memory.engines.mongodb.adapter import MongoDBAdapter
 from cogitator_memory.engines.redis.threads import RedisAdapter
@@ -64,11 +65,16 @@ async def check_moves(store: Any, raw: Callable[[str], Awaitable[set[str]]] | No
     async def create(tid: str, metadata: dict[str, Any]) -> None:
         unwrap(await store.create_thread("agent", metadata, tid))
 
+    async def plant(tid: str, metadata: dict[str, Any]) -> None:
+        """Forms the writes refuse now, as an older version left them: the store's primitive."""
+        assert not (await store.create_thread("agent", metadata, tid)).success
+        await store._upsert_thread(tid, "agent", metadata, clock.now())
+
     await create("t1", {"user_id": "ana"})
-    await create("t2", {"user_id": "bo", "memory_user_ids": ["ana", 7]})
+    await plant("t2", {"user_id": "bo", "memory_user_ids": ["ana", 7]})
     await create("t3", {"user_id": "bo"})
     await create("t4", {"topic": "nobody's"})
-    await create("t5", {"user_id": ["ana"], "memory_user_ids": "ana"})  # neither form names ana
+    await plant("t5", {"user_id": ["ana"], "memory_user_ids": "ana"})  # neither form names ana
     await expect("ana", {"t1", "t2"})
     await expect("bo", {"t2", "t3"})
     await expect("nobody", set())

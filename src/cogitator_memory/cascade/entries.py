@@ -8,7 +8,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from ..errors import InvalidArgumentError
 from ..result import unwrap
+from ..threads import tree
 from ..threads.records import (
     COMPACTION_SUMMARY_KEY,
     FORK_OF_KEY,
@@ -57,18 +59,46 @@ def with_replies(entries: list[MemoryEntry], chosen: set[str]) -> set[str]:
     return out
 
 
-def fork_ids(thread: Thread | None) -> list[str]:
-    """The threads forked from ``thread`` (``metadata["memory_forks"]``)."""
+def note(skipped: list[str] | None, what: str) -> None:
+    """Add ``what`` to ``skipped`` (once)."""
+    if skipped is not None and what not in skipped:
+        skipped.append(what)
+
+
+def listed_ids(thread: Thread | None, key: str, skipped: list[str] | None = None) -> list[str]:
+    """The ids ``thread``'s metadata lists under ``key`` (a list; a single id or a mapping's
+    keys as older versions wrote). An entry that is not a readable id (empty, blank, over 256
+    characters, control characters, not text: data written before the writes were checked, or
+    past the store's calls) is left out and described in ``skipped``: a cascade never stops
+    for data it cannot read, it goes past it and says so."""
     if thread is None:
         return []
-    forks = (thread.metadata or {}).get(FORKS_KEY)
-    if isinstance(forks, str):
-        return [forks]
-    if isinstance(forks, list):
-        return [f for f in forks if isinstance(f, str)]
-    if isinstance(forks, Mapping):
-        return [f for f in forks if isinstance(f, str)]
-    return []
+    value = (thread.metadata or {}).get(key)
+    if value is None:
+        return []
+    listed: list[Any]
+    if isinstance(value, str):
+        listed = [value]
+    elif isinstance(value, list):
+        listed = value
+    elif isinstance(value, Mapping):
+        listed = list(value)
+    else:
+        note(skipped, f"thread {thread.id}: metadata.{key} skipped: not a list of ids ({type(value).__name__})")
+        return []
+    out: list[str] = []
+    for i, one in enumerate(listed):
+        try:
+            out.append(tree.check_id(f"metadata.{key}[{i}]", one))
+        except InvalidArgumentError as exc:
+            note(skipped, f"thread {thread.id}: {exc.argument} skipped: {exc.problem}")
+    return out
+
+
+def fork_ids(thread: Thread | None, skipped: list[str] | None = None) -> list[str]:
+    """The threads forked from ``thread`` (``metadata["memory_forks"]``; what cannot be read
+    is described in ``skipped``, see :func:`listed_ids`)."""
+    return listed_ids(thread, FORKS_KEY, skipped)
 
 
 def _entry_ids_in(value: object) -> Iterator[str]:
@@ -136,12 +166,18 @@ def summaries_over(entries: list[MemoryEntry], gone: set[str]) -> list[MemoryEnt
 
 
 async def follow_forks(
-    memory: Any, thread: Thread | None, gone: set[str], keep_replies: bool, seen: set[str]
+    memory: Any,
+    thread: Thread | None,
+    gone: set[str],
+    keep_replies: bool,
+    seen: set[str],
+    skipped: list[str] | None = None,
 ) -> dict[str, set[str]]:
     """The copies of ``gone`` (and, unless ``keep_replies``, their replies) in the forks of
-    ``thread`` and the forks of those, by fork thread id."""
+    ``thread`` and the forks of those, by fork thread id (fork ids that cannot be read are
+    described in ``skipped``)."""
     out: dict[str, set[str]] = {}
-    for fork_id in fork_ids(thread):
+    for fork_id in fork_ids(thread, skipped):
         if fork_id in seen:
             continue
         seen.add(fork_id)
@@ -155,7 +191,7 @@ async def follow_forks(
         if not keep_replies:
             copies = with_replies(entries, copies)
         out[fork_id] = copies
-        for deeper, ids in (await follow_forks(memory, fork, copies, keep_replies, seen)).items():
+        for deeper, ids in (await follow_forks(memory, fork, copies, keep_replies, seen, skipped)).items():
             out.setdefault(deeper, set()).update(ids)
     return out
 
@@ -168,6 +204,8 @@ __all__ = [
     "fork_ids",
     "is_summary",
     "is_user_message",
+    "listed_ids",
+    "note",
     "quoted_entries",
     "summaries_over",
     "thread_entries",

@@ -54,7 +54,10 @@ class CascadeCounts:
     purged, trimmed or made stale; ``entities`` graph nodes deleted because no item is about them
     any more; ``facts`` and ``graph`` deleted or trimmed; ``vectors`` embeddings deleted;
     ``file_versions`` memory file versions redacted; ``files`` memory files deleted (their version
-    in front was redacted); ``playbook_rules`` rules taken out of a playbook.
+    in front was redacted); ``playbook_rules`` rules taken out of a playbook; ``skipped`` what
+    the cascade could not read or finish and went past, one sentence each (a thread's
+    ``memory_forks`` or ``memory_agent_ids`` holding something that is not an id, a SQLite WAL
+    that could not be emptied): empty when nothing was left aside.
     """
 
     entries: EntryCounts = field(default_factory=EntryCounts)
@@ -69,6 +72,7 @@ class CascadeCounts:
     file_versions: int = 0
     files: int = 0
     playbook_rules: int = 0
+    skipped: list[str] = field(default_factory=list)
 
     def dump(self) -> dict[str, Any]:
         """The counts as plain data (nested dicts of ints)."""
@@ -83,6 +87,7 @@ class CascadeCounts:
             mine, theirs = getattr(self, group), getattr(other, group)
             for key, value in asdict(theirs).items():
                 setattr(mine, key, getattr(mine, key) + value)
+        self.skipped.extend(s for s in other.skipped if s not in self.skipped)
 
 
 @dataclass(frozen=True)
@@ -120,10 +125,11 @@ def check_who(value: object) -> CascadeWho:
 class CascadePlan:
     """What a cascade would take, found without changing anything (a dry run): the ``threads``
     it would delete whole and, by thread, the ``entries`` it would delete or redact (replies and
-    copies in forks included)."""
+    copies in forks included); ``skipped`` what it could not read (as in :class:`CascadeCounts`)."""
 
     threads: list[str] = field(default_factory=list)
     entries: dict[str, list[str]] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
 
     @property
     def entry_count(self) -> int:

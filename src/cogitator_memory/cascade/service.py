@@ -20,7 +20,7 @@ from ..result import unwrap
 from ..threads import tree
 from ..threads.records import EVENT_TYPES, MEMORY_AGENTS_KEY, EntryRedaction, MemoryEntry, Thread
 from . import derived
-from .entries import follow_forks, summaries_over, thread_entries, with_replies
+from .entries import follow_forks, listed_ids, summaries_over, thread_entries, with_replies
 from .records import CascadeCounts, CascadePlan, CascadeWho, WhoInput, check_who
 from .users import UserThreads, find_user_threads, written_by
 
@@ -64,14 +64,10 @@ def _check_redaction(value: object) -> EntryRedaction:
         raise tree.validation_error("redaction", exc) from None
 
 
-def _agents_of(thread: Thread | None) -> list[str]:
+def _agents_of(thread: Thread | None, skipped: list[str]) -> list[str]:
     if thread is None:
         return []
-    out = [thread.agent_id]
-    extra = (thread.metadata or {}).get(MEMORY_AGENTS_KEY)
-    if isinstance(extra, list):
-        out.extend(a for a in extra if isinstance(a, str))
-    return out
+    return [thread.agent_id, *listed_ids(thread, MEMORY_AGENTS_KEY, skipped)]
 
 
 class MemoryCascade:
@@ -123,8 +119,11 @@ class MemoryCascade:
 
     # ----- what goes -----------------------------------------------------------------------
 
-    async def _targets(self, ids: Sequence[str], keep_replies: bool) -> tuple[dict[str, set[str]], dict[str, Thread]]:
-        """The entries to take by thread (replies and copies in forks included) and the threads read."""
+    async def _targets(
+        self, ids: Sequence[str], keep_replies: bool, skipped: list[str]
+    ) -> tuple[dict[str, set[str]], dict[str, Thread]]:
+        """The entries to take by thread (replies and copies in forks included) and the threads
+        read; what cannot be read is described in ``skipped``."""
         by_thread: dict[str, set[str]] = {}
         for entry_id in ids:
             entry = unwrap(await self.memory.get_entry(entry_id))
@@ -141,7 +140,8 @@ class MemoryCascade:
             entries = await thread_entries(self.memory, thread_id)
             taken = chosen if keep_replies else with_replies(entries, chosen)
             out.setdefault(thread_id, set()).update(taken)
-            for fork_id, copies in (await follow_forks(self.memory, thread, taken, keep_replies, seen)).items():
+            forks = await follow_forks(self.memory, thread, taken, keep_replies, seen, skipped)
+            for fork_id, copies in forks.items():
                 out.setdefault(fork_id, set()).update(copies)
         for thread_id in out:
             if thread_id not in threads:
@@ -152,8 +152,10 @@ class MemoryCascade:
 
     async def plan_entries(self, entry_ids: Sequence[str], *, keep_replies: bool = False) -> CascadePlan:
         """The entries :meth:`delete_entries` would take, by thread (nothing is changed)."""
-        targets, _ = await self._targets(_check_ids("entry_ids", entry_ids), keep_replies)
-        return CascadePlan(entries={t: sorted(ids) for t, ids in sorted(targets.items()) if ids})
+        plan = CascadePlan()
+        targets, _ = await self._targets(_check_ids("entry_ids", entry_ids), keep_replies, plan.skipped)
+        plan.entries = {t: sorted(ids) for t, ids in sorted(targets.items()) if ids}
+        return plan
 
     async def plan_thread(self, thread_id: str) -> CascadePlan:
         """The thread and the copies in its forks :meth:`delete_thread` would take."""
@@ -161,9 +163,11 @@ class MemoryCascade:
         thread = unwrap(await self.memory.get_thread(tid))
         if thread is None:
             return CascadePlan()
+        plan = CascadePlan(threads=[tid])
         ids = {e.id for e in await thread_entries(self.memory, tid)}
-        forks = await follow_forks(self.memory, thread, ids, False, {tid})
-        return CascadePlan(threads=[tid], entries={t: sorted(e) for t, e in sorted(forks.items()) if e})
+        forks = await follow_forks(self.memory, thread, ids, False, {tid}, plan.skipped)
+        plan.entries = {t: sorted(e) for t, e in sorted(forks.items()) if e}
+        return plan
 
     async def plan_user(self, user_id: str) -> CascadePlan:
         """The threads and the entries in threads of others :meth:`delete_user` would take."""
@@ -179,10 +183,10 @@ class MemoryCascade:
 
     # ----- derived memory ------------------------------------------------------------------
 
-    def _agents(self, who: CascadeWho, threads: Iterable[Thread | None]) -> list[str]:
+    def _agents(self, who: CascadeWho, threads: Iterable[Thread | None], skipped: list[str]) -> list[str]:
         out = list(who.agent_ids)
         for thread in threads:
-            out.extend(_agents_of(thread))
+            out.extend(_agents_of(thread, skipped))
         return list(dict.fromkeys(out))
 
     async def _sweep(
@@ -231,7 +235,7 @@ class MemoryCascade:
     ) -> None:
         """Delete or redact ``targets`` (entries by thread) after what stands on them."""
         reason = redaction.reason if redaction is not None else self.reason
-        agents = self._agents(who, threads.values())
+        agents = self._agents(who, threads.values(), counts.skipped)
         plan: dict[str, tuple[list[MemoryEntry], list[MemoryEntry]]] = {}
         everything: set[str] = set()
         for thread_id, ids in targets.items():
@@ -282,7 +286,7 @@ class MemoryCascade:
         ids = _check_ids("entry_ids", entry_ids)
         checked = check_who(who)
         counts = CascadeCounts()
-        targets, threads = await self._targets(ids, keep_replies)
+        targets, threads = await self._targets(ids, keep_replies, counts.skipped)
         await self._take(targets, threads, checked, "delete", None, counts)
         return counts
 
@@ -302,7 +306,7 @@ class MemoryCascade:
         if not callable(getattr(self.memory, "redact_entry", None)):
             raise InvalidArgumentError("memory", "must be able to redact entries (it has no redact_entry)")
         counts = CascadeCounts()
-        targets, threads = await self._targets(ids, keep_replies)
+        targets, threads = await self._targets(ids, keep_replies, counts.skipped)
         await self._take(targets, threads, checked, "redact", checked_redaction, counts)
         return counts
 
@@ -317,12 +321,12 @@ class MemoryCascade:
 
     async def _delete_thread(self, tid: str, who: CascadeWho, counts: CascadeCounts, *, graph: bool = True) -> None:
         thread = unwrap(await self.memory.get_thread(tid))
-        agents = self._agents(who, [thread])
+        agents = self._agents(who, [thread], counts.skipped)
         reason = self.reason
         ids: set[str] = set()
         if thread is not None:
             ids = {e.id for e in await thread_entries(self.memory, tid)}
-            forks = await follow_forks(self.memory, thread, ids, False, {tid})
+            forks = await follow_forks(self.memory, thread, ids, False, {tid}, counts.skipped)
             if forks:
                 fork_threads = {t: unwrap(await self.memory.get_thread(t)) for t in forks}
                 await self._take(
@@ -370,12 +374,12 @@ class MemoryCascade:
         checked = check_who(who)
         counts = CascadeCounts()
         found: UserThreads = await find_user_threads(self.memory, user)
-        agents = self._agents(checked, [*found.owned, *found.joined])
+        agents = self._agents(checked, [*found.owned, *found.joined], counts.skipped)
         for thread in found.joined:
             entries = await thread_entries(self.memory, thread.id)
             mine = {e.id for e in entries if written_by(e, user)}
             if mine:
-                targets, threads = await self._targets(sorted(mine), False)
+                targets, threads = await self._targets(sorted(mine), False, counts.skipped)
                 await self._take(targets, threads, checked, "delete", None, counts)
         who_all = CascadeWho(tuple(agents))
         # the graph is read once for every thread of the user (not once per thread), before and after
@@ -416,7 +420,7 @@ class MemoryCascade:
             return counts
         after = set(ids[ids.index(eid) + 1 :])
         if self.items is not None and after:
-            agents = self._agents(checked, [thread])
+            agents = self._agents(checked, [thread], counts.skipped)
             found = await derived.items_on_entries(self.items.adapter, agents, after)
             stale = [i.id for i in found if i.status != "stale" and derived.stands_only_on(i.evidence, after)]
             because = {"reason": "rewound", "thread_id": tid, "to_entry_id": eid, "at": when.isoformat()}

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from .. import clock
 from ..cascade import MemoryCascade
-from ..errors import MemoryStoreError, StoreUnavailableError
+from ..errors import InvalidArgumentError, MemoryStoreError, StoreUnavailableError
 from ..files.paths import OBSERVATIONS_DIRECTORY, PLAYBOOK_PATH
 from ..files.service import MemoryFiles
 from ..items.service import MemoryItems
@@ -456,6 +457,76 @@ async def case_a_refused_rewind_leaves_items(stores: CascadeStores) -> None:
     _check(unwrap(await stores.memory.get_items([item]))[0].status != "stale", "the item is as it was")
     _check(unwrap(await stores.memory.get_thread(t)).active_leaf_id == b, "the thread did not move")
     _check((await _cascade(stores).rewind(t, a)).items.stale == 1, "a rewind on the branch marks it")
+
+
+# --- someone else's bad data -----------------------------------------------------------------------
+
+#: Values that are not ids (empty, a tab, over 256 characters), as a thread's metadata may hold
+#: them from before its writes were checked.
+NOT_IDS: tuple[str, ...] = ("", "\t", "x" * 300)
+
+
+async def _refused(call: Awaitable[Any], argument: str) -> None:
+    try:
+        unwrap(await call)
+    except InvalidArgumentError as exc:
+        _check(f"'{argument}'" in str(exc), f"the error names {argument}: {exc}")
+    else:
+        raise AssertionError(f"a write of {argument} that is not an id is refused")
+
+
+@_case()
+async def case_bad_ids_of_others_do_not_stop_erasure(stores: CascadeStores) -> None:
+    memory = stores.memory
+    # the keys the package reads are checked when written, the error naming the key
+    for bad in NOT_IDS:
+        for key in ("memory_forks", "memory_agent_ids", "memory_user_ids"):
+            await _refused(memory.create_thread(AGENT, {key: ["fine", bad]}), f"metadata.{key}[1]")
+        await _refused(memory.create_thread(AGENT, {"user_id": bad}), "metadata.user_id")
+    await _refused(memory.create_thread(AGENT, {"memory_forks": "one"}), "metadata.memory_forks")
+    ana = await _thread(stores, "ana")
+    await _say(stores, ana, "user", "Ana's own words.", metadata={"user_id": "ana"})
+    await _refused(memory.update_thread(ana, {"memory_agent_ids": [NOT_IDS[0]]}), "metadata.memory_agent_ids[0]")
+    # Bo's thread lists Ana and holds ids that are not ids, written past the check (an older
+    # version, a hand edit): the store's own write primitive, when it has one
+    bo = await _thread(stores, "bo", memory_user_ids=["ana"], memory_agent_ids=["helper"])
+    kept = await _say(stores, bo, "user", "Bo's own words.", metadata={"user_id": "bo"})
+    said = await _say(stores, bo, "user", "Ana wrote this in Bo's thread.", metadata={"user_id": "ana"})
+    helper = MemoryItems(adapter=memory)
+    derived_item = await helper.add(
+        {
+            "kind": "fact",
+            "subject": "ana",
+            "attribute": "wrote",
+            "value": "in Bo's thread",
+            "evidence": [{"entry_id": said, "thread_id": bo, "quote": "in Bo's thread"}],
+            "trust": "user",
+            "scope": {"agent_id": "helper"},
+        }
+    )
+    write = getattr(memory, "_upsert_thread", None)
+    if not callable(write):
+        return  # a store without the primitive cannot hold such data through its calls
+    planted = {"memory_forks": [*NOT_IDS, 7], "memory_agent_ids": [*NOT_IDS, "helper"]}
+    await write(bo, AGENT, planted, clock.now())
+    _check(unwrap(await memory.get_thread(bo)).metadata["memory_forks"][0] == "", "the bad ids are stored")
+
+    plan = await _cascade(stores).plan_user("ana")
+    _check(plan.threads == [ana] and plan.entries == {bo: [said]}, f"the dry run goes past them: {plan}")
+    counts = await _cascade(stores).delete_user("ana")
+    _check(counts.threads == 1 and counts.entries.deleted == 2, f"Ana's thread and her message go: {counts}")
+    _check(unwrap(await memory.get_thread(ana)) is None, "Ana's thread is gone")
+    left = [e.id for e in unwrap(await memory.get_entries(bo))]
+    _check(left == [kept], f"Bo keeps his own message, Ana's goes: {left}")
+    _check(not await _exists(stores, derived_item.id), "the agents listed beside the bad ids are still searched")
+    skipped = " ".join(counts.skipped)
+    for key in ("memory_forks", "memory_agent_ids"):
+        _check(f"thread {bo}: metadata.{key}[0]" in skipped, f"the counts say what was skipped ({key}): {skipped}")
+    _check(len(counts.skipped) == 7, f"each unreadable id is reported once: {counts.skipped}")
+    _check("x" * 300 not in skipped, "the report does not repeat the bad values")
+    # the other erasures go past them too
+    counts = await _cascade(stores).delete_thread(bo)
+    _check(counts.threads == 1 and len(counts.skipped) == 7, f"Bo's thread goes: {counts}")
 
 
 __all__ = ["AGENT", "DIMENSIONS", "CascadeCase", "CascadeStores", "cascade_cases"]

@@ -317,11 +317,13 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
         self, agent_id: str, metadata: dict[str, Any] | None = None, thread_id: str | None = None
     ) -> MemoryResult[Thread]:
         """Create a thread of ``agent_id``. With the id of an existing thread it is an upsert: the
-        entries, agent and ``created_at`` stay and ``metadata`` is merged into the thread's."""
+        entries, agent and ``created_at`` stay and ``metadata`` is merged into the thread's. The
+        keys the package reads itself are checked (:func:`~.tree.check_thread_metadata`:
+        ``user_id`` an id; ``memory_user_ids``, ``memory_agent_ids``, ``memory_forks`` lists of ids)."""
         try:
             self._require_connected()
             agent = tree.check_id("agent_id", agent_id)
-            meta = tree.check_metadata("metadata", metadata)
+            meta = tree.check_thread_metadata("metadata", metadata)
             tid = tree.check_optional_id("thread_id", thread_id) or make_thread_id()
             return ok(await self._upsert_thread(tid, agent, meta, clock.now()))
         except Exception as exc:
@@ -345,7 +347,7 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
             tid = tree.check_id("thread_id", thread_id)
             if metadata is None:
                 raise InvalidArgumentError("metadata", "must be a dict")
-            meta = tree.check_metadata("metadata", metadata)
+            meta = tree.check_thread_metadata("metadata", metadata)
             thread = await self._update_thread(tid, meta, bool(replace), clock.now())
             if thread is None:
                 raise NotFoundError(f"thread not found: {tid}")

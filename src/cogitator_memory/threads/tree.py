@@ -27,7 +27,10 @@ from .records import (
     FORK_OF_KEY,
     FORKED_FROM_KEY,
     FORKS_KEY,
+    MEMORY_AGENTS_KEY,
+    MEMORY_USERS_KEY,
     REDACTED_KEY,
+    USER_ID_KEY,
     CompactionEvent,
     EntryRedaction,
     EventPayload,
@@ -83,6 +86,32 @@ def check_metadata(name: str, value: object) -> dict[str, Any]:
             raise InvalidArgumentError(name, f"keys must be strings, got {key!r}")
     copied: dict[str, Any] = values.json_copy(name, dict(value))
     return copied
+
+
+#: Thread metadata keys the package reads as an id (``None`` passes: no one).
+THREAD_ID_KEYS: tuple[str, ...] = (USER_ID_KEY,)
+#: Thread metadata keys the package reads as a list of ids (``None`` passes: none).
+THREAD_ID_LIST_KEYS: tuple[str, ...] = (MEMORY_USERS_KEY, MEMORY_AGENTS_KEY, FORKS_KEY)
+
+
+def check_thread_metadata(name: str, value: object) -> dict[str, Any]:
+    """A thread's metadata as :func:`check_metadata` has it, with the keys the package reads
+    itself checked: ``user_id`` an id, ``memory_user_ids``, ``memory_agent_ids`` and
+    ``memory_forks`` lists of ids (:func:`check_id`); the error names the key
+    (``metadata.memory_forks[0]``)."""
+    meta = check_metadata(name, value)
+    for key in THREAD_ID_KEYS:
+        if meta.get(key) is not None:
+            check_id(f"{name}.{key}", meta[key])
+    for key in THREAD_ID_LIST_KEYS:
+        listed = meta.get(key)
+        if listed is None:
+            continue
+        if not isinstance(listed, list):
+            raise InvalidArgumentError(f"{name}.{key}", f"must be a list of ids, got {type(listed).__name__}")
+        for i, one in enumerate(listed):
+            check_id(f"{name}.{key}[{i}]", one)
+    return meta
 
 
 def check_limit(name: str, value: object, *, allow_zero: bool = True) -> int:
