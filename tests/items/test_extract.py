@@ -314,7 +314,7 @@ async def test_quotes_not_in_their_entry_never_make_an_item_active(world: World)
             item("Lisbon", (1, "We moved to Lisbon")),  # not there
             item("porto", (1, "we moved to porto"), attribute="home"),  # case counts
             item("jazz", (2, "I adore jazz"), (1, "I hate Porto"), attribute=None, kind="preference"),
-            item("Porto kids", (1, "with the kids"), (2, "I adore jazz"), attribute="kids"),
+            item("kids and jazz", (1, "with the kids"), (2, "I adore jazz"), attribute="kids"),
         )
     )
     report = await world.extract()
@@ -328,11 +328,11 @@ async def test_quotes_not_in_their_entry_never_make_an_item_active(world: World)
     assert (by_value["porto"].status, by_value["porto"].verified) == ("suggested", False)
     # one quote holds, one does not: the user's words, but not verified
     assert (by_value["jazz"].status, by_value["jazz"].verified, by_value["jazz"].trust) == ("suggested", False, "user")
-    assert by_value["Porto kids"].status == "active"
+    assert by_value["kids and jazz"].status == "active"
     stats = report.windows[0]
     assert (stats.quotes_verified, stats.quotes_rejected) == (4, 3)
     assert report.quotes_verified == 4 and report.quotes_rejected == 3
-    assert {i.value for i in await world.items.query(ANA)} == {"Porto", "Porto kids"}
+    assert {i.value for i in await world.items.query(ANA)} == {"Porto", "kids and jazz"}
 
 
 # ----- trust -------------------------------------------------------------------------------------
@@ -574,7 +574,7 @@ async def test_a_quote_from_a_part_holds_against_its_whole_entry(world: World) -
     whole = await world.say(long_text)
     world.answer(
         lambda chat: (
-            array(item("harbour", (1, "Sentence 20 of a long story"), attribute=None))
+            array(item("harbour", (1, "Sentence 20 of a long story about the harbour"), attribute=None))
             if "Sentence 20 " in shown(chat)[1]
             else "[]"
         )

@@ -65,11 +65,12 @@ def default_partitions(strategy: ContextStrategy = "recent") -> dict[ContextPart
 @dataclass(slots=True)
 class Fit:
     """What a fitter kept (blocks in the order they are to be sent), what it left out and why,
-    and the tokens it used."""
+    the tokens it used, and warnings for the build (in :attr:`Assembly.warnings`)."""
 
     kept: list[ContextBlock] = field(default_factory=list)
     dropped: list[tuple[ContextBlock, DropReason]] = field(default_factory=list)
     used: int = 0
+    warnings: list[str] = field(default_factory=list)
 
 
 Fitter = Callable[[Sequence[ContextBlock], int], Fit]
@@ -207,6 +208,7 @@ class ContextAssembler:
             spent = fit.used + (extra if fit.kept else 0)
             out.kept[partition] = fit.kept
             out.dropped.extend(fit.dropped)
+            out.warnings.extend(w for w in fit.warnings if w not in out.warnings)
             out.rooms[partition] = room
             if fit.kept or spent:
                 out.tokens[partition] = spent

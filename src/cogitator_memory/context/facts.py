@@ -14,11 +14,16 @@ knew them then:
   sees, not stale), when it differs; a value that ended on its own before (memory let it go, a
   fact expired) held no longer, so nothing is shown for it;
 - a fact written through the ``FactAdapter`` is sent as its content, a core fact as
-  ``key: value``, any other item as ``subject (attribute): value``.
+  ``key: value``, any other item as ``subject (attribute): value``;
+- every line is framed as data (:func:`~cogitator_memory.facts.prompt.prompt_line`: one line,
+  control characters and headings neutralised, at most
+  :data:`~cogitator_memory.facts.prompt.MAX_PROMPT_LINE_CHARS` characters); the fact in
+  ``BuiltContext.facts`` keeps the text as stored.
 
 A ``fact_adapter`` that keeps no items (any object with an async ``get_facts``, the
 :class:`~cogitator_memory.context.FactSource` protocol) is read as well, its facts sent as their
-``content`` in its order after the items' (a fact whose id an item already has is not repeated).
+``content`` in its order after the items' (a fact whose id an item already has is not repeated),
+framed the same way.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
 from ..facts.core import core_key
+from ..facts.prompt import prompt_line
 from ..items import rules
 from ..items.base import MemoryItemAdapter, is_memory_item_adapter
 from ..items.facts import Fact, fact_of, reading_time
@@ -233,7 +239,7 @@ async def read_fact_lines(
             text = item_text(item)
             if before is not None:
                 text += f" (previously: {before.value})"
-            lines.append(FactLine(text, item.id, item_fact(item)))
+            lines.append(FactLine(prompt_line(text), item.id, item_fact(item)))
     source: Any = deps.fact_adapter
     read = adapter is not None and (source is adapter or getattr(source, "adapter", None) is adapter)
     if source is not None and not read:
@@ -247,7 +253,9 @@ async def read_fact_lines(
             source_id = str(getattr(fact, "id", "")) or None
             if source_id is not None and source_id in seen:
                 continue
-            lines.append(FactLine(content, source_id, fact))
+            line = prompt_line(content)
+            if line:
+                lines.append(FactLine(line, source_id, fact))
     return lines
 
 

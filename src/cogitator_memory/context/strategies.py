@@ -6,8 +6,9 @@ they get the history blocks in conversation order and the room of the ``recent``
 - :func:`fit_recent` keeps the newest entries as one unbroken run back from the newest. A tool
   result too large for the room left stays as a short note in its place and the run goes on;
   any other entry that does not fit ends the run. When the run is cut, it starts at a user
-  message, so a reply never appears without the message it answers (a run holding no user
-  message at all, as in a long tool loop, starts at its first message that is not a tool result).
+  message, so a reply never appears without the message it answers: both or neither. A cut run
+  holding no user message at all (the newest user message alone is over the room, or a tool loop
+  is longer than the room) keeps nothing, and says so in a warning.
 - :func:`fit_relevant` ranks units (an entry, or an assistant's tool calls with their results) by
   their similarity to the input, keeps the best that fit and returns them in conversation order.
 """
@@ -34,14 +35,12 @@ def _is_user(block: ContextBlock) -> bool:
     return isinstance(first, MemoryEntry) and first.message is not None and first.message.role == "user"
 
 
-def _is_tool(block: ContextBlock) -> bool:
-    return isinstance(block.item, MemoryEntry) and is_tool_result(block.item)
-
-
 def fit_recent(blocks: Sequence[ContextBlock], room: int, *, complete: bool, counter: TokenCache) -> Fit:
     """The unbroken run of the newest blocks that fits ``room`` (blocks in conversation order,
     each holding one entry). ``complete`` says the blocks reach the start of the history; when
-    they do not, the run is treated as cut even if every block fits."""
+    they do not, the run is treated as cut even if every block fits. A cut run starts at its
+    first user message; without one it keeps nothing (a reply never goes without the message
+    it answers) and the fit carries a warning."""
     fit = Fit()
     kept_rev: list[ContextBlock] = []
     left = max(0, room)
@@ -73,9 +72,14 @@ def fit_recent(blocks: Sequence[ContextBlock], room: int, *, complete: bool, cou
         fit.dropped.append((block, "oversized" if block.tokens > room else "budget"))
     kept = kept_rev[::-1]
     if cut and kept:
-        start = next((j for j, b in enumerate(kept) if _is_user(b)), None)
-        if start is None:
-            start = next((j for j, b in enumerate(kept) if not _is_tool(b)), len(kept))
+        start = next((j for j, b in enumerate(kept) if _is_user(b)), len(kept))
+        if start == len(kept):
+            asked = next((b for b in reversed(blocks[: i + 1]) if _is_user(b)), None)
+            what = f"the user message it answers ({asked.tokens} tokens)" if asked is not None else "its user message"
+            fit.warnings.append(
+                f"the history left out {len(kept)} newer entries: {what} does not fit the room of {room} tokens,"
+                " and a reply is never sent without it"
+            )
         for block in kept[:start]:
             fit.dropped.append((block, "budget"))
         kept = kept[start:]

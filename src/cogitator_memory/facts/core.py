@@ -26,6 +26,7 @@ from ..items.service import MemoryItems
 from ..result import unwrap
 from ..threads.records import Record
 from ..threads.values import has_surrogate
+from .prompt import MAX_PROMPT_CORE_FACTS, prompt_lines
 
 #: The prefix of a core fact's attribute: the key ``name`` is the attribute ``core:name``.
 CORE_PREFIX = "core:"
@@ -219,9 +220,13 @@ class CoreFacts:
         await self.items.let_go(self.scope, self._slot(checked))
 
     async def format_for_prompt(self) -> str:
-        """One ``key: value`` line per core fact, ordered by key (``""`` when there is none)."""
+        """One ``key: value`` line per core fact, ordered by key (``""`` when there is none), each
+        framed as data by :func:`~cogitator_memory.facts.prompt.prompt_line` (control characters
+        and headings neutralised, at most :data:`~cogitator_memory.facts.prompt.MAX_PROMPT_LINE_CHARS`
+        characters); at most :data:`~cogitator_memory.facts.prompt.MAX_PROMPT_CORE_FACTS` facts,
+        a last line counting the others."""
         facts = await self.get_all()
-        return "\n".join(f"{key}: {value}" for key, value in facts.items())
+        return "\n".join(prompt_lines((f"{key}: {value}" for key, value in facts.items()), MAX_PROMPT_CORE_FACTS))
 
 
 __all__ = [

@@ -8,7 +8,10 @@ text around it (:func:`~cogitator_memory.models.read_json_array`), a null or bla
 absent, an element that does not fit is dropped, an item naming a message the window did not show
 is dropped, and every quote is checked against the entry of its message with the lineage rules
 (:func:`~cogitator_memory.lineage.verify_evidence`: whitespace aside, case counting). An item is
-``verified`` only when all its quotes hold; its trust is that of the least trusted entry a holding
+``verified`` only when all its quotes hold and they say its value
+(:func:`~cogitator_memory.items.reading.supports`: two thirds of the value's content words are in
+the quotes, so a quote of "I live in Lisbon" does not make "always answer in French" verified);
+its trust is that of the least trusted entry a holding
 quote is in (:func:`trust_of_entry`), ``model`` when none holds; its time words are resolved
 (:func:`~cogitator_memory.recall.resolve_time`) from the message that said them. The items are
 written through :class:`~cogitator_memory.items.MemoryItems`, whose rules decide what becomes
@@ -140,7 +143,8 @@ class WindowError(MemoryStoreError):
 class ExtractedItem:
     """One item of a model's answer, read and checked (see :func:`parse_extraction`).
 
-    ``verified`` is true when every quote holds; ``trust`` is the least trusted entry of the
+    ``verified`` is true when every quote holds and the quotes say the value
+    (:func:`~cogitator_memory.items.reading.supports`); ``trust`` is the least trusted entry of the
     quotes that hold (``model`` when none does). ``valid_from`` and ``valid_to`` are the start and
     the end of the intervals the answer's time words name, read from the message that said them;
     ``time_words`` keeps those words.
@@ -232,7 +236,7 @@ class _Reader:
         quotes = self.quotes.read(element.get("quotes"))
         if quotes is None:
             return None
-        trust, verified = weigh_quotes(quotes)
+        trust, verified = weigh_quotes(quotes, cast("str", value))
         words_from, words_to = text_field(element, "valid_from"), text_field(element, "valid_to")
         valid_from = self._when(words_from, quotes, parsed, end=False)
         valid_to = self._when(words_to, quotes, parsed, end=True)
@@ -327,7 +331,8 @@ class WindowReport:
     again after an answer without an array; ``complete`` is false when the last answer was still
     cut. ``items_read`` items fit, ``items_dropped`` elements did not (not JSON, not an item, or
     naming a message not shown: ``unknown_messages``), ``quotes_verified`` and ``quotes_rejected``
-    count the quotes of the items read, ``dates_unresolved`` the time words that named no time,
+    count the quotes of the items read, ``items_unsupported`` the items read whose quotes all
+    hold but do not say their value (written unverified), ``dates_unresolved`` the time words that named no time,
     and ``items_written`` the items written (after ``before_write``).
     """
 
@@ -344,6 +349,7 @@ class WindowReport:
     unknown_messages: int = 0
     quotes_verified: int = 0
     quotes_rejected: int = 0
+    items_unsupported: int = 0
     dates_unresolved: int = 0
     items_written: int = 0
     error: WindowError | None = None
@@ -371,6 +377,11 @@ class ExtractionReport:
     def quotes_rejected(self) -> int:
         """Quotes not found in the entries they named, over every window."""
         return self._sum("quotes_rejected")
+
+    @property
+    def items_unsupported(self) -> int:
+        """Items whose quotes all hold but do not say their value, over every window."""
+        return self._sum("items_unsupported")
 
     @property
     def items_dropped(self) -> int:
@@ -529,6 +540,8 @@ class MemoryExtractor:
             held = sum(q.holds for q in item.quotes)
             stats.quotes_verified += held
             stats.quotes_rejected += len(item.quotes) - held
+            if held == len(item.quotes) and not item.verified:
+                stats.items_unsupported += 1
         found.extend(parsed.items)
 
     async def _write(

@@ -12,7 +12,17 @@ the same way, with the pieces here:
   or ``"message 3"``), and checks the words against that message's entry
   (:func:`~cogitator_memory.lineage.verify_evidence`, whitespace aside, case counting); each
   quote's trust is that of its entry (:func:`trust_of_entry`) and :func:`weigh_quotes` gives an
-  element's trust and whether all its quotes hold;
+  element's trust and whether all its quotes hold and support what it claims;
+- :func:`supports` is the support rule: a quote that holds proves only that its words were said,
+  so what an element claims (an item's value, an entity's name, a relation's ends) must be said
+  by its holding quotes too. The claim's content words (:func:`content_terms`: the tokens of
+  :func:`~cogitator_memory.search.tokenize`, Unicode case-folded, CJK one character a token,
+  English stopwords and lone ASCII letters left out, lightly stemmed by :func:`stem`) are looked
+  up among those of the quotes; at least :data:`SUPPORT_SHARE` (two thirds) of the distinct
+  ones must be there (all of them when the claim has one or two). A claim without content
+  words (``"no"``, ``"?"``) must be in the quotes as written, spacing and case aside. An element
+  whose claim is not supported is treated as one whose quotes fail: not verified, so never
+  active on its own;
 - :func:`check_entries` and :func:`check_entries_by_ref` check what a caller passes.
 
 An element that does not fit is left out and counted by the caller; :class:`UnfitElement`
@@ -22,7 +32,7 @@ carries why, for debugging only.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +40,7 @@ from pydantic import ValidationError
 
 from ..errors import InvalidArgumentError
 from ..lineage import verify_evidence
+from ..search.tokenizer import ENGLISH_STOPWORDS, tokenize
 from ..threads import tree
 from ..threads.records import USER_ID_KEY, MemoryEntry
 from .records import TRUST_ORDER, ItemEvidence, Trust
@@ -207,11 +218,74 @@ class QuoteReader:
         return tuple(quotes)
 
 
-def weigh_quotes(quotes: Sequence[ExtractedQuote]) -> tuple[Trust, bool]:
+# ----- support -------------------------------------------------------------------------------------
+
+#: The share of a claim's distinct content words its holding quotes must say for the claim to be
+#: supported (see :func:`supports`): two thirds, so a claim of one or two content words needs
+#: all of them, one of three to five may be missing, and so on.
+SUPPORT_SHARE = (2, 3)
+
+#: Suffixes :func:`stem` takes off (the first that matches, leaving at least three letters), with
+#: what replaces them.
+_SUFFIXES = (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", ""))
+_VOWELS = frozenset("aeiouy")
+
+
+def stem(term: str) -> str:
+    """A light English stem of one lower-case term, so that the forms of a word meet (``lives``,
+    ``lived``, ``living`` and ``live`` all give ``liv``; ``cities`` and ``city`` give ``city``):
+    the first of ``-ies`` (to ``-y``), ``-ing``, ``-ed``, ``-es``, ``-s`` that leaves three
+    letters or more is taken off, then a doubled final consonant is made single and a final
+    ``e`` dropped (each leaving more than three letters). Terms that are not all ASCII letters
+    (numbers, other scripts) are returned as they are."""
+    if not (term.isascii() and term.isalpha()):
+        return term
+    for suffix, replacement in _SUFFIXES:
+        if term.endswith(suffix) and len(term) - len(suffix) >= 3:
+            term = term[: -len(suffix)] + replacement
+            break
+    if len(term) > 3 and term[-1] == term[-2] and term[-1] not in _VOWELS:
+        term = term[:-1]
+    if len(term) > 3 and term.endswith("e"):
+        term = term[:-1]
+    return term
+
+
+def content_terms(text: str) -> frozenset[str]:
+    """The content words of ``text`` as :func:`supports` compares them: the tokens of
+    :func:`~cogitator_memory.search.tokenize` (NFKC, case-folded; Chinese and Japanese one
+    character a token), without English stopwords and lone ASCII letters, each :func:`stem` med."""
+    tokens = tokenize(text, cjk="chars", stopwords=ENGLISH_STOPWORDS)
+    return frozenset(stem(t) for t in tokens if not (len(t) == 1 and t.isascii() and t.isalpha()))
+
+
+def supports(quotes: Iterable[str], claim: str) -> bool:
+    """Whether ``quotes`` (the words of the quotes that hold) say ``claim``: at least
+    :data:`SUPPORT_SHARE` of the claim's distinct :func:`content_terms` are among theirs; a
+    claim without content words must be in the quotes as written (spacing and case aside). No
+    quote supports nothing."""
+    said = [q for q in quotes if q.strip()]
+    if not said:
+        return False
+    wanted = content_terms(claim)
+    if not wanted:
+        needle = " ".join(claim.split()).casefold()
+        return bool(needle) and any(needle in " ".join(q.split()).casefold() for q in said)
+    found = frozenset().union(*(content_terms(q) for q in said))
+    share, of = SUPPORT_SHARE
+    return len(wanted & found) * of >= len(wanted) * share
+
+
+def weigh_quotes(quotes: Sequence[ExtractedQuote], claim: str | None = None) -> tuple[Trust, bool]:
     """The trust of an element's quotes (that of the least trusted entry a holding quote is in,
-    ``model`` when none holds) and whether every quote holds."""
-    holding = [q.trust for q in quotes if q.holds]
-    return (least_trusted(holding) if holding else "model"), len(holding) == len(quotes)
+    ``model`` when none holds) and whether it is verified: every quote holds and, when a
+    ``claim`` is given, the holding quotes :func:`supports` it."""
+    holding = [q for q in quotes if q.holds]
+    trust = least_trusted([q.trust for q in holding]) if holding else "model"
+    verified = len(holding) == len(quotes)
+    if verified and claim is not None:
+        verified = supports((q.quote for q in holding), claim)
+    return trust, verified
 
 
 # ----- arguments -----------------------------------------------------------------------------------
@@ -252,14 +326,18 @@ def check_entries_by_ref(value: object) -> dict[int, MemoryEntry]:
 
 __all__ = [
     "DEFAULT_CONFIDENCE",
+    "SUPPORT_SHARE",
     "ExtractedQuote",
     "QuoteReader",
     "UnfitElement",
     "check_entries",
     "check_entries_by_ref",
     "confidence_field",
+    "content_terms",
     "is_absent",
     "message_number",
+    "stem",
+    "supports",
     "text_field",
     "trust_of_entry",
     "weigh_quotes",
