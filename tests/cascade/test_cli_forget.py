@@ -75,6 +75,7 @@ def test_dry_run_lists_and_changes_nothing(capsys: pytest.CaptureFixture[str], t
         "dry_run": True,
         "threads": [],
         "entries": {"thread_ana": sorted([ids["said"], ids["reply"]])},
+        "skipped": [],
     }
     code, out, _ = cli(capsys, "forget", "user", "ana", "--db", str(db), "--dry-run")
     assert code == 0 and "thread thread_ana (whole)" in out and "Nothing was changed." in out and "thread_bo" not in out

@@ -2,9 +2,9 @@
 SQLiteEmbeddingAdapter on the same file.
 
 The raw data is the database file and its WAL, read as bytes. SQLite leaves deleted rows in
-free pages and old page images in the WAL, so the forgetting cases run the engine's own means,
-as docs/cascade.md tells: ``PRAGMA secure_delete = ON`` on the connection (freed cells and pages
-are overwritten with zeros) and a checkpoint that truncates the WAL.
+free pages and old page images in the WAL; the cascade itself turns ``PRAGMA secure_delete``
+on and checkpoints the WAL (``cascade/scrub.py``), so the stores here are left as they open,
+and nothing settles them before the scan.
 """
 
 from __future__ import annotations
@@ -21,19 +21,14 @@ from cogitator_memory.testing.cascade import DIMENSIONS, CascadeCase, CascadeSto
 @pytest.fixture
 async def stores(tmp_path: Path) -> AsyncIterator[CascadeStores]:
     path = tmp_path / "memory.db"
-    async with SQLiteAdapter(path=str(path)) as memory:
-        memory.connection.execute("PRAGMA secure_delete = ON")
-        async with SQLiteEmbeddingAdapter(store=memory, dimensions=DIMENSIONS) as vectors:
+    memory = SQLiteAdapter(path=str(path))
+    async with memory, SQLiteEmbeddingAdapter(store=memory, dimensions=DIMENSIONS) as vectors:
 
-            async def settle() -> None:
-                db = memory.connection
-                db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        async def raw() -> bytes:
+            files = [path, path.with_name(path.name + "-wal")]
+            return b"".join(f.read_bytes() for f in files if f.exists())
 
-            async def raw() -> bytes:
-                files = [path, path.with_name(path.name + "-wal")]
-                return b"".join(f.read_bytes() for f in files if f.exists())
-
-            yield CascadeStores(memory=memory, embeddings=vectors, graph=memory, raw=raw, settle=settle)
+        yield CascadeStores(memory=memory, embeddings=vectors, graph=memory, raw=raw)
 
 
 @pytest.mark.parametrize("case", cascade_cases(), ids=str)
@@ -41,21 +36,36 @@ async def test_cascade(case: CascadeCase, stores: CascadeStores) -> None:
     await case.run(stores)
 
 
-async def test_without_secure_delete_the_file_keeps_old_bytes(tmp_path: Path) -> None:
-    """Why the forgetting cases turn secure_delete on: without it the deleted text stays in the file."""
-    path = tmp_path / "plain.db"
-    async with SQLiteAdapter(path=str(path)) as memory:
-        memory.connection.execute("PRAGMA secure_delete = OFF")
-        stores = CascadeStores(memory=memory)
-        from cogitator_memory import unwrap
-        from cogitator_memory.cascade import MemoryCascade
+async def test_the_cascade_clears_the_file_a_plain_delete_leaves(tmp_path: Path) -> None:
+    """Why the cascade turns secure_delete on and checkpoints the WAL itself: a plain delete on a
+    connection without it leaves the text in the file; the cascade, on the same kind of
+    connection, leaves none (in the file or its WAL) and keeps what stays."""
+    from cogitator_memory import unwrap
+    from cogitator_memory.cascade import MemoryCascade
 
-        unwrap(await memory.create_thread("assistant", {"user_id": "zed"}, "thread_zed"))
-        unwrap(
-            await memory.add_entry(
-                {"thread_id": "thread_zed", "message": {"role": "user", "content": "ZEDSECRET42 " * 40}}
-            )
-        )
-        await MemoryCascade(memory=stores.memory).delete_user("zed")
+    async def seed(memory: SQLiteAdapter, user: str, secret: str) -> None:
+        unwrap(await memory.create_thread("assistant", {"user_id": user}, f"thread_{user}"))
+        message = {"role": "user", "content": f"{secret} " * 40}
+        unwrap(await memory.add_entry({"thread_id": f"thread_{user}", "message": message}))
+
+    def raw(path: Path) -> bytes:
+        return b"".join(f.read_bytes() for f in (path, path.with_name(path.name + "-wal")) if f.exists())
+
+    plain = tmp_path / "plain.db"
+    async with SQLiteAdapter(path=str(plain)) as memory:
+        memory.connection.execute("PRAGMA secure_delete = OFF")
+        await seed(memory, "zed", "ZEDSECRET42")
+        unwrap(await memory.delete_thread("thread_zed"))
         memory.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        assert b"ZEDSECRET42" in path.read_bytes()
+        assert b"ZEDSECRET42" in raw(plain)
+
+    cleared = tmp_path / "cleared.db"
+    async with SQLiteAdapter(path=str(cleared)) as memory:
+        memory.connection.execute("PRAGMA secure_delete = OFF")
+        await seed(memory, "zed", "ZEDSECRET42")
+        await seed(memory, "amy", "AMYSTAYS77")
+        counts = await MemoryCascade(memory=memory).delete_user("zed")
+        assert counts.threads == 1 and counts.skipped == []
+        data = raw(cleared)
+        assert b"ZEDSECRET42" not in data and b"AMYSTAYS77" in data
+        assert memory.connection.execute("PRAGMA secure_delete").fetchone()[0] == 1

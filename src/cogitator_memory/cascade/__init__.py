@@ -3,7 +3,8 @@ them (summaries, items, facts, graph, vectors, memory files, observations and pl
 
 :mod:`.service` holds :class:`MemoryCascade`, :mod:`.entries` finds the entries that go
 (replies, copies in forks, summaries over them), :mod:`.derived` takes the derived memory,
-:mod:`.users` finds a user's threads, :mod:`.records` the counts. See ``docs/cascade.md``.
+:mod:`.users` finds a user's threads, :mod:`.records` the counts, :mod:`.scrub` clears the
+bytes a SQLite file keeps of what went. See ``docs/cascade.md``.
 """
 
 from .records import (

@@ -3,6 +3,7 @@ from them, in every store it is given. See ``docs/cascade.md``."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
@@ -11,6 +12,7 @@ from pydantic import ValidationError
 
 from .. import clock as package_clock
 from ..errors import InvalidArgumentError
+from ..facts.core import DEFAULT_CORE_SCOPE
 from ..files.base import is_memory_file_adapter
 from ..files.service import MemoryFiles
 from ..items.base import is_memory_item_adapter
@@ -19,12 +21,15 @@ from ..items.service import MemoryItems
 from ..result import unwrap
 from ..threads import tree
 from ..threads.records import EVENT_TYPES, MEMORY_AGENTS_KEY, EntryRedaction, MemoryEntry, Thread
-from . import derived
+from . import derived, scrub
 from .entries import follow_forks, listed_ids, summaries_over, thread_entries, with_replies
 from .records import CascadeCounts, CascadePlan, CascadeWho, WhoInput, check_who
 from .users import UserThreads, find_user_threads, written_by
 
 Mode = Literal["delete", "redact"]
+#: The agent a user's core facts are kept under (:data:`~cogitator_memory.facts.core.DEFAULT_CORE_SCOPE`):
+#: :meth:`MemoryCascade.delete_user` always goes through it.
+CORE_AGENT = DEFAULT_CORE_SCOPE["agent_id"]
 
 
 def _items_service(value: object, name: str) -> MemoryItems | None:
@@ -81,7 +86,10 @@ class MemoryCascade:
     vector store. Each call returns :class:`CascadeCounts` and raises the store's error when one
     fails; derived memory goes before the entries it stands on, so the same call made again
     finishes the work. ``who`` (``{"agent_ids": [...]}``) names the agents whose derived memory
-    to go through, beyond those of the threads touched.
+    to go through, beyond those of the threads touched. Every erasing call clears the bytes of
+    the SQLite files the stores keep (:mod:`.scrub`), and goes past what it cannot read of the
+    threads it meets (``CascadeCounts.skipped``); :meth:`delete_user` is the one routine every
+    surface forgets a user through.
     """
 
     def __init__(
@@ -278,6 +286,15 @@ class MemoryCascade:
 
     # ----- public calls --------------------------------------------------------------------
 
+    def _erasing(self) -> list[sqlite3.Connection]:
+        """Before an erasing call: ``secure_delete`` on every SQLite file the stores keep (see
+        :mod:`.scrub`); the connections to checkpoint after it."""
+        services = (self.items, self.facts, self.files)
+        stores = [self.memory, self.graph, self.embeddings, *(s.adapter for s in services if s is not None)]
+        connections = scrub.sqlite_connections(stores)
+        scrub.secure_delete(connections)
+        return connections
+
     async def delete_entries(
         self, entry_ids: Sequence[str], who: WhoInput = None, *, keep_replies: bool = False
     ) -> CascadeCounts:
@@ -286,8 +303,10 @@ class MemoryCascade:
         ids = _check_ids("entry_ids", entry_ids)
         checked = check_who(who)
         counts = CascadeCounts()
+        erasing = self._erasing()
         targets, threads = await self._targets(ids, keep_replies, counts.skipped)
         await self._take(targets, threads, checked, "delete", None, counts)
+        scrub.checkpoint(erasing, counts.skipped)
         return counts
 
     async def redact_entries(
@@ -306,8 +325,10 @@ class MemoryCascade:
         if not callable(getattr(self.memory, "redact_entry", None)):
             raise InvalidArgumentError("memory", "must be able to redact entries (it has no redact_entry)")
         counts = CascadeCounts()
+        erasing = self._erasing()
         targets, threads = await self._targets(ids, keep_replies, counts.skipped)
         await self._take(targets, threads, checked, "redact", checked_redaction, counts)
+        scrub.checkpoint(erasing, counts.skipped)
         return counts
 
     async def delete_thread(self, thread_id: str, who: WhoInput = None) -> CascadeCounts:
@@ -316,7 +337,9 @@ class MemoryCascade:
         tid = tree.check_id("thread_id", thread_id)
         checked = check_who(who)
         counts = CascadeCounts()
+        erasing = self._erasing()
         await self._delete_thread(tid, checked, counts)
+        scrub.checkpoint(erasing, counts.skipped)
         return counts
 
     async def _delete_thread(self, tid: str, who: CascadeWho, counts: CascadeCounts, *, graph: bool = True) -> None:
@@ -368,11 +391,15 @@ class MemoryCascade:
 
     async def delete_user(self, user_id: str, who: WhoInput = None) -> CascadeCounts:
         """Forget a user: their threads whole, the messages they wrote in threads of others
-        (with their replies), what was kept for them (items, facts, files, graph) and the
-        vectors with their ``user_id``."""
+        (with their replies), what was kept for them (items, their core facts, facts, files,
+        graph) and the vectors with their ``user_id``. The one routine every surface forgets a
+        user through (:meth:`Memory.forget_user <cogitator_memory.runtime.Memory.forget_user>`,
+        the CLI's ``forget user``, REST ``POST /api/forget`` and the inspector)."""
         user = tree.check_id("user_id", user_id)
         checked = check_who(who)
+        checked = CascadeWho(tuple(dict.fromkeys([*checked.agent_ids, CORE_AGENT])))
         counts = CascadeCounts()
+        erasing = self._erasing()
         found: UserThreads = await find_user_threads(self.memory, user)
         agents = self._agents(checked, [*found.owned, *found.joined], counts.skipped)
         for thread in found.joined:
@@ -396,6 +423,7 @@ class MemoryCascade:
             await derived.sweep_graph(self.graph, agents, owned_ids, counts, user_id=user)
         if self.embeddings is not None and callable(getattr(self.embeddings, "delete_by_filter", None)):
             counts.vectors += unwrap(await self.embeddings.delete_by_filter(metadata={"user_id": user}))
+        scrub.checkpoint(erasing, counts.skipped)
         return counts
 
     async def rewind(
@@ -431,4 +459,4 @@ class MemoryCascade:
         return counts
 
 
-__all__ = ["MemoryCascade"]
+__all__ = ["CORE_AGENT", "MemoryCascade"]

@@ -3,10 +3,12 @@ memory derived from them (:class:`~cogitator_memory.cascade.MemoryCascade`).
 
 ``forget user USER``, ``forget thread THREAD`` and ``forget entries ID...`` (``--redact`` to
 redact them in place instead, ``--keep-replies`` to leave the replies of a user message).
-``--dry-run`` lists what would go and changes nothing. On a SQLite file the store runs with
-SQLite's ``secure_delete`` on and the WAL is checkpointed at the end, so the forgotten text does
-not stay in free pages of the file. ``--config FILE`` forgets in the store a memory config
-names, any engine, through the cascade of :class:`~cogitator_memory.runtime.Memory`.
+``--dry-run`` lists what would go and changes nothing. The cascade is the one every surface
+uses (:meth:`MemoryCascade.delete_user <cogitator_memory.cascade.MemoryCascade.delete_user>` for
+a user, their core facts included); on a SQLite file it turns ``secure_delete`` on and
+checkpoints the WAL itself, so the forgotten text does not stay in free pages of the file.
+``--config FILE`` forgets in the store a memory config names, any engine, through the cascade of
+:class:`~cogitator_memory.runtime.Memory`.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ def _plan_lines(plan: CascadePlan, what: str) -> list[str]:
         lines.append(f"  {len(ids)} entr{'y' if len(ids) == 1 else 'ies'} of thread {thread_id}:")
         lines.extend(f"    {entry_id}" for entry_id in ids)
     lines.append("with the summaries, items, facts, graph, vectors and memory file versions standing on them.")
+    lines.extend(f"Skipped: {s}" for s in plan.skipped)
     lines.append("Nothing was changed.")
     return lines
 
@@ -54,7 +57,8 @@ def _count_lines(counts: CascadeCounts, what: str) -> list[str]:
         f"file versions redacted: {data['file_versions']}, files deleted: {data['files']}",
         f"playbook rules: {data['playbook_rules']}",
     ]
-    return [f"Forgot {what}:", *(f"  {p}" for p in parts)]
+    skipped = [f"  skipped: {s}" for s in counts.skipped]
+    return [f"Forgot {what}:", *(f"  {p}" for p in parts), *skipped]
 
 
 async def _sqlite_forget(args: argparse.Namespace, store: CliStore) -> tuple[CascadePlan | CascadeCounts, str]:
@@ -74,10 +78,8 @@ async def _forget(
     args: argparse.Namespace, store: BaseMemoryAdapter, cascade: MemoryCascade, agents: list[str] | None = None
 ) -> tuple[CascadePlan | CascadeCounts, str]:
     """The plan (``--dry-run``) or the counts of forgetting what ``args`` names; and its name.
-    ``agents``: searched besides ``--agent`` and the agents of the threads touched; for a user,
-    their core facts (agent ``core``) too, as :meth:`Memory.forget_user` has it."""
-    core = ["core"] if args.target == "user" else []
-    who = {"agent_ids": list(dict.fromkeys([*(args.agent or []), *(agents or []), *core]))}
+    ``agents``: searched besides ``--agent`` and the agents of the threads touched."""
+    who = {"agent_ids": list(dict.fromkeys([*(args.agent or []), *(agents or [])]))}
     if args.target == "user":
         what = f"user {args.id}"
         if args.dry_run:
@@ -131,20 +133,19 @@ async def cmd_forget(args: argparse.Namespace) -> int:
         else:
             return _report(args, *await _configured_forget(args))
     async with open_store(path, create=False) as store:
-        store.connection.execute("PRAGMA secure_delete = ON")
         try:
             outcome, what = await _sqlite_forget(args, store)
         except (InvalidArgumentError, MemoryStoreError) as exc:
             raise CliError(str(exc)) from None
-        if not args.dry_run:
-            store.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return _report(args, outcome, what)
 
 
 def _report(args: argparse.Namespace, outcome: CascadePlan | CascadeCounts, what: str) -> int:
     if isinstance(outcome, CascadePlan):
         if args.json:
-            _print({"dry_run": True, "threads": outcome.threads, "entries": outcome.entries})
+            _print(
+                {"dry_run": True, "threads": outcome.threads, "entries": outcome.entries, "skipped": outcome.skipped}
+            )
         else:
             render.write_lines([render.one_line(line) for line in _plan_lines(outcome, what)])
         return 0

@@ -249,15 +249,17 @@ def memory_router() -> APIRouter:
 
     @router.post("/forget", tags=["forget"])
     async def forget(request: Request, body: ForgetBody) -> Response:
-        """Forget a user, a thread or entries with everything memory derived from them."""
-        cascade = cascade_for(memory_of(request))
+        """Forget a user, a thread or entries with everything memory derived from them, through
+        the same calls as the Python API (:meth:`Memory.forget_user`, :meth:`Memory.delete_thread`,
+        :meth:`Memory.delete_entries`): the same cascade, agents, core facts and byte clearing."""
+        memory = memory_of(request)
         key, value = body.target()
         if key == "user_id":
-            counts = await cascade.delete_user(value)
+            counts = await memory.forget_user(value)
         elif key == "thread_id":
-            counts = await cascade.delete_thread(value)
+            counts = await memory.delete_thread(value)
         else:
-            counts = await cascade.delete_entries(value, keep_replies=body.keep_replies)
+            counts = await memory.delete_entries(value, keep_replies=body.keep_replies)
         return send({"counts": counts.dump()})
 
     return router
