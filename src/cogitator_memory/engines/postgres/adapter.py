@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 from .files import PostgresFiles
 from .graph import PostgresGraph
 from .items import PostgresItems
+from .recall import PostgresRecallIndex
 from .threads import PostgresThreads
 
 logger = logging.getLogger("cogitator_memory")
@@ -106,7 +107,15 @@ def _import_driver() -> tuple[Any, Any]:
     return psycopg, psycopg_pool
 
 
-class PostgresAdapter(PostgresThreads, PostgresVectors, PostgresFiles, PostgresGraph, PostgresItems, BaseMemoryAdapter):
+class PostgresAdapter(
+    PostgresRecallIndex,
+    PostgresThreads,
+    PostgresVectors,
+    PostgresFiles,
+    PostgresGraph,
+    PostgresItems,
+    BaseMemoryAdapter,
+):
     """Threads, pgvector embeddings, memory items (and facts), memory files and the knowledge graph
     in one PostgreSQL schema (psycopg 3, async, a pool of ``pool_size`` connections).
 

@@ -18,6 +18,9 @@ Versions:
    fields item queries filter by as indexed columns beside the item's JSON ``body``.
 4. ``m004_memory_files``: ``memory_file_versions`` (:mod:`cogitator_memory.engines.postgres.files`),
    one row per version, unique by scope, path and sequence, heads under a partial unique index.
+5. to 8.: the knowledge graph (``m005_graph``), threads by user (``m006_user_threads``), graph
+   node text (``m007_graph_node_text``) and evidence (``m008_graph_evidence``).
+9. ``m009_recall_index``: the recall index (:mod:`cogitator_memory.engines.postgres.recall`).
 
 The SQL here (the migrations, and :class:`ThreadSql`, the statements of the thread store) is
 plain text built from a quoted schema name; nothing in this module but :func:`migrate`,
@@ -232,6 +235,18 @@ def _evidence() -> tuple[str, ...]:
 #: them without reading the agent's whole graph.
 M008_GRAPH_EVIDENCE = Migration(8, "m008_graph_evidence", _evidence())
 
+
+def _recall_tables() -> tuple[str, ...]:
+    from .recall import RECALL_TABLES
+
+    return RECALL_TABLES
+
+
+#: The recall index (:mod:`cogitator_memory.engines.postgres.recall`): its records, their inverted
+#: index of terms with each term's record count, its counters and its writers' state. What the
+#: schema held before is indexed by the indexer (``cogitator-memory reindex``, or its catch-up).
+M009_RECALL_INDEX = Migration(9, "m009_recall_index", _recall_tables())
+
 MIGRATIONS: tuple[Migration, ...] = (
     M001_INITIAL,
     M002_TREES,
@@ -241,6 +256,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     M006_USER_THREADS,
     M007_GRAPH_NODE_TEXT,
     M008_GRAPH_EVIDENCE,
+    M009_RECALL_INDEX,
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -1,0 +1,409 @@
+"""The recall index in PostgreSQL: the primitives of :class:`~cogitator_memory.index.base.RecallIndexMixin`
+as SQL, mixed into :class:`~cogitator_memory.engines.postgres.adapter.PostgresAdapter`.
+
+Tables (migration ``m009_recall_index``), in the store's schema:
+
+- ``recall_records``: one row per record, the fields searches filter by as columns (scope, kind,
+  status, ``said_at``, the named time) and the rest as JSON text (``body``). ``said_at`` is under
+  a btree in the channel's order (``said_at DESC, id``); the named time under a GiST index of
+  the closed range ``[time_start, coalesce(time_end, time_start)]`` (records naming a time only),
+  so a time search reads the records said in the range and those whose named time meets it, not
+  every timed record; ``user_id`` and ``thread_id`` are indexed for counts and scope deletes.
+- ``recall_terms``: the inverted index, ``(term, rid)`` as the primary key with ``tf`` and the
+  record's length carried in the index (``INCLUDE``), so BM25 is one index range per query term
+  summed in SQL, without reading the records; only the best ones in score order are then joined
+  to their rows and filtered by scope, in the same statement, until ``limit`` pass.
+- ``recall_df``: how many records hold each term, and ``recall_stats`` (one row): how many records
+  and how many terms in all. Both are changed by every write in its transaction, so a search
+  reads ``N``, ``avgdl`` and the document frequencies of its terms from a handful of rows.
+- ``recall_state``: the writers' strings.
+
+Every write is one transaction that first locks the stats row (``FOR UPDATE``): writers of the
+index queue up there, so the counters never lose an update and two writers never deadlock over
+the rows they both touch. A record's postings are found again from its ``terms`` column, so a
+delete reads the postings by primary key (no second index on ``recall_terms``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ...clock import to_utc
+from ...errors import InvalidArgumentError
+from ...index.base import RECALL_BM25, RecallIndexMixin
+from ...index.records import RecallFilter, RecallRecord
+from .schema import quote_ident
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+
+T = TypeVar("T")
+
+#: The statements of migration ``m009_recall_index`` (``{s}`` is the schema).
+RECALL_TABLES: tuple[str, ...] = (
+    """CREATE TABLE {s}.recall_records (
+        rid bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        id text COLLATE "C" NOT NULL UNIQUE,
+        kind text COLLATE "C" NOT NULL,
+        agent_id text COLLATE "C",
+        user_id text COLLATE "C",
+        thread_id text COLLATE "C",
+        status text COLLATE "C" NOT NULL,
+        said_at timestamptz NOT NULL,
+        time_start timestamptz,
+        time_end timestamptz,
+        term_count integer NOT NULL,
+        terms text[] COLLATE "C" NOT NULL,
+        body text NOT NULL
+    )""",
+    'CREATE INDEX recall_by_said ON {s}.recall_records (said_at DESC, id COLLATE "C")',
+    "CREATE INDEX recall_by_user ON {s}.recall_records (user_id, said_at DESC)",
+    "CREATE INDEX recall_by_thread ON {s}.recall_records (thread_id)",
+    "CREATE INDEX recall_by_named_time ON {s}.recall_records"
+    " USING gist (tstzrange(time_start, coalesce(time_end, time_start), '[]')) WHERE time_start IS NOT NULL",
+    """CREATE TABLE {s}.recall_terms (
+        term text COLLATE "C" NOT NULL,
+        rid bigint NOT NULL,
+        tf integer NOT NULL,
+        len integer NOT NULL,
+        PRIMARY KEY (term, rid) INCLUDE (tf, len)
+    )""",
+    'CREATE TABLE {s}.recall_df (term text COLLATE "C" PRIMARY KEY, df bigint NOT NULL)',
+    """CREATE TABLE {s}.recall_stats (
+        one integer PRIMARY KEY CHECK (one = 1), records bigint NOT NULL, total bigint NOT NULL
+    )""",
+    "INSERT INTO {s}.recall_stats (one, records, total) VALUES (1, 0, 0)",
+    'CREATE TABLE {s}.recall_state (key text COLLATE "C" PRIMARY KEY, value text NOT NULL)',
+)
+
+#: The fields of a record kept in its JSON body (the others are columns).
+_BODY_FIELDS = frozenset({"source_id", "role", "seq", "text", "valid_from", "valid_to", "lineage"})
+#: Joins a record's terms into one array element on the way in (a term holding it is refused).
+_TERM_SEP = "\x1f"
+_COLUMNS = (
+    "r.id, r.kind, r.agent_id, r.user_id, r.thread_id, r.status, r.said_at, r.time_start, r.time_end, r.terms, r.body"
+)
+_SCOPE_KEYS = ("agent_id", "user_id", "thread_id")
+
+
+@dataclass(frozen=True, slots=True)
+class _RecallSql:
+    """The recall statements of one schema (plain strings, so psycopg prepares the frequent ones)."""
+
+    records: str
+    terms: str
+    lock: str
+    insert: str
+    drop_ids: str
+    drop_thread: str
+    drop_user: str
+    prune: str
+    stats: str
+    get: str
+    state_get: str
+    state_set: str
+
+
+def _drop_sql(s: str, where: str) -> str:
+    """Delete the records matching ``where`` (on ``r``) with their postings, keeping the counters;
+    returns how many went and the terms no record holds any more."""
+    return (
+        f"WITH gone AS (DELETE FROM {s}.recall_records r WHERE {where} RETURNING r.rid, r.terms, r.term_count),"
+        f" posts AS (DELETE FROM {s}.recall_terms p USING"
+        " (SELECT DISTINCT g.rid, u.term FROM gone g CROSS JOIN LATERAL unnest(g.terms) AS u(term)) x"
+        " WHERE p.term = x.term AND p.rid = x.rid RETURNING p.term),"
+        f" freq AS (UPDATE {s}.recall_df d SET df = d.df - c.n"
+        " FROM (SELECT term, count(*) AS n FROM posts GROUP BY term) c WHERE d.term = c.term RETURNING d.term, d.df),"
+        f" stats AS (UPDATE {s}.recall_stats SET records = records - (SELECT count(*) FROM gone),"
+        " total = total - (SELECT coalesce(sum(term_count), 0) FROM gone) WHERE one = 1 RETURNING 1)"
+        " SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM stats),"
+        " ARRAY(SELECT term FROM freq WHERE df <= 0)"
+    )
+
+
+@lru_cache(maxsize=64)
+def _recall_sql(schema: str) -> _RecallSql:
+    s = quote_ident(schema)
+    return _RecallSql(
+        records=f"{s}.recall_records",
+        terms=f"{s}.recall_terms",
+        lock=f"SELECT records FROM {s}.recall_stats WHERE one = 1 FOR UPDATE",
+        insert=(
+            f"WITH ins AS (INSERT INTO {s}.recall_records (id, kind, agent_id, user_id, thread_id, status, said_at,"
+            " time_start, time_end, term_count, terms, body)"
+            " SELECT u.id, u.kind, u.agent_id, u.user_id, u.thread_id, u.status, u.said_at, u.time_start, u.time_end,"
+            " u.term_count, CASE WHEN u.terms = '' THEN '{}'::text[] ELSE string_to_array(u.terms, chr(31)) END,"
+            " u.body"
+            " FROM unnest(%b::text[], %b::text[], %b::text[], %b::text[], %b::text[], %b::text[],"
+            " %b::timestamptz[], %b::timestamptz[], %b::timestamptz[], %b::int[], %b::text[], %b::text[])"
+            " AS u(id, kind, agent_id, user_id, thread_id, status, said_at, time_start, time_end, term_count,"
+            " terms, body)"
+            " RETURNING rid, terms, term_count),"
+            f" post AS (INSERT INTO {s}.recall_terms (term, rid, tf, len)"
+            " SELECT u.term, ins.rid, count(*), ins.term_count FROM ins CROSS JOIN LATERAL unnest(ins.terms) AS u(term)"
+            " GROUP BY u.term, ins.rid, ins.term_count ORDER BY u.term, ins.rid RETURNING term),"
+            f" freq AS (INSERT INTO {s}.recall_df AS d (term, df)"
+            " SELECT term, count(*) FROM post GROUP BY term ORDER BY term"
+            " ON CONFLICT (term) DO UPDATE SET df = d.df + EXCLUDED.df RETURNING 1)"
+            f" UPDATE {s}.recall_stats SET records = records + (SELECT count(*) FROM ins),"
+            " total = total + (SELECT coalesce(sum(term_count), 0) FROM ins) WHERE one = 1"
+        ),
+        drop_ids=_drop_sql(s, "r.id = ANY(%b::text[])"),
+        drop_thread=_drop_sql(s, "r.thread_id = %s"),
+        drop_user=_drop_sql(s, "r.user_id = %s"),
+        prune=f"DELETE FROM {s}.recall_df WHERE term = ANY(%b::text[]) AND df <= 0",
+        stats=(
+            f"SELECT st.records, st.total, d.term, d.df FROM {s}.recall_stats st"
+            f" LEFT JOIN {s}.recall_df d ON d.term = ANY(%b::text[]) AND d.df > 0 WHERE st.one = 1"
+        ),
+        get=f"SELECT {_COLUMNS} FROM {s}.recall_records r WHERE r.id = ANY(%b::text[])",
+        state_get=f"SELECT value FROM {s}.recall_state WHERE key = %s",
+        state_set=(
+            f"INSERT INTO {s}.recall_state (key, value) VALUES (%s, %s)"
+            " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
+        ),
+    )
+
+
+def scope_where(flt: RecallFilter) -> tuple[str, dict[str, Any]]:
+    """SQL conditions (on ``recall_records`` as ``r``, with named parameters) for
+    :func:`~cogitator_memory.index.records.record_in_scope`."""
+    parts: list[str] = []
+    args: dict[str, Any] = {}
+    for key in _SCOPE_KEYS:
+        value = getattr(flt, key)
+        if value is not None:
+            parts.append(f"(r.{key} IS NULL OR r.{key} = %({key})s)")
+            args[key] = value
+    if flt.kinds is not None:
+        parts.append("r.kind = ANY(%(kinds)b::text[])")
+        args["kinds"] = sorted(set(flt.kinds))
+    parts.append("r.status = ANY(%(statuses)b::text[])")
+    args["statuses"] = sorted(set(flt.statuses))
+    return " AND ".join(parts), args
+
+
+@lru_cache(maxsize=128)
+def _keyword_sql(schema: str, where: str) -> str:
+    # The scores are summed from the postings alone (tf and length are in the index); the
+    # records are then read in score order, filtered by scope, until ``limit`` have passed.
+    s = quote_ident(schema)
+    return (
+        "WITH q AS (SELECT * FROM unnest(%(terms)b::text[], %(idfs)b::float8[]) AS q(term, idf)),"
+        " scored AS (SELECT t.rid, sum(q.idf * t.tf * %(k1p1)s / (t.tf + %(k1)s * (%(fixed)s + %(per_len)s * t.len)))"
+        f" AS score FROM q JOIN {s}.recall_terms t ON t.term = q.term GROUP BY t.rid)"
+        f" SELECT {_COLUMNS}, b.score FROM (SELECT rid, score FROM scored WHERE score > 0 ORDER BY score DESC) b"
+        f" CROSS JOIN LATERAL (SELECT * FROM {s}.recall_records r WHERE r.rid = b.rid AND {where}) r"
+        " ORDER BY b.score DESC, r.id LIMIT %(limit)s"
+    )
+
+
+@lru_cache(maxsize=128)
+def _time_sql(schema: str, where: str) -> str:
+    s = quote_ident(schema)
+    named = "tstzrange(r.time_start, coalesce(r.time_end, r.time_start), '[]')"
+    return (
+        f"SELECT {_COLUMNS} FROM {s}.recall_records r WHERE r.rid IN ("
+        f"(SELECT r.rid FROM {s}.recall_records r WHERE r.said_at >= %(lo)s AND r.said_at < %(hi)s AND {where}"
+        " ORDER BY r.said_at DESC, r.id LIMIT %(limit)s)"
+        f" UNION (SELECT r.rid FROM {s}.recall_records r WHERE r.time_start IS NOT NULL"
+        f" AND {named} && tstzrange(%(lo)s, %(hi)s, '[]')"
+        " AND r.time_start < %(hi)s AND ((r.time_end IS NULL AND r.time_start >= %(lo)s)"
+        " OR (r.time_end IS NOT NULL AND r.time_end > %(lo)s))"
+        f" AND {where} ORDER BY r.said_at DESC, r.id LIMIT %(limit)s))"
+        " ORDER BY r.said_at DESC, r.id LIMIT %(limit)s"
+    )
+
+
+def _check_terms(records: list[RecallRecord]) -> None:
+    for i, record in enumerate(records):
+        for term in record.terms:
+            if not term or _TERM_SEP in term or "\x00" in term:
+                raise InvalidArgumentError(
+                    f"records[{i}].terms", f"holds a term PostgreSQL's index cannot keep: {term!r}"
+                )
+
+
+def _columns(records: list[RecallRecord]) -> list[list[Any]]:
+    return [
+        [r.id for r in records],
+        [r.kind for r in records],
+        [r.agent_id for r in records],
+        [r.user_id for r in records],
+        [r.thread_id for r in records],
+        [r.status for r in records],
+        [r.said_at for r in records],
+        [r.time_start for r in records],
+        [r.time_end for r in records],
+        [len(r.terms) for r in records],
+        [_TERM_SEP.join(r.terms) for r in records],
+        [r.model_dump_json(include=set(_BODY_FIELDS), exclude_none=True) for r in records],
+    ]
+
+
+def _record(row: Sequence[Any]) -> RecallRecord:
+    body: dict[str, Any] = json.loads(row[10])
+    body.update(
+        id=row[0],
+        kind=row[1],
+        agent_id=row[2],
+        user_id=row[3],
+        thread_id=row[4],
+        status=row[5],
+        said_at=to_utc(row[6]),
+        time_start=None if row[7] is None else to_utc(row[7]),
+        time_end=None if row[8] is None else to_utc(row[8]),
+        terms=list(row[9]),
+    )
+    return RecallRecord.model_validate(body)
+
+
+class PostgresRecallIndex(RecallIndexMixin):
+    """The recall-index half of :class:`~cogitator_memory.engines.postgres.adapter.PostgresAdapter`:
+    it runs its SQL through the adapter's ``run`` (a pooled connection within its deadline)."""
+
+    if TYPE_CHECKING:  # provided by the adapter
+        schema: str
+
+        async def run(
+            self, operation: Callable[[AsyncConnection[Any]], Awaitable[T]], *, timeout: float | None = None
+        ) -> T: ...
+
+    @property
+    def _recall(self) -> _RecallSql:
+        return _recall_sql(self.schema)
+
+    async def _recall_drop(self, drop: str, arg: Any) -> int:
+        """One transaction: lock the counters, drop the matching records, prune the emptied terms."""
+        sql = self._recall
+
+        async def op(conn: AsyncConnection[Any]) -> int:
+            async with conn.transaction():
+                await conn.execute(sql.lock)
+                cur = await conn.execute(drop, (arg,))
+                row = await cur.fetchone()
+                assert row is not None
+                if row[2]:
+                    await conn.execute(sql.prune, (row[2],))
+                return int(row[0])
+
+        return await self.run(op)
+
+    async def _recall_put(self, records: list[RecallRecord]) -> None:
+        _check_terms(records)
+        sql = self._recall
+        ids = [r.id for r in records]
+        columns = _columns(records)
+
+        async def op(conn: AsyncConnection[Any]) -> None:
+            async with conn.transaction():
+                await conn.execute(sql.lock)
+                cur = await conn.execute(sql.drop_ids, (ids,))
+                row = await cur.fetchone()
+                assert row is not None
+                await conn.execute(sql.insert, columns)
+                if row[2]:
+                    await conn.execute(sql.prune, (row[2],))
+
+        await self.run(op)
+
+    async def _recall_get(self, ids: list[str]) -> list[RecallRecord]:
+        sql = self._recall.get
+
+        async def op(conn: AsyncConnection[Any]) -> list[Any]:
+            cur = await conn.execute(sql, (ids,))
+            return await cur.fetchall()
+
+        return [_record(row) for row in await self.run(op)]
+
+    async def _recall_delete(self, ids: list[str]) -> int:
+        return await self._recall_drop(self._recall.drop_ids, ids)
+
+    async def _recall_delete_scope(self, key: str, value: str) -> int:
+        sql = self._recall
+        return await self._recall_drop(sql.drop_thread if key == "thread_id" else sql.drop_user, value)
+
+    async def _recall_stats(self, terms: list[str]) -> tuple[int, int, dict[str, int]]:
+        sql = self._recall.stats
+
+        async def op(conn: AsyncConnection[Any]) -> list[Any]:
+            cur = await conn.execute(sql, (terms,))
+            return await cur.fetchall()
+
+        rows = await self.run(op)
+        if not rows:
+            return 0, 0, {}
+        freqs = {str(row[2]): int(row[3]) for row in rows if row[2] is not None}
+        return int(rows[0][0]), int(rows[0][1]), freqs
+
+    async def _recall_keyword(
+        self, weights: list[tuple[str, float]], avg_len: float, flt: RecallFilter, limit: int
+    ) -> list[tuple[RecallRecord, float]]:
+        k1, b = RECALL_BM25.k1, RECALL_BM25.b
+        per_length = b / avg_len if avg_len > 0 else 0.0
+        fixed = 1.0 - b + (0.0 if avg_len > 0 else b)
+        where, params = scope_where(flt)
+        sql = _keyword_sql(self.schema, where)
+        params.update(
+            terms=[t for t, _ in weights],
+            idfs=[w for _, w in weights],
+            k1p1=k1 + 1.0,
+            k1=k1,
+            fixed=fixed,
+            per_len=per_length,
+            limit=limit,
+        )
+
+        async def op(conn: AsyncConnection[Any]) -> list[Any]:
+            cur = await conn.execute(sql, params)
+            return await cur.fetchall()
+
+        return [(_record(row), float(row[11])) for row in await self.run(op)]
+
+    async def _recall_time(self, start: datetime, end: datetime, flt: RecallFilter, limit: int) -> list[RecallRecord]:
+        where, params = scope_where(flt)
+        sql = _time_sql(self.schema, where)
+        params.update(lo=start, hi=end, limit=limit)
+
+        async def op(conn: AsyncConnection[Any]) -> list[Any]:
+            cur = await conn.execute(sql, params)
+            return await cur.fetchall()
+
+        return [_record(row) for row in await self.run(op)]
+
+    async def _recall_count(self, flt: RecallFilter) -> int:
+        where, params = scope_where(flt)
+        sql = f"SELECT count(*) FROM {self._recall.records} r WHERE {where}"
+
+        async def op(conn: AsyncConnection[Any]) -> int:
+            cur = await conn.execute(sql, params)
+            row = await cur.fetchone()
+            return 0 if row is None else int(row[0])
+
+        return await self.run(op)
+
+    async def _recall_state_get(self, key: str) -> str | None:
+        sql = self._recall.state_get
+
+        async def op(conn: AsyncConnection[Any]) -> str | None:
+            cur = await conn.execute(sql, (key,))
+            row = await cur.fetchone()
+            return None if row is None else str(row[0])
+
+        return await self.run(op)
+
+    async def _recall_state_set(self, key: str, value: str) -> None:
+        sql = self._recall.state_set
+
+        async def op(conn: AsyncConnection[Any]) -> None:
+            await conn.execute(sql, (key, value))
+
+        await self.run(op)
+
+
+__all__ = ["RECALL_TABLES", "PostgresRecallIndex", "scope_where"]
