@@ -28,7 +28,7 @@ between their parts and which no id holds):
 Reads answer one string, a JSON array of the items (each body with its counters and version put
 back), which the client parses in one pass.
 
-Times are compared exactly in Lua (:data:`_ITEMS_HEADER`'s ``tcmp``): doubles hold integer
+Times are compared exactly in Lua (``tcmp`` of :data:`~.scripts.EXACT_TIMES`): doubles hold integer
 microseconds exactly only up to 2^53 (years 1685 to 2255), so larger ones are compared digit by
 digit. Sorted-set scores are doubles, which round monotonically: a score range is only a first
 cut, and every candidate's own fields decide.
@@ -36,9 +36,11 @@ cut, and every candidate's own fields decide.
 
 from __future__ import annotations
 
-from .scripts import LuaScript
+from .scripts import EXACT_TIMES, LuaScript
 
-_ITEMS_HEADER = r"""
+_ITEMS_HEADER = (
+    EXACT_TIMES
+    + r"""
 local SEP = '\31'
 local function item_key(id) return P .. 'item:' .. id end
 local function zscope(sk) return P .. 'items:scope:' .. sk end
@@ -67,30 +69,8 @@ local function item_json(b, n, li, v)
   return head .. string.sub(b, 2)
 end
 local function json_list(parts) return '[' .. table.concat(parts, ',') .. ']' end
--- -1, 0 or 1 as integer microseconds a < b, a == b, a > b (decimal strings, maybe negative)
-local function tcmp(a, b)
-  local x, y = tonumber(a), tonumber(b)
-  if x > -9e15 and x < 9e15 and y > -9e15 and y < 9e15 then
-    if x < y then return -1 elseif x > y then return 1 else return 0 end
-  end
-  local na, nb = string.sub(a, 1, 1) == '-', string.sub(b, 1, 1) == '-'
-  if na ~= nb then return na and -1 or 1 end
-  local da = na and string.sub(a, 2) or a
-  local db = nb and string.sub(b, 2) or b
-  local c = 0
-  if #da ~= #db then
-    c = (#da < #db) and -1 or 1
-  else
-    local cut = #da - 9
-    local h1, h2 = tonumber(string.sub(da, 1, cut)), tonumber(string.sub(db, 1, cut))
-    local l1, l2 = tonumber(string.sub(da, cut + 1)), tonumber(string.sub(db, cut + 1))
-    if h1 ~= h2 then c = (h1 < h2) and -1 or 1
-    elseif l1 ~= l2 then c = (l1 < l2) and -1 or 1 end
-  end
-  if na then c = -c end
-  return c
-end
 """
+)
 
 
 def _script(name: str, body: str) -> LuaScript:

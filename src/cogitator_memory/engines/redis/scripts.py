@@ -111,6 +111,36 @@ end
 """
 
 
+#: Lua for comparing times exactly (``tcmp``), prepended to the scripts that need it: doubles hold
+#: integer microseconds exactly only up to 2^53 (years 1685 to 2255), so larger ones are compared
+#: digit by digit.
+EXACT_TIMES = r"""
+-- -1, 0 or 1 as integer microseconds a < b, a == b, a > b (decimal strings, maybe negative)
+local function tcmp(a, b)
+  local x, y = tonumber(a), tonumber(b)
+  if x > -9e15 and x < 9e15 and y > -9e15 and y < 9e15 then
+    if x < y then return -1 elseif x > y then return 1 else return 0 end
+  end
+  local na, nb = string.sub(a, 1, 1) == '-', string.sub(b, 1, 1) == '-'
+  if na ~= nb then return na and -1 or 1 end
+  local da = na and string.sub(a, 2) or a
+  local db = nb and string.sub(b, 2) or b
+  local c = 0
+  if #da ~= #db then
+    c = (#da < #db) and -1 or 1
+  else
+    local cut = #da - 9
+    local h1, h2 = tonumber(string.sub(da, 1, cut)), tonumber(string.sub(db, 1, cut))
+    local l1, l2 = tonumber(string.sub(da, cut + 1)), tonumber(string.sub(db, cut + 1))
+    if h1 ~= h2 then c = (h1 < h2) and -1 or 1
+    elseif l1 ~= l2 then c = (l1 < l2) and -1 or 1 end
+  end
+  if na then c = -c end
+  return c
+end
+"""
+
+
 @dataclass(frozen=True)
 class LuaScript:
     """A script's source (with the shared header) and the SHA1 that EVALSHA calls it by."""

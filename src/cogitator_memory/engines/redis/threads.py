@@ -40,6 +40,7 @@ from ...threads.tree import build_entry
 from . import scripts as lua
 from .files import RedisFiles
 from .items import RedisItems
+from .recall import RedisRecallIndex
 
 DEFAULT_KEY_PREFIX = "cogitator:"
 DEFAULT_PORT = 6379
@@ -136,7 +137,7 @@ def _types_args(types: frozenset[str] | None) -> list[str]:
 
 
 @keep_cancellations
-class RedisAdapter(RedisFiles, RedisItems, BaseMemoryAdapter):
+class RedisAdapter(RedisRecallIndex, RedisFiles, RedisItems, BaseMemoryAdapter):
     """A thread store in Redis (standalone or cluster), on ``redis.asyncio``.
 
     Connect with ``url`` (``redis://[user:password@]host:port/db``, ``rediss://`` for TLS), or

@@ -1,0 +1,386 @@
+"""The Lua scripts of :class:`~cogitator_memory.engines.redis.recall.RedisRecallIndex`, one per primitive.
+
+Each runs atomically on the server, so a batch of records and every index it touches is written
+whole, and a search reads one consistent index. They share the thread scripts' conventions
+(:class:`~cogitator_memory.engines.redis.scripts.LuaScript`): ``ARGV[1]`` is the key prefix,
+``ARGV[2]`` the TTL (records never expire, so it is unused), and every key a script derives
+carries the prefix, whose hash tag puts it in the slot of the declared key (``P recall:stats``)
+on a cluster: the whole index of one prefix lives in one slot.
+
+Key layout under the prefix ``P`` (an absent user or thread is ``""``):
+
+``P recall:rec:<id>`` (hash)
+    ``k`` (kind), ``a`` ``u`` ``t`` (agent, user, thread), ``st`` (status), ``s`` (``said_at``),
+    ``ts`` / ``te`` (the named time's start and end), times in microseconds since the epoch
+    (``""`` when unset); ``n`` (how many terms), ``tm`` (the terms, a JSON array in order with
+    repeats), ``b`` (the record as JSON without its terms).
+``P recall:term:<term>`` (hash)
+    The postings of one term: record id -> how many times the record holds it. Its length is
+    the term's document frequency.
+``P recall:said``, ``P recall:u:<user>``, ``P recall:nouser``, ``P recall:t:<thread>``,
+``P recall:nothread`` (sorted sets)
+    Record ids scored by ``said_at``: all of them, by user (and those of no user), by thread (and
+    those of no thread). A search scoped to a user walks its user's set and the no-user set; to a
+    thread (without a user), its thread's set and the no-thread set; deleting a user's or a
+    thread's records reads its set.
+``P recall:moments`` (by ``time_start``), ``P recall:spans`` (by ``time_end``) (sorted sets)
+    The records that name a moment (no ``time_end``) or a range, for the time channel.
+``P recall:stats`` (hash)
+    ``n`` (records) and ``len`` (their total length in terms), kept by every write.
+``P recall:state`` (hash)
+    The indexer's small strings (read and written by plain commands, not scripts).
+
+Sorted-set scores are doubles, which round monotonically past 2^53 microseconds: a score range
+is only a first cut and the record's own fields decide (``tcmp`` of
+:data:`~.scripts.EXACT_TIMES`). Ties are broken by record id compared byte by byte (``idless``),
+which is the order of Python's ``str`` for UTF-8 text whatever the server's locale.
+"""
+
+from __future__ import annotations
+
+from .scripts import EXACT_TIMES, LuaScript
+
+_RECALL_HEADER = (
+    EXACT_TIMES
+    + r"""
+local function rkey(id) return P .. 'recall:rec:' .. id end
+local function pkey(term) return P .. 'recall:term:' .. term end
+local ZALL = P .. 'recall:said'
+local ZMOMENTS = P .. 'recall:moments'
+local ZSPANS = P .. 'recall:spans'
+local STATS = P .. 'recall:stats'
+local function zuser(u) if u == '' then return P .. 'recall:nouser' end return P .. 'recall:u:' .. u end
+local function zthread(t) if t == '' then return P .. 'recall:nothread' end return P .. 'recall:t:' .. t end
+local PAGE = 256
+
+-- Whether id a sorts before id b, byte by byte (Python's order of str for UTF-8 text).
+local function idless(a, b)
+  if a == b then return false end
+  local n = math.min(#a, #b)
+  for i = 1, n do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
+
+-- The terms of a record (its JSON array): term -> count, and how many terms in all.
+local function counts(tm)
+  local terms = cjson.decode(tm)
+  local tf = {}
+  for _, term in ipairs(terms) do tf[term] = (tf[term] or 0) + 1 end
+  return tf, #terms
+end
+
+-- Remove record id from every index; 1 and its length when it existed, else 0, 0.
+local function unindex(id)
+  local key = rkey(id)
+  local f = redis.call('HMGET', key, 'u', 't', 'ts', 'te', 'tm')
+  if not f[5] then return 0, 0 end
+  local tf, n = counts(f[5])
+  for term in pairs(tf) do redis.call('HDEL', pkey(term), id) end
+  redis.call('ZREM', ZALL, id)
+  redis.call('ZREM', zuser(f[1]), id)
+  redis.call('ZREM', zthread(f[2]), id)
+  if f[3] ~= '' then
+    if f[4] == '' then redis.call('ZREM', ZMOMENTS, id) else redis.call('ZREM', ZSPANS, id) end
+  end
+  redis.call('DEL', key)
+  return 1, n
+end
+
+-- Remove the records, keeping the stats; how many existed.
+local function unindex_all(ids)
+  local gone, len = 0, 0
+  for _, id in ipairs(ids) do
+    local g, n = unindex(id)
+    gone, len = gone + g, len + n
+  end
+  if gone > 0 then
+    redis.call('HINCRBY', STATS, 'n', -gone)
+    redis.call('HINCRBY', STATS, 'len', -len)
+  end
+  return gone
+end
+
+-- The filter at ARGV[o..o+4]: agent, user, thread ('' for no scoping on it), kinds
+-- (space-separated, '' for all) and statuses (space-separated).
+local function parse_filter(o)
+  local f = {a = ARGV[o], u = ARGV[o + 1], t = ARGV[o + 2], statuses = {}}
+  if ARGV[o + 3] ~= '' then
+    f.kinds = {}
+    for k in string.gmatch(ARGV[o + 3], '%S+') do f.kinds[k] = true end
+  end
+  for s in string.gmatch(ARGV[o + 4], '%S+') do f.statuses[s] = true end
+  return f
+end
+
+-- cogitator_memory.index.records.record_in_scope over a record's fields.
+local function in_scope(f, a, u, t, k, st)
+  return (f.a == '' or a == '' or a == f.a)
+    and (f.u == '' or u == '' or u == f.u)
+    and (f.t == '' or t == '' or t == f.t)
+    and (f.kinds == nil or f.kinds[k] == true)
+    and f.statuses[st] == true
+end
+
+-- The sorted sets (by said_at) that hold every record the filter may let through.
+local function routes(f)
+  if f.u ~= '' then return {zuser(f.u), zuser('')} end
+  if f.t ~= '' then return {zthread(f.t), zthread('')} end
+  return {ZALL}
+end
+
+-- A heap keeping the best `cap` entries of a stream by `better` (its top is the worst kept).
+local function heap_new(cap, better) return {n = 0, cap = cap, better = better} end
+local function heap_push(h, x)
+  local better = h.better
+  if h.n < h.cap then
+    h.n = h.n + 1
+    local i = h.n
+    h[i] = x
+    while i > 1 do
+      local p = math.floor(i / 2)
+      if better(h[p], h[i]) then h[p], h[i] = h[i], h[p]; i = p else break end
+    end
+  elseif better(x, h[1]) then
+    h[1] = x
+    local i = 1
+    while true do
+      local l, r, w = 2 * i, 2 * i + 1, i
+      if l <= h.n and better(h[w], h[l]) then w = l end
+      if r <= h.n and better(h[w], h[r]) then w = r end
+      if w == i then break end
+      h[i], h[w] = h[w], h[i]
+      i = w
+    end
+  end
+end
+local function heap_sorted(h)
+  local out = {}
+  for i = 1, h.n do out[i] = h[i] end
+  table.sort(out, h.better)
+  return out
+end
+"""
+)
+
+
+def _script(name: str, body: str) -> LuaScript:
+    return LuaScript(name, _RECALL_HEADER + body)
+
+
+# KEYS: stats. ARGV: P, TTL, then 11 values per record: id, kind, agent, user, thread, status,
+# said, time start, time end (microseconds or ''), terms (JSON array), body. Answers 'ok'.
+PUT = _script(
+    "recall_put",
+    r"""
+local W = 11
+local ids = {}
+for o = 3, #ARGV, W do ids[#ids + 1] = ARGV[o] end
+unindex_all(ids)
+local added, len = 0, 0
+for o = 3, #ARGV, W do
+  local id, u, t, s, ts, te, tm = ARGV[o], ARGV[o + 3], ARGV[o + 4], ARGV[o + 6], ARGV[o + 7], ARGV[o + 8], ARGV[o + 9]
+  local tf, n = counts(tm)
+  for term, c in pairs(tf) do redis.call('HSET', pkey(term), id, c) end
+  redis.call('HSET', rkey(id), 'k', ARGV[o + 1], 'a', ARGV[o + 2], 'u', u, 't', t, 'st', ARGV[o + 5],
+    's', s, 'ts', ts, 'te', te, 'n', n, 'tm', tm, 'b', ARGV[o + 10])
+  redis.call('ZADD', ZALL, s, id)
+  redis.call('ZADD', zuser(u), s, id)
+  redis.call('ZADD', zthread(t), s, id)
+  if ts ~= '' then
+    if te == '' then redis.call('ZADD', ZMOMENTS, ts, id) else redis.call('ZADD', ZSPANS, te, id) end
+  end
+  added, len = added + 1, len + n
+end
+redis.call('HINCRBY', STATS, 'n', added)
+redis.call('HINCRBY', STATS, 'len', len)
+return 'ok'
+""",
+)
+
+# KEYS: stats. ARGV: P, TTL, ids. Answers body, terms, body, terms... of the records found.
+GET = _script(
+    "recall_get",
+    r"""
+local out = {}
+for i = 3, #ARGV do
+  local f = redis.call('HMGET', rkey(ARGV[i]), 'b', 'tm')
+  if f[1] then out[#out + 1] = f[1]; out[#out + 1] = f[2] end
+end
+return out
+""",
+)
+
+# KEYS: stats. ARGV: P, TTL, ids. Answers how many existed.
+DELETE = _script(
+    "recall_delete",
+    r"""
+local ids = {}
+for i = 3, #ARGV do ids[#ids + 1] = ARGV[i] end
+return unindex_all(ids)
+""",
+)
+
+# KEYS: stats. ARGV: P, TTL, 'user_id' or 'thread_id', the id. Answers how many existed.
+DELETE_SCOPE = _script(
+    "recall_delete_scope",
+    r"""
+local key = ARGV[3] == 'user_id' and zuser(ARGV[4]) or zthread(ARGV[4])
+return unindex_all(redis.call('ZRANGE', key, 0, -1))
+""",
+)
+
+# KEYS: stats. ARGV: P, TTL, terms. Answers records, total length, then each term's postings count.
+STATS_OF = _script(
+    "recall_stats",
+    r"""
+local f = redis.call('HMGET', STATS, 'n', 'len')
+local out = {tonumber(f[1] or '0'), tonumber(f[2] or '0')}
+for i = 3, #ARGV do out[#out + 1] = redis.call('HLEN', pkey(ARGV[i])) end
+return out
+""",
+)
+
+# KEYS: stats. ARGV: P, TTL, average length, k1, b, limit, the filter (5 values), then (term, idf)
+# pairs. Reads the postings of those terms only; each record holding one is checked against the
+# filter once (one HMGET), and BM25 is summed for those in scope. Answers id, score (text),
+# body, terms... of the best `limit`, best first, ties by id.
+KEYWORD = _script(
+    "recall_keyword",
+    r"""
+local avg, k1, b, limit = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local f = parse_filter(7)
+local per_len = avg > 0 and b / avg or 0
+local fixed = 1 - b + (avg > 0 and 0 or b)
+local lengths, score, ids = {}, {}, {}
+for o = 12, #ARGV, 2 do
+  local idf = tonumber(ARGV[o + 1])
+  local postings = redis.call('HGETALL', pkey(ARGV[o]))
+  for i = 1, #postings, 2 do
+    local id = postings[i]
+    local len = lengths[id]
+    if len == nil then
+      local r = redis.call('HMGET', rkey(id), 'a', 'u', 't', 'k', 'st', 'n')
+      if r[6] and in_scope(f, r[1], r[2], r[3], r[4], r[5]) then len = tonumber(r[6]) else len = false end
+      lengths[id] = len
+      if len then ids[#ids + 1] = id; score[id] = 0 end
+    end
+    if len then
+      local tf = tonumber(postings[i + 1])
+      score[id] = score[id] + idf * tf * (k1 + 1) / (tf + k1 * (fixed + per_len * len))
+    end
+  end
+end
+local function better(x, y)
+  if x.s ~= y.s then return x.s > y.s end
+  return idless(x.id, y.id)
+end
+local h = heap_new(limit, better)
+for _, id in ipairs(ids) do
+  if score[id] > 0 then heap_push(h, {id = id, s = score[id]}) end
+end
+local out = {}
+for _, x in ipairs(heap_sorted(h)) do
+  local r = redis.call('HMGET', rkey(x.id), 'b', 'tm')
+  out[#out + 1] = x.id
+  out[#out + 1] = string.format('%.17g', x.s)
+  out[#out + 1] = r[1]
+  out[#out + 1] = r[2]
+end
+return out
+""",
+)
+
+# KEYS: stats. ARGV: P, TTL, start, end (microseconds), limit, the filter (5 values). Walks the
+# filter's sets by said_at from `end` down, newest first, until `limit` records in scope were
+# said in [start, end) (and the ties of the last), then the records naming a moment in the range
+# or a range ending after its start. Answers body, terms... of the newest `limit`, ties by id.
+TIME = _script(
+    "recall_time",
+    r"""
+local lo, hi, limit = ARGV[3], ARGV[4], tonumber(ARGV[5])
+local f = parse_filter(6)
+local function newer(x, y)
+  local c = tcmp(x.s, y.s)
+  if c ~= 0 then return c > 0 end
+  return idless(x.id, y.id)
+end
+local h = heap_new(limit, newer)
+local taken = {}
+-- Keep record id when in scope and said in the range (by_said) or naming a time in it.
+local function consider(id, by_said)
+  if taken[id] then return false end
+  local r = redis.call('HMGET', rkey(id), 'a', 'u', 't', 'k', 'st', 's', 'ts', 'te')
+  if not r[6] or not in_scope(f, r[1], r[2], r[3], r[4], r[5]) then return false end
+  local hit
+  if by_said then
+    hit = tcmp(r[6], lo) >= 0 and tcmp(r[6], hi) < 0
+  elseif r[7] == '' then
+    hit = false
+  elseif r[8] == '' then
+    hit = tcmp(r[7], lo) >= 0 and tcmp(r[7], hi) < 0
+  else
+    hit = tcmp(r[7], hi) < 0 and tcmp(r[8], lo) > 0
+  end
+  if not hit then return false end
+  taken[id] = true
+  heap_push(h, {id = id, s = r[6]})
+  return true
+end
+local low = tonumber(lo)
+for _, key in ipairs(routes(f)) do
+  local rank = redis.call('ZCOUNT', key, '(' .. hi, '+inf')
+  local kept, cut, done = 0, nil, false
+  while not done do
+    local page = redis.call('ZREVRANGE', key, rank, rank + PAGE - 1, 'WITHSCORES')
+    if #page == 0 then break end
+    for i = 1, #page, 2 do
+      local sc = tonumber(page[i + 1])
+      if sc < low or (cut and sc < cut) then done = true; break end
+      if consider(page[i], true) then
+        kept = kept + 1
+        if kept == limit then cut = sc end
+      end
+    end
+    rank = rank + PAGE
+  end
+end
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', ZMOMENTS, lo, hi)) do consider(id, false) end
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', ZSPANS, lo, '+inf')) do consider(id, false) end
+local out = {}
+for _, x in ipairs(heap_sorted(h)) do
+  local r = redis.call('HMGET', rkey(x.id), 'b', 'tm')
+  out[#out + 1] = r[1]
+  out[#out + 1] = r[2]
+end
+return out
+""",
+)
+
+# KEYS: stats. ARGV: P, TTL, the filter (5 values), whether it lets every record through ('1').
+# Answers how many records are in scope.
+COUNT = _script(
+    "recall_count",
+    r"""
+local f = parse_filter(3)
+if ARGV[8] == '1' then return tonumber(redis.call('HGET', STATS, 'n') or '0') end
+local count = 0
+for _, key in ipairs(routes(f)) do
+  local rank = 0
+  while true do
+    local page = redis.call('ZRANGE', key, rank, rank + PAGE - 1)
+    if #page == 0 then break end
+    for _, id in ipairs(page) do
+      local r = redis.call('HMGET', rkey(id), 'a', 'u', 't', 'k', 'st')
+      if r[5] and in_scope(f, r[1], r[2], r[3], r[4], r[5]) then count = count + 1 end
+    end
+    rank = rank + PAGE
+  end
+end
+return count
+""",
+)
+
+__all__ = ["COUNT", "DELETE", "DELETE_SCOPE", "GET", "KEYWORD", "PUT", "STATS_OF", "TIME"]
