@@ -17,11 +17,13 @@ from cogitator_memory import CoreFactsStore, InMemoryAdapter, SQLiteAdapter, unw
 from cogitator_memory.embeddings.hashing import HashingEmbedder
 from cogitator_memory.errors import InvalidArgumentError, NotConnectedError
 from cogitator_memory.tools import (
+    BROAD_FORGET,
     MAX_FORGET,
     MemoryTool,
     anthropic_tools,
     call_tool,
     create_memory_tools,
+    is_broad,
     mcp_tools,
     openai_tools,
 )
@@ -234,20 +236,68 @@ async def test_forget_refuses_match_everything(tools: list[MemoryTool], store: A
     assert len(unwrap(await store.query_nodes({"agent_id": AGENT}))) == 1, "nothing deleted"
 
 
-async def test_forget_refuses_a_query_matching_every_fact(tools: list[MemoryTool], store: Any) -> None:
-    for fact in ("User likes tea", "User likes jazz", "User likes Porto"):
-        await _call(tools, "remember", {"fact": fact})
+async def test_a_broad_forget_lists_what_it_would_take_and_deletes_nothing(
+    tools: list[MemoryTool], store: Any, core: CoreFactsStore
+) -> None:
+    """The red-team's case: forget("user") took 20 of 22 facts. Now it lists them and asks."""
+    for i in range(20):
+        await _call(tools, "remember", {"fact": f"User fact number {i} about topic{i}"})
+    await _call(tools, "remember", {"fact": "Dog is named Luna"})
+    await _call(tools, "remember", {"fact": "Alex", "is_core_fact": True, "core_fact_key": "user_name"})
     answer = await _call(tools, "forget", {"query": "user"})
-    assert answer["error"] == "query: matches every stored fact (3): name what to forget more precisely"
-    assert (await _call(tools, "forget", {"query": "likes jazz"}))["forgotten"] == 1
+    assert answer["forgotten"] == 0 and answer["facts"] == [] and answer["core_fact_keys"] == []
+    broad = answer["too_broad"]
+    assert (broad["matched"], broad["stored"]) == (21, 23), broad  # 22 nodes (Alex's too) and the core fact
+    assert len(broad["facts"]) == 20 and "User fact number 7 about topic7" in broad["facts"]
+    assert broad["core_fact_keys"] == ["user_name"]
+    assert "all: true" in answer["message"] and "more precisely" in answer["message"]
+    assert len(unwrap(await store.query_nodes({"agent_id": AGENT}))) == 22, "nothing deleted"
+    assert await core.get("user_name") == "Alex"
+    # a narrow query goes through as before
+    assert (await _call(tools, "forget", {"query": "topic7"}))["forgotten"] == 1
+    # told to take them all, it does
+    everything = await _call(tools, "forget", {"query": "user", "all": True})
+    assert everything["forgotten"] == 20 and everything["core_fact_keys"] == ["user_name"]  # 19 nodes, 1 core
+    left = sorted(n.name for n in unwrap(await store.query_nodes({"agent_id": AGENT})))
+    assert left == ["Alex", "Dog is named Luna"]
+
+
+@pytest.mark.parametrize(
+    ("stored", "matching", "broad"),
+    [
+        (10, BROAD_FORGET, False),  # a few of many: taken
+        (10, BROAD_FORGET + 1, True),  # more than BROAD_FORGET: listed
+        (4, 3, True),  # most of what is stored: listed
+        (4, 2, False),  # half: taken
+        (2, 2, False),  # two facts of two: taken
+    ],
+)
+async def test_what_is_broad(tools: list[MemoryTool], store: Any, stored: int, matching: int, broad: bool) -> None:
+    assert is_broad(matching, stored) is broad
+    for i in range(stored):
+        word = "shared" if i < matching else f"other{i}"
+        await _call(tools, "remember", {"fact": f"Fact {i} {word}"})
+    answer = await _call(tools, "forget", {"query": "shared"})
+    assert ("too_broad" in answer) is broad, answer
+    assert answer["forgotten"] == (0 if broad else matching)
+
+
+async def test_forget_refuses_more_than_max_forget_even_with_all(tools: list[MemoryTool], store: Any) -> None:
+    await _call(tools, "remember", {"fact": "User likes jazz"})
     unwrap(
         await store.add_nodes(
             [{"name": f"Place {i}", "type": "location", "agent_id": AGENT} for i in range(MAX_FORGET + 1)]
         )
     )
-    many = await _call(tools, "forget", {"query": "place"})
-    assert many["error"].startswith(f"query: matches {MAX_FORGET + 1} facts, more than {MAX_FORGET}")
-    assert len(unwrap(await store.query_nodes({"agent_id": AGENT}))) == MAX_FORGET + 3
+    for arguments in ({"query": "place"}, {"query": "place", "all": True}):
+        many = await _call(tools, "forget", arguments)
+        assert many["error"].startswith(f"query: matches {MAX_FORGET + 1} facts, more than {MAX_FORGET}")
+    assert len(unwrap(await store.query_nodes({"agent_id": AGENT}))) == MAX_FORGET + 2
+    assert (await _call(tools, "forget", {"query": "everything", "all": True}))["error"].startswith(
+        "query: matches everything"
+    ), "all: true does not lift the refusals"
+    refused = await _call(tools, "forget", {"query": "jazz", "all": "yes"})
+    assert refused["error"].startswith("all:"), refused
 
 
 # ----- bad calls ---------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ Anthropic tool or an MCP tool, with an async handler. See ``docs/tools.md``."""
 
 from .base import MemoryTool, ToolAnswer, ToolHandler, ToolShape, anthropic_tools, call_tool, mcp_tools, openai_tools
 from .memory import (
+    BROAD_FORGET,
     EVERYTHING,
     FACT_TYPE,
     MAX_FACT_CHARS,
@@ -11,9 +12,11 @@ from .memory import (
     RECALL_LIMIT,
     create_memory_tools,
     fact_text,
+    is_broad,
 )
 
 __all__ = [
+    "BROAD_FORGET",
     "EVERYTHING",
     "FACT_TYPE",
     "MAX_FACT_CHARS",
@@ -27,6 +30,7 @@ __all__ = [
     "call_tool",
     "create_memory_tools",
     "fact_text",
+    "is_broad",
     "mcp_tools",
     "openai_tools",
 ]

@@ -9,11 +9,13 @@ its core facts (:func:`create_memory_tools`).
   or, with an ``embedding_service``, the nodes nearest it by meaning; always with every core fact:
   ``{"results": [{"id", "fact", "type", "category", "confidence", "score"?}], "core_facts": {...}}``.
   Every node of the agent the scope sees takes part, the extracted ones too.
-* ``forget({query})`` deletes every node matching the query as ``recall`` matches text (never by
-  meaning) and lets go of the core facts whose key or value holds its words, in one write. An
-  empty query, one of symbols or wildcards only, "everything"-like words, one shorter than three
-  letters, one matching every stored fact (when there are more than two) or more than
-  :data:`MAX_FORGET` of them is refused.
+* ``forget({query, all?})`` deletes every node matching the query as ``recall`` matches text
+  (never by meaning) and lets go of the core facts whose key or value holds its words, in one
+  write. An empty query, one of symbols or wildcards only, "everything"-like words, one shorter
+  than three letters, or one matching more than :data:`MAX_FORGET` facts is refused. A **broad**
+  query (see :func:`is_broad`: more than :data:`BROAD_FORGET` facts, or more than half of those
+  stored once there are more than two) deletes nothing: the answer lists what it would take
+  (``too_broad``) and asks for a narrower query, unless the call says ``all: true``.
 """
 
 from __future__ import annotations
@@ -40,8 +42,10 @@ if TYPE_CHECKING:
 FACT_TYPE = "fact"
 #: The most results ``recall`` gives unless told otherwise.
 RECALL_LIMIT = 10
-#: The most facts one ``forget`` call deletes.
+#: The most facts one ``forget`` call deletes, even with ``all: true``.
 MAX_FORGET = 50
+#: The most facts ``forget`` takes without ``all: true``; a query matching more is broad.
+BROAD_FORGET = 3
 #: The longest fact ``remember`` takes.
 MAX_FACT_CHARS = MAX_DESCRIPTION_CHARS
 #: Queries ``forget`` refuses as meaning "everything" (case and spacing aside).
@@ -63,8 +67,10 @@ _RECALL = (
 )
 _FORGET = (
     "Delete from long-term memory every stored fact matching the query (and core facts whose key "
-    'or value holds its words). Name what to forget precisely ("old address"); a query matching '
-    "everything is refused."
+    'or value holds its words). Name what to forget precisely ("old address"). A query matching '
+    f"more than {BROAD_FORGET} facts, or most of them, deletes nothing and lists what it would take: "
+    "ask the user, then call again with a narrower query, or with all set to true only when they "
+    "mean every one of them."
 )
 
 
@@ -74,6 +80,13 @@ def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
 
 def _words(text: str) -> list[str]:
     return _WORD.findall(text.casefold())
+
+
+def is_broad(matched: int, stored: int) -> bool:
+    """Whether a ``forget`` matching ``matched`` of the ``stored`` facts (nodes and core facts the
+    scope sees) is broad: more than :data:`BROAD_FORGET` of them, or more than half of them once
+    more than two are stored. A broad query deletes only with ``all: true``."""
+    return matched > BROAD_FORGET or (stored > 2 and matched * 2 > stored)
 
 
 def _hay(node: GraphNode) -> str:
@@ -236,21 +249,35 @@ class _MemoryToolState:
             raise InvalidArgumentError("query", "matches everything: name what to forget (e.g. 'old address')")
         if sum(len(w) for w in words) < 3:
             raise InvalidArgumentError("query", "is too short to tell what to forget: use at least three letters")
+        take_all = bool(args.get("all", False))
         hits, _ = await self._matching(query)
         core = await self._core()
         core_hits = [k for k, v in core.items() if all(w in f"{k.replace('_', ' ')} {k} {v}".casefold() for w in words)]
         if hits or core_hits:
             stored = unwrap(await self.graph.query_nodes({"agent_id": self.agent_id, "visible_to": self.scope}))
             total, matched = len(stored) + len(core), len(hits) + len(core_hits)
-            if matched == total and total > 2:
-                raise InvalidArgumentError(
-                    "query", f"matches every stored fact ({total}): name what to forget more precisely"
-                )
             if matched > MAX_FORGET:
                 raise InvalidArgumentError(
                     "query",
                     f"matches {matched} facts, more than {MAX_FORGET} at once: name what to forget more precisely",
                 )
+            if not take_all and is_broad(matched, total):
+                return {
+                    "forgotten": 0,
+                    "facts": [],
+                    "core_fact_keys": [],
+                    "too_broad": {
+                        "matched": matched,
+                        "stored": total,
+                        "facts": [fact_text(n) for n in hits],
+                        "core_fact_keys": core_hits,
+                    },
+                    "message": (
+                        f"Nothing was deleted: {query!r} matches {matched} of the {total} stored facts (listed in "
+                        "too_broad). Name what to forget more precisely, or call forget again with all: true "
+                        "to delete all of them."
+                    ),
+                }
         gone: set[str] = set()
         if hits:
             deleted: list[str] = unwrap(await self.graph.delete_nodes([n.id for n in hits]))
@@ -335,7 +362,15 @@ def create_memory_tools(
             name="forget",
             description=_FORGET,
             parameters=_schema(
-                {"query": {**text, "maxLength": 1000, "description": "What to forget, named precisely."}}, ["query"]
+                {
+                    "query": {**text, "maxLength": 1000, "description": "What to forget, named precisely."},
+                    "all": {
+                        "type": "boolean",
+                        "description": f"Delete every fact the query matches even when it matches more than "
+                        f"{BROAD_FORGET} or most of them (default false: such a query only lists them).",
+                    },
+                },
+                ["query"],
             ),
             handler=state.forget,
             destructive=True,
@@ -344,6 +379,7 @@ def create_memory_tools(
 
 
 __all__ = [
+    "BROAD_FORGET",
     "EVERYTHING",
     "FACT_TYPE",
     "MAX_FACT_CHARS",
@@ -351,4 +387,5 @@ __all__ = [
     "RECALL_LIMIT",
     "create_memory_tools",
     "fact_text",
+    "is_broad",
 ]
