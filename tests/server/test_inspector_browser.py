@@ -1,6 +1,7 @@
 """The inspector page in headless Chromium (Debian's package) against the real app on loopback and
-a real SQLite memory: the tree, items linked to their quotes, file diffs, search, stored markup
-shown as text and never run, and clicks that really forget.
+a real SQLite memory, asking for a token as ``serve`` does: the token taken from the URL, the tree,
+items linked to their quotes, file diffs, search, stored markup shown as text and never run, and
+clicks that really forget.
 
 Chromium is found at ``$COGMEM_TEST_CHROMIUM`` (default ``/usr/bin/chromium``); screenshots go to
 ``$COGMEM_TEST_ARTIFACTS`` (default ``test-artifacts/``) under ``inspector/``.
@@ -24,6 +25,7 @@ from cogitator_memory.server.rest import create_app
 CHROMIUM = os.environ.get("COGMEM_TEST_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(os.environ.get("COGMEM_TEST_ARTIFACTS", "test-artifacts")) / "inspector"
 SCRIPT = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
+TOKEN = "an-inspector-test-token-0123456789"
 
 
 def _free_port() -> int:
@@ -39,7 +41,8 @@ async def served(tmp_path: Path) -> AsyncIterator[tuple[str, Memory]]:
     config = {"adapter": "sqlite", "path": str(tmp_path / "memory.db"), "embedding": {"provider": "hashing"}}
     async with Memory(config) as memory:
         port = _free_port()
-        server = uvicorn.Server(uvicorn.Config(create_app(memory), host="127.0.0.1", port=port, log_level="warning"))
+        app = create_app(memory, token=TOKEN)
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
         task = asyncio.create_task(server.serve())
         while not server.started:
             await asyncio.sleep(0.02)
@@ -127,7 +130,7 @@ async def test_the_inspector_shows_and_forgets(served: tuple[str, Memory], brows
     page = await browser.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    await page.goto(url)
+    await page.goto(f"{url}/?token={TOKEN}")
     await page.fill("#user", "ada")
     await page.click("#filters button[type=submit]")
     await page.wait_for_selector(f"[data-thread='{seeded['thread']}']")
@@ -202,7 +205,7 @@ async def test_a_large_thread_is_read_a_page_at_a_time(served: tuple[str, Memory
     page = await browser.new_page()
     asked: list[str] = []
     page.on("request", lambda request: asked.append(request.url))
-    await page.goto(url)
+    await page.goto(f"{url}/?token={TOKEN}")
     await page.fill("#user", "cy")
     await page.click("#filters button[type=submit]")
     await page.click(f"[data-thread='{thread.id}']")
@@ -217,3 +220,37 @@ async def test_a_large_thread_is_read_a_page_at_a_time(served: tuple[str, Memory
     texts = await page.locator("#entries .text").all_text_contents()
     assert texts == [f"turn {i}" for i in reversed(range(250))]
     assert sum("/entries" in u for u in asked) == 3
+
+
+async def test_the_page_takes_the_token_from_its_url_and_keeps_it(served: tuple[str, Memory], browser: Any) -> None:
+    """``/?token=...`` (what ``serve`` prints): the token leaves the address bar at once, is sent
+    as a header with every request (never in a URL) and kept for the tab; without it the page
+    says where the token is and takes one typed in."""
+    url, memory = served
+    thread = unwrap(await memory.adapter.create_thread("default", {"user_id": "dee"}))
+    page = await browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    sent: list[tuple[str, str | None]] = []
+    page.on("request", lambda request: sent.append((request.url, request.headers.get("authorization"))))
+    await page.goto(f"{url}/?token={TOKEN}")
+    await page.wait_for_selector(f"[data-thread='{thread.id}']")
+    assert page.url == f"{url}/"
+    api_calls = [(u, auth) for u, auth in sent if "/api/" in u]
+    assert api_calls and all(auth == f"Bearer {TOKEN}" and "token" not in u for u, auth in api_calls)
+    # A reload keeps the token for the tab.
+    await page.reload()
+    await page.wait_for_selector(f"[data-thread='{thread.id}']")
+    # Another tab without the token: refused, told where the token is, and a typed one works.
+    other = await browser.new_page()
+    await other.goto(f"{url}/")
+    await other.wait_for_selector("#token-box:not([hidden])")
+    assert "token" in (await other.locator("#status").text_content() or "")
+    assert await other.locator(f"[data-thread='{thread.id}']").count() == 0
+    await other.fill("#token", "a-wrong-token-of-enough-length")
+    await other.click("#token-save")
+    await other.wait_for_selector("#token-box:not([hidden])")
+    await other.fill("#token", TOKEN)
+    await other.click("#token-save")
+    await other.wait_for_selector(f"[data-thread='{thread.id}']")
+    assert errors == []

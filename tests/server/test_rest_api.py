@@ -169,7 +169,18 @@ async def test_path_traversal_in_file_paths_is_refused(memory: Memory) -> None:
 async def test_the_guard(memory: Memory) -> None:
     async with _client(memory, token=TOKEN) as client:
         assert (await client.get("/health")).json() == {"status": "ok"}
-        assert (await client.get("/api/threads")).status_code == 401
+        # The page's own files and the API's description hold no memory; everything else asks.
+        for path in ("/", "/inspector/inspector.js", "/openapi.json"):
+            assert (await client.get(path)).status_code == 200, path
+        page = await client.get("/", params={"token": TOKEN})
+        assert page.headers["referrer-policy"] == "no-referrer"
+        for path in ("/api/threads", "/ready", "/api/search?q=x", "/nowhere"):
+            refused = await client.get(path)
+            assert refused.status_code == 401, path
+            assert refused.json()["error_class"] == "Unauthorized" and refused.headers["www-authenticate"] == "Bearer"
+        assert (await client.post("/api/forget", json={"user_id": "ada"})).status_code == 401
+        assert (await client.get("/api/threads", params={"token": TOKEN})).status_code == 401  # a header, not a query
+        assert (await client.get("/api/threads", headers={"authorization": f"Basic {TOKEN}"})).status_code == 401
         wrong = await client.get("/api/threads", headers={"authorization": "Bearer not-the-token-at-all"})
         assert wrong.status_code == 401 and wrong.headers["www-authenticate"] == "Bearer"
         auth = {"authorization": f"Bearer {TOKEN}"}
@@ -217,8 +228,22 @@ async def test_bad_settings_are_refused(memory: Memory) -> None:
     with pytest.raises(InvalidArgumentError, match="'max_body_bytes'"):
         create_app(memory, max_body_bytes=0)
     with pytest.raises(InvalidArgumentError, match="'token'"):
-        await serve(memory, host="0.0.0.0")
-    assert is_loopback("127.0.0.1") and is_loopback("::1") and not is_loopback("0.0.0.0")
+        create_app(memory, token="a token with spaces in it")
+    # Without authentication only loopback may be bound: refused before anything listens.
+    for host in ("0.0.0.0", "192.168.1.5", "127.evil.test"):
+        with pytest.raises(InvalidArgumentError, match="'host'"):
+            await serve(memory, host=host, no_auth=True)
+    with pytest.raises(InvalidArgumentError, match="'token'"):
+        await serve(memory, token=TOKEN, no_auth=True)
+
+
+def test_loopback_is_judged_by_the_addresses_a_host_resolves_to() -> None:
+    """A string prefix let ``127.evil.test`` pass (and listen wherever it resolved to); a name
+    that resolves only to loopback addresses is loopback however it is spelled."""
+    for host in ("127.0.0.1", "127.0.0.2", "::1", "[::1]", "localhost", "2130706433", "0177.0.0.1", "127.1"):
+        assert is_loopback(host), host
+    for host in ("127.evil.test", "127.0.0.1.evil.test", "0.0.0.0", "::", "192.168.1.5", "3232235781", "", " "):
+        assert not is_loopback(host), host
 
 
 async def test_items_files_search_context_and_ready(memory: Memory) -> None:

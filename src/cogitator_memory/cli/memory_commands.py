@@ -165,12 +165,16 @@ async def cmd_facts(args: argparse.Namespace) -> int:
 
 
 async def cmd_mcp(args: argparse.Namespace) -> int:
-    """``mcp``: serve the memory to MCP clients over stdio, or streamable HTTP with ``--http``."""
+    """``mcp``: serve the memory to MCP clients over stdio, or streamable HTTP with ``--http``
+    (a bearer token asked unless ``--no-auth``)."""
+    from .serve import token_of
+
     try:
         from ..server.mcp import serve
     except ModuleNotFoundError as exc:
         raise CliError(str(exc)) from None
     config = memory_config(args)
+    token = token_of(args) if args.http else None
     try:
         await serve(
             config,
@@ -179,6 +183,9 @@ async def cmd_mcp(args: argparse.Namespace) -> int:
             port=args.port,
             user_id=args.user,
             agent_id=args.agent,
+            any_user=args.any_user,
+            token=token,
+            no_auth=args.no_auth,
         )
     except (InvalidArgumentError, MemoryStoreError) as exc:
         raise CliError(str(exc)) from None
@@ -234,10 +241,19 @@ def register(sub: Any, db: argparse.ArgumentParser) -> None:
     facts.add_argument("--json", action="store_true", help="print JSON: {facts}")
     facts.set_defaults(handler=cmd_facts)
 
+    from ..server.access import MCP_PORT
+    from .serve import auth_flags
+
     mcp = sub.add_parser("mcp", parents=parents, help="serve the memory to MCP clients (stdio, or --http)")
     mcp.add_argument("--http", action="store_true", help="serve streamable HTTP at http://HOST:PORT/mcp")
     mcp.add_argument("--host", default="127.0.0.1", help="the address of --http (default 127.0.0.1, loopback)")
-    mcp.add_argument("--port", type=port_number, default=8765, help="the port of --http (default 8765)")
+    mcp.add_argument("--port", type=port_number, default=MCP_PORT, help=f"the port of --http (default {MCP_PORT})")
+    mcp.add_argument(
+        "--any-user",
+        action="store_true",
+        help="let calls name any user and thread (default: only --user's, or the shared memory without --user)",
+    )
+    auth_flags(mcp)
     mcp.set_defaults(handler=cmd_mcp)
 
 

@@ -1,21 +1,46 @@
-"""``cogitator-memory serve``: the REST server and the inspector page over the configured memory."""
+"""``cogitator-memory serve``: the REST server and the inspector page over the configured memory;
+and the flags both HTTP servers (``serve``, ``mcp --http``) take for their token."""
 
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 from typing import Any
 
 from ..errors import InvalidArgumentError
+from ..server.access import SERVE_PORT, TOKEN_ENV, settle_token, token_from_env
 from .formats import CliError
 from .memory_commands import open_memory, port_number
 
-TOKEN_ENV = "COGITATOR_MEMORY_TOKEN"
-"""The environment variable ``serve`` reads its bearer token from (safer than ``--token``,
-which other users of the machine can see in the process list)."""
+DEFAULT_PORT = SERVE_PORT
 
-DEFAULT_PORT = 8766
+
+def auth_flags(parser: argparse.ArgumentParser) -> None:
+    """Add ``--token`` and ``--no-auth`` (the HTTP servers' authentication) to ``parser``."""
+    parser.add_argument(
+        "--token",
+        metavar="TOKEN",
+        help=(
+            f"the bearer token every request must carry (default ${TOKEN_ENV}, which other users cannot "
+            "see in the process list; else one is made and printed)"
+        ),
+    )
+    parser.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="ask no token (loopback only; anyone on this machine can then read and erase the memory)",
+    )
+
+
+def token_of(args: argparse.Namespace) -> str | None:
+    """The token the server of a command asks for, settled before anything is opened:
+    ``--token``, else ``$COGITATOR_MEMORY_TOKEN``, else a new one; none with ``--no-auth``
+    (refused off loopback, and with ``--token``)."""
+    if args.no_auth and args.token:
+        raise CliError("invalid argument 'token': cannot be given with --no-auth")
+    try:
+        return settle_token(args.host, None if args.no_auth else token_from_env(args.token), args.no_auth)
+    except InvalidArgumentError as exc:
+        raise CliError(str(exc)) from None
 
 
 async def cmd_serve(args: argparse.Namespace) -> int:
@@ -24,11 +49,10 @@ async def cmd_serve(args: argparse.Namespace) -> int:
         from ..server.rest import serve
     except ImportError as exc:
         raise CliError(str(exc)) from None
-    token = args.token or os.environ.get(TOKEN_ENV) or None
+    token = token_of(args)
     memory = await open_memory(args)
     try:
-        sys.stderr.write(f"serving the memory at http://{args.host}:{args.port}/ (Ctrl-C stops)\n")
-        await serve(memory, host=args.host, port=args.port, token=token)
+        await serve(memory, host=args.host, port=args.port, token=token, no_auth=args.no_auth)
     except InvalidArgumentError as exc:
         raise CliError(str(exc)) from None
     finally:
@@ -42,12 +66,8 @@ def register(sub: Any, db: argparse.ArgumentParser) -> None:
     serve.add_argument("--config", metavar="FILE", default=argparse.SUPPRESS, help="the cogitator.yml to use")
     serve.add_argument("--host", default="127.0.0.1", help="the address to bind (default 127.0.0.1, loopback)")
     serve.add_argument("--port", type=port_number, default=DEFAULT_PORT, help=f"the port (default {DEFAULT_PORT})")
-    serve.add_argument(
-        "--token",
-        metavar="TOKEN",
-        help=f"a bearer token every /api request must carry (default ${TOKEN_ENV}); required off loopback",
-    )
+    auth_flags(serve)
     serve.set_defaults(handler=cmd_serve)
 
 
-__all__ = ["DEFAULT_PORT", "TOKEN_ENV", "cmd_serve", "register"]
+__all__ = ["DEFAULT_PORT", "TOKEN_ENV", "auth_flags", "cmd_serve", "register", "token_of"]

@@ -4,8 +4,14 @@ Built on the official ``mcp`` SDK (the ``[server]`` extra). :func:`create_server
 connected :class:`~cogitator_memory.runtime.Memory` as the tools ``remember``, ``recall``,
 ``forget``, ``search_memory``, ``build_context`` and ``memory`` (the memory file tool);
 :func:`serve` opens the memory of a config and runs the server over stdio (what a desktop client
-starts) or streamable HTTP (loopback by default). Wrong arguments and refused calls come back as
-tool errors (``isError``), never as a stopped server. See ``docs/mcp.md``.
+starts) or streamable HTTP (loopback by default, a bearer token asked unless told ``no_auth``).
+Wrong arguments and refused calls come back as tool errors (``isError``), never as a stopped
+server.
+
+A server serves one user: the one it was started for (``user_id``; none is the shared memory). A
+call naming another ``user_id``, or a ``thread_id`` of another user's thread, is refused, and
+search hits from another user's threads are left out; ``any_user=True`` (``--any-user``) lets
+calls name any user. See ``docs/mcp.md``.
 """
 
 from __future__ import annotations
@@ -18,13 +24,17 @@ from pydantic import Field
 
 from ..errors import InvalidArgumentError, MemoryStoreError
 from ..models.convert import to_openai_messages
+from ..result import unwrap
 from ..runtime.config import MemoryConfig
 from ..runtime.memory import Memory
-from .net import is_loopback
+from ..threads.records import USER_ID_KEY
+from .access import MCP_PORT, BearerAuth, run_app, settle_token
+from .net import LOOPBACK_NAMES, url_host
 
 try:
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.transport_security import TransportSecuritySettings
 except ModuleNotFoundError as exc:  # pragma: no cover - depends on the install
     raise ModuleNotFoundError(
         "the MCP server needs the mcp package: pip install 'cogitator-memory[server]'", name=exc.name
@@ -33,7 +43,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - depends on the install
 #: The server's name as clients list it.
 SERVER_NAME = "cogitator-memory"
 #: The port of ``--http`` unless one is given.
-DEFAULT_PORT = 8765
+DEFAULT_PORT = MCP_PORT
 #: The path the streamable HTTP endpoint is served at.
 HTTP_PATH = "/mcp"
 
@@ -56,14 +66,42 @@ async def _guard(call: Awaitable[T]) -> T:
         raise ToolError(str(exc)) from exc
 
 
-def create_server(memory: Memory, *, user_id: str | None = None, agent_id: str | None = None) -> MCPServer:
+def create_server(
+    memory: Memory, *, user_id: str | None = None, agent_id: str | None = None, any_user: bool = False
+) -> MCPServer:
     """An MCP server over ``memory`` (connected by the caller). ``user_id`` and ``agent_id`` are
-    whose memory the tools read and write unless a call names a user."""
+    whose memory the tools read and write. The server serves only ``user_id`` (``None``: the
+    shared memory): a call naming another user, or another user's thread, is a tool error, and
+    search hits from another user's threads are left out. ``any_user=True`` lets calls name any
+    user and thread (a user's own ``user_id`` argument then picks whose memory)."""
 
     server = MCPServer(SERVER_NAME, instructions=_INSTRUCTIONS, log_level="WARNING")
+    served = "the shared memory (no user)" if user_id is None else f"user {user_id!r}"
 
     def who(user: str | None) -> dict[str, Any]:
+        if user is not None and user != user_id and not any_user:
+            raise ToolError(
+                f"invalid argument 'user_id': this server serves only {served}, not {user!r} "
+                "(start it with --any-user to serve every user)"
+            )
         return {"user_id": user if user is not None else user_id, "agent_id": agent_id}
+
+    async def owner_of(thread_id: str, known: dict[str, str | None]) -> str | None:
+        """The user whose thread ``thread_id`` is (``None``: nobody's, or no such thread), read
+        once per call (``known``)."""
+        if thread_id not in known:
+            thread = await _guard(_get_thread(memory, thread_id))
+            owner = (thread.metadata or {}).get(USER_ID_KEY) if thread is not None else None
+            known[thread_id] = owner if isinstance(owner, str) else None
+        return known[thread_id]
+
+    async def check_thread(thread_id: str | None, user: str | None) -> None:
+        """Refuse ``thread_id`` when it is a thread of a user other than ``user``."""
+        if thread_id is None or any_user:
+            return
+        owner = await owner_of(thread_id, {})
+        if owner is not None and owner != user:
+            raise ToolError(f"invalid argument 'thread_id': {thread_id} is another user's thread ({served} here)")
 
     async def remember(
         fact: Annotated[str, Field(min_length=1, description="The fact to save, as a sentence.")],
@@ -97,7 +135,14 @@ def create_server(memory: Memory, *, user_id: str | None = None, agent_id: str |
         limit: Annotated[int, Field(ge=1, le=100, description="At most this many hits.")] = 10,
     ) -> dict[str, Any]:
         """Search past conversation turns and extracted memory items, best first."""
-        hits = await _guard(memory.search(query, thread_id=thread_id, limit=limit, **who(user_id)))
+        scope = who(user_id)
+        await check_thread(thread_id, scope["user_id"])
+        hits = await _guard(memory.search(query, thread_id=thread_id, limit=limit, **scope))
+        if not any_user:
+            known: dict[str, str | None] = {}
+            hits = [
+                h for h in hits if h.thread_id is None or await owner_of(h.thread_id, known) in (None, scope["user_id"])
+            ]
         return {"results": [hit.dump() for hit in hits]}
 
     async def build_context(
@@ -108,13 +153,15 @@ def create_server(memory: Memory, *, user_id: str | None = None, agent_id: str |
         user_id: Annotated[str | None, Field(description="Whose memory (default: the server's user).")] = None,
     ) -> dict[str, Any]:
         """The messages for the next model call of a conversation, within a token budget."""
+        scope = who(user_id)
+        await check_thread(thread_id, scope["user_id"])
         built = await _guard(
             memory.build_context(
                 thread_id,
                 current_input=current_input,
                 system_prompt=system_prompt,
                 max_tokens=max_tokens,
-                **who(user_id),
+                **scope,
             )
         )
         return {
@@ -171,6 +218,11 @@ def create_server(memory: Memory, *, user_id: str | None = None, agent_id: str |
     return server
 
 
+async def _get_thread(memory: Memory, thread_id: str) -> Any:
+    """The thread ``thread_id`` of ``memory``'s store, or ``None``."""
+    return unwrap(await memory.adapter.get_thread(thread_id))
+
+
 async def serve(
     config: MemoryConfig | Mapping[str, Any] | str | os.PathLike[str] | None = None,
     *,
@@ -179,26 +231,41 @@ async def serve(
     port: int = DEFAULT_PORT,
     user_id: str | None = None,
     agent_id: str | None = None,
+    any_user: bool = False,
+    token: str | None = None,
+    no_auth: bool = False,
+    say: Callable[[str], None] | None = None,
 ) -> None:
     """Open the memory of ``config`` and serve it until the client goes away (stdio) or the
-    process is stopped (HTTP, at ``http://host:port/mcp``). A bad config or an unreachable store
-    raises before the server starts. The HTTP transport has no authentication, so it binds only
-    loopback addresses (the SDK then also refuses other ``Host`` names, against DNS rebinding);
-    to reach it from elsewhere, put an authenticating proxy in front of it on this machine."""
+    process is stopped (HTTP, at ``http://host:port/mcp``). A bad config, an unreachable store or
+    a refused ``host`` raises before the server starts.
+
+    Over HTTP every request must carry ``Authorization: Bearer <token>``: ``token``, or one made
+    at start, printed (through ``say``, default stderr) and written to a file only the owner can
+    read (see :mod:`cogitator_memory.server.access`). ``no_auth=True`` turns that off, with a
+    warning, and only on a loopback ``host`` (the SDK then also refuses other ``Host`` names,
+    against DNS rebinding). Over stdio the client that started the process is the only one, and
+    no token is asked. ``user_id`` and ``any_user``: see :func:`create_server`."""
     if transport not in ("stdio", "http"):
         raise InvalidArgumentError("transport", f"must be 'stdio' or 'http', got {transport!r}")
-    if transport == "http" and not is_loopback(host):
-        raise InvalidArgumentError(
-            "host",
-            f"the MCP server has no authentication: serving on {host} (not loopback) would let anyone who "
-            "reaches the port read and forget the memory; bind 127.0.0.1 behind an authenticating proxy",
-        )
+    settled = settle_token(host, token, no_auth) if transport == "http" else None
     async with Memory(config) as memory:
-        server = create_server(memory, user_id=user_id, agent_id=agent_id)
+        server = create_server(memory, user_id=user_id, agent_id=agent_id, any_user=any_user)
         if transport == "stdio":
             await server.run_stdio_async()
-        else:
-            await server.run_streamable_http_async(host=host, port=port, streamable_http_path=HTTP_PATH)
+            return
+        security = None
+        if settled is None:
+            names = sorted(LOOPBACK_NAMES | {url_host(host).lower()})
+            security = TransportSecuritySettings(
+                enable_dns_rebinding_protection=True,
+                allowed_hosts=[f"{name}:*" for name in names],
+                allowed_origins=[f"http://{name}:*" for name in names],
+            )
+        app: Any = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host, transport_security=security)
+        if settled is not None:
+            app = BearerAuth(app, settled)
+        await run_app(app, name="mcp", host=host, port=port, token=settled, path=HTTP_PATH, token_in_url=False, say=say)
 
 
 __all__ = ["DEFAULT_PORT", "HTTP_PATH", "SERVER_NAME", "create_server", "serve"]

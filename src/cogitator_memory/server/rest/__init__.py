@@ -1,7 +1,8 @@
 """The REST server and the memory inspector page (``pip install "cogitator-memory[server]"``).
 
 :func:`create_app` builds the ASGI app over a :class:`~cogitator_memory.runtime.Memory`;
-:func:`serve` runs it with uvicorn (loopback by default; any other address needs a token).
+:func:`serve` runs it with uvicorn (loopback by default, a bearer token asked unless told
+``no_auth``, which only loopback may have).
 See ``docs/server.md``.
 """
 

@@ -6,8 +6,11 @@ guards, and how:
 - **Errors** are problem details (``application/problem+json``: ``type``, ``title``, ``status``,
   ``detail``, ``error_class``): bad input 400, unknown ids 404, conflicts 409, a body over
   ``max_body_bytes`` 413, a body that is not JSON 415, a store that went away 503.
-- **A bearer token** (``token=``) is asked of every ``/api`` request and compared in constant time;
-  :func:`~cogitator_memory.server.rest.serve` refuses to bind anything but loopback without one.
+- **A bearer token** (``token=``) is asked of every request but :data:`PUBLIC_PATHS` (the liveness
+  check, the inspector page's own files and the API's description, which hold no memory) and
+  compared in constant time; :func:`~cogitator_memory.server.rest.serve` makes one unless told
+  ``no_auth``, and then binds only loopback. The page takes the token from its URL
+  (``/?token=...``), keeps it in the tab and sends it as the header.
 - **Cross-site requests** cannot change anything: every write takes a JSON body (a form or a
   ``text/plain`` post from another site is refused with 415, and a JSON one needs a preflight
   that this app never answers), and a write whose ``Origin`` is not this server is refused (403).
@@ -18,9 +21,8 @@ guards, and how:
 
 from __future__ import annotations
 
-import hmac
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -43,7 +45,8 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the install
     raise MissingDriverError("the REST server", "server", "fastapi") from exc
 
-from ..net import is_loopback
+from ..access import ASGIApp, Message, Receive, Scope, Send, bearer_matches, check_token, send_unauthorized
+from ..net import LOOPBACK_NAMES, is_loopback
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...runtime.memory import Memory
@@ -51,14 +54,13 @@ if TYPE_CHECKING:  # pragma: no cover
 MAX_BODY_BYTES = 1_048_576
 """The largest request body the app reads (1 MiB); a larger one is answered 413."""
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
 _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-_LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]"})
+
+PUBLIC_PATHS = frozenset(
+    {"/health", "/", "/inspector/inspector.js", "/inspector/inspector.css", "/openapi.json", "/docs", "/redoc"}
+)
+"""The paths answered without the token: they hold no memory (``/ready`` does ask for it: its
+failures may name the store)."""
 
 
 def _status_of(exc: BaseException) -> int:
@@ -130,14 +132,9 @@ class GuardMiddleware:
             # machine (DNS rebinding) would be "same origin": only loopback names are answered.
             await _send_problem(send, 403, "this server answers only requests to its loopback names", "Forbidden")
             return
-        if self.token is not None and path.startswith("/api"):
-            given = headers.get("authorization", "")
-            scheme, _, credential = given.partition(" ")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(credential.strip().encode(), self.token):
-                await _send_problem(
-                    send, 401, "a bearer token is required", "Unauthorized", **{"www-authenticate": "Bearer"}
-                )
-                return
+        if self.token is not None and path not in PUBLIC_PATHS and not bearer_matches(headers, self.token):
+            await send_unauthorized(send)
+            return
         if method in _WRITES:
             origin = headers.get("origin")
             if origin is not None and not _same_origin(origin, headers.get("host", ""), scope):
@@ -207,17 +204,18 @@ def create_app(
 ) -> FastAPI:
     """The REST app over ``memory`` (connected by the caller, or on the app's startup when not).
 
-    ``token``: a bearer token every ``/api`` request must carry. ``max_body_bytes``: the largest
-    body read. ``inspector``: serve the inspector page at ``/``. ``allowed_hosts``: the names a
-    request's ``Host`` may carry; by default, without a token, only loopback names
-    (``localhost``, ``127.0.0.1``, ``[::1]``), so a page of another site rebound to this machine
-    is refused; with a token, any. See the module docstring for what the app refuses, and
-    ``docs/server.md`` for the routes.
+    ``token``: a bearer token every request but :data:`PUBLIC_PATHS` must carry; without one the
+    app answers anyone who reaches it (:func:`~cogitator_memory.server.rest.serve` makes one
+    unless told ``no_auth``). ``max_body_bytes``: the largest body read. ``inspector``: serve the
+    inspector page at ``/``. ``allowed_hosts``: the names a request's ``Host`` may carry; by
+    default, without a token, only loopback names (``localhost``, ``127.0.0.1``, ``[::1]``), so a
+    page of another site rebound to this machine is refused; with a token, any. See the module
+    docstring for what the app refuses, and ``docs/server.md`` for the routes.
     """
     if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int) or max_body_bytes < 1:
         raise InvalidArgumentError("max_body_bytes", f"must be a positive integer, got {max_body_bytes!r}")
-    if token is not None and (not isinstance(token, str) or len(token) < 16):
-        raise InvalidArgumentError("token", "must be a string of at least 16 characters")
+    if token is not None:
+        check_token(token)
 
     from .routes_memory import memory_router
     from .routes_threads import threads_router
@@ -312,7 +310,12 @@ def create_app(
             return Response(
                 inspector_asset(name),
                 media_type=kinds[suffix],
-                headers={"content-security-policy": policy, "x-content-type-options": "nosniff"},
+                headers={
+                    "content-security-policy": policy,
+                    "x-content-type-options": "nosniff",
+                    # The page's URL may carry the token: it is never sent on as a referrer.
+                    "referrer-policy": "no-referrer",
+                },
             )
 
         @app.get("/", include_in_schema=False)
@@ -330,9 +333,17 @@ def create_app(
             raise InvalidArgumentError("allowed_hosts", "must be a list of host names")
         hosts: frozenset[str] | None = frozenset(_host_name(h) for h in allowed_hosts)
     else:
-        hosts = None if token else _LOOPBACK_HOSTS
+        hosts = None if token else LOOPBACK_NAMES
     app.add_middleware(GuardMiddleware, token=token, max_body_bytes=max_body_bytes, allowed_hosts=hosts)
     return app
 
 
-__all__ = ["MAX_BODY_BYTES", "GuardMiddleware", "create_app", "inspector_asset", "is_loopback", "problem_body"]
+__all__ = [
+    "MAX_BODY_BYTES",
+    "PUBLIC_PATHS",
+    "GuardMiddleware",
+    "create_app",
+    "inspector_asset",
+    "is_loopback",
+    "problem_body",
+]

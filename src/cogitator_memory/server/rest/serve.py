@@ -2,41 +2,43 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ...errors import InvalidArgumentError, MissingDriverError
-from ..net import is_loopback
+from ..access import SERVE_PORT, run_app, settle_token
+from ..net import LOOPBACK_NAMES, url_host
 from .app import MAX_BODY_BYTES, create_app
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...runtime.memory import Memory
+
+DEFAULT_PORT = SERVE_PORT
+"""The port :func:`serve` and ``cogitator-memory serve`` listen on unless given one."""
 
 
 async def serve(
     memory: Memory,
     *,
     host: str = "127.0.0.1",
-    port: int = 8765,
+    port: int = DEFAULT_PORT,
     token: str | None = None,
+    no_auth: bool = False,
     max_body_bytes: int = MAX_BODY_BYTES,
     inspector: bool = True,
+    say: Callable[[str], None] | None = None,
 ) -> None:
-    """Serve ``memory`` over HTTP until cancelled (Ctrl-C). Binding an address other than
-    loopback without ``token`` is refused: anyone who can reach the port could read and forget
-    everything."""
-    if not isinstance(host, str) or not host:
-        raise InvalidArgumentError("host", "must be an address to bind")
-    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
-        raise InvalidArgumentError("port", f"must be a port number, got {port!r}")
-    if not is_loopback(host) and not token:
-        raise InvalidArgumentError("token", f"is required to serve on {host} (not loopback): pass a bearer token")
-    try:
-        import uvicorn
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        raise MissingDriverError("the REST server", "server", "uvicorn") from exc
-    app = create_app(memory, token=token, max_body_bytes=max_body_bytes, inspector=inspector)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    await uvicorn.Server(config).serve()
+    """Serve ``memory`` over HTTP until cancelled (Ctrl-C).
+
+    Every request but the liveness check and the page's own files must carry ``token`` (one is
+    made when none is given), printed in the URL to open and written to a file only the owner can
+    read (see :mod:`cogitator_memory.server.access`). ``no_auth=True`` turns that off, with a
+    warning, and only on a loopback ``host`` (one that resolves only to loopback addresses).
+    ``say`` gets the lines telling where to go (default: stderr)."""
+    token = settle_token(host, token, no_auth)
+    # Without a token the app answers only the loopback names, and the name it was started on.
+    hosts = None if token is not None else sorted(LOOPBACK_NAMES | {url_host(host).lower()})
+    app = create_app(memory, token=token, max_body_bytes=max_body_bytes, inspector=inspector, allowed_hosts=hosts)
+    await run_app(app, name="serve", host=host, port=port, token=token, say=say)
 
 
-__all__ = ["serve"]
+__all__ = ["DEFAULT_PORT", "serve"]

@@ -3,8 +3,21 @@
 // never as HTML, and the page's policy runs no script but this file.
 "use strict";
 
+// The token the server printed comes in the URL (/?token=...): it is kept for this tab, sent as
+// a header with every request, and taken out of the address bar and history at once.
+function takeToken() {
+  const url = new URL(location.href);
+  const given = url.searchParams.get("token");
+  if (given) {
+    sessionStorage.setItem("cogitator-token", given);
+    url.searchParams.delete("token");
+    history.replaceState(null, "", url.pathname + url.search + url.hash);
+  }
+  return sessionStorage.getItem("cogitator-token") || "";
+}
+
 const state = {
-  token: sessionStorage.getItem("cogitator-token") || "",
+  token: takeToken(),
   threadsCursor: null,
   thread: null,
   entriesCursor: null,
@@ -47,7 +60,9 @@ async function api(method, path, body) {
   const data = text ? JSON.parse(text) : null;
   if (response.status === 401) {
     $("token-box").hidden = false;
-    throw new Error("this server wants a token");
+    throw new Error(
+      `this server asks for its token: open the URL it printed (with ?token=), or paste the token from ~/.cogitator/run/serve-${location.port}.token`,
+    );
   }
   if (!response.ok) throw new Error((data && data.detail) || `${response.status}`);
   return data;
