@@ -1,7 +1,8 @@
 """Recall: reading what a turn asks for and finding it in memory.
 
 - :func:`analyze_query` reads a turn without a model: whether to search, the kind of question,
-  the time it names, its terms and names (:class:`QueryAnalysis`).
+  the time it names, its terms and names (:class:`QueryAnalysis`); :func:`analyze_query_async`
+  reads a long one in a worker thread. A turn is at most :data:`MAX_QUERY_CHARS` characters.
 - :class:`MemoryRetriever` searches turns and memory items by several channels and returns
   them in one ranked list (:class:`Retrieval`, :class:`RecallHit`), as the hybrid strategy of
   the context builder does; :class:`RetrieverSettings` holds its numbers.
@@ -13,7 +14,7 @@
 See ``docs/recall.md`` and ``docs/time.md``.
 """
 
-from .query import QUERY_KINDS, QueryAnalysis, QueryKind, analyze_query
+from .query import MAX_QUERY_CHARS, QUERY_KINDS, QueryAnalysis, QueryKind, analyze_query, analyze_query_async
 from .rerank import (
     CohereReranker,
     HttpReranker,
@@ -40,6 +41,7 @@ from .time import (
 __all__ = [
     "CHANNELS",
     "DEFAULT_WEIGHTS",
+    "MAX_QUERY_CHARS",
     "PRECISIONS",
     "QUERY_KINDS",
     "Channel",
@@ -62,6 +64,7 @@ __all__ = [
     "TimeMention",
     "VoyageReranker",
     "analyze_query",
+    "analyze_query_async",
     "find_times",
     "resolve_time",
     "zone_hemisphere",

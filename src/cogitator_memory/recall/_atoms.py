@@ -531,7 +531,7 @@ def clock_bare(m: re.Match[str], st: State) -> Piece | None:
 
 _FLAGS = re.I
 _END = r"(?![\w])"
-WEEKDAY_PREFIX = rf"(?:{weekday_pattern('pwd')}\s*,?\s+)?"
+WEEKDAY_PREFIX = rf"(?:{weekday_pattern('pwd')}(?:\s*,)?\s+)?"
 _HOLIDAY = (
     r"(?P<name>christmas\s+eve|christmas(?:\s+day)?|boxing\s+day|new\s+year['’]?s\s+eve|"
     r"new\s+year['’]?s(?:\s+day)?|halloween|valentine['’]?s(?:\s+day)?)"
@@ -562,7 +562,7 @@ ATOMS: list[tuple[re.Pattern[str], Handler]] = [
             + day_number_pattern("d")
             + r"(?:\s+of)?\s+"
             + month_pattern("mon")
-            + rf"(?:\s*,?\s*{YEAR})?"
+            + rf"(?:\s*(?:,\s*)?{YEAR})?"
         ),
         named_date,
     ),
@@ -572,7 +572,7 @@ ATOMS: list[tuple[re.Pattern[str], Handler]] = [
             + month_pattern("mon")
             + r"\s+(?:the\s+)?"
             + day_number_pattern("d")
-            + rf"(?![:.]?\d)(?:\s*,?\s*{YEAR})?"
+            + rf"(?![:.]?\d)(?:\s*(?:,\s*)?{YEAR})?"
         ),
         named_date,
     ),
@@ -580,7 +580,7 @@ ATOMS: list[tuple[re.Pattern[str], Handler]] = [
         _c(
             month_pattern("mon")
             + r"\s+(?P<d1>\d{1,2})(?:st|nd|rd|th)?\s*[-–—]\s*(?P<d2>\d{1,2})(?:st|nd|rd|th)?(?![:.]?\d)"
-            + rf"(?:\s*,?\s*{YEAR})?"
+            + rf"(?:\s*(?:,\s*)?{YEAR})?"
         ),
         named_day_range,
     ),
@@ -588,12 +588,12 @@ ATOMS: list[tuple[re.Pattern[str], Handler]] = [
         _c(
             r"(?P<d1>\d{1,2})(?:st|nd|rd|th)?\s*[-–—]\s*(?P<d2>\d{1,2})(?:st|nd|rd|th)?(?:\s+of)?\s+"
             + month_pattern("mon")
-            + rf"(?:\s*,?\s*{YEAR})?"
+            + rf"(?:\s*(?:,\s*)?{YEAR})?"
         ),
         named_day_range,
     ),
     (_c(r"(?:the\s+)?(?:(?P<d>\d{1,2})(?:st|nd|rd|th)|(?P<dw>" + ORDINAL_ALT + "))"), day_of_month),
-    (_c(rf"(?:{MODIFIER}\s+)?{_HOLIDAY}(?:\s*,?\s*{YEAR})?"), holiday),
+    (_c(rf"(?:{MODIFIER}\s+)?{_HOLIDAY}(?:\s*(?:,\s*)?{YEAR})?"), holiday),
     (
         _c(
             rf"(?:{MODIFIER}\s+)?{weekday_pattern('wd')}"
@@ -630,12 +630,12 @@ ATOMS: list[tuple[re.Pattern[str], Handler]] = [
     (_c(r"(?P<el>earlier|later)\s+(?:today|this\s+(?P<u>week|month|year))"), earlier_later),
     (_c(r"(?:right\s+)?now"), now),
     (_c(rf"(?:{MODIFIER}\s+|the\s+)?weekend(?:\s+(?P<rel>before\s+last|after\s+next))?"), weekend),
-    (_c(month_pattern("mon") + rf"\s*,?\s+(?:of\s+)?{YEAR}"), month_year),
+    (_c(month_pattern("mon") + rf"(?:\s*,)?\s+(?:of\s+)?{YEAR}"), month_year),
     (_c(r"(?P<y>\d{4})-(?P<mo>\d{2})(?![\d\-])"), iso_month),
     (_c(r"(?P<y>\d{4})-?w(?P<w>\d{2})(?!\d)"), iso_week),
     (_c(rf"(?:{MODIFIER}\s+)?(?:the\s+month\s+of\s+)?" + month_pattern("mon")), month_alone),
-    (_c(r"q(?P<q>[1-4])(?:\s*,?\s*(?P<y>\d{4})(?!\d))?"), quarter),
-    (_c(r"(?P<y>\d{4})\s*-?\s*q(?P<q>[1-4])"), quarter),
+    (_c(r"q(?P<q>[1-4])(?:\s*(?:,\s*)?(?P<y>\d{4})(?!\d))?"), quarter),
+    (_c(r"(?P<y>\d{4})\s*(?:-\s*)?q(?P<q>[1-4])"), quarter),
     (_c(r"(?:the\s+)?(?P<qw>first|second|third|fourth|1st|2nd|3rd|4th)\s+quarter(?:\s+of)?\s+(?P<y>\d{4})"), quarter),
     (_c(rf"(?:{MODIFIER}\s+|the\s+)?(?P<s>spring|summer|autumn|fall|winter)(?:\s+(?:of\s+)?{YEAR})?"), season),
     (_c(r"(?:the\s+year\s+)?(?P<y>\d{4})(?!\d|['’]?s(?![a-z]))"), year),
@@ -658,6 +658,6 @@ DAY_PART = re.compile(r"\s+(?:in\s+the\s+)?(?P<pod>morning|afternoon|evening|nig
 #: A part of the day after a time ("9 in the morning", "11 at night").
 CLOCK_PART = re.compile(r"\s*(?:in\s+the\s+(?P<pod>morning|afternoon|evening)|at\s+night)" + _END, _FLAGS)
 #: Between a date and its time ("Monday at 3pm", "2024-03-03 15:30").
-DAY_TO_CLOCK = re.compile(r"\s*,?\s*(?:at\s+|@\s*|around\s+|about\s+)?", _FLAGS)
+DAY_TO_CLOCK = re.compile(r"\s*(?:,\s*)?(?:at\s+|@\s*|around\s+|about\s+)?", _FLAGS)
 #: Between a time and its date ("3pm yesterday", "9:30 on Friday").
-CLOCK_TO_DAY = re.compile(r"\s*,?\s*(?:on\s+|of\s+)?", _FLAGS)
+CLOCK_TO_DAY = re.compile(r"\s*(?:,\s*)?(?:on\s+|of\s+)?", _FLAGS)

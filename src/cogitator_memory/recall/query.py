@@ -17,17 +17,24 @@ its terms and the names it mentions. The kind sets the weights of the search's c
 
 The rules are English word patterns; a turn in another language is read as ``general`` with
 its terms, names and times (the time words are English too, see ``docs/time.md``).
+
+Reading takes time in proportion to the turn's length (about 3 ms per 1,000 characters), and a
+turn is at most :data:`MAX_QUERY_CHARS` characters long. :func:`analyze_query_async` reads a
+long turn in a worker thread, so that an event loop is never held for long.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from typing import Literal, TypeAlias
 
 from ..errors import InvalidArgumentError
 from ..search.tokenizer import index_terms
+from ..vectors.records import MAX_CONTENT_CHARS
 from .time import TimeInterval, TimeMention, find_times
 
 QueryKind: TypeAlias = Literal["temporal", "aggregate", "update", "preference", "general"]
@@ -36,6 +43,12 @@ QueryKind: TypeAlias = Literal["temporal", "aggregate", "update", "preference", 
 def _word_set(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
+
+#: The longest turn (characters) a search or a context build reads: the longest keyword query
+#: a store searches (:data:`~cogitator_memory.vectors.MAX_CONTENT_CHARS`), some 25,000 tokens.
+MAX_QUERY_CHARS: int = MAX_CONTENT_CHARS
+#: :func:`analyze_query_async` reads a turn longer than this (characters) in a worker thread.
+THREAD_ABOVE_CHARS: int = 2_000
 
 #: Every kind of question, in the order their rules are tried.
 QUERY_KINDS: tuple[QueryKind, ...] = ("update", "temporal", "aggregate", "preference", "general")
@@ -67,10 +80,12 @@ _TEMPORAL = re.compile(
     r"\b(?:when|what\s+(?:time|date|day|year|month)|which\s+(?:day|date|year|month|week)|how\s+long|"
     r"how\s+many\s+(?:days|weeks|months|years|hours|minutes)|how\s+soon|how\s+recently|"
     r"(?:in\s+)?(?:what|which|the)\s+order|in\s+order|chronolog\w*|timeline|sequence|before|after|earlier|"
-    r"first\s+time|last\s+time|since|until|till|deadline|ago|date[sd]?|schedule[sd]?|"
-    r"between\s+.+\s+and)\b",
+    r"first\s+time|last\s+time|since|until|till|deadline|ago|date[sd]?|schedule[sd]?)\b",
     re.I,
 )
+# "between X and Y" on one line (what ``\bbetween\s+.+\s+and\b`` finds): see _between_and.
+_BETWEEN = re.compile(r"\bbetween(\s+)", re.I)
+_AND = re.compile(r"(?<!\s)\s+and\b", re.I)
 _UPDATE = re.compile(
     r"\b(?:current(?:ly)?|now|still|any\s*more|latest|most\s+recent(?:ly)?|newest|up[-\s]?to[-\s]?date|"
     r"changed?|changes|updated?|switched|moved|these\s+days|at\s+the\s+moment|so\s+far|nowadays)\b",
@@ -91,7 +106,7 @@ _PREFERENCE = re.compile(
 # capitals, digits or dots (camelCase, Flask-Login, Render.com, v2), or a quoted phrase.
 _QUOTED = re.compile(r"[\"“”«»]([^\"“”«»]{2,80})[\"“”«»]|(?<![A-Za-z])'([^']{2,80})'(?![A-Za-z])")
 _WORD = re.compile(r"[^\W_](?:[\w'’.\-]*[^\W_])?")
-_SENTENCE_END = re.compile(r"[.!?:;\n]\s*$")
+_SENTENCE_ENDS = frozenset(".!?:;")
 _NOT_NAMES: frozenset[str] = _word_set(
     """
     i i'm i've i'd i'll im ive a an the what which who whom whose when where why how can could would
@@ -148,6 +163,14 @@ def is_small_talk(text: str) -> bool:
     return all(w in SMALL_TALK or w.rstrip("s") in SMALL_TALK for w in words) and len(words) <= 12
 
 
+def _ends_sentence(gap: str) -> bool:
+    """Whether the text between two words ends a sentence: its last character but whitespace
+    is one of ``.!?:;``, or a line ends in the whitespace after it. Each gap is read once, so
+    reading every word of a text takes time in proportion to its length."""
+    kept = gap.rstrip()
+    return kept[-1:] in _SENTENCE_ENDS or "\n" in gap[len(kept) :]
+
+
 def find_entities(text: str) -> list[str]:
     """The names a text mentions, as written, without repeats (see :class:`QueryAnalysis`)."""
     found: list[str] = []
@@ -157,6 +180,7 @@ def find_entities(text: str) -> list[str]:
             found.append(phrase)
     run: list[str] = []
     run_end = 0
+    last_end = 0  # where the word before ends: a sentence ends in the gap after it, if anywhere
 
     def flush() -> None:
         if run:
@@ -166,7 +190,8 @@ def find_entities(text: str) -> list[str]:
     for match in _WORD.finditer(text):
         word = match.group(0)
         folded = word.casefold().replace("’", "'")
-        opens = match.start() == 0 or bool(_SENTENCE_END.search(text[: match.start()]))
+        opens = match.start() == 0 or _ends_sentence(text[last_end : match.start()])
+        last_end = match.end()
         shaped = any(c.isdigit() for c in word) and any(c.isalpha() for c in word)
         shaped = shaped or bool(re.search(r"[a-z][A-Z]|[A-Za-z][.\-][A-Za-z]", word))
         capital = word[:1].isupper() and folded not in _NOT_NAMES
@@ -183,12 +208,33 @@ def find_entities(text: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def _between_and(text: str) -> bool:
+    """Whether ``text`` says "between X and Y": "between", space, a phrase on one line, space,
+    "and" (as ``\\bbetween\\s+.+\\s+and\\b`` would find, which takes time in proportion to the
+    square of a long line with many "between"s; this takes time in proportion to the text)."""
+    spaces = [m.span(1) for m in _BETWEEN.finditer(text)]
+    if not spaces:
+        return False
+    ands = [m.start() for m in _AND.finditer(text)]  # where the spaces before each "and" start
+    lines = [m.start() for m in re.finditer("\n", text)]
+    for start, end in spaces:
+        at = bisect_left(ands, start)
+        if at < len(ands) and ands[at] == start and text[start + 1 : end - 1].strip("\n"):
+            return True  # "between \t and": the phrase is one of the spaces, not a line end
+        after = bisect_right(ands, end - 1)  # an "and" whose spaces start past the phrase's start
+        line = bisect_left(lines, end)
+        line_end = lines[line] if line < len(lines) else len(text)
+        if after < len(ands) and ands[after] <= line_end:
+            return True  # the phrase runs from ``end`` to those spaces, and no line ends in it
+    return False
+
+
 def query_kind(text: str, times: tuple[TimeMention, ...] = ()) -> QueryKind:
     """The kind of question ``text`` is (the rules are tried in :data:`QUERY_KINDS` order; a
     time named in the text makes a question temporal unless it asks about now)."""
     if _UPDATE.search(text) and not times:
         return "update"
-    if times or _TEMPORAL.search(text):
+    if times or _TEMPORAL.search(text) or _between_and(text):
         return "temporal"
     if _AGGREGATE.search(text):
         return "aggregate"
@@ -197,16 +243,30 @@ def query_kind(text: str, times: tuple[TimeMention, ...] = ()) -> QueryKind:
     return "general"
 
 
+def check_query(name: str, value: object) -> str:
+    """``value`` if it is a string of at most :data:`MAX_QUERY_CHARS` characters, else an
+    :class:`~cogitator_memory.errors.InvalidArgumentError` naming ``name`` (a search's ``query``,
+    a build's ``current_input``)."""
+    if not isinstance(value, str):
+        raise InvalidArgumentError(name, f"must be a string, got {type(value).__name__}")
+    if len(value) > MAX_QUERY_CHARS:
+        raise InvalidArgumentError(
+            name, f"has {len(value):,} characters, more than the {MAX_QUERY_CHARS:,} a query may have"
+        )
+    return value
+
+
 def analyze_query(input: str, anchor: datetime | None = None, time_zone: str | tzinfo = "UTC") -> QueryAnalysis:
     """Read a turn the way recall does: whether to search, the kind, the time, terms and names.
 
     ``anchor`` is the moment the turn is read at (``build(as_of=...)``; now by default; naive is
     UTC): "yesterday" in the turn is the day before it, in ``time_zone`` (an IANA name or a
     tzinfo). Raises :class:`~cogitator_memory.errors.InvalidArgumentError` naming the argument
-    for a non-string input, an anchor that is not a datetime or an unknown zone.
+    for a non-string input or one over :data:`MAX_QUERY_CHARS` characters, an anchor that is not
+    a datetime or an unknown zone. The time taken grows in proportion to the input's length; in
+    a coroutine, :func:`analyze_query_async` keeps a long input off the event loop.
     """
-    if not isinstance(input, str):
-        raise InvalidArgumentError("input", f"must be a string, got {type(input).__name__}")
+    check_query("input", input)
     if anchor is None:
         anchor = datetime.now(UTC)
     elif not isinstance(anchor, datetime):
@@ -229,13 +289,29 @@ def analyze_query(input: str, anchor: datetime | None = None, time_zone: str | t
     return QueryAnalysis(input, search, query_kind(input, times), anchor, zone, times, interval, terms, entities)
 
 
+async def analyze_query_async(
+    input: str, anchor: datetime | None = None, time_zone: str | tzinfo = "UTC"
+) -> QueryAnalysis:
+    """:func:`analyze_query` for a coroutine: an input over :data:`THREAD_ABOVE_CHARS` characters
+    is read in a worker thread (:func:`asyncio.to_thread`), so the event loop goes on serving
+    other calls meanwhile; a shorter one, read in a few milliseconds, is read in place. Raises
+    what :func:`analyze_query` raises."""
+    if isinstance(input, str) and THREAD_ABOVE_CHARS < len(input) <= MAX_QUERY_CHARS:
+        return await asyncio.to_thread(analyze_query, input, anchor, time_zone)
+    return analyze_query(input, anchor, time_zone)
+
+
 __all__ = [
+    "MAX_QUERY_CHARS",
     "QUERY_KINDS",
     "QUESTION_WORDS",
     "SMALL_TALK",
+    "THREAD_ABOVE_CHARS",
     "QueryAnalysis",
     "QueryKind",
     "analyze_query",
+    "analyze_query_async",
+    "check_query",
     "find_entities",
     "is_small_talk",
     "query_kind",
