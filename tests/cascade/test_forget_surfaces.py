@@ -2,7 +2,8 @@
 (``forget user``) and REST (``POST /api/forget``, what the inspector calls) goes through the one
 cascade routine (``MemoryCascade.delete_user``) with the same settings, so each leaves the same
 thing behind: nothing of the user, their core facts included, and none of their text in the
-bytes of the SQLite file or its WAL, read while the server is still running."""
+bytes of the SQLite file or its WAL, read while the server is still running. Each goes past
+someone else's thread that lists the user and holds ids that are not ids, and says so."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from cogitator_memory import unwrap
+from cogitator_memory import clock, unwrap
 from cogitator_memory.cli import main
 from cogitator_memory.runtime.memory import Memory
 from cogitator_memory.server.rest import create_app
@@ -47,6 +48,17 @@ async def seed(memory: Memory, secret: str, keep: str) -> None:
     await memory.remember(f"Ana's passport is {secret}", core_fact_key="passport", user_id="ana")
     await memory.add([{"role": "user", "content": f"I drink {keep} tea. " * 8}], user_id="bo", thread_id="bo-chat")
     await memory.remember(f"Bo drinks {keep}", core_fact_key="drink", user_id="bo")
+    # Bo's group thread lists Ana and holds ids written before the writes were checked
+    await memory.add([{"role": "user", "content": "Bo's group."}], user_id="bo", thread_id="bo-group")
+    unwrap(await memory.adapter.update_thread("bo-group", {"memory_user_ids": ["ana"]}))
+    ana_in_group = {"role": "user", "content": f"Ana here, passport {secret}."}
+    unwrap(
+        await memory.adapter.add_entry(
+            {"thread_id": "bo-group", "message": ana_in_group, "metadata": {"user_id": "ana"}}
+        )
+    )
+    planted = {"memory_forks": [""], "memory_agent_ids": ["\t"]}
+    await memory.adapter._upsert_thread("bo-group", "default", planted, clock.now())
     await memory.flush()
     assert await memory.facts(user_id="ana") == {"passport": f"Ana's passport is {secret}"}
 
@@ -88,10 +100,15 @@ def test_forgetting_a_user_leaves_the_same_nothing_on_every_surface(
         assert main(["forget", "user", "ana", "--db", str(path)]) == 0
         out = capsys.readouterr().out
         assert "threads deleted: 1" in out
+        assert "skipped: thread bo-group: metadata.memory_forks[0] skipped: must not be empty" in out
         data = raw(path)
     else:
         counts, data = asyncio.run(forgotten())
-        assert counts["threads"] == 1 and counts["skipped"] == []
+        assert counts["threads"] == 1
+        assert counts["skipped"] == [
+            "thread bo-group: metadata.memory_agent_ids[0] skipped: must not be empty",
+            "thread bo-group: metadata.memory_forks[0] skipped: must not be empty",
+        ]
     where = data.find(secret.encode())
     assert where < 0, f"the forgotten text is still in the file: {data[max(0, where - 60) : where + 60]!r}"
     assert keep.encode() in data, "the scan reads the file (what stays is there)"
@@ -102,5 +119,7 @@ def test_forgetting_a_user_leaves_the_same_nothing_on_every_surface(
             assert await memory.facts(user_id="bo") == {"drink": f"Bo drinks {keep}"}
             assert unwrap(await memory.adapter.get_thread("ana-chat")) is None
             assert unwrap(await memory.adapter.get_thread("bo-chat")) is not None
+            group = unwrap(await memory.adapter.get_entries("bo-group"))
+            assert [e.message.text for e in group if e.message] == ["Bo's group."], "Ana's words in it go"
 
     asyncio.run(left())

@@ -245,7 +245,8 @@ def memory_router() -> APIRouter:
             plan = await cascade.plan_thread(value)
         else:
             plan = await cascade.plan_entries(value, keep_replies=body.keep_replies)
-        return send({"threads": plan.threads, "entries": plan.entries, "entry_count": plan.entry_count})
+        shown = {"threads": plan.threads, "entries": plan.entries, "entry_count": plan.entry_count}
+        return send({**shown, "skipped": plan.skipped})
 
     @router.post("/forget", tags=["forget"])
     async def forget(request: Request, body: ForgetBody) -> Response:
