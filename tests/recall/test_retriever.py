@@ -333,7 +333,7 @@ async def test_bad_arguments_name_the_argument(memory: InMemoryAdapter) -> None:
 async def test_neighbour_weight_finds_a_turn_through_the_turn_next_to_it(memory: InMemoryAdapter) -> None:
     turns = await thread_of(
         memory,
-        ["what should I plant this spring?", "Plant tomatoes and basil in the sunny bed"],
+        ["what should I grow this spring?", "Plant tomatoes and basil in the sunny bed"],
     )
     question = "which plants: tomatoes or basil in the sunny bed?"
     alone = await MemoryRetriever({"neighbour_weight": 0.0}).retrieve(question, anchor=LATER, history=turns)

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import random
+from types import SimpleNamespace
 from typing import Any
 
 from cogitator_memory import InMemoryAdapter, unwrap
 from cogitator_memory.recall import MemoryRetriever
 from cogitator_memory.recall.retriever import _mmr, _with_neighbours
+
+
+def _thread_of(rid: str) -> str:
+    return "a" if int(rid[1:]) < 30 else "b"
 
 
 def _neighbours_by_definition(
@@ -20,7 +25,7 @@ def _neighbours_by_definition(
         if key.startswith("t:") and key[2:] in place:
             at = place[key[2:]]
             for j in (at - 1, at + 1):
-                if 0 <= j < len(order) and order[j] not in held:
+                if 0 <= j < len(order) and order[j] not in held and _thread_of(order[j]) == _thread_of(key[2:]):
                     near = f"t:{order[j]}"
                     bonus[near] = max(bonus.get(near, 0.0), weight * score)
     for key, extra in bonus.items():
@@ -52,8 +57,10 @@ def _mmr_by_definition(
 
 
 def test_the_neighbour_bonus_is_its_definition() -> None:
+    """Turns next to each other in the order but in two threads (e29, e30) are not neighbours."""
     rng = random.Random(4)
     order = [f"e{i}" for i in range(60)]
+    docs = {rid: SimpleNamespace(record=SimpleNamespace(thread_id=_thread_of(rid))) for rid in order}
     for _ in range(300):
         chosen = rng.sample(order, rng.randint(0, 20))
         fused = [(f"t:{rid}", rng.choice([0.5, 0.25, rng.random()])) for rid in chosen]
@@ -61,7 +68,7 @@ def test_the_neighbour_bonus_is_its_definition() -> None:
         fused += [("t:gone", 0.3)]  # a turn that is no longer in the order
         held = set(rng.sample(order, rng.randint(0, 5)))
         weight = rng.choice([0.4, 1.0, 0.01])
-        assert _with_neighbours(fused, order, {r: i for i, r in enumerate(order)}, held, weight) == (
+        assert _with_neighbours(fused, order, {r: i for i, r in enumerate(order)}, held, weight, docs) == (
             _neighbours_by_definition(fused, order, held, weight)
         )
 

@@ -89,7 +89,10 @@ async def test_core_facts_go_into_the_system_prompt(memory: Memory) -> None:
     system = built.messages[0]
     assert system.role == "system"
     assert system.content == f"Be brief.\n\n{CORE_FACTS_HEADING}:\nuser_name: Ana"
-    other = await memory.build_context("t1", user_id="bo", system_prompt="Be brief.")
+    with pytest.raises(InvalidArgumentError, match="another user's thread"):
+        await memory.build_context("t1", user_id="bo", system_prompt="Be brief.")
+    await memory.add([{"role": "user", "content": "hello"}], user_id="bo", thread_id="t2")
+    other = await memory.build_context("t2", user_id="bo", system_prompt="Be brief.")
     assert other.messages[0].content == "Be brief."
     assert await memory.facts(user_id="ana") == {"user_name": "Ana"}
 

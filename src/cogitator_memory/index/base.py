@@ -165,6 +165,15 @@ class RecallIndexMixin(ABC):
     @abstractmethod
     async def _recall_state_set(self, key: str, value: str) -> None: ...
 
+    async def _recall_forget(self, *, entry_id: str | None = None, thread_id: str | None = None) -> None:
+        """What the thread store calls before it deletes or redacts an entry, or deletes or
+        clears a thread: the records of the entry (or the thread) go first, so forgotten text
+        never stays searchable; a failure here fails that call and leaves the entry."""
+        if entry_id is not None:
+            await self._recall_delete([record_id("turn", entry_id)])
+        if thread_id is not None:
+            await self._recall_delete_scope("thread_id", thread_id)
+
     # ----- public calls --------------------------------------------------------------------
 
     async def index_recall_records(self, records: Sequence[RecordInput]) -> MemoryResult[int]:

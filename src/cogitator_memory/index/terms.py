@@ -15,6 +15,7 @@ term is an opaque string to the stores: index it verbatim.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import lru_cache
 
 import snowballstemmer
@@ -48,9 +49,14 @@ def recall_terms(text: str) -> list[str]:
     return out
 
 
+def stemmed_terms(words: Iterable[str]) -> list[str]:
+    """The distinct index terms of tokens already made (a query analysis's terms), in order."""
+    return list(dict.fromkeys(t for word in words for t in word_terms(word)))
+
+
 def query_terms(text: str) -> list[str]:
     """The distinct terms of a query, in their first order."""
     return list(dict.fromkeys(recall_terms(text)))
 
 
-__all__ = ["ROOT_LENGTH", "ROOT_MARK", "query_terms", "recall_terms", "word_terms"]
+__all__ = ["ROOT_LENGTH", "ROOT_MARK", "query_terms", "recall_terms", "stemmed_terms", "word_terms"]

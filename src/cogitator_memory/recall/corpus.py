@@ -9,7 +9,6 @@ only for the documents a search looks at, and kept.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
@@ -17,9 +16,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
+from ..index.build import turn_text
+from ..index.terms import recall_terms
 from ..search.bm25 import BM25, BM25Index
-from ..search.tokenizer import index_terms
-from ..threads.records import MemoryEntry
 from .time import TimeInterval, find_times
 
 D = TypeVar("D")
@@ -28,21 +27,6 @@ D = TypeVar("D")
 MAX_DOC_CHARS = 20_000
 #: Documents dropped from the end of a corpus kept aside for when they come back.
 MAX_SPARE = 1000
-
-
-def turn_text(entry: MemoryEntry) -> str:
-    """The text a turn is searched by: its message, the tool calls it makes and their results."""
-    parts: list[str] = []
-    message = entry.message
-    if message is not None and message.text.strip():
-        parts.append(message.text)
-    calls = (message.tool_calls if message is not None else None) or entry.tool_calls or []
-    for call in calls:
-        parts.append(f"{call.name} {json.dumps(call.arguments, ensure_ascii=False, default=str)}")
-    for result in entry.tool_results or []:
-        value = result.error or result.result
-        parts.append(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str))
-    return "\n".join(parts)[:MAX_DOC_CHARS]
 
 
 @dataclass(slots=True)
@@ -145,7 +129,7 @@ class Corpus(Generic[D]):
         doc = self._spare.pop(rid, None)
         if doc is None or (doc.record is not record and doc.text != text(record)):
             body = text(record)
-            terms = index_terms(body)
+            terms = recall_terms(body)
             doc = Doc(record, body, terms, frozenset(terms), " ".join(body.casefold().split()))
         doc.record = record
         self.docs[rid] = doc
@@ -171,7 +155,7 @@ class Corpus(Generic[D]):
                 continue
             if doc is not None:
                 self.bm25.remove_terms(rid, doc.terms)
-            terms = index_terms(body)
+            terms = recall_terms(body)
             docs[rid] = Doc(record, body, terms, frozenset(terms), " ".join(body.casefold().split()))
             self.bm25.add(rid, terms)
             changed = True

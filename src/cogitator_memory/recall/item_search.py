@@ -12,18 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
+from ..index.build import item_text
+from ..index.terms import stemmed_terms
 from ..items.records import MemoryItem, normalize_key_text
 from .corpus import Corpus, phrase_pattern
 from .query import QueryAnalysis
-
-
-def item_text(item: MemoryItem) -> str:
-    """The text an item is searched and embedded by: subject, attribute and value."""
-    parts = [item.subject]
-    if item.attribute:
-        parts.append(item.attribute)
-    parts.append(item.value)
-    return " ".join(parts)
 
 
 def item_entities(item: MemoryItem) -> list[str]:
@@ -83,7 +76,7 @@ def time_ranking(items: Sequence[MemoryItem], analysis: QueryAnalysis) -> list[s
 
 def bm25_ranking(corpus: Corpus[MemoryItem], analysis: QueryAnalysis, depth: int) -> list[str]:
     """Items by BM25 of the input's terms."""
-    return [rid for rid, _ in corpus.bm25.search_terms(list(analysis.terms), limit=depth)]
+    return [rid for rid, _ in corpus.bm25.search_terms(stemmed_terms(analysis.terms), limit=depth)]
 
 
 def vector_ranking(

@@ -38,11 +38,11 @@ from operator import attrgetter
 from typing import Any, Literal
 
 from ..errors import InvalidArgumentError
+from ..index.terms import recall_terms, stemmed_terms
 from ..items.base import is_memory_item_adapter
 from ..items.records import MemoryItem, MemoryScope, check_scope
 from ..result import unwrap
 from ..search.fusion import reciprocal_rank_fusion
-from ..search.tokenizer import index_terms
 from ..threads.records import EVENT_TYPES, MemoryEntry
 from . import item_search
 from .corpus import CorpusCache, Doc, phrase_pattern, turn_text
@@ -244,7 +244,7 @@ class MemoryRetriever:
             if keyword_hits is not None:
                 bm25 = [r for r in dict.fromkeys(keyword_hits) if r in entry_map][: s.depth]
             else:
-                asked = _telling(corpus_t, analysis.terms)
+                asked = _telling(corpus_t, stemmed_terms(analysis.terms))
                 bm25 = [r for r, _ in corpus_t.bm25.search_terms(asked, limit=s.depth, keep=keep)]
             entity = self._entity_turns(corpus_t, analysis, named, keep) if s.weight(analysis.kind, "entity") else []
             time: list[str] = []
@@ -278,13 +278,13 @@ class MemoryRetriever:
             [r for _, r in rankings], k=s.rrf_k, weights=[s.weight(analysis.kind, c) for c, _ in rankings]
         )
         if s.neighbour_weight > 0 and corpus_t is not None:
-            fused = _with_neighbours(fused, corpus_t.order, index_of, held_ids, s.neighbour_weight)
+            fused = _with_neighbours(fused, corpus_t.order, index_of, held_ids, s.neighbour_weight, corpus_t.docs)
         places: dict[str, dict[Channel, int]] = {}
         for channel, ranking in rankings:
             for rank, rid in enumerate(ranking, start=1):
                 places.setdefault(rid, {}).setdefault(channel, rank)
 
-        terms = frozenset(analysis.terms)
+        terms = frozenset(stemmed_terms(analysis.terms))
         n_terms = len(terms)
         recency, user, coverage, retrieved = s.recency_weight, s.user_weight, s.coverage_weight, s.retrieved_weight
         turn_docs = corpus_t.docs if corpus_t is not None else {}
@@ -340,7 +340,7 @@ class MemoryRetriever:
         depth = self.settings.depth
         for name in names:
             pattern = phrase_pattern(name)
-            terms = index_terms(name)
+            terms = recall_terms(name)
             if pattern is None or not terms:
                 continue
             needed = frozenset(terms)  # a turn holding the phrase holds each of its terms
@@ -381,7 +381,7 @@ class MemoryRetriever:
         start, end = interval.start, interval.end
         said = [rid for rid in _said_between(corpus, start, end) if rid in entries]
         if len(said) > depth:  # the ones sharing most terms with the input first
-            terms = frozenset(analysis.terms)
+            terms = frozenset(stemmed_terms(analysis.terms))
             said.sort(key=lambda r: -len(terms & corpus.docs[r].term_set))
         naming = [
             r for r in candidates if any(t.overlaps(interval) for t in corpus.times_of(r, entries[r].created_at, zone))
@@ -474,10 +474,11 @@ def _with_neighbours(
     index_of: Mapping[str, int],
     held: Collection[str],
     weight: float,
+    docs: Mapping[str, Doc[Any]],
 ) -> list[tuple[str, float]]:
-    """Each turn's fused score plus ``weight`` times the best score of the turns next to it (a
-    question is found through its answer, and the answer through its question; ``order`` is every
-    turn, ``held`` those never returned), best first."""
+    """Each turn's fused score plus ``weight`` times the best score of the turns next to it in
+    the same thread (a question is found through its answer, and the answer through its
+    question; ``order`` is every turn, ``held`` those never returned), best first."""
     out = dict(fused)
     bonus: dict[str, float] = {}
     last = len(order) - 1
@@ -488,8 +489,9 @@ def _with_neighbours(
         if at is None:
             continue
         extra = weight * score
+        thread = docs[key[2:]].record.thread_id
         for j in (at - 1, at + 1):
-            if 0 <= j <= last and (not held or order[j] not in held):
+            if 0 <= j <= last and (not held or order[j] not in held) and docs[order[j]].record.thread_id == thread:
                 near = "t:" + order[j]
                 kept = bonus.get(near, 0.0)
                 bonus[near] = extra if extra > kept else kept

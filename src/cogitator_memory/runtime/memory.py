@@ -41,10 +41,12 @@ from ..files.base import is_memory_file_adapter
 from ..files.service import MemoryFiles
 from ..files.tools import ToolAnswer, run_memory_tool
 from ..ids import thread_id as new_thread_id
+from ..index.base import is_recall_index
+from ..index.indexer import RecallIndexer
 from ..items.records import MemoryScope, NewMemoryItem
 from ..items.service import MemoryItems
 from ..models.convert import from_anthropic_messages, from_openai_messages
-from ..recall.retriever import MemoryRetriever, RecallHit
+from ..recall.retriever import MemoryRetriever
 from ..result import unwrap
 from ..threads import tree
 from ..threads.base import BaseMemoryAdapter
@@ -55,14 +57,13 @@ from ..upkeep.observations import MemoryObservations, RefreshReport
 from ..upkeep.playbook import FoldResult
 from ..vectors.base import EmbeddingAdapter
 from .config import ConfigError, MemoryConfig, coerce_config
+from .search import SearchHit, check_reader, search_memory
 
 logger = logging.getLogger(__name__)
 
 MessageFormat = Literal["openai", "anthropic"]
 #: The Anthropic content blocks OpenAI's messages never hold.
 _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "document"})
-#: How many of a user's threads :meth:`Memory.search` reads, the most recently updated first.
-SEARCH_THREADS = 20
 #: The heading core facts go under in the system prompt.
 CORE_FACTS_HEADING = "What I know about the user"
 
@@ -73,30 +74,6 @@ class AddResult:
 
     thread_id: str
     entries: list[MemoryEntry] = field(default_factory=list)
-
-
-@dataclass(frozen=True, slots=True)
-class SearchHit:
-    """One thing :meth:`Memory.search` found: a turn (``kind="entry"``, with its ``thread_id``)
-    or a memory item (``kind="item"``), with its text and score (higher is better)."""
-
-    kind: Literal["entry", "item"]
-    id: str
-    text: str
-    score: float
-    thread_id: str | None = None
-    created_at: datetime | None = None
-
-    def dump(self) -> dict[str, Any]:
-        """The hit as JSON-ready data."""
-        return {
-            "kind": self.kind,
-            "id": self.id,
-            "text": self.text,
-            "score": self.score,
-            "thread_id": self.thread_id,
-            "created_at": self.created_at.isoformat() if self.created_at else None,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +202,8 @@ class Memory:
         self.cascade: MemoryCascade | None = None
         self.vectors: Any = None
         self.message_index: MessageIndex | None = None
+        #: Keeps the store's recall index in step with its threads (made on connect).
+        self.indexer: RecallIndexer | None = None
         self.context_builder: ContextBuilder | None = None
         self.compaction: Any = None
         self.extractor: Any = None
@@ -317,6 +296,9 @@ class Memory:
 
     async def _start(self) -> None:
         cfg = self.config
+        if is_recall_index(self.adapter):
+            self.indexer = RecallIndexer(self.adapter)
+            self.indexer.attach()
         if self.embedding_service is not None:
             self.vectors = self._make_vectors()
             if self.vectors is not self.adapter:
@@ -388,6 +370,9 @@ class Memory:
             self.message_index.detach()
             await self.message_index.close()
             self.message_index = None
+        if self.indexer is not None:
+            await self.indexer.close()
+            self.indexer = None
         if self.vectors is not None and self.vectors is not self.adapter:
             await self.vectors.disconnect()
         self.vectors = None
@@ -397,9 +382,11 @@ class Memory:
             await client.aclose()
 
     async def flush(self) -> None:
-        """Wait until the background work queued so far is done: message vectors and the
-        knowledge graph's auto-extraction."""
+        """Wait until the background work queued so far is done: the recall index, message
+        vectors and the knowledge graph's auto-extraction."""
         self._require()
+        if self.indexer is not None:
+            await self.indexer.flush()
         if self.message_index is not None:
             await self.message_index.flush()
         if self.auto_extractor is not None:
@@ -552,10 +539,12 @@ class Memory:
         thread_id: str | None = None,
         limit: int = 10,
     ) -> list[SearchHit]:
-        """What answers ``query`` among the user's turns (their threads of ``agent_id``, the
-        :data:`SEARCH_THREADS` most recent, or only ``thread_id``) and the memory items the
-        scope ``{agent_id, user_id}`` sees, best first: words, time, entities and, with
-        embeddings, meaning (see :class:`~cogitator_memory.recall.MemoryRetriever`)."""
+        """What answers ``query`` in the memory of ``{agent_id, user_id}``, best first: the
+        user's turns in every thread of the agent (or only ``thread_id``, which must not be
+        another user's), their memory items and core facts, and the facts ``remember`` saved;
+        found through the store's recall index by words (stemmed), time, names and, with
+        embeddings, meaning, and ranked by the :class:`~cogitator_memory.recall.MemoryRetriever`
+        (see ``docs/recall-index.md``)."""
         self._require()
         if not isinstance(query, str) or not query.strip():
             raise InvalidArgumentError("query", "must be non-empty text")
@@ -566,49 +555,7 @@ class Memory:
             raise InvalidArgumentError("limit", f"must be an integer from 1 to 100, got {limit!r}")
         if not self.enabled:
             return []
-        if tid is not None:
-            thread_ids = [tid]
-        else:
-            page = unwrap(
-                await self.adapter.list_threads(
-                    agent_id=agent, metadata={"user_id": user} if user is not None else None, limit=SEARCH_THREADS
-                )
-            )
-            thread_ids = [t.id for t in page.threads]
-        history: list[MemoryEntry] = []
-        for one in thread_ids:
-            path = await self.adapter.get_path(thread_id=one)
-            if not path.success:
-                raise MemoryStoreError(path.error or "the store failed")
-            history.extend(path.data or [])
-        cosines: dict[str, float] = {}
-        if self.message_index is not None and self.embedding_service is not None and thread_ids:
-            # Read your writes: turns added a moment ago are still being embedded in the background.
-            await self.message_index.flush()
-            vector = await self.embedding_service.embed(query)
-            for one in thread_ids:
-                for hit in await self.message_index.search(one, vector, limit=50):
-                    if hit.source_id is not None:
-                        cosines[hit.source_id] = hit.score
-        scope = MemoryScope(agent_id=agent, user_id=user)
-        found = await self.retriever.retrieve(
-            query, history=history, cosines=cosines, item_adapter=self.adapter, scope=scope, limit=limit
-        )
-        return [self._hit(h) for h in found.hits]
-
-    @staticmethod
-    def _hit(hit: RecallHit) -> SearchHit:
-        if hit.entry is not None:
-            return SearchHit(
-                kind="entry",
-                id=hit.id,
-                text=hit.text,
-                score=hit.score,
-                thread_id=hit.entry.thread_id,
-                created_at=hit.entry.created_at,
-            )
-        assert hit.item is not None
-        return SearchHit(kind="item", id=hit.id, text=hit.text, score=hit.score, created_at=hit.item.recorded_at)
+        return await search_memory(self, query, agent=agent, user=user, thread_id=tid, limit=limit)
 
     async def build_context(
         self,
@@ -637,6 +584,7 @@ class Memory:
         user = tree.check_optional_id("user_id", user_id)
         if not self.enabled or self.context_builder is None:
             raise MemoryStoreError("memory is disabled: the store could not be reached when it started")
+        await check_reader(self, tid, user)
         facts = await (await self.core_facts(user_id=user, agent_id=agent)).format_for_prompt()
         prompt = system_prompt
         if facts:
@@ -918,12 +866,15 @@ class Memory:
             await self._core.pop(key).close()
         for key in [k for k in self._tools if k[1] == user]:
             del self._tools[key]
-        return await cascade.delete_user(user, {"agent_ids": [agent, "core"]})
+        counts = await cascade.delete_user(user, {"agent_ids": [agent, "core"]})
+        if self.indexer is not None:
+            await self.indexer.flush()
+            unwrap(await cast(Any, self.adapter).delete_recall_scope(user_id=user))
+        return counts
 
 
 __all__ = [
     "CORE_FACTS_HEADING",
-    "SEARCH_THREADS",
     "AddResult",
     "ConsolidationReport",
     "Memory",

@@ -200,6 +200,11 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
 
     # ----- engine primitives ---------------------------------------------------------------
 
+    async def _recall_forget(self, *, entry_id: str | None = None, thread_id: str | None = None) -> None:
+        """Take an entry's (or a whole thread's) records out of the store's recall index before
+        the entry is deleted or redacted: nothing here; a store keeping a recall index
+        (:class:`~cogitator_memory.index.RecallIndexMixin`) deletes them."""
+
     @abstractmethod
     async def _upsert_thread(self, thread_id: str, agent_id: str, metadata: dict[str, Any], now: datetime) -> Thread:
         """Create the thread, or merge ``metadata`` into the one that exists (keeping its agent,
@@ -360,6 +365,7 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
         try:
             self._require_connected()
             tid = tree.check_id("thread_id", thread_id)
+            await self._recall_forget(thread_id=tid)
             existed = await self._delete_thread(tid)
         except Exception as exc:
             return self._fail("delete_thread", exc)
@@ -517,6 +523,7 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
         try:
             self._require_connected()
             eid = tree.check_id("entry_id", entry_id)
+            await self._recall_forget(entry_id=eid)
             deleted = await self._delete_entry(eid)
         except Exception as exc:
             return self._fail("delete_entry", exc)
@@ -529,6 +536,7 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
         try:
             self._require_connected()
             tid = tree.check_id("thread_id", thread_id)
+            await self._recall_forget(thread_id=tid)
             if not await self._clear_thread(tid):
                 raise NotFoundError(f"thread not found: {tid}")
         except Exception as exc:
@@ -661,6 +669,7 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
             if entry is None:
                 return ok(None)
             redacted = tree.redacted_entry(entry, redaction)
+            await self._recall_forget(entry_id=eid)
             await self._replace_entry(redacted)
         except Exception as exc:
             return self._fail("redact_entry", exc)

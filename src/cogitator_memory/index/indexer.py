@@ -1,0 +1,304 @@
+"""``RecallIndexer``: keeps a store's recall index in step with its threads.
+
+**As turns are written.** ``attach()`` listens to the thread store's changes: every new
+message or tool result is indexed in the background, in batches (one write of the index per
+batch); a deleted or redacted entry loses its record, a cleared or deleted thread all of its
+records. :meth:`RecallIndexer.flush` waits until what was queued is written: a search calls it
+first, so what was just said is found. A write of the index that fails is retried with backoff;
+one that still fails marks its thread for a resync at the next flush.
+
+**What it did not see.** Entries written before the indexer started, by another process, an
+import or a process that stopped before its queue was written are found by
+:meth:`RecallIndexer.catch_up`: every thread updated since the last catch-up started (its time
+is kept in the index, :data:`WATERMARK_KEY`) is checked, and a thread whose turns and records
+differ in number is indexed again. The store's threads are the durable queue: a crash loses no
+turn, since the watermark moves only when a whole pass is done. ``catch_up(full=True)`` checks
+every thread (``cogitator-memory reindex``); it keeps its place (:data:`REINDEX_KEY`) so a pass
+stopped half way resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from .. import clock
+from ..errors import InvalidArgumentError
+from ..result import unwrap
+from ..threads.records import ChangeEvent, MemoryEntry, Thread
+from .base import is_recall_index
+from .build import turn_record
+from .records import MAX_RECORD_BATCH, RecallRecord
+
+logger = logging.getLogger("cogitator_memory")
+
+#: The index state holding when the last complete catch-up started (ISO time).
+WATERMARK_KEY = "indexer.turns.watermark"
+#: The index state holding where a full reindex got to (a thread page cursor).
+REINDEX_KEY = "indexer.turns.reindex_cursor"
+#: How far before its start a catch-up's watermark is put (clocks of other writers may lag).
+WATERMARK_MARGIN = timedelta(seconds=5)
+#: Threads read in one page by a catch-up.
+THREAD_PAGE = 200
+#: Threads whose scope (agent, user) is kept to index their turns without reading them again.
+SCOPES_KEPT = 10_000
+
+
+@dataclass
+class CatchUpReport:
+    """What a catch-up did: threads checked, threads indexed again, records written."""
+
+    threads_checked: int = 0
+    threads_indexed: int = 0
+    records_written: int = 0
+
+
+@dataclass(slots=True)
+class _Job:
+    kind: str  # "add", "delete", "clear"
+    thread_id: str
+    entry: MemoryEntry | None = None
+    entry_id: str | None = None
+
+
+ProgressFn = Callable[[CatchUpReport], None]
+
+
+class RecallIndexer:
+    """Indexes the turns of ``store`` (a thread store that keeps a recall index) in its recall
+    index; see the module docs. ``batch_size`` bounds one write, ``max_retries`` and
+    ``retry_delay`` (seconds, doubled each time) govern retries of a failed write."""
+
+    def __init__(self, store: Any, *, batch_size: int = 500, max_retries: int = 3, retry_delay: float = 0.1) -> None:
+        if not is_recall_index(store) or not hasattr(store, "on_change"):
+            raise InvalidArgumentError("store", "must be a thread store that keeps a recall index")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= MAX_RECORD_BATCH:
+            raise InvalidArgumentError("batch_size", f"must be an integer from 1 to {MAX_RECORD_BATCH}")
+        self.store = store
+        self.batch_size = batch_size
+        self.max_retries = max_retries
+        self.retry_delay = retry_delay
+        #: Records written since the indexer started.
+        self.indexed = 0
+        #: The last error the background work met (``None`` while all went well).
+        self.last_error: BaseException | None = None
+        self._unsubscribe: Callable[[], None] | None = None
+        self._queue: asyncio.Queue[_Job] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._worker: asyncio.Task[None] | None = None
+        self._pending = 0
+        self._idle: asyncio.Event | None = None
+        self._scopes: OrderedDict[str, Thread] = OrderedDict()
+        self._dirty: set[str] = set()
+        self._caught_up: asyncio.Task[CatchUpReport] | None = None
+
+    # ----- wiring ----------------------------------------------------------------------------
+
+    def attach(self) -> Callable[[], None]:
+        """Index what the store writes from now on; returns the function that detaches."""
+        self.detach()
+        self._unsubscribe = self.store.on_change(self._on_change)
+        return self.detach
+
+    def detach(self) -> None:
+        """Stop listening to the store (queued work still runs)."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+    def _ensure_worker(self) -> asyncio.Queue[_Job]:
+        loop = asyncio.get_running_loop()
+        if self._queue is None or self._loop is not loop:
+            self._loop = loop
+            self._queue = asyncio.Queue()
+            self._idle = asyncio.Event()
+            self._idle.set()
+            self._pending = 0
+            self._worker = None
+        if self._worker is None or self._worker.done():
+            self._worker = loop.create_task(self._run(self._queue), name="cogitator-memory recall indexer")
+        return self._queue
+
+    def _submit(self, job: _Job) -> None:
+        queue = self._ensure_worker()
+        self._pending += 1
+        assert self._idle is not None
+        self._idle.clear()
+        queue.put_nowait(job)
+
+    def _on_change(self, event: ChangeEvent) -> None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # the next catch-up finds it
+            return
+        tid = event.thread_id
+        if event.type == "entry-added" and event.entry is not None:
+            self._submit(_Job("add", tid, entry=event.entry))
+        elif event.type in ("entry-deleted", "entry-redacted") and event.entry_id is not None:
+            self._submit(_Job("delete", tid, entry_id=event.entry_id))
+        elif event.type in ("thread-cleared", "thread-deleted"):
+            self._scopes.pop(tid, None)
+            self._submit(_Job("clear", tid))
+
+    async def flush(self) -> None:
+        """Wait until every change queued so far is in the index (and threads whose writes
+        failed are indexed again)."""
+        if self._idle is not None and self._loop is asyncio.get_running_loop():
+            await self._idle.wait()
+        for tid in list(self._dirty):
+            found = unwrap(await self.store.get_thread(tid))
+            self._dirty.discard(tid)
+            if found is not None:
+                await self.resync_thread(found, force=True)
+
+    async def close(self) -> None:
+        """Detach, write what is queued and stop the background task."""
+        self.detach()
+        if self._caught_up is not None and not self._caught_up.done():
+            self._caught_up.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._caught_up
+        with contextlib.suppress(Exception):
+            await self.flush()
+        if self._worker is not None:
+            self._worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._worker
+            self._worker = None
+
+    # ----- background work -------------------------------------------------------------------
+
+    async def _run(self, queue: asyncio.Queue[_Job]) -> None:
+        while True:
+            batch = [await queue.get()]
+            while len(batch) < self.batch_size:
+                try:
+                    batch.append(queue.get_nowait())
+                except asyncio.QueueEmpty:
+                    break
+            try:
+                await self._apply(batch)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the indexer goes on; the threads are indexed again at the next flush
+                self.last_error = exc
+                self._dirty.update(job.thread_id for job in batch)
+                logger.warning("recall indexer: a write failed, its threads are indexed again later: %s", exc)
+            finally:
+                self._pending = max(0, self._pending - len(batch))
+                if self._pending == 0 and self._idle is not None:
+                    self._idle.set()
+
+    async def _apply(self, batch: list[_Job]) -> None:
+        records: list[RecallRecord] = []
+        for job in batch:
+            if job.kind == "add":
+                assert job.entry is not None
+                thread = await self._thread(job.thread_id)
+                record = turn_record(job.entry, thread) if thread is not None else None
+                if record is not None:
+                    records.append(record)
+                continue
+            if records:  # keep the order of the changes: writes before a delete that follows them
+                await self._write(records)
+                records = []
+            if job.kind == "delete" and job.entry_id is not None:
+                await self._retrying(self.store.delete_recall_sources, [job.entry_id])
+            elif job.kind == "clear":
+                await self._retrying(self.store.delete_recall_scope, thread_id=job.thread_id)
+        if records:
+            await self._write(records)
+
+    async def _write(self, records: list[RecallRecord]) -> None:
+        for start in range(0, len(records), self.batch_size):
+            chunk = records[start : start + self.batch_size]
+            self.indexed += await self._retrying(self.store.index_recall_records, chunk)
+
+    async def _retrying(self, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        delay = self.retry_delay
+        attempt = 0
+        while True:
+            try:
+                return unwrap(await call(*args, **kwargs))
+            except InvalidArgumentError:
+                raise
+            except Exception as exc:
+                if attempt >= self.max_retries:
+                    raise
+                attempt += 1
+                self.last_error = exc
+                await asyncio.sleep(delay)
+                delay *= 2
+
+    async def _thread(self, thread_id: str) -> Thread | None:
+        kept = self._scopes.get(thread_id)
+        if kept is not None:
+            self._scopes.move_to_end(thread_id)
+            return kept
+        thread: Thread | None = unwrap(await self.store.get_thread(thread_id))
+        if thread is not None:
+            self._scopes[thread_id] = thread
+            if len(self._scopes) > SCOPES_KEPT:
+                self._scopes.popitem(last=False)
+        return thread
+
+    # ----- catching up -----------------------------------------------------------------------
+
+    async def resync_thread(self, thread: Thread, *, force: bool = False) -> int:
+        """Index the turns of ``thread`` again when its records and turns differ in number (or
+        always, with ``force``); how many records were written."""
+        entries = unwrap(await self.store.get_entries(thread.id, include_tool_calls=True))
+        records = [r for r in (turn_record(e, thread) for e in entries) if r is not None]
+        if not force:
+            flt = {"thread_id": thread.id, "kinds": ["turn"], "statuses": ["active", "superseded", "stale"]}
+            held = unwrap(await self.store.count_recall_records(filter=flt))
+            if held == len(records):
+                return 0
+        await self._retrying(self.store.delete_recall_scope, thread_id=thread.id)
+        self._scopes[thread.id] = thread
+        await self._write(records)
+        return len(records)
+
+    async def catch_up(self, *, full: bool = False, progress: ProgressFn | None = None) -> CatchUpReport:
+        """Check the threads updated since the last catch-up started (every thread with
+        ``full``), indexing again those whose records are missing; see the module docs."""
+        started = clock.now()
+        report = CatchUpReport()
+        mark_text = None if full else unwrap(await self.store.get_recall_state(WATERMARK_KEY))
+        after = datetime.fromisoformat(mark_text) if mark_text else None
+        cursor = unwrap(await self.store.get_recall_state(REINDEX_KEY)) if full else None
+        await self.flush()
+        while True:
+            page = unwrap(await self.store.list_threads(updated_after=after, limit=THREAD_PAGE, cursor=cursor or None))
+            for thread in page.threads:
+                written = await self.resync_thread(thread, force=full)
+                report.threads_checked += 1
+                if written:
+                    report.threads_indexed += 1
+                    report.records_written += written
+            if progress is not None:
+                progress(report)
+            cursor = page.next_cursor
+            if full:
+                unwrap(await self.store.set_recall_state(REINDEX_KEY, cursor or ""))
+            if cursor is None:
+                break
+        unwrap(await self.store.set_recall_state(WATERMARK_KEY, (started - WATERMARK_MARGIN).isoformat()))
+        return report
+
+    async def ready(self) -> None:
+        """Catch up once per indexer (the first call runs it, later calls wait for it), then
+        flush: after it, the index holds every turn the store holds."""
+        if self._caught_up is None or (self._caught_up.done() and self._caught_up.exception() is not None):
+            self._caught_up = asyncio.ensure_future(self.catch_up())
+        await asyncio.shield(self._caught_up)
+        await self.flush()
+
+
+__all__ = ["REINDEX_KEY", "WATERMARK_KEY", "CatchUpReport", "RecallIndexer"]

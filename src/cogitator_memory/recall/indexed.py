@@ -1,0 +1,129 @@
+"""The candidates of a recall, asked of the store's recall index instead of read from threads.
+
+:func:`gather_turns` asks the index's channels for the turns that may answer a query, across
+every thread in scope: keywords (stemmed BM25, in the engine), the time the query names (said
+then, or naming it) and, with an embedding store, meaning (the vectors of the message index,
+searched by user and agent, not by thread). Each channel returns at most ``depth`` candidates;
+the :class:`~cogitator_memory.recall.MemoryRetriever` then ranks those, and nothing else.
+
+The turns come back as entries made from their records (:func:`record_entry`): what ranking
+needs (text, who said it, when, where), not the stored entries. The caller reads the few it
+returns (:func:`verified_turns`), which also drops turns deleted or redacted since they were
+indexed, and copies of one turn that forks made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..index.records import RecallFilter, RecallRecord, record_id
+from ..result import unwrap
+from ..threads.records import REDACTED_KEY, MemoryEntry, Message
+from .query import QueryAnalysis
+
+#: Candidates each channel returns at most.
+DEPTH = 200
+#: ``metadata.index`` of the message index's vectors (see :mod:`cogitator_memory.context.message_index`).
+MESSAGES_INDEX = "messages"
+_ROLES = frozenset({"user", "assistant", "system"})
+
+
+@dataclass
+class TurnCandidates:
+    """What the index's channels found: the turns as entries (oldest first), the keyword
+    channel's order (entry ids, best first), the cosines of the vector channel, the records."""
+
+    history: list[MemoryEntry] = field(default_factory=list)
+    keyword: list[str] = field(default_factory=list)
+    cosines: dict[str, float] = field(default_factory=dict)
+    records: dict[str, RecallRecord] = field(default_factory=dict)
+
+
+def record_entry(record: RecallRecord) -> MemoryEntry:
+    """An entry made from a turn's record, for ranking (see the module docs)."""
+    role = record.role if record.role in _ROLES else "assistant"
+    return MemoryEntry(
+        id=record.source_id,
+        thread_id=record.thread_id or "",
+        seq=record.seq or 0,
+        token_count=0,
+        created_at=record.said_at,
+        message=Message(role=role, content=record.text),
+    )
+
+
+async def gather_turns(
+    store: Any,
+    query: str,
+    flt: RecallFilter,
+    analysis: QueryAnalysis,
+    *,
+    vectors: Any = None,
+    query_vector: Sequence[float] | None = None,
+    depth: int = DEPTH,
+) -> TurnCandidates:
+    """The turns in ``flt``'s scope the index's channels find for ``query`` (see the module docs).
+    ``vectors`` (an embedding store holding the message index's vectors) and ``query_vector``
+    add the vector channel."""
+    turns = flt.model_copy(update={"kinds": ["turn"]})
+    keyword_call = store.recall_keyword(query, filter=turns, limit=depth)
+    interval = analysis.interval
+    if interval is not None:
+        keyword_res, time_res = await asyncio.gather(
+            keyword_call, store.recall_time(interval.start, interval.end, filter=turns, limit=depth)
+        )
+        timed = unwrap(time_res)
+    else:
+        keyword_res, timed = await keyword_call, []
+    out = TurnCandidates()
+    for candidate in unwrap(keyword_res):
+        out.records[candidate.record.source_id] = candidate.record
+        out.keyword.append(candidate.record.source_id)
+    for candidate in timed:
+        out.records.setdefault(candidate.record.source_id, candidate.record)
+    if vectors is not None and query_vector is not None:
+        scope: dict[str, Any] = {"metadata": {"index": MESSAGES_INDEX}}
+        for key in ("agent_id", "user_id", "thread_id"):
+            value = getattr(flt, key)
+            if value is not None:
+                scope[key] = value
+        hits = unwrap(
+            await vectors.search(query_vector, limit=depth, threshold=-1.0, filter=scope, include_vectors=False)
+        )
+        for hit in hits:
+            if hit.source_id is not None:
+                out.cosines[hit.source_id] = hit.score
+        missing = [record_id("turn", s) for s in out.cosines if s not in out.records]
+        for start in range(0, len(missing), 1000):
+            for record in unwrap(await store.get_recall_records(missing[start : start + 1000])):
+                if record.status in flt.statuses:
+                    out.records[record.source_id] = record
+        out.cosines = {k: v for k, v in out.cosines.items() if k in out.records}
+    ordered = sorted(out.records.values(), key=lambda r: (r.said_at, r.thread_id or "", r.seq or 0, r.id))
+    out.history = [record_entry(r) for r in ordered]
+    return out
+
+
+async def verified_turns(store: Any, ids: Sequence[str]) -> dict[str, MemoryEntry]:
+    """The stored entries of ``ids`` that are still there and not redacted, by id; of entries
+    saying the same thing at the same time (a turn and the copies forks made of it), the first."""
+    found = await asyncio.gather(*(store.get_entry(i) for i in ids))
+    out: dict[str, MemoryEntry] = {}
+    seen: set[tuple[Any, ...]] = set()
+    for entry_id, result in zip(ids, found, strict=True):
+        entry = unwrap(result)
+        if entry is None or (entry.metadata or {}).get(REDACTED_KEY):
+            continue
+        message = entry.message
+        key = (message.role if message else None, message.text if message else entry.id, entry.created_at)
+        if key in seen:
+            continue
+        seen.add(key)
+        out[entry_id] = entry
+    return out
+
+
+__all__ = ["DEPTH", "TurnCandidates", "gather_turns", "record_entry", "verified_turns"]

@@ -1,0 +1,123 @@
+"""Memory.search through the recall index on every engine: every thread of the user (not the
+newest 20), stemmed words, facts saved with remember and core facts, no reads across users,
+forgetting that takes the index with it, and a restart that finds what another process wrote."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_memory import _config
+
+from cogitator_memory import SQLiteAdapter
+from cogitator_memory.errors import InvalidArgumentError
+from cogitator_memory.index.indexer import WATERMARK_KEY
+from cogitator_memory.result import unwrap
+from cogitator_memory.runtime.memory import Memory
+
+ENGINES = ["memory", "sqlite", "postgres", "redis", "mongodb"]
+
+
+@pytest.fixture(params=ENGINES)
+async def memory(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Memory]:
+    async with Memory(_config(request.param, tmp_path)) as opened:
+        yield opened
+
+
+async def test_a_fact_said_in_the_first_of_200_conversations_is_found(memory: Memory) -> None:
+    await memory.add([{"role": "user", "content": "By the way, I'm allergic to peanuts."}], user_id="ana")
+    for i in range(199):
+        await memory.add(
+            [
+                {"role": "user", "content": f"Let's plan trip number {i} to the mountains."},
+                {"role": "assistant", "content": f"Trip {i}: pack boots and water."},
+            ],
+            user_id="ana",
+        )
+    await memory.add([{"role": "user", "content": "I'm allergic to cats as well."}], user_id="bo")
+    hits = await memory.search("what allergies do I have?", user_id="ana")
+    top = [h.text for h in hits[:3]]
+    assert any("peanuts" in text for text in top), top
+    assert all("cats" not in h.text for h in hits), "Bo's turn is not Ana's"
+
+
+async def test_stemmed_words_find_other_forms(memory: Memory) -> None:
+    await memory.add([{"role": "user", "content": "Yesterday I painted the fence blue."}], user_id="ana")
+    hits = await memory.search("painting", user_id="ana")
+    assert hits and "fence" in hits[0].text
+
+
+async def test_a_thread_of_another_user_is_refused(memory: Memory) -> None:
+    await memory.add([{"role": "user", "content": "My diary: I feel great."}], user_id="bo", thread_id="bo-chat")
+    with pytest.raises(InvalidArgumentError, match="another user's thread"):
+        await memory.search("diary", user_id="ana", thread_id="bo-chat")
+    with pytest.raises(InvalidArgumentError, match="another user's thread"):
+        await memory.build_context("bo-chat", user_id="ana")
+    assert await memory.search("diary", user_id="ana") == []
+    assert [h.thread_id for h in await memory.search("diary", user_id="bo", thread_id="bo-chat")] == ["bo-chat"]
+
+
+async def test_deleted_and_redacted_turns_leave_the_index(memory: Memory) -> None:
+    first = await memory.add([{"role": "user", "content": "My locker code is zebra-4411."}], user_id="ana")
+    second = await memory.add([{"role": "user", "content": "The wifi password is walrus-9922."}], user_id="ana")
+    await memory.flush()
+    assert await memory.search("zebra locker", user_id="ana")
+    await memory.delete_entries([first.entries[0].id])
+    await memory.redact_entries([second.entries[0].id])
+    assert await memory.search("zebra locker code", user_id="ana") == []
+    assert await memory.search("walrus wifi password", user_id="ana") == []
+    store: Any = memory.adapter
+    flt = {"statuses": ["active", "superseded", "stale"]}
+    assert unwrap(await store.count_recall_records(filter=flt)) == 0
+
+
+async def test_forget_user_empties_their_part_of_the_index(memory: Memory) -> None:
+    await memory.add([{"role": "user", "content": "I collect rare stamps."}], user_id="ana")
+    await memory.add([{"role": "user", "content": "I collect rare coins."}], user_id="bo")
+    await memory.flush()
+    await memory.forget_user("ana")
+    store: Any = memory.adapter
+    assert unwrap(await store.count_recall_records(filter={"user_id": "ana"})) == 0
+    assert unwrap(await store.count_recall_records(filter={"user_id": "bo"})) == 1
+    assert [h.text for h in await memory.search("collect rare", user_id="bo")] == ["I collect rare coins."]
+    assert await memory.search("stamps", user_id="ana") == []
+
+
+async def test_core_facts_are_found(memory: Memory) -> None:
+    await memory.add([{"role": "user", "content": "hello there"}], user_id="ana")
+    facts = await memory.core_facts(user_id="ana")
+    await facts.set("home_city", "Porto")
+    hits = await memory.search("which city is home?", user_id="ana")
+    assert any(h.kind == "item" and "Porto" in h.text for h in hits), hits
+    assert not any("Porto" in h.text for h in await memory.search("which city is home?", user_id="bo"))
+
+
+@pytest.mark.parametrize("engine", ["memory", "sqlite", "postgres"])
+async def test_facts_saved_with_remember_are_found(engine: str, tmp_path: Path) -> None:
+    async with Memory({**_config(engine, tmp_path), "knowledge_graph": True}) as memory:
+        await memory.remember("Ana is allergic to peanuts", user_id="ana")
+        hits = await memory.search("allergies", user_id="ana")
+        assert [h.kind for h in hits] == ["fact"] and hits[0].text == "Ana is allergic to peanuts"
+        assert await memory.search("allergies", user_id="bo") == []
+
+
+async def test_a_restart_indexes_what_another_writer_added(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    async with Memory({"adapter": "sqlite", "path": str(path)}) as memory:
+        await memory.add([{"role": "user", "content": "I play the cello."}], user_id="ana", thread_id="t1")
+        assert await memory.search("cello", user_id="ana")
+    # another writer, straight to the store: no indexer listens
+    async with SQLiteAdapter(path=str(path)) as store:
+        thread = unwrap(await store.create_thread("default", {"user_id": "ana"}))
+        unwrap(
+            await store.add_entry(
+                {"thread_id": thread.id, "message": {"role": "user", "content": "I also play the banjo."}}
+            )
+        )
+        assert unwrap(await store.get_recall_state(WATERMARK_KEY)) is not None
+    async with Memory({"adapter": "sqlite", "path": str(path)}) as memory:
+        hits = await memory.search("banjo", user_id="ana")
+        assert [h.text for h in hits] == ["I also play the banjo."]
+        assert [h.text for h in await memory.search("cello", user_id="ana")] == ["I play the cello."]
