@@ -29,6 +29,8 @@ from typing import Any
 
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from cogitator_memory.runtime.memory import Memory
 from cogitator_memory.runtime.sync import SyncMemory
@@ -112,6 +114,9 @@ async def _stdio(config: Path, queries: list[str]) -> list[float]:
         return await _round_trips(client, queries)
 
 
+HTTP_TOKEN = "bench-runtime-token-0123456789"
+
+
 async def _http(config: Path, queries: list[str]) -> list[float]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -132,6 +137,7 @@ async def _http(config: Path, queries: list[str]) -> list[float]:
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        env={**os.environ, "COGITATOR_MEMORY_TOKEN": HTTP_TOKEN},
     )
     try:
         deadline = time.monotonic() + 60
@@ -143,7 +149,10 @@ async def _http(config: Path, queries: list[str]) -> list[float]:
                 if time.monotonic() > deadline or process.poll() is not None:
                     raise RuntimeError("the HTTP server did not start") from None
                 await asyncio.sleep(0.1)
-        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+        async with (
+            create_mcp_http_client(headers={"authorization": f"Bearer {HTTP_TOKEN}"}) as http,
+            Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)) as client,
+        ):
             return await _round_trips(client, queries)
     finally:
         process.terminate()
