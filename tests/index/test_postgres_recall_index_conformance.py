@@ -126,6 +126,14 @@ async def test_deleted_terms_leave_no_frequency_behind(store: PostgresAdapter, p
     assert await _counters(pg_url, schema) == ((1, 3), (1, 3), [])
 
 
+async def test_text_that_jsonb_would_refuse_round_trips(store: PostgresAdapter) -> None:
+    text = 'nul\x00inside ß ✓ 日本語 \\ "quoted"'
+    unwrap(await store.index_recall_records([_rec("a", text, lineage=["x\x00y"])]))
+    [got] = unwrap(await store.get_recall_records(["turn:a"]))
+    assert (got.text, got.lineage) == (text, ["x\x00y"])
+    assert [c.record.source_id for c in unwrap(await store.recall_keyword("日本"))] == ["a"]
+
+
 async def test_a_term_the_index_cannot_keep_is_named(store: PostgresAdapter) -> None:
     result = await store.index_recall_records([_rec("a", "fine"), _rec("b", "odd", terms=["ok", "bad\x1fterm"])])
     assert not result.success and "records[1].terms" in (result.error or "")

@@ -116,8 +116,9 @@ class PostgresAdapter(
     PostgresItems,
     BaseMemoryAdapter,
 ):
-    """Threads, pgvector embeddings, memory items (and facts), memory files and the knowledge graph
-    in one PostgreSQL schema (psycopg 3, async, a pool of ``pool_size`` connections).
+    """Threads, pgvector embeddings, memory items (and facts), memory files, the knowledge graph and
+    the recall index (:mod:`.recall`) in one PostgreSQL schema (psycopg 3, async, a pool of
+    ``pool_size`` connections).
 
     ``connection_string`` (or ``url``) is a libpq URL or DSN; ``schema`` (default ``public``) holds
     the tables, created on the first :meth:`connect`; ``dimensions`` is the vector size of a new

@@ -191,14 +191,16 @@ def scope_where(flt: RecallFilter) -> tuple[str, dict[str, Any]]:
 @lru_cache(maxsize=128)
 def _keyword_sql(schema: str, where: str) -> str:
     # The scores are summed from the postings alone (tf and length are in the index); the
-    # records are then read in score order, filtered by scope, until ``limit`` have passed.
+    # records are then read by rid in score order, filtered by scope, until ``limit`` have
+    # passed (the incremental sort orders equal scores by id). ``LIMIT 1`` keeps the lateral
+    # read a lookup per candidate: flattened into a join, the planner may scan the scope instead.
     s = quote_ident(schema)
     return (
         "WITH q AS (SELECT * FROM unnest(%(terms)b::text[], %(idfs)b::float8[]) AS q(term, idf)),"
         " scored AS (SELECT t.rid, sum(q.idf * t.tf * %(k1p1)s / (t.tf + %(k1)s * (%(fixed)s + %(per_len)s * t.len)))"
         f" AS score FROM q JOIN {s}.recall_terms t ON t.term = q.term GROUP BY t.rid)"
         f" SELECT {_COLUMNS}, b.score FROM (SELECT rid, score FROM scored WHERE score > 0 ORDER BY score DESC) b"
-        f" CROSS JOIN LATERAL (SELECT * FROM {s}.recall_records r WHERE r.rid = b.rid AND {where}) r"
+        f" CROSS JOIN LATERAL (SELECT * FROM {s}.recall_records r WHERE r.rid = b.rid AND {where} LIMIT 1) r"
         " ORDER BY b.score DESC, r.id LIMIT %(limit)s"
     )
 
