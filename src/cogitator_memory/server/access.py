@@ -202,6 +202,19 @@ async def run_app(
     bound: int = sock.getsockname()[1]
     url = f"http://{url_host(host)}:{bound}{path}"
     file: Path | None = None
+
+    def stopped() -> None:
+        if file is not None and token is not None:
+            remove_token_file(file, token)
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            # Before uvicorn raises a caught SIGTERM again, which ends the process at once.
+            try:
+                await super().shutdown(sockets)
+            finally:
+                stopped()
+
     try:
         if token is None:
             tell(f"serving the memory at {url} (Ctrl-C stops)")
@@ -217,24 +230,10 @@ async def run_app(
             else:
                 tell(f"serving the memory at {url} (Ctrl-C stops); clients send 'Authorization: Bearer {token}'")
                 tell(f"the token is in {file} (readable only by you)")
-        def stopped() -> None:
-            if file is not None and token is not None:
-                remove_token_file(file, token)
-
-        class Server(uvicorn.Server):
-            async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-                # Before uvicorn raises a caught SIGTERM again, which ends the process at once.
-                try:
-                    await super().shutdown(sockets)
-                finally:
-                    stopped()
-
-        config = uvicorn.Config(app, log_level="warning", lifespan="on")
-        await Server(config).serve(sockets=[sock])
+        await Server(uvicorn.Config(app, log_level="warning", lifespan="on")).serve(sockets=[sock])
     finally:
         sock.close()
-        if file is not None and token is not None:
-            remove_token_file(file, token)
+        stopped()
 
 
 __all__ = [
