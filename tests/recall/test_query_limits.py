@@ -10,11 +10,14 @@ from __future__ import annotations
 import asyncio
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
+from cogitator_memory import InMemoryAdapter, SQLiteAdapter, unwrap
+from cogitator_memory.context import ContextBuilder
 from cogitator_memory.errors import InvalidArgumentError
 from cogitator_memory.recall import MAX_QUERY_CHARS, analyze_query, analyze_query_async, find_times
 from cogitator_memory.recall.query import THREAD_ABOVE_CHARS, check_query, find_entities, query_kind
@@ -114,8 +117,8 @@ async def test_the_async_reading_reads_as_the_reading_does(size: int) -> None:
 PROSE = "I moved to Lisbon last March and started at Render.com on Flask-Login. Then Bo Silva came "
 
 
-async def _lags_while_read(text: str) -> tuple[list[float], float]:
-    """How late each 2 ms tick of the loop came while ``text`` was read, and how long reading took."""
+async def _lags_while(call: Callable[[], Awaitable[object]]) -> tuple[list[float], float]:
+    """How late each 2 ms tick of the loop came while ``call()`` was awaited, and how long it took."""
     loop = asyncio.get_running_loop()
     lags: list[float] = []
     reading = True
@@ -132,12 +135,19 @@ async def _lags_while_read(text: str) -> tuple[list[float], float]:
     await asyncio.sleep(0.01)
     lags.clear()
     start = time.perf_counter()
-    analysis = await analyze_query_async(text, AT)
+    await call()
     took = time.perf_counter() - start
     reading = False
     await ticker
-    assert analysis.times and analysis.entities  # it was read
     return lags, took
+
+
+async def _lags_while_read(text: str) -> tuple[list[float], float]:
+    async def read() -> None:
+        analysis = await analyze_query_async(text, AT)
+        assert analysis.times and analysis.entities  # it was read
+
+    return await _lags_while(read)
 
 
 async def test_a_turn_at_the_cap_does_not_hold_the_event_loop() -> None:
@@ -160,3 +170,53 @@ async def test_the_costliest_turn_at_the_cap_does_not_hold_the_event_loop() -> N
     assert len(lags) > took / 0.05
     assert statistics.median(lags) < 0.02
     assert max(lags) < took / 4
+
+
+# -- the context builder ------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[InMemoryAdapter | SQLiteAdapter]:
+    adapter = InMemoryAdapter() if request.param == "memory" else SQLiteAdapter(path=tmp_path / "threads.db")
+    async with adapter:
+        yield adapter
+
+
+async def _thread(store: InMemoryAdapter | SQLiteAdapter) -> str:
+    thread = unwrap(await store.create_thread("concierge", {"user_id": "ana"}))
+    for i in range(40):
+        role = "user" if i % 2 == 0 else "assistant"
+        text = f"turn {i}: the Hotel Avenida in Lisbon, room {200 + i}"
+        unwrap(await store.add_entry({"thread_id": thread.id, "message": {"role": role, "content": text}}))
+    return thread.id
+
+
+@pytest.mark.parametrize("strategy", ["recent", "hybrid"])
+async def test_a_build_refuses_an_input_over_the_cap_naming_current_input(
+    store: InMemoryAdapter | SQLiteAdapter, strategy: str
+) -> None:
+    tid = await _thread(store)
+    builder = ContextBuilder({"strategy": strategy, "reserve_tokens": 0}, {"memory_adapter": store})
+    with pytest.raises(InvalidArgumentError) as caught:
+        await builder.build(tid, current_input="x " * (MAX_QUERY_CHARS // 2 + 1), max_tokens=1000)
+    assert caught.value.argument == "current_input"
+    built = await builder.build(tid, current_input="x " * (MAX_QUERY_CHARS // 2), max_tokens=100_000)
+    assert built.strategy == strategy and not built.errors
+
+
+async def test_a_hybrid_build_at_the_cap_does_not_hold_the_event_loop(store: InMemoryAdapter | SQLiteAdapter) -> None:
+    # REST /api/context with 420 KB held the loop 65 s; at the cap, the input is read and counted
+    # in a worker thread
+    tid = await _thread(store)
+    builder = ContextBuilder({"strategy": "hybrid", "reserve_tokens": 0}, {"memory_adapter": store})
+    text = _repeat(PROSE, MAX_QUERY_CHARS)
+    inline = _took(analyze_query, text, AT)
+    built: list[object] = []
+
+    async def build() -> None:
+        built.append(await builder.build(tid, current_input=text, max_tokens=100_000, as_of=AT))
+
+    lags, took = await _lags_while(build)
+    assert built and inline > 0.1
+    assert len(lags) > took / 0.05
+    assert max(lags) < 0.1, f"the loop waited {max(lags) * 1000:.0f} ms (the input read on it: {inline * 1000:.0f} ms)"

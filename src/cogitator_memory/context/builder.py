@@ -22,7 +22,7 @@ from zoneinfo import ZoneInfo
 from .. import clock
 from ..errors import InvalidArgumentError, NotFoundError
 from ..items.records import MemoryItem
-from ..recall.query import QueryAnalysis, analyze_query
+from ..recall.query import THREAD_ABOVE_CHARS, QueryAnalysis, analyze_query_async, check_query
 from ..result import unwrap
 from ..threads import tree
 from ..threads.records import MemoryEntry, Message, copy_entry, copy_message
@@ -52,8 +52,10 @@ from .history import (
 )
 from .hybrid import (
     ITEMS_HEADING,
+    OTHER_HEADING,
     TURNS_HEADING,
     HybridRecall,
+    OtherTurn,
     RecalledTurns,
     estimated_cut,
     gather_vectors,
@@ -168,7 +170,8 @@ class ContextBuilder(RelevanceRanking):
         ``max_tokens`` (or the config's) is the budget, ``reserve_tokens`` (default 10% of it,
         at least 100) is kept free for the reply. ``pinned`` texts and ``index`` go into the
         system message with the system prompt; ``brief`` into the memory context;
-        ``current_input`` is counted (partition ``final``) but not put in ``messages``.
+        ``current_input`` is counted (partition ``final``) but not put in ``messages``; it is at
+        most :data:`~cogitator_memory.recall.MAX_QUERY_CHARS` characters.
         ``leaf_id`` builds from that entry's branch instead of the active one. ``as_of`` is the
         moment the turn is read at (now by default): the time the input names ("yesterday") is
         read from it, and memory items are read as known then. ``time_zone`` (default the
@@ -180,6 +183,8 @@ class ContextBuilder(RelevanceRanking):
         user = tree.check_optional_id("user_id", user_id)
         prompt = check_text("system_prompt", system_prompt)
         text_input = check_text("current_input", current_input)
+        if text_input is not None:
+            check_query("current_input", text_input)  # at most MAX_QUERY_CHARS characters
         pins = check_texts("pinned", pinned)
         index_text = check_text("index", index)
         brief_text = check_text("brief", brief)
@@ -210,6 +215,9 @@ class ContextBuilder(RelevanceRanking):
         if budget == 0:
             warnings.append(f"max_tokens {limit} minus reserve_tokens {reserve} leaves no room for the context")
 
+        if text_input is not None and len(text_input) > THREAD_ABOVE_CHARS:
+            # a long input is counted in a worker thread, off the event loop (then read from the cache)
+            await asyncio.to_thread(self._tokens.text_tokens, text_input)
         blocks, overhead = self._required_blocks(prompt, pins, index_text, brief_text, text_input)
         required = sum(b.tokens for part in blocks.values() for b in part) + sum(overhead.values())
         room = max(0, budget - required)
@@ -219,7 +227,7 @@ class ContextBuilder(RelevanceRanking):
         relevance = strategy == "relevant" and has_input and service is not None
         analysis: QueryAnalysis | None = None
         if (strategy == "hybrid" or relevance) and has_input:
-            analysis = analyze_query(text_input or "", anchor, zone)
+            analysis = await analyze_query_async(text_input or "", anchor, zone)
         recall_on = strategy == "hybrid" and analysis is not None and analysis.search
         semantic = (
             cfg.include_semantic_context
@@ -238,7 +246,7 @@ class ContextBuilder(RelevanceRanking):
         if recall_on and self.deps.memory_items is not None:
             jobs.append(self._load_items(tid, agent, user, anchor, loaded, errors))
         if cfg.include_graph_context and has_input:
-            graph_analysis = analysis or analyze_query(text_input or "", anchor, zone)
+            graph_analysis = analysis or await analyze_query_async(text_input or "", anchor, zone)
             jobs.append(self._load_graph(tid, agent, user, text_input or "", graph_analysis, loaded, errors, warnings))
         if self.deps.observations is not None and has_input:
             jobs.append(self._load_observations(tid, agent, user, loaded, errors))
@@ -589,7 +597,12 @@ class ContextBuilder(RelevanceRanking):
                 self._recall, thread_id, turns, loaded.items, loaded.vector, self._embed_entries, errors
             )
             hits = await self._recall.search(analysis, turns, turn_cos, loaded.items, item_cos, errors)
-            return self._recall.blocks(hits, turns, zone, as_of, analysis.terms, room, places)
+            own = self._recall.blocks(hits, turns, zone, as_of, analysis.terms, room, places)
+            agent, user = await self._thread_scope(thread_id, None, None)
+            others = await self._recall.other_conversations(
+                thread_id, agent, user, analysis, loaded.vector, zone, errors
+            )
+            return [*own, *others]
         except Exception as exc:
             errors.append(ContextBuildError("relevance", exc))
             return []
@@ -678,6 +691,8 @@ class ContextBuilder(RelevanceRanking):
             heads = [SEMANTIC_HEADING] if hits else []
             if any(isinstance(b.item, RecalledTurns) for b in recalled):
                 heads.append(TURNS_HEADING)
+            if any(isinstance(b.item, OtherTurn) for b in recalled):
+                heads.append(OTHER_HEADING)
             if any(isinstance(b.item, MemoryItem) for b in recalled):
                 heads.append(ITEMS_HEADING)
             overhead["recall"] = overhead.get("recall", 0) + sum(self._tokens.text_tokens(h) + 2 for h in heads)
@@ -747,7 +762,7 @@ class ContextBuilder(RelevanceRanking):
             sections.append(OBSERVATIONS_HEADING + "\n" + "\n\n".join(observed))
         kept_recall = kept.get("recall", ())
         semantic_blocks = [
-            b for b in kept_recall if not isinstance(b.item, RecalledTurns | MemoryItem | GraphContextNode)
+            b for b in kept_recall if not isinstance(b.item, RecalledTurns | OtherTurn | MemoryItem | GraphContextNode)
         ]
         semantic = [b.item for b in semantic_blocks]
         if semantic:
@@ -755,6 +770,9 @@ class ContextBuilder(RelevanceRanking):
         turn_blocks = [b for b in kept_recall if isinstance(b.item, RecalledTurns)]
         if turn_blocks:
             sections.append(TURNS_HEADING + "\n" + "\n\n".join(b.text for b in turn_blocks))
+        other_blocks = [b for b in kept_recall if isinstance(b.item, OtherTurn)]
+        if other_blocks:
+            sections.append(OTHER_HEADING + "\n" + "\n".join(b.text for b in other_blocks))
         item_blocks = [b for b in kept_recall if isinstance(b.item, MemoryItem)]
         if item_blocks:
             sections.append(ITEMS_HEADING + "\n" + "\n".join(f"- {b.text}" for b in item_blocks))
@@ -781,7 +799,7 @@ class ContextBuilder(RelevanceRanking):
             elif block.partition == "facts" and not isinstance(block.item, _Observed):
                 dropped.facts.append(block.item)
             elif block.partition == "recall" and not isinstance(
-                block.item, RecalledTurns | MemoryItem | GraphContextNode
+                block.item, RecalledTurns | OtherTurn | MemoryItem | GraphContextNode
             ):
                 dropped.semantic_results.append(block.item)
         for entry in hidden:  # older than the history hybrid keeps, and not recalled

@@ -48,7 +48,7 @@ def _word_set(text: str) -> frozenset[str]:
 #: a store searches (:data:`~cogitator_memory.vectors.MAX_CONTENT_CHARS`), some 25,000 tokens.
 MAX_QUERY_CHARS: int = MAX_CONTENT_CHARS
 #: :func:`analyze_query_async` reads a turn longer than this (characters) in a worker thread.
-THREAD_ABOVE_CHARS: int = 2_000
+THREAD_ABOVE_CHARS: int = 1_000
 
 #: Every kind of question, in the order their rules are tried.
 QUERY_KINDS: tuple[QueryKind, ...] = ("update", "temporal", "aggregate", "preference", "general")
