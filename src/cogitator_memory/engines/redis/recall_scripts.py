@@ -10,13 +10,20 @@ on a cluster: the whole index of one prefix lives in one slot.
 Key layout under the prefix ``P`` (an absent user or thread is ``""``):
 
 ``P recall:rec:<id>`` (hash)
-    ``k`` (kind), ``a`` ``u`` ``t`` (agent, user, thread), ``st`` (status), ``s`` (``said_at``),
-    ``ts`` / ``te`` (the named time's start and end), times in microseconds since the epoch
-    (``""`` when unset); ``n`` (how many terms), ``tm`` (the terms, a JSON array in order with
-    repeats), ``b`` (the record as JSON without its terms).
+    ``u`` ``t`` (user, thread), ``sc`` (the record's scope number, below), ``s``
+    (``said_at``), ``ts`` / ``te`` (the named time's start and end), times in microseconds since
+    the epoch (``""`` when unset); ``n`` (how many terms), ``tm`` (the terms, a JSON array in order
+    with repeats), ``b`` (the record as JSON without its terms).
 ``P recall:term:<term>`` (hash)
-    The postings of one term: record id -> how many times the record holds it. Its length is
-    the term's document frequency.
+    The postings of one term: record id -> ``"<count> <record length> <scope number>"``, all a
+    keyword search needs of a record to score it and filter it. The hash's length is the term's
+    document frequency.
+``P recall:sig`` / ``P recall:sid`` / ``P recall:sidn`` (hashes)
+    Scope numbers: a record's scope (kind, status, agent, user, thread joined by the character
+    0x1F, which no id holds) -> its number, the number -> the scope, and the number -> how many
+    records have it. A search decides each number once (one ``HGET``) instead of reading every
+    record its postings name; a number no record has any more is dropped, so a deleted user's
+    id does not stay behind.
 ``P recall:said``, ``P recall:u:<user>``, ``P recall:nouser``, ``P recall:t:<thread>``,
 ``P recall:nothread`` (sorted sets)
     Record ids scored by ``said_at``: all of them, by user (and those of no user), by thread (and
@@ -26,7 +33,8 @@ Key layout under the prefix ``P`` (an absent user or thread is ``""``):
 ``P recall:moments`` (by ``time_start``), ``P recall:spans`` (by ``time_end``) (sorted sets)
     The records that name a moment (no ``time_end``) or a range, for the time channel.
 ``P recall:stats`` (hash)
-    ``n`` (records) and ``len`` (their total length in terms), kept by every write.
+    ``n`` (records) and ``len`` (their total length in terms), kept by every write, and ``sid``
+    (the last scope number given).
 ``P recall:state`` (hash)
     The indexer's small strings (read and written by plain commands, not scripts).
 
@@ -49,6 +57,10 @@ local ZALL = P .. 'recall:said'
 local ZMOMENTS = P .. 'recall:moments'
 local ZSPANS = P .. 'recall:spans'
 local STATS = P .. 'recall:stats'
+local SIG = P .. 'recall:sig'
+local SID = P .. 'recall:sid'
+local SIDN = P .. 'recall:sidn'
+local SEP = '\31'
 local function zuser(u) if u == '' then return P .. 'recall:nouser' end return P .. 'recall:u:' .. u end
 local function zthread(t) if t == '' then return P .. 'recall:nothread' end return P .. 'recall:t:' .. t end
 local PAGE = 256
@@ -75,8 +87,14 @@ end
 -- Remove record id from every index; 1 and its length when it existed, else 0, 0.
 local function unindex(id)
   local key = rkey(id)
-  local f = redis.call('HMGET', key, 'u', 't', 'ts', 'te', 'tm')
+  local f = redis.call('HMGET', key, 'u', 't', 'ts', 'te', 'tm', 'sc')
   if not f[5] then return 0, 0 end
+  if redis.call('HINCRBY', SIDN, f[6], -1) <= 0 then
+    redis.call('HDEL', SIDN, f[6])
+    local sig = redis.call('HGET', SID, f[6])
+    redis.call('HDEL', SID, f[6])
+    if sig then redis.call('HDEL', SIG, sig) end
+  end
   local tf, n = counts(f[5])
   for term in pairs(tf) do redis.call('HDEL', pkey(term), id) end
   redis.call('ZREM', ZALL, id)
@@ -106,7 +124,7 @@ end
 -- The filter at ARGV[o..o+4]: agent, user, thread ('' for no scoping on it), kinds
 -- (space-separated, '' for all) and statuses (space-separated).
 local function parse_filter(o)
-  local f = {a = ARGV[o], u = ARGV[o + 1], t = ARGV[o + 2], statuses = {}}
+  local f = {a = ARGV[o], u = ARGV[o + 1], t = ARGV[o + 2], statuses = {}, verdicts = {}}
   if ARGV[o + 3] ~= '' then
     f.kinds = {}
     for k in string.gmatch(ARGV[o + 3], '%S+') do f.kinds[k] = true end
@@ -115,13 +133,41 @@ local function parse_filter(o)
   return f
 end
 
+-- The scope number of a record with these fields, given a new one when no record has it yet.
+local function scope_number(k, st, a, u, t)
+  local sig = k .. SEP .. st .. SEP .. a .. SEP .. u .. SEP .. t
+  local sid = redis.call('HGET', SIG, sig)
+  if not sid then
+    sid = tostring(redis.call('HINCRBY', STATS, 'sid', 1))
+    redis.call('HSET', SIG, sig, sid)
+    redis.call('HSET', SID, sid, sig)
+  end
+  redis.call('HINCRBY', SIDN, sid, 1)
+  return sid
+end
+
 -- cogitator_memory.index.records.record_in_scope over a record's fields.
-local function in_scope(f, a, u, t, k, st)
+local function in_scope(f, k, st, a, u, t)
   return (f.a == '' or a == '' or a == f.a)
     and (f.u == '' or u == '' or u == f.u)
     and (f.t == '' or t == '' or t == f.t)
     and (f.kinds == nil or f.kinds[k] == true)
     and f.statuses[st] == true
+end
+
+-- Whether the filter lets records of scope number sid through (decided once per number).
+local function scope_ok(f, sid)
+  local ok = f.verdicts[sid]
+  if ok == nil then
+    local sig = redis.call('HGET', SID, sid)
+    ok = false
+    if sig then
+      local k, st, a, u, t = string.match(sig, '^([^\31]*)\31([^\31]*)\31([^\31]*)\31([^\31]*)\31([^\31]*)$')
+      ok = k ~= nil and in_scope(f, k, st, a, u, t)
+    end
+    f.verdicts[sid] = ok
+  end
+  return ok
 end
 
 -- The sorted sets (by said_at) that hold every record the filter may let through.
@@ -182,10 +228,11 @@ unindex_all(ids)
 local added, len = 0, 0
 for o = 3, #ARGV, W do
   local id, u, t, s, ts, te, tm = ARGV[o], ARGV[o + 3], ARGV[o + 4], ARGV[o + 6], ARGV[o + 7], ARGV[o + 8], ARGV[o + 9]
+  local sid = scope_number(ARGV[o + 1], ARGV[o + 5], ARGV[o + 2], u, t)
   local tf, n = counts(tm)
-  for term, c in pairs(tf) do redis.call('HSET', pkey(term), id, c) end
-  redis.call('HSET', rkey(id), 'k', ARGV[o + 1], 'a', ARGV[o + 2], 'u', u, 't', t, 'st', ARGV[o + 5],
-    's', s, 'ts', ts, 'te', te, 'n', n, 'tm', tm, 'b', ARGV[o + 10])
+  for term, c in pairs(tf) do redis.call('HSET', pkey(term), id, c .. ' ' .. n .. ' ' .. sid) end
+  redis.call('HSET', rkey(id), 'u', u, 't', t, 'sc', sid, 's', s, 'ts', ts, 'te', te, 'n', n, 'tm', tm,
+    'b', ARGV[o + 10])
   redis.call('ZADD', ZALL, s, id)
   redis.call('ZADD', zuser(u), s, id)
   redis.call('ZADD', zthread(t), s, id)
@@ -244,8 +291,8 @@ return out
 )
 
 # KEYS: stats. ARGV: P, TTL, average length, k1, b, limit, the filter (5 values), then (term, idf)
-# pairs. Reads the postings of those terms only; each record holding one is checked against the
-# filter once (one HMGET), and BM25 is summed for those in scope. Answers id, score (text),
+# pairs. Reads the postings of those terms only (each names the record's length and scope
+# number), decides each scope number once, and sums BM25 for the records in scope. Answers id, score (text),
 # body, terms... of the best `limit`, best first, ties by id.
 KEYWORD = _script(
     "recall_keyword",
@@ -254,22 +301,18 @@ local avg, k1, b, limit = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]
 local f = parse_filter(7)
 local per_len = avg > 0 and b / avg or 0
 local fixed = 1 - b + (avg > 0 and 0 or b)
-local lengths, score, ids = {}, {}, {}
+local score, ids = {}, {}
 for o = 12, #ARGV, 2 do
   local idf = tonumber(ARGV[o + 1])
   local postings = redis.call('HGETALL', pkey(ARGV[o]))
   for i = 1, #postings, 2 do
-    local id = postings[i]
-    local len = lengths[id]
-    if len == nil then
-      local r = redis.call('HMGET', rkey(id), 'a', 'u', 't', 'k', 'st', 'n')
-      if r[6] and in_scope(f, r[1], r[2], r[3], r[4], r[5]) then len = tonumber(r[6]) else len = false end
-      lengths[id] = len
-      if len then ids[#ids + 1] = id; score[id] = 0 end
-    end
-    if len then
-      local tf = tonumber(postings[i + 1])
-      score[id] = score[id] + idf * tf * (k1 + 1) / (tf + k1 * (fixed + per_len * len))
+    local tf, len, sid = string.match(postings[i + 1], '^(%d+) (%d+) (%d+)$')
+    if sid and scope_ok(f, sid) then
+      local id = postings[i]
+      tf = tonumber(tf)
+      local add = idf * tf * (k1 + 1) / (tf + k1 * (fixed + per_len * tonumber(len)))
+      local was = score[id]
+      if was == nil then ids[#ids + 1] = id; score[id] = add else score[id] = was + add end
     end
   end
 end
@@ -312,21 +355,21 @@ local taken = {}
 -- Keep record id when in scope and said in the range (by_said) or naming a time in it.
 local function consider(id, by_said)
   if taken[id] then return false end
-  local r = redis.call('HMGET', rkey(id), 'a', 'u', 't', 'k', 'st', 's', 'ts', 'te')
-  if not r[6] or not in_scope(f, r[1], r[2], r[3], r[4], r[5]) then return false end
+  local r = redis.call('HMGET', rkey(id), 'sc', 's', 'ts', 'te')
+  if not r[1] or not scope_ok(f, r[1]) then return false end
   local hit
   if by_said then
-    hit = tcmp(r[6], lo) >= 0 and tcmp(r[6], hi) < 0
-  elseif r[7] == '' then
+    hit = tcmp(r[2], lo) >= 0 and tcmp(r[2], hi) < 0
+  elseif r[3] == '' then
     hit = false
-  elseif r[8] == '' then
-    hit = tcmp(r[7], lo) >= 0 and tcmp(r[7], hi) < 0
+  elseif r[4] == '' then
+    hit = tcmp(r[3], lo) >= 0 and tcmp(r[3], hi) < 0
   else
-    hit = tcmp(r[7], hi) < 0 and tcmp(r[8], lo) > 0
+    hit = tcmp(r[3], hi) < 0 and tcmp(r[4], lo) > 0
   end
   if not hit then return false end
   taken[id] = true
-  heap_push(h, {id = id, s = r[6]})
+  heap_push(h, {id = id, s = r[2]})
   return true
 end
 local low = tonumber(lo)
@@ -373,8 +416,8 @@ for _, key in ipairs(routes(f)) do
     local page = redis.call('ZRANGE', key, rank, rank + PAGE - 1)
     if #page == 0 then break end
     for _, id in ipairs(page) do
-      local r = redis.call('HMGET', rkey(id), 'a', 'u', 't', 'k', 'st')
-      if r[5] and in_scope(f, r[1], r[2], r[3], r[4], r[5]) then count = count + 1 end
+      local sid = redis.call('HGET', rkey(id), 'sc')
+      if sid and scope_ok(f, sid) then count = count + 1 end
     end
     rank = rank + PAGE
   end
