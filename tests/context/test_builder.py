@@ -119,6 +119,34 @@ async def test_recent_keeps_an_unbroken_run_that_starts_with_a_question(memory: 
     assert q1.id not in {e.id for e in context.entries}
 
 
+async def test_a_reply_whose_question_is_over_the_budget_is_not_sent_alone(memory: BaseMemoryAdapter) -> None:
+    thread = unwrap(await memory.create_thread("agent"))
+    await say(memory, thread.id, "user", "short question one")
+    await say(memory, thread.id, "assistant", "short answer one")
+    question = await say(memory, thread.id, "user", "a huge question " + " ".join([WORDS] * 40))
+    reply = await say(memory, thread.id, "assistant", "a short reply")
+    room = count_entry_tokens(reply) + 20
+    assert count_entry_tokens(question) > room
+    context = await builder(memory).build(thread.id, max_tokens=room, reserve_tokens=0)
+    # Both or neither: the reply fits, its question does not, so neither is sent.
+    assert context.entries == [] and [m.role for m in context.messages] == []
+    reasons = {b.source_id: b.reason for b in context.dropped.blocks}
+    assert reasons[reply.id] == "budget" and reasons[question.id] == "oversized"
+    assert context.truncated and any("never sent without it" in w for w in context.warnings)
+    # A long tool loop whose question is out of reach is not sent without it either.
+    loop = unwrap(await memory.create_thread("agent"))
+    await say(memory, loop.id, "user", "find it " + " ".join([WORDS] * 40))
+    for n in range(3):
+        await say(memory, loop.id, "assistant", "", tool_calls=[{"id": f"c{n}", "name": "find", "arguments": {}}])
+        await say(memory, loop.id, "tool", f"result {n}", tool_call_id=f"c{n}", name="find")
+    await say(memory, loop.id, "assistant", "Found it.")
+    tooled = await builder(memory).build(loop.id, max_tokens=300, reserve_tokens=0)
+    assert tooled.entries == [] and tooled.warnings
+    # With room for the question, the pair is sent.
+    both = await builder(memory).build(thread.id, max_tokens=count_entry_tokens(question) + room, reserve_tokens=0)
+    assert [e.id for e in both.entries][-2:] == [question.id, reply.id] and not both.warnings
+
+
 async def test_an_oversized_tool_result_stays_as_a_note(memory: BaseMemoryAdapter) -> None:
     thread = unwrap(await memory.create_thread("agent"))
     q = await say(memory, thread.id, "user", "look it up")

@@ -6,7 +6,10 @@ for the rules.
 Fields and quotes are read as the item extractor reads them (:mod:`cogitator_memory.items.reading`):
 each quote names a message the window showed and holds when its words are in that message
 (:func:`~cogitator_memory.lineage.verify_evidence`, whitespace aside); its trust is that of the
-message (:func:`~cogitator_memory.items.reading.trust_of_entry`).
+message (:func:`~cogitator_memory.items.reading.trust_of_entry`). An entity is verified only when
+its quotes also say its name (:func:`~cogitator_memory.items.reading.supports`, the rule items
+follow for their values), except :data:`USER_ENTITY`, the name the prompt gives the user; a
+relation's ends are entities checked so.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ from ..threads.records import MemoryEntry
 from .base import check_edge, check_node
 from .records import name_key
 
+#: The name the prompt gives the person whose messages are from the user: quotes need not say it.
+USER_ENTITY = "user"
 #: The type of an entity whose answer gave none.
 DEFAULT_ENTITY_TYPE = "concept"
 
@@ -141,7 +146,8 @@ class GraphAnswerReader:
         quotes = self.quotes.read(element.get("quotes"))
         if quotes is None:
             return None
-        trust, verified = weigh_quotes(quotes)
+        claim = entity if entity is not None and name_key(entity) != USER_ENTITY else None
+        trust, verified = weigh_quotes(quotes, claim)
         try:  # the limits of a record (text lengths, type words, NUL, surrogates) decide whether it fits
             if entity is not None:
                 kind = _word(text_field(element, "type")) or DEFAULT_ENTITY_TYPE
@@ -298,6 +304,7 @@ def select_writable(answer: GraphAnswer, *, min_trust: Trust = "user") -> Writab
 
 __all__ = [
     "DEFAULT_ENTITY_TYPE",
+    "USER_ENTITY",
     "ExtractedEntity",
     "ExtractedRelation",
     "GraphAnswer",
