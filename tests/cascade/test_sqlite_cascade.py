@@ -69,3 +69,32 @@ async def test_the_cascade_clears_the_file_a_plain_delete_leaves(tmp_path: Path)
         data = raw(cleared)
         assert b"ZEDSECRET42" not in data and b"AMYSTAYS77" in data
         assert memory.connection.execute("PRAGMA secure_delete").fetchone()[0] == 1
+
+
+async def test_a_wal_held_by_a_reader_is_reported_not_fatal(tmp_path: Path) -> None:
+    """Another connection reading keeps the WAL from emptying: the erasure finishes, says so in
+    ``skipped``, and the next erasure, once the reader is gone, clears the file."""
+    import sqlite3
+
+    from cogitator_memory import unwrap
+    from cogitator_memory.cascade import MemoryCascade
+    from cogitator_memory.cascade.scrub import WAL_BUSY
+
+    path = tmp_path / "held.db"
+    async with SQLiteAdapter(path=str(path)) as memory:
+        for user in ("zed", "amy"):
+            unwrap(await memory.create_thread("assistant", {"user_id": user}, f"thread_{user}"))
+            message = {"role": "user", "content": f"{user.upper()}SECRET42 " * 40}
+            unwrap(await memory.add_entry({"thread_id": f"thread_{user}", "message": message}))
+        reader = sqlite3.connect(str(path), isolation_level=None)
+        try:
+            reader.execute("BEGIN")
+            reader.execute("SELECT count(*) FROM threads").fetchone()
+            counts = await MemoryCascade(memory=memory).delete_user("zed")
+            assert counts.threads == 1 and counts.skipped == [WAL_BUSY]
+        finally:
+            reader.close()
+        counts = await MemoryCascade(memory=memory).delete_user("amy")
+        assert counts.threads == 1 and counts.skipped == []
+        data = b"".join(f.read_bytes() for f in (path, path.with_name(path.name + "-wal")) if f.exists())
+        assert b"ZEDSECRET42" not in data and b"AMYSECRET42" not in data
