@@ -96,7 +96,6 @@ class _RecallSql:
     """The recall statements of one schema (plain strings, so psycopg prepares the frequent ones)."""
 
     records: str
-    terms: str
     lock: str
     insert: str
     drop_ids: str
@@ -119,10 +118,9 @@ def _drop_sql(s: str, where: str) -> str:
         " WHERE p.term = x.term AND p.rid = x.rid RETURNING p.term),"
         f" freq AS (UPDATE {s}.recall_df d SET df = d.df - c.n"
         " FROM (SELECT term, count(*) AS n FROM posts GROUP BY term) c WHERE d.term = c.term RETURNING d.term, d.df),"
-        f" stats AS (UPDATE {s}.recall_stats SET records = records - (SELECT count(*) FROM gone),"
+        f" counters AS (UPDATE {s}.recall_stats SET records = records - (SELECT count(*) FROM gone),"
         " total = total - (SELECT coalesce(sum(term_count), 0) FROM gone) WHERE one = 1 RETURNING 1)"
-        " SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM stats),"
-        " ARRAY(SELECT term FROM freq WHERE df <= 0)"
+        " SELECT (SELECT count(*) FROM gone), ARRAY(SELECT term FROM freq WHERE df <= 0)"
     )
 
 
@@ -131,14 +129,12 @@ def _recall_sql(schema: str) -> _RecallSql:
     s = quote_ident(schema)
     return _RecallSql(
         records=f"{s}.recall_records",
-        terms=f"{s}.recall_terms",
         lock=f"SELECT records FROM {s}.recall_stats WHERE one = 1 FOR UPDATE",
         insert=(
             f"WITH ins AS (INSERT INTO {s}.recall_records (id, kind, agent_id, user_id, thread_id, status, said_at,"
             " time_start, time_end, term_count, terms, body)"
             " SELECT u.id, u.kind, u.agent_id, u.user_id, u.thread_id, u.status, u.said_at, u.time_start, u.time_end,"
-            " u.term_count, CASE WHEN u.terms = '' THEN '{}'::text[] ELSE string_to_array(u.terms, chr(31)) END,"
-            " u.body"
+            " u.term_count, string_to_array(u.terms, chr(31)), u.body"
             " FROM unnest(%b::text[], %b::text[], %b::text[], %b::text[], %b::text[], %b::text[],"
             " %b::timestamptz[], %b::timestamptz[], %b::timestamptz[], %b::int[], %b::text[], %b::text[])"
             " AS u(id, kind, agent_id, user_id, thread_id, status, said_at, time_start, time_end, term_count,"
@@ -290,8 +286,8 @@ class PostgresRecallIndex(RecallIndexMixin):
                 cur = await conn.execute(drop, (arg,))
                 row = await cur.fetchone()
                 assert row is not None
-                if row[2]:
-                    await conn.execute(sql.prune, (row[2],))
+                if row[1]:
+                    await conn.execute(sql.prune, (row[1],))
                 return int(row[0])
 
         return await self.run(op)
@@ -309,8 +305,8 @@ class PostgresRecallIndex(RecallIndexMixin):
                 row = await cur.fetchone()
                 assert row is not None
                 await conn.execute(sql.insert, columns)
-                if row[2]:
-                    await conn.execute(sql.prune, (row[2],))
+                if row[1]:
+                    await conn.execute(sql.prune, (row[1],))
 
         await self.run(op)
 
