@@ -15,7 +15,7 @@ from cogitator_memory import InMemoryAdapter, Memory, SQLiteAdapter, unwrap
 from cogitator_memory.clock import frozen_clock
 from cogitator_memory.engines.sqlite.core_facts import CoreFactsStore
 from cogitator_memory.errors import InvalidArgumentError, NotConnectedError
-from cogitator_memory.facts import MAX_PROMPT_CORE_FACTS, MAX_PROMPT_LINE_CHARS, FactHistoryEntry
+from cogitator_memory.facts import MAX_PROMPT_CORE_FACTS, MAX_PROMPT_LINE_CHARS, FactHistoryEntry, prompt_line
 from cogitator_memory.runtime.memory import CORE_FACTS_HEADING
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
@@ -68,6 +68,13 @@ async def test_a_core_fact_is_one_neutralised_line_of_data_in_the_prompt(facts: 
         "note: " + "x" * (MAX_PROMPT_LINE_CHARS - len("note: ") - 1) + "…",
     ]
     assert all(len(line) <= MAX_PROMPT_LINE_CHARS and line.isprintable() for line in lines)
+    assert prompt_line("a\u202eb\u200dc\u2029 d") == "a b\u200dc d"  # the joiner stays
+    assert prompt_line("a\u202eb\u200dc\u2029 d", max_chars=4) == "a b…"
+    with pytest.raises(InvalidArgumentError, match="'text'"):
+        prompt_line(3)  # type: ignore[arg-type]
+    for bad in (0, True, 2.5):
+        with pytest.raises(InvalidArgumentError, match="'max_chars'"):
+            prompt_line("x", max_chars=bad)  # type: ignore[arg-type]
 
 
 async def test_at_most_fifty_core_facts_go_into_the_prompt(facts: CoreFactsStore) -> None:

@@ -26,6 +26,8 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
+from ..errors import InvalidArgumentError
+
 #: The longest line one piece of memory becomes in a prompt, in characters (``…`` included).
 MAX_PROMPT_LINE_CHARS = 300
 #: The most core facts sent in a system prompt (the first by key; a last line counts the others).
@@ -46,11 +48,17 @@ def _is_breaking(char: str) -> bool:
     return category in ("Cc", "Zl", "Zp", "Cs")
 
 
+def _check_count(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidArgumentError(name, f"must be a whole number of at least 1, got {value!r}")
+
+
 def prompt_line(text: str, max_chars: int = MAX_PROMPT_LINE_CHARS) -> str:
     """``text`` as one line of data in a prompt (see the module docstring), at most ``max_chars``
     characters long."""
-    if max_chars < 1:
-        raise ValueError(f"max_chars must be at least 1, got {max_chars}")
+    if not isinstance(text, str):
+        raise InvalidArgumentError("text", f"must be a string, got {type(text).__name__}")
+    _check_count("max_chars", max_chars)
     if not text.isprintable() or not text.isascii():
         text = "".join(" " if _is_breaking(c) else c for c in text)
     line = " ".join(text.split())
@@ -67,6 +75,7 @@ def prompt_line(text: str, max_chars: int = MAX_PROMPT_LINE_CHARS) -> str:
 def prompt_lines(texts: Iterable[str], limit: int, max_chars: int = MAX_PROMPT_LINE_CHARS) -> list[str]:
     """The first ``limit`` of ``texts`` as :func:`prompt_line` lines (empty ones left out), and
     when there were more, a last line saying how many were not shown."""
+    _check_count("limit", limit)
     lines = [line for line in (prompt_line(t, max_chars) for t in texts) if line]
     if len(lines) <= limit:
         return lines
