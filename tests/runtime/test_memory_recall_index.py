@@ -121,3 +121,17 @@ async def test_a_restart_indexes_what_another_writer_added(tmp_path: Path) -> No
         hits = await memory.search("banjo", user_id="ana")
         assert [h.text for h in hits] == ["I also play the banjo."]
         assert [h.text for h in await memory.search("cello", user_id="ana")] == ["I play the cello."]
+
+
+async def test_a_new_conversation_gets_what_the_user_said_in_another(memory: Memory) -> None:
+    await memory.add([{"role": "user", "content": "I'm allergic to peanuts."}], user_id="ana", thread_id="old")
+    for i in range(30):
+        await memory.add([{"role": "user", "content": f"Weather chat number {i}."}], user_id="ana")
+    await memory.add([{"role": "user", "content": "I'm allergic to shellfish."}], user_id="bo", thread_id="bo-old")
+    await memory.add([{"role": "user", "content": "Hi again!"}], user_id="ana", thread_id="new")
+    built = await memory.build_context("new", user_id="ana", current_input="Any snack ideas, given my allergies?")
+    context = built.memory_context or ""
+    assert "From other conversations:" in context
+    assert "peanuts" in context and "shellfish" not in context
+    line = next(line for line in context.splitlines() if "peanuts" in line)
+    assert line.startswith("[") and "] user: I'm allergic to peanuts." in line  # dated

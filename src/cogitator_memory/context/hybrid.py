@@ -26,9 +26,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
+from ..facts.prompt import prompt_line
+from ..index.base import is_recall_index
+from ..index.records import RecallFilter
 from ..items.base import is_memory_item_adapter
 from ..items.records import MemoryItem
 from ..recall.corpus import is_word_char
+from ..recall.indexed import gather_turns, verified_turns
 from ..recall.item_search import item_text
 from ..recall.query import QueryAnalysis
 from ..recall.retriever import MemoryRetriever, RecallHit
@@ -48,9 +52,12 @@ if TYPE_CHECKING:
 
 _WORDS = re.compile(r"\w+")
 
-#: The headings of the two sections recall fills.
+#: The headings of the sections recall fills.
 TURNS_HEADING = "Earlier in this conversation:"
+OTHER_HEADING = "From other conversations:"
 ITEMS_HEADING = "From memory:"
+#: The most turns of the user's other conversations one build recalls.
+OTHER_LIMIT = 5
 #: Turns of the branch kept per builder for recall with a message index (least lately used
 #: threads are dropped past it).
 MAX_KEPT_TURNS = 200_000
@@ -65,6 +72,13 @@ class RecalledTurns:
     hits: list[MemoryEntry]
     entries: list[MemoryEntry]
     passages: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class OtherTurn:
+    """What a recall block of a turn said in another conversation of the user holds."""
+
+    entry: MemoryEntry
 
 
 @dataclass(slots=True)
@@ -103,7 +117,7 @@ def item_line(item: MemoryItem, as_of: datetime, zone: ZoneInfo) -> str:
     """How an item is sent under ``From memory:``: its subject, attribute and value, and the
     time it held when it no longer holds at ``as_of``."""
     head = f"{item.subject} ({item.attribute})" if item.attribute else item.subject
-    line = f"{head}: {item.value}"
+    line = prompt_line(f"{head}: {item.value}")
     if not item_holds(item, as_of):
         end = item.valid_to or item.ends_at
         if end is not None and end <= as_of:
@@ -354,6 +368,61 @@ class HybridRecall:
         errors.extend(ContextBuildError("relevance", exc) for exc in found.errors)
         return found.hits
 
+    async def other_conversations(
+        self,
+        thread_id: str,
+        agent_id: str | None,
+        user_id: str | None,
+        analysis: QueryAnalysis,
+        vector: Sequence[float] | None,
+        zone: ZoneInfo,
+        errors: list[ContextBuildError],
+    ) -> list[ContextBlock]:
+        """Blocks of the turns of the user's other conversations (of the same agent) that answer
+        the input, best first (at most :data:`OTHER_LIMIT`), each dated: found through the store's
+        recall index, ranked by the retriever, read again from the store. Nothing when the store
+        keeps no recall index, or the thread has no agent or no user (whose other conversations
+        would be anyone's)."""
+        memory = self.deps.memory_adapter
+        if agent_id is None or user_id is None or not is_recall_index(memory):
+            return []
+        flt = RecallFilter(agent_id=agent_id, user_id=user_id)
+        vectors = self.deps.embedding_adapter if self.deps.message_index is not None else None
+        found = await gather_turns(
+            memory, analysis.text, flt, analysis, vectors=vectors, query_vector=vector if vectors is not None else None
+        )
+        others = [e for e in found.history if e.thread_id != thread_id]
+        if not others:
+            return []
+        kept = {e.id for e in others}
+        ranked = await self.retriever.retrieve(
+            analysis.text,
+            analysis=analysis,
+            history=others,
+            cosines={k: v for k, v in found.cosines.items() if k in kept},
+            keyword_hits=[k for k in found.keyword if k in kept],
+            items=[],
+            limit=OTHER_LIMIT * 2,
+        )
+        errors.extend(ContextBuildError("relevance", exc) for exc in ranked.errors)
+        ids = [h.id for h in ranked.hits if h.entry is not None]
+        stored = await verified_turns(memory, ids)
+        out: list[ContextBlock] = []
+        for hit in ranked.hits:
+            entry = stored.get(hit.id)
+            if entry is None:
+                continue
+            message = entry.message
+            text = message.text if message is not None else ""
+            role = message.role if message is not None else entry.type
+            limit = self.settings.turn_tokens
+            body, _tokens = self.tokens.cut(text[: limit * 8], limit, " ...")
+            line = f"[{_date(entry.created_at, zone)}] {role}: {body}"
+            out.append(ContextBlock("recall", line, count_tokens(line) + 2, hit.id, OtherTurn(entry), hit.score))
+            if len(out) == OTHER_LIMIT:
+                break
+        return out
+
     def turn_lines(
         self, sent: Sequence[MemoryEntry], group: Sequence[MemoryEntry], zone: ZoneInfo, terms: frozenset[str]
     ) -> tuple[str, int, list[str]]:
@@ -544,9 +613,12 @@ def estimated_cut(window: HistoryWindow, room: int, counter: TokenCache, blocks:
 
 __all__ = [
     "ITEMS_HEADING",
+    "OTHER_HEADING",
+    "OTHER_LIMIT",
     "TURNS_HEADING",
     "HybridRecall",
     "RecallPlan",
+    "OtherTurn",
     "RecalledTurns",
     "best_passage",
     "estimated_cut",

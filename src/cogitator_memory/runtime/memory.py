@@ -308,7 +308,7 @@ class Memory:
             )
             self.message_index.attach(self.adapter)
         ctx = cfg.context_builder
-        strategy = ctx.strategy or ("hybrid" if self.embedding_service is not None else "recent")
+        strategy = ctx.strategy or "hybrid"
         builder_config: dict[str, Any] = {
             "strategy": strategy,
             "max_tokens": ctx.max_tokens,
