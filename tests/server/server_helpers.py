@@ -58,9 +58,11 @@ def _interruptible() -> None:
 
 
 @contextmanager
-def running(args: list[str], env: dict[str, str], cwd: Path, port: int) -> Iterator[list[str]]:
+def running(
+    args: list[str], env: dict[str, str], cwd: Path, port: int, stop: signal.Signals = signal.SIGINT
+) -> Iterator[list[str]]:
     """``cogitator-memory ARGS`` running until it accepts connections on ``port``: the two lines
-    it printed. Stopped with Ctrl-C after, which must end it cleanly (no traceback)."""
+    it printed. Stopped with ``stop`` (Ctrl-C) after, which must end it cleanly (no traceback)."""
     process = subprocess.Popen(
         [sys.executable, "-m", "cogitator_memory", *args],
         env=env,
@@ -82,11 +84,11 @@ def running(args: list[str], env: dict[str, str], cwd: Path, port: int) -> Itera
                 time.sleep(0.1)
         yield lines
     finally:
-        process.send_signal(signal.SIGINT)
+        process.send_signal(stop)
         try:
             _, stderr = process.communicate(timeout=30)
         except subprocess.TimeoutExpired:
             process.kill()
             _, stderr = process.communicate()
-    assert process.returncode in (0, 130), stderr.decode()
+    assert process.returncode in (0, 130, -signal.SIGTERM), stderr.decode()
     assert b"Traceback" not in stderr

@@ -4,6 +4,7 @@ the token it asks for (given, or made, printed and kept in a file only the owner
 
 from __future__ import annotations
 
+import signal
 import stat
 import subprocess
 import sys
@@ -17,11 +18,13 @@ from server_helpers import clean_env, free_port, running
 
 
 @contextmanager
-def serving(tmp_path: Path, *extra: str, **env: str) -> Iterator[tuple[str, list[str]]]:
+def serving(
+    tmp_path: Path, *extra: str, stop: signal.Signals = signal.SIGINT, **env: str
+) -> Iterator[tuple[str, list[str]]]:
     """``serve`` on a free port: its URL and the two lines it printed."""
     port = free_port()
     args = ["serve", "--db", str(tmp_path / "m.db"), "--port", str(port), *extra]
-    with running(args, clean_env(tmp_path, **env), tmp_path, port) as lines:
+    with running(args, clean_env(tmp_path, **env), tmp_path, port, stop) as lines:
         yield f"http://127.0.0.1:{port}", lines
 
 
@@ -57,6 +60,13 @@ def test_serve_makes_a_token_prints_it_and_keeps_it_for_the_owner_only(tmp_path:
         wrong = {"authorization": f"Bearer {token[:-1]}x"}
         assert httpx.get(f"{url}/api/threads", headers=wrong).status_code == 401
         assert httpx.get(f"{url}/api/threads", headers={"authorization": f"Bearer {token}"}).status_code == 200
+    assert not file.exists()
+
+
+def test_the_token_file_goes_on_sigterm_too(tmp_path: Path) -> None:
+    with serving(tmp_path, stop=signal.SIGTERM) as (url, _):
+        file = tmp_path / "home" / "run" / f"serve-{url.rsplit(':', 1)[1]}.token"
+        assert file.exists()
     assert not file.exists()
 
 

@@ -188,11 +188,11 @@ async def run_app(
 ) -> None:
     """Serve ``app`` with uvicorn on ``host``:``port`` until cancelled (Ctrl-C).
 
-    The socket is bound to the address that was resolved (and checked by :func:`settle_token`);
-    then the token file is written (``name``: ``serve`` or ``mcp``), and ``say`` (default: a
-    line on stderr) is told where to go: the URL with ``?token=`` when ``token_in_url``, else the
-    header to send. Without a token it is told that with a warning. The file goes when the server
-    stops."""
+    The socket is bound to the address that was resolved (and checked by :func:`settle_token`).
+    Once the server has started, the token file is written (``name``: ``serve`` or ``mcp``) and
+    ``say`` (default: a line on stderr) is told where to go: the URL with ``?token=`` when
+    ``token_in_url``, else the header to send; without a token, that with a warning. The file
+    goes when the server stops."""
     try:
         import uvicorn
     except ImportError as exc:  # pragma: no cover - depends on the install
@@ -203,33 +203,41 @@ async def run_app(
     url = f"http://{url_host(host)}:{bound}{path}"
     file: Path | None = None
 
-    def stopped() -> None:
-        if file is not None and token is not None:
-            remove_token_file(file, token)
-
-    class Server(uvicorn.Server):
-        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-            # Before uvicorn raises a caught SIGTERM again, which ends the process at once.
-            try:
-                await super().shutdown(sockets)
-            finally:
-                stopped()
-
-    try:
+    def started() -> None:
+        nonlocal file
         if token is None:
             tell(f"serving the memory at {url} (Ctrl-C stops)")
             tell(
                 f"warning: authentication is off (--no-auth): every account and program on this machine that "
                 f"reaches port {bound} can read and erase the memory"
             )
+            return
+        file = write_token_file(name, bound, token)
+        if token_in_url:
+            tell(f"serving the memory at {url}?token={token} (Ctrl-C stops)")
+            tell(f"the token is in {file} (readable only by you); API calls send 'Authorization: Bearer <token>'")
         else:
-            file = write_token_file(name, bound, token)
-            if token_in_url:
-                tell(f"serving the memory at {url}?token={token} (Ctrl-C stops)")
-                tell(f"the token is in {file} (readable only by you); API calls send 'Authorization: Bearer <token>'")
-            else:
-                tell(f"serving the memory at {url} (Ctrl-C stops); clients send 'Authorization: Bearer {token}'")
-                tell(f"the token is in {file} (readable only by you)")
+            tell(f"serving the memory at {url} (Ctrl-C stops); clients send 'Authorization: Bearer {token}'")
+            tell(f"the token is in {file} (readable only by you)")
+
+    def stopped() -> None:
+        if file is not None and token is not None:
+            remove_token_file(file, token)
+
+    class Server(uvicorn.Server):
+        # The file is written once uvicorn has taken over SIGINT and SIGTERM, and removed before
+        # it raises a caught signal again (which, for SIGTERM, ends the process at once).
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            started()
+
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            try:
+                await super().shutdown(sockets)
+            finally:
+                stopped()
+
+    try:
         await Server(uvicorn.Config(app, log_level="warning", lifespan="on")).serve(sockets=[sock])
     finally:
         sock.close()
