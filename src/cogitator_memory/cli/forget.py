@@ -32,7 +32,7 @@ from .store import PROG, CliStore, need, open_store
 def _plan_lines(plan: CascadePlan, what: str) -> list[str]:
     lines = [f"Dry run: forgetting {what} would take:"]
     if not plan.threads and not plan.entries:
-        return [f"Dry run: nothing to forget for {what}."]
+        return [f"Dry run: nothing to forget for {what}.", *(f"Skipped: {s}" for s in plan.skipped)]
     for thread_id in plan.threads:
         lines.append(f"  thread {thread_id} (whole)")
     for thread_id, ids in plan.entries.items():
