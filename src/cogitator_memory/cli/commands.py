@@ -31,6 +31,7 @@ from .forget import register as register_forget
 from .formats import CliError, ImportFile, entry_json, export_chunks, messages_to_entries, read_import_file
 from .importing import ImportResult, import_export, import_messages
 from .progress import Progress
+from .reindex import register as register_reindex
 from .serve import register as register_serve
 from .store import DB_ENV, DEFAULT_AGENT, PROG, all_entries, need, require_thread
 
@@ -408,6 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
     exp.set_defaults(handler=cmd_export)
     memory_commands.register(sub, db)
     register_serve(sub, db)
+    register_reindex(sub, db)
     return parser
 
 

@@ -46,7 +46,15 @@ async def open_command_store(args: argparse.Namespace, path: str, *, create: boo
         async with open_store(path, create=create) as sqlite:
             yield sqlite
         return
-    config = memory_config(args)
+    async with open_config_store(memory_config(args), create=create) as store:
+        yield store
+
+
+@asynccontextmanager
+async def open_config_store(config: MemoryConfig, *, create: bool = False) -> AsyncIterator[Any]:
+    """The connected thread store ``config`` names (a SQLite file as a
+    :class:`~cogitator_memory.cli.store.CliStore`, missing unless ``create``); a bad option or a
+    store that cannot be reached is a :class:`CliError` naming the key."""
     if config.adapter == "sqlite":
         async with open_store(config.sqlite_path(), create=create) as sqlite:
             yield sqlite
@@ -265,6 +273,7 @@ __all__ = [
     "config_flag",
     "memory_config",
     "open_command_store",
+    "open_config_store",
     "open_memory",
     "port_number",
     "register",

@@ -1,0 +1,105 @@
+"""``cogitator-memory reindex``: write the recall index again from every thread of the store.
+
+It runs :meth:`RecallIndexer.catch_up(full=True) <cogitator_memory.index.indexer.RecallIndexer.catch_up>`
+on the store the memory config names (``--config``, else ``$COGITATOR_CONFIG``, else
+``./cogitator.yml``, else SQLite at ``~/.cogitator/memory.db``; ``--db PATH`` picks a SQLite file),
+any engine that keeps a recall index. Each thread's records are written again from its turns, a
+page of threads at a time; the indexer keeps its place in the index after each page
+(:data:`~cogitator_memory.index.indexer.REINDEX_KEY`), so a run stopped by Ctrl-C or a kill goes
+on from the page it stopped in when run again (``--restart`` starts from the first thread).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from dataclasses import asdict
+from typing import Any
+
+from ..index.base import is_recall_index
+from ..index.indexer import REINDEX_KEY, CatchUpReport, RecallIndexer
+from ..runtime.config import MemoryConfig
+from .formats import CliError
+from .memory_commands import config_flag, memory_config, open_config_store
+from .progress import Progress
+from .store import PROG, need
+
+
+def _label(config: MemoryConfig, args: argparse.Namespace) -> str:
+    """The store in messages: the SQLite file, or the engine and the config naming it (never
+    the connection string, which may hold a password)."""
+    if config.adapter == "sqlite":
+        return config.sqlite_path()
+    source = getattr(args, "config", None)
+    return f"the {config.adapter} store" + (f" of {source}" if source else "")
+
+
+async def reindex(store: Any, label: str, progress: Progress, *, restart: bool = False) -> tuple[CatchUpReport, bool]:
+    """Index every thread of ``store`` again (see the module docs); the report and whether the
+    run went on from where an earlier one stopped. Ctrl-C is a :class:`CliError` (status 130)
+    saying how far it got."""
+    if not is_recall_index(store):
+        raise CliError(f"{label} keeps no recall index ({type(store).__name__}): there is nothing to reindex")
+    indexer = RecallIndexer(store)
+    if restart:
+        need(await store.set_recall_state(REINDEX_KEY, ""))
+    resumed = bool(need(await store.get_recall_state(REINDEX_KEY)))
+    done = CatchUpReport()
+
+    def shown(report: CatchUpReport) -> None:
+        done.threads_checked = report.threads_checked
+        done.records_written = report.records_written
+        progress.update(report.threads_checked)
+
+    progress.start("reindexing" + (" (resumed)" if resumed else ""), unit="threads")
+    try:
+        report = await indexer.catch_up(full=True, progress=shown)
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        raise CliError(
+            f"interrupted after {done.threads_checked:,} threads ({done.records_written:,} records): "
+            f"run '{PROG} reindex' again to go on from where it stopped",
+            code=130,
+        ) from None
+    progress.end()
+    return report, resumed
+
+
+async def cmd_reindex(args: argparse.Namespace) -> int:
+    """``reindex``: the recall index written again from the store's threads, resumable."""
+    from .commands import progress_of  # the command module imports this one
+
+    config = memory_config(args)
+    label = _label(config, args)
+    async with open_config_store(config) as store:
+        report, resumed = await reindex(store, label, progress_of(args), restart=args.restart)
+    if args.json:
+        print(json.dumps({**asdict(report), "resumed": resumed}, indent=2))
+        return 0
+    how = " (went on from where an earlier run stopped)" if resumed else ""
+    print(
+        f"Reindexed {report.threads_checked:,} thread{'' if report.threads_checked == 1 else 's'} of {label}{how}: "
+        f"{report.records_written:,} record{'' if report.records_written == 1 else 's'} written."
+    )
+    return 0
+
+
+def register(sub: Any, db: argparse.ArgumentParser) -> None:
+    """Add ``reindex`` to the subcommands ``sub`` (``db``: the parent parser holding ``--db``)."""
+    from .commands import _progress_flag  # the command module imports this one
+
+    command = sub.add_parser(
+        "reindex", parents=[db], help="write the recall index again from every thread (resumable after Ctrl-C)"
+    )
+    config_flag(command)
+    command.add_argument(
+        "--restart", action="store_true", help="start from the first thread, not where a stopped run left off"
+    )
+    command.add_argument(
+        "--json", action="store_true", help="print JSON: {threads_checked, threads_indexed, records_written, resumed}"
+    )
+    _progress_flag(command)
+    command.set_defaults(handler=cmd_reindex)
+
+
+__all__ = ["cmd_reindex", "register", "reindex"]

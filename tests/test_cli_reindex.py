@@ -1,0 +1,302 @@
+"""``cogitator-memory reindex``: the recall index written again from the store's threads, on
+every store a config can name, resumable after Ctrl-C or a kill."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cogitator_memory import unwrap
+from cogitator_memory.cli import main
+from cogitator_memory.index import indexer as indexer_module
+from cogitator_memory.index.indexer import RecallIndexer
+from cogitator_memory.runtime.config import load_config
+from cogitator_memory.runtime.memory import create_store
+from cogitator_memory.testing.services import service_url
+
+PREFIX = "cogitator-memory: error: "
+ENGINES = ["sqlite", "postgres", "redis", "mongodb"]
+THREADS = 7
+WORD = "quokkaberries"  # indexed by its stem, "quokkaberri"
+ORIGINAL_RESYNC = RecallIndexer.resync_thread
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(autouse=True)
+def _no_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("COGITATOR_MEMORY_DB", raising=False)
+    monkeypatch.delenv("COGITATOR_CONFIG", raising=False)
+    monkeypatch.setenv("COGITATOR_HOME", str(tmp_path / "home"))
+
+
+def _config(tmp_path: Path, engine: str) -> tuple[Path, dict[str, Any]]:
+    """A config file naming a fresh namespace of ``engine``, and that namespace (to drop it)."""
+    tag = uuid.uuid4().hex[:8]
+    if engine == "sqlite":
+        body, where = f"  adapter: sqlite\n  path: {tmp_path / 'reindex.db'}\n", {}
+    elif engine == "redis":
+        body = f"  adapter: redis\n  connection_string: {service_url('COGMEM_TEST_REDIS_URL')}\n"
+        body += f"  options: {{key_prefix: 'rx{tag}:'}}\n"
+        where = {"key_prefix": f"rx{tag}:"}
+    elif engine == "mongodb":
+        body = f"  adapter: mongodb\n  connection_string: '{service_url('COGMEM_TEST_MONGODB_URL')}'\n"
+        body += f"  options: {{database: rx{tag}}}\n"
+        where = {"database": f"rx{tag}"}
+    else:
+        body = f"  adapter: postgres\n  connection_string: '{service_url('COGMEM_TEST_POSTGRES_URL')}'\n"
+        body += f"  options: {{schema: rx{tag}}}\n"
+        where = {"schema": f"rx{tag}"}
+    file = tmp_path / f"{engine}.yml"
+    file.write_text(f"memory:\n{body}  embedding: {{provider: none}}\n")
+    return file, where
+
+
+def _drop(engine: str, where: dict[str, Any]) -> None:
+    if engine == "redis":
+        import redis
+
+        client = redis.Redis.from_url(service_url("COGMEM_TEST_REDIS_URL"))
+        keys = list(client.scan_iter(match=f"{where['key_prefix']}*", count=1000))
+        if keys:
+            client.delete(*keys)
+        client.close()
+    elif engine == "mongodb":
+        import pymongo
+
+        with pymongo.MongoClient(service_url("COGMEM_TEST_MONGODB_URL")) as client:
+            client.drop_database(where["database"])
+    elif engine == "postgres":
+        import psycopg
+
+        with psycopg.connect(service_url("COGMEM_TEST_POSTGRES_URL"), autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{where["schema"]}" CASCADE')
+
+
+@pytest.fixture(params=ENGINES)
+def engine_config(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path]:
+    file, where = _config(tmp_path, request.param)
+    try:
+        yield file
+    finally:
+        _drop(request.param, where)
+
+
+async def _on_store(config: Path, work: Any) -> Any:
+    """``work(store)`` on the bare store of ``config`` (no indexer: what it writes is not indexed)."""
+    store = create_store(load_config(str(config)))
+    unwrap(await store.connect())
+    try:
+        return await work(store)
+    finally:
+        await store.disconnect()
+
+
+def _seed(config: Path, threads: int = THREADS) -> None:
+    """``threads`` threads of ana, two turns each, none of them in the recall index."""
+
+    async def work(store: Any) -> None:
+        for n in range(threads):
+            tid = f"t{n:02d}"
+            unwrap(await store.create_thread("assistant", {"user_id": "ana"}, tid))
+            for role, text in (("user", f"Thread {n}: I am allergic to {WORD}."), ("assistant", "Noted.")):
+                unwrap(await store.add_entry({"thread_id": tid, "message": {"role": role, "content": text}}))
+        assert unwrap(await store.count_recall_records(filter={"user_id": "ana"})) == 0
+
+    asyncio.run(_on_store(config, work))
+
+
+def _index_of(config: Path) -> tuple[int, set[str]]:
+    """How many turn records the index holds, and the threads the stemmed word finds."""
+
+    async def work(store: Any) -> tuple[int, set[str]]:
+        count = unwrap(await store.count_recall_records(filter={"user_id": "ana"}))
+        hits = unwrap(await store.recall_keyword("quokkaberry", filter={"user_id": "ana"}, limit=1000))
+        return count, {h.record.thread_id for h in hits}
+
+    result: tuple[int, set[str]] = asyncio.run(_on_store(config, work))
+    return result
+
+
+def _interrupt_at(monkeypatch: pytest.MonkeyPatch, call: int) -> list[str]:
+    """Ctrl-C (``KeyboardInterrupt``) as the ``call``-th thread is being indexed; the threads
+    indexed are listed in the returned list."""
+    real = ORIGINAL_RESYNC
+    seen: list[str] = []
+
+    async def resync(self: RecallIndexer, thread: Any, *, force: bool = False) -> int:
+        if len(seen) + 1 == call:
+            raise KeyboardInterrupt
+        seen.append(thread.id)
+        return await real(self, thread, force=force)
+
+    monkeypatch.setattr(RecallIndexer, "resync_thread", resync)
+    return seen
+
+
+def test_reindex_writes_every_thread_into_the_index(engine_config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _seed(engine_config)
+    code, out, err = _run(capsys, "reindex", "--config", str(engine_config), "--json")
+    assert code == 0, err
+    assert json.loads(out) == {
+        "threads_checked": THREADS,
+        "threads_indexed": THREADS,
+        "records_written": 2 * THREADS,
+        "resumed": False,
+    }
+    count, found = _index_of(engine_config)
+    assert count == 2 * THREADS
+    assert found == {f"t{n:02d}" for n in range(THREADS)}, "the stemmed word finds every thread"
+    code, out, _ = _run(capsys, "reindex", "--config", str(engine_config))
+    assert code == 0 and f"Reindexed {THREADS} threads of " in out and f"{2 * THREADS} records written" in out
+    assert "earlier run" not in out
+    assert _index_of(engine_config)[0] == 2 * THREADS, "run again, it writes the same records (no copies)"
+
+
+def test_a_stopped_reindex_goes_on_from_where_it_stopped(
+    engine_config: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(indexer_module, "THREAD_PAGE", 2)
+    _seed(engine_config)
+    first = _interrupt_at(monkeypatch, 6)  # in the third page: two pages (4 threads) are done
+    code, out, err = _run(capsys, "reindex", "--config", str(engine_config), "--json")
+    assert code == 130 and out == ""
+    assert err.startswith(PREFIX + "interrupted after 4 threads (8 records)") and err.count("\n") == 1, err
+    assert "run 'cogitator-memory reindex' again" in err and "Traceback" not in err
+    assert len(first) == 5
+    second = _interrupt_at(monkeypatch, 0)  # never: only records what is indexed
+    code, out, err = _run(capsys, "reindex", "--config", str(engine_config), "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report == {"threads_checked": 3, "threads_indexed": 3, "records_written": 6, "resumed": True}
+    assert second[0] == first[4], "it goes on from the page it stopped in"
+    assert set(first[:4]).isdisjoint(second), "the pages done before the stop are not written again"
+    assert set(first) | set(second) == {f"t{n:02d}" for n in range(THREADS)}
+    assert _index_of(engine_config)[0] == 2 * THREADS
+    second.clear()
+    code, out, _ = _run(capsys, "reindex", "--config", str(engine_config), "--json")
+    assert json.loads(out)["threads_checked"] == THREADS and not json.loads(out)["resumed"], (
+        "a finished run starts over"
+    )
+
+
+def test_restart_begins_at_the_first_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config, _ = _config(tmp_path, "sqlite")
+    monkeypatch.setattr(indexer_module, "THREAD_PAGE", 2)
+    _seed(config)
+    _interrupt_at(monkeypatch, 4)
+    db = str(tmp_path / "reindex.db")
+    assert _run(capsys, "reindex", "--db", db)[0] == 130
+    monkeypatch.setattr(RecallIndexer, "resync_thread", ORIGINAL_RESYNC)
+    code, out, err = _run(capsys, "reindex", "--db", db, "--restart", "--json")
+    assert code == 0, err
+    assert json.loads(out)["threads_checked"] == THREADS and not json.loads(out)["resumed"]
+
+
+def test_a_store_without_a_recall_index_is_one_error_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cogitator_memory.cli import reindex as reindex_module
+
+    config, _ = _config(tmp_path, "sqlite")
+    _seed(config, 1)
+    monkeypatch.setattr(reindex_module, "is_recall_index", lambda store: False)
+    code, out, err = _run(capsys, "reindex", "--config", str(config))
+    assert code == 1 and out == ""
+    assert err == f"{PREFIX}{tmp_path / 'reindex.db'} keeps no recall index (CliStore): there is nothing to reindex\n"
+
+
+def test_the_default_store_and_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, "reindex")
+    assert code == 1 and "no database at" in err and str(tmp_path / "home" / "memory.db") in err
+    assert not (tmp_path / "home" / "memory.db").exists(), "reindex never creates a store"
+
+
+# --- a real process: Ctrl-C and kill -----------------------------------------------------------
+
+#: The command line in a child whose reindex reads small pages and takes a while on each thread.
+_SLOW_CHILD = """
+import asyncio, sys
+from cogitator_memory.index import indexer
+indexer.THREAD_PAGE = 10
+real = indexer.RecallIndexer.resync_thread
+async def slow(self, thread, *, force=False):
+    await asyncio.sleep(0.005)
+    return await real(self, thread, force=force)
+indexer.RecallIndexer.resync_thread = slow
+from cogitator_memory.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _interruptible() -> None:
+    """In the child: SIGINT as a terminal delivers it (a background shell may have it ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _start_slow_reindex(db: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", _SLOW_CHILD, "reindex", "--db", str(db), "--progress"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+        preexec_fn=_interruptible,
+    )
+
+
+def _wait_mid_reindex(process: subprocess.Popen[str], total: int) -> None:
+    """Read the progress lines until some threads are done (and not all)."""
+    assert process.stderr is not None
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        line = process.stderr.readline()
+        if not line:
+            break
+        if line.startswith("reindexing: ") and 0 < int(line.split()[1].replace(",", "")) < total:
+            return
+    raise AssertionError(f"the reindex never reported progress part way (exit {process.poll()})")
+
+
+@pytest.mark.parametrize("stop", ["ctrl-c", "kill"])
+def test_a_reindex_stopped_in_a_real_process_goes_on_when_run_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], stop: str
+) -> None:
+    total = 400
+    config, _ = _config(tmp_path, "sqlite")
+    _seed(config, total)
+    db = tmp_path / "reindex.db"
+    process = _start_slow_reindex(db)
+    _wait_mid_reindex(process, total)
+    if stop == "ctrl-c":
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+        assert process.returncode == 130, err
+        assert f"{PREFIX}interrupted after " in err and "again to go on from where it stopped" in err
+        assert "Traceback" not in err
+    else:
+        process.kill()
+        process.communicate(timeout=60)
+        assert process.returncode == -signal.SIGKILL
+    code, out, err = _run(capsys, "reindex", "--db", str(db), "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["resumed"] and 0 < report["threads_checked"] < total - 10, report
+    assert _index_of(config) == (2 * total, {f"t{n:02d}" for n in range(total)}), "every thread is indexed once"
