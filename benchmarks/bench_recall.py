@@ -23,7 +23,9 @@ BEAM messages, repeated) with a message index on the SQLite embedding store; the
 comes from the cache, so its one embedding is not in the figure.
 
 Run: ``python -m benchmarks --only recall`` or ``python -m benchmarks.bench_recall [--chats N]
-[--tune] [--latency-only] [--json PATH]``.
+[--tune] [--latency-only] [--json PATH] [--before COMMIT]``; ``--before`` runs the same figures
+in a fresh process on the package of ``COMMIT`` (a ``git archive`` of its ``src``) and prints
+each figure with its change (issue 32 measured ``--before 82b1398``).
 """
 
 from __future__ import annotations
@@ -239,6 +241,44 @@ def coverage_keys() -> list[str]:
 
 def recall_keys() -> list[str]:
     return [f"{m}@{k}" for m in ("retriever", "plain") for k in KS]
+
+
+def markdown_change(
+    after: dict[str, dict[str, float]], before: dict[str, dict[str, float]], keys: Sequence[str]
+) -> str:
+    """The summary as a Markdown table, each figure beside its change from ``before`` (a summary
+    of the same keys measured on other code)."""
+    lines = ["| questions | n | " + " | ".join(keys) + " |", "|" + "---|" * (2 + len(keys))]
+    for group, row in after.items():
+        old = before.get(group, {})
+        cells = [f"{row[k]:.3f} ({row[k] - old[k]:+.3f})" if k in old else f"{row[k]:.3f}" for k in keys]
+        lines.append(f"| {group} | {int(row['n'])} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def measure_before(commit: str, argv: Sequence[str]) -> dict[str, dict[str, float]]:
+    """The summary of this benchmark run (``argv``) in a fresh process on the package of
+    ``commit`` (``git archive`` of its ``src``, first on the path; the benchmark's own code and
+    vector cache are this checkout's)."""
+    import os
+    import subprocess
+
+    from .bench_recall_index import REPO, before_tree
+
+    src = before_tree(commit)
+    if src is None:
+        raise RuntimeError(f"cannot read commit {commit}")
+    out = Path(tempfile.mkdtemp(prefix="recall-before-")) / "summary.json"
+    env = {**os.environ, "PYTHONPATH": str(src) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    subprocess.run(
+        [sys.executable, "-m", "benchmarks.bench_recall", *argv, "--json", str(out)],
+        cwd=REPO,
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    summary: dict[str, dict[str, float]] = json.loads(out.read_text())["summary"]
+    return summary
 
 
 def markdown(summary: dict[str, dict[str, float]], keys: Sequence[str]) -> str:
@@ -516,6 +556,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-builds", action="store_true", help="retriever recall only")
     parser.add_argument("--settings", default=None, help="JSON of RetrieverSettings fields to measure with")
     parser.add_argument("--json", default=None, help="write the summary here")
+    parser.add_argument(
+        "--before", default=None, help="also run on the package of this commit; figures printed with their change"
+    )
     args = parser.parse_args(argv)
     model = LocalEmbeddingService(batch_size=16)
     settings = {**SETTINGS, **(json.loads(args.settings) if args.settings else {})}
@@ -529,9 +572,19 @@ def main(argv: list[str] | None = None) -> int:
     records = asyncio.run(evaluate(chats, model, settings, builds=not args.no_builds, progress=True))
     keys = recall_keys() if args.no_builds else [*coverage_keys(), *recall_keys()]
     summary = summarise(records, keys)
-    if not args.no_builds:
-        print(markdown(summary, coverage_keys()))
-    print(markdown(summary, recall_keys()))
+    if args.before:
+        same = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--before" and a != args.before]
+        if "--json" in same:
+            del same[same.index("--json") : same.index("--json") + 2]
+        before = measure_before(args.before, same)
+        print(f"figures now, (change from {args.before}):")
+        if not args.no_builds:
+            print(markdown_change(summary, before, coverage_keys()))
+        print(markdown_change(summary, before, recall_keys()))
+    else:
+        if not args.no_builds:
+            print(markdown(summary, coverage_keys()))
+        print(markdown(summary, recall_keys()))
     errors = [e for r in records for e in r.get("errors", [])]
     if errors:
         print(f"{len(errors)} build errors, e.g. {errors[:3]}", file=sys.stderr)

@@ -1,0 +1,586 @@
+"""The recall index at scale: ``Memory.search`` and ``build_context(hybrid)`` for one user with
+10,000 -> 100,000 (-> 1,000,000 with ``--huge``) turns, beside the code before the index.
+
+**Load.** One user, ``TURNS_PER_THREAD`` (50) turns a thread, threads 6 hours apart (a thread's
+turns share its time), the texts the BEAM-100k messages in order and repeated (5,732 messages,
+2,130 characters on average). Everything goes through the product's own write path:
+``Memory.add`` of each thread's 50 messages (``add_entry`` one by one), the ``RecallIndexer``
+writing the records in the background from the change events, the ``MessageIndex`` embedding
+every turn into the store's vectors, then ``Memory.flush()``, then one ``RecallIndexer.catch_up()``
+(timed apart: it is what the first search of a process pays once on a store no indexer checked,
+every thread read; afterwards the watermark is current, as for any store searched before). Only the embedder is made fast for
+the load: :class:`SeededEmbedder` (a deterministic unit vector seeded by the text's hash, 384
+dimensions). How long the load took is printed.
+
+**Queries.** Each size is measured in fresh processes (``--worker``) opening ``Memory`` on the
+file as a user would, with the local model (all-MiniLM-L6-v2, 384 dimensions) embedding the
+queries when the ``[local]`` extra is installed (its first embedding is made before any timing:
+loading the model is not recall's warm-up). The queries are the BEAM probing questions.
+
+* the **first** ``search`` (or ``build_context``) after the restart, beside the warm p50 of the
+  same call in the same process;
+* warm ``search(query, user_id)`` and ``build_context(newest thread, current_input=query,
+  max_tokens=4000)`` (strategy ``hybrid``) p50/p95 over the first ``QUERIES`` (40) questions:
+  ``ROUNDS`` (3) rounds up to 10,000 turns, the round of the best p95 kept (the machine is
+  shared), each round's p95 in ``extra``, one round above 10,000; beside them the
+  engine's own calls of the same search (``recall_keyword`` for 200 candidates, the vector search
+  of the message index by user) and the query's embedding;
+* the process's RSS after opening and after the warm rounds, and the file's size per 100,000
+  turns.
+
+**Baseline.** The code of commit ``82b1398`` (the last before the index; ``search`` read the
+whole active path of the user's 20 newest threads and ranked it in Python) loads a file of the
+smallest size the same way and is timed by the same worker, from a ``git archive`` of that
+commit (``--before-src PATH`` to give one). PostgreSQL is measured too when
+``COGMEM_TEST_POSTGRES_URL`` is set, in a schema of its own dropped afterwards.
+
+Targets (issue 32): ``search`` and ``build_context(hybrid)`` p95 under 50 ms at 1M turns, at
+most 1.5x from 10k to 1M; the first call after a restart within 2x of a warm one; RSS growing
+at most 100 MB from 10k to 1M. ``MemoryItems.add_many(500)`` at least 0.5 of a raw batch insert
+of the same rows and schema.
+
+Run: ``python -m benchmarks --only recall_index`` or ``python -m benchmarks.bench_recall_index
+[--sizes 10000 100000] [--huge] [--no-before] [--no-postgres] [--profile]``; ``--huge`` (or
+``COGMEM_BENCH_HUGE=1``) adds 1,000,000 turns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from .common import Row, percentiles
+
+HERE = Path(__file__).parent
+REPO = HERE.parent
+BEFORE_COMMIT = "82b1398"
+SIZES = (10_000, 100_000)
+HUGE = 1_000_000
+TURNS_PER_THREAD = 50
+USER = "reader"
+DIMENSIONS = 384
+QUERIES = 40
+#: Rounds of the warm queries up to 10,000 turns; one round above (a round of slow searches
+#: takes minutes on the shared machine).
+ROUNDS = 3
+START = datetime(2022, 1, 1, tzinfo=UTC)
+ITEM_BATCH = 500
+
+
+def _seeded_class() -> Any:
+    from cogitator_memory.embeddings.base import BaseEmbeddingService
+
+    class SeededEmbedder(BaseEmbeddingService):
+        """A fast deterministic embedder for loading: a unit vector seeded by the text's hash."""
+
+        provider = "seeded"
+
+        def __init__(self, dimensions: int = DIMENSIONS) -> None:
+            super().__init__(dimensions=dimensions, batch_size=256)
+
+        async def _embed_chunk(self, texts: list[str]) -> list[list[float]]:
+            import numpy as np
+
+            out = []
+            for text in texts:
+                seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+                vector = np.random.default_rng(seed).standard_normal(self.dimensions).astype(np.float32)
+                out.append((vector / np.linalg.norm(vector)).tolist())
+            return out
+
+    return SeededEmbedder
+
+
+def _texts() -> tuple[list[tuple[str, str]], list[str]]:
+    """The BEAM messages (role, text) and probing questions."""
+    from .beam import load_chats
+
+    chats = load_chats()
+    messages = [("user" if m.role == "user" else "assistant", m.content) for c in chats for m in c.messages]
+    questions = [q.question for c in chats for q in c.questions]
+    return messages, questions
+
+
+def _config(store: dict[str, Any]) -> dict[str, Any]:
+    config: dict[str, Any] = {**store, "context_builder": {"strategy": "hybrid"}}
+    if store.get("adapter") == "postgres":
+        config["options"] = {"schema": store["schema"]}
+        config.pop("schema")
+    return config
+
+
+def _rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def file_mb(path: Path) -> float:
+    """The SQLite file with its WAL and shared memory, in MB."""
+    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*")) / 1e6
+
+
+async def load(store: dict[str, Any], turns: int) -> dict[str, Any]:
+    """Write ``turns`` turns for one user through ``Memory`` (see the module docs)."""
+    from cogitator_memory import Memory, frozen_clock
+
+    messages, _ = _texts()
+    memory = Memory(_config(store), embedding_service=_seeded_class()())
+    await memory.connect()
+    started = time.perf_counter()
+    threads = max(1, turns // TURNS_PER_THREAD)
+    for t in range(threads):
+        batch = [
+            {"role": role, "content": text}
+            for role, text in (messages[(t * TURNS_PER_THREAD + i) % len(messages)] for i in range(TURNS_PER_THREAD))
+        ]
+        with frozen_clock(START + timedelta(hours=6 * t)):
+            await memory.add(batch, user_id=USER)
+        if t % 100 == 99:
+            print(
+                f"  loaded {(t + 1) * TURNS_PER_THREAD:,} turns, {time.perf_counter() - started:.0f}s", file=sys.stderr
+            )
+    written = time.perf_counter() - started
+    await memory.flush()
+    flushed = time.perf_counter() - started
+    out = {"turns": threads * TURNS_PER_THREAD, "threads": threads, "write s": written, "load s": flushed}
+    indexer = getattr(memory, "indexer", None)  # none before the index
+    if indexer is not None:
+        # what the first search of a process does once on a store no indexer has checked (an
+        # import, a store written by processes that never searched): every thread checked
+        t0 = time.perf_counter()
+        report = await indexer.catch_up()
+        out["catch-up s"] = time.perf_counter() - t0
+        out["catch-up threads indexed again"] = report.threads_indexed
+    await memory.close()
+    return out
+
+
+async def measure(
+    store: dict[str, Any], first: str, rounds: int, queries: int, profile: str | None = None
+) -> dict[str, Any]:
+    """In a fresh process: the first ``first`` call ("search" or "build") after opening, then
+    the warm rounds and the engine's own calls (see the module docs)."""
+    from cogitator_memory import Memory, unwrap
+
+    _, questions = _texts()
+    questions = questions[:queries]
+    out: dict[str, Any] = {"rss start MB": _rss_mb()}
+    service: Any
+    try:
+        from cogitator_memory.embeddings.local import LocalEmbeddingService
+
+        service = LocalEmbeddingService(batch_size=16)
+        await service.embed("warm the model up")
+        out["query embedder"] = "local all-MiniLM-L6-v2"
+    except Exception:
+        service = _seeded_class()()
+        out["query embedder"] = "seeded"
+    out["rss model MB"] = _rss_mb()
+    opened = time.perf_counter()
+    memory = Memory(_config(store), embedding_service=service)
+    await memory.connect()
+    out["open ms"] = (time.perf_counter() - opened) * 1000
+    out["rss open MB"] = _rss_mb()
+    page = unwrap(await memory.adapter.list_threads(metadata={"user_id": USER}, limit=1))
+    newest = page.threads[0].id
+
+    async def search(q: str) -> Any:
+        return await memory.search(q, user_id=USER)
+
+    async def build(q: str) -> Any:
+        return await memory.build_context(newest, user_id=USER, current_input=q, max_tokens=4000)
+
+    calls = {"search": search, "build": build}
+    t0 = time.perf_counter()
+    await calls[first](questions[0])
+    out[f"first {first} ms"] = (time.perf_counter() - t0) * 1000
+    if first == "build":
+        # the first build only: the warm figure beside it comes from this process too
+        for q in questions[1:6]:
+            await build(q)
+        times = []
+        for q in questions[6:26]:
+            t0 = time.perf_counter()
+            await build(q)
+            times.append((time.perf_counter() - t0) * 1000)
+        out["build p50 ms"], out["build p95 ms"] = percentiles(times)
+        await memory.close()
+        return out
+    for q in questions[1:6]:
+        await search(q)
+        await build(q)
+    profiler = None
+    if profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+    for _round in range(rounds):
+        for name, call in calls.items():
+            times = []
+            for q in questions:
+                t0 = time.perf_counter()
+                result = await call(q)
+                times.append((time.perf_counter() - t0) * 1000)
+                if name == "build":
+                    assert not result.errors, result.errors
+            p50, p95 = percentiles(times)
+            out.setdefault(f"{name} p95 ms per round", []).append(round(p95, 1))
+            if p95 < out.get(f"{name} p95 ms", float("inf")):
+                out[f"{name} p50 ms"], out[f"{name} p95 ms"] = p50, p95
+    if profiler is not None:
+        import pstats
+
+        profiler.disable()
+        profiler.dump_stats(profile)
+        pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(40)
+    out["rss end MB"] = _rss_mb()
+    await _engine_calls(memory, service, questions, out)
+    await memory.close()
+    return out
+
+
+async def _engine_calls(memory: Any, service: Any, questions: Sequence[str], out: dict[str, Any]) -> None:
+    """The engine's calls a search makes, alone: the query's embedding, the keyword channel
+    (``recall_keyword``, 200 candidates) and the vector search of the messages by user."""
+    from cogitator_memory import unwrap
+
+    embeds, keywords, vectors = [], [], []
+    has_index = hasattr(memory.adapter, "recall_keyword")
+    for q in questions:
+        t0 = time.perf_counter()
+        vector = await service.embed(q)
+        embeds.append((time.perf_counter() - t0) * 1000)
+        if has_index:
+            from cogitator_memory.index.records import RecallFilter
+
+            flt = RecallFilter(agent_id=memory.agent_id, user_id=USER, kinds=["turn"])
+            t0 = time.perf_counter()
+            unwrap(await memory.adapter.recall_keyword(q, filter=flt, limit=200))
+            keywords.append((time.perf_counter() - t0) * 1000)
+        if memory.vectors is not None:
+            scope = {"metadata": {"index": "messages"}, "user_id": USER}
+            t0 = time.perf_counter()
+            unwrap(await memory.vectors.search(vector, limit=200, threshold=-1.0, filter=scope, include_vectors=False))
+            vectors.append((time.perf_counter() - t0) * 1000)
+    for name, samples in (("embed", embeds), ("recall_keyword", keywords), ("vector search", vectors)):
+        if samples:
+            out[f"{name} p50 ms"], out[f"{name} p95 ms"] = percentiles(samples)
+
+
+# ----- orchestration -------------------------------------------------------------------------
+
+
+def before_tree(commit: str = BEFORE_COMMIT) -> Path | None:
+    """The ``src`` folder of ``commit``, from ``git archive`` into a temporary folder."""
+    folder = Path(tempfile.mkdtemp(prefix="cogmem-before-"))
+    try:
+        archive = subprocess.run(["git", "archive", commit, "src"], cwd=REPO, capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        print(f"[recall_index] no baseline: git archive {commit} failed: {exc}", file=sys.stderr)
+        return None
+    return folder / "src"
+
+
+def worker(task: dict[str, Any], src: Path | None = None) -> dict[str, Any]:
+    """Run ``task`` in a fresh process (with ``src`` first on the path: the code before)."""
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = str(src) + os.pathsep + env.get("PYTHONPATH", "")
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bench_recall_index", "--worker", json.dumps(task)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        check=True,
+    )
+    result: dict[str, Any] = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    return result
+
+
+def measure_size(
+    store: dict[str, Any], turns: int, *, src: Path | None = None, queries: int = QUERIES, profile: str | None = None
+) -> dict[str, Any]:
+    """Load ``turns`` turns and measure them (each step a fresh process)."""
+    figures = worker({"do": "load", "store": store, "turns": turns}, src)
+    if store["adapter"] == "sqlite":
+        figures["file MB"] = file_mb(Path(store["path"]))
+    rounds = ROUNDS if turns <= 10_000 else 1
+    common = {"do": "measure", "store": store, "rounds": rounds, "queries": queries}
+    figures.update(worker({**common, "first": "search", "profile": profile}, src))
+    built = worker({**common, "first": "build"}, src)
+    figures["first build ms"] = built["first build ms"]
+    figures["build p50 ms (first-build process)"] = built["build p50 ms"]
+    return figures
+
+
+def _postgres_store(url: str) -> dict[str, Any]:
+    return {"adapter": "postgres", "connection_string": url, "schema": f"bench_ri_{uuid.uuid4().hex[:8]}"}
+
+
+def _drop_schema(store: dict[str, Any]) -> None:
+    import psycopg
+
+    with psycopg.connect(store["connection_string"], autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {store['schema']} CASCADE")
+
+
+def rows_for(
+    engine: str, sizes: Sequence[int], figures: dict[int, dict[str, Any]], before: dict[str, Any] | None
+) -> list[Row]:
+    """The rows of one engine: each size's p95 beside the smallest size's (growth) and the code
+    before; the first calls beside the warm ones; RSS and file size."""
+    group = f"recall index ({engine})"
+    rows: list[Row] = []
+    small, big = sizes[0], sizes[-1]
+    for name, label in (("search", "Memory.search"), ("build", "build_context(hybrid, 4,000 tokens)")):
+        for n in sizes:
+            f = figures[n]
+            value = f[f"{name} p95 ms"]
+            rows.append(
+                Row(
+                    group,
+                    f"{label} p95, {n:,} turns (p50 {f[f'{name} p50 ms']:.1f} ms)",
+                    value,
+                    "ms",
+                    baseline=figures[small][f"{name} p95 ms"] if n != small else None,
+                    baseline_name=f"same at {small:,} turns" if n != small else None,
+                    ratio=value / figures[small][f"{name} p95 ms"] if n != small else None,
+                    target="< 50 ms; <= 1.5x from 10k to 1M",
+                    passed=value < 50 and (n == small or value / figures[small][f"{name} p95 ms"] <= 1.5),
+                    extra={k: v for k, v in f.items() if k.startswith(name) or k.endswith("per round")},
+                )
+            )
+        if before is not None:
+            value = figures[small][f"{name} p95 ms"]
+            base = before[f"{name} p95 ms"]
+            rows.append(
+                Row(
+                    group,
+                    f"{label} p95, {small:,} turns, beside the code before the index",
+                    value,
+                    "ms",
+                    baseline=base,
+                    baseline_name=f"{BEFORE_COMMIT} (20 newest threads read), same load",
+                    ratio=value / base,
+                    extra={"before": before},
+                )
+            )
+        for n in sizes:
+            f = figures[n]
+            first = f[f"first {name} ms"]
+            warm = f[f"{name} p50 ms"] if name == "search" else f["build p50 ms (first-build process)"]
+            rows.append(
+                Row(
+                    group,
+                    f"first {label} after a restart (fresh process), {n:,} turns",
+                    first,
+                    "ms",
+                    baseline=warm,
+                    baseline_name="warm p50, same process",
+                    ratio=first / warm,
+                    target="<= 2x warm",
+                    passed=first / warm <= 2,
+                )
+            )
+    for n in sizes:
+        f = figures[n]
+        for part in ("embed", "recall_keyword", "vector search"):
+            if f"{part} p95 ms" in f:
+                rows.append(
+                    Row(
+                        group,
+                        f"of a search, {part} alone p95, {n:,} turns",
+                        f[f"{part} p95 ms"],
+                        "ms",
+                        baseline=f["search p95 ms"],
+                        baseline_name="Memory.search p95",
+                        ratio=f[f"{part} p95 ms"] / f["search p95 ms"],
+                    )
+                )
+    grown = figures[big]["rss end MB"] - figures[small]["rss end MB"]
+    rows.append(
+        Row(
+            group,
+            f"process RSS after the warm rounds, {big:,} turns",
+            figures[big]["rss end MB"],
+            "MB",
+            baseline=figures[small]["rss end MB"],
+            baseline_name=f"same at {small:,} turns",
+            ratio=figures[big]["rss end MB"] / figures[small]["rss end MB"],
+            target="grows <= 100 MB from 10k to 1M",
+            passed=grown <= 100,
+            extra={"growth MB": grown, **{f"rss open MB at {n}": figures[n]["rss open MB"] for n in sizes}},
+        )
+    )
+    if "file MB" in figures[big]:
+        per = figures[big]["file MB"] / figures[big]["turns"] * 100_000
+        rows.append(
+            Row(
+                group,
+                f"file size per 100,000 turns (at {big:,})",
+                per,
+                "MB",
+                baseline=figures[small]["file MB"] / figures[small]["turns"] * 100_000,
+                baseline_name=f"same at {small:,} turns",
+                extra={f"load s at {n}": figures[n]["load s"] for n in sizes},
+            )
+        )
+    for n in sizes:
+        rows.append(
+            Row(group, f"load through Memory.add + flush, {n:,} turns", figures[n]["load s"], "s", extra=figures[n])
+        )
+    return rows
+
+
+async def add_many_rows() -> list[Row]:
+    """``MemoryItems.add_many(500)`` on SQLite beside raw ``sqlite3`` inserting the same rows
+    (``bench_items``' row encoding) into a file of the same schema (made by ``SQLiteAdapter``),
+    one transaction a batch; 10 batches each, alternating, new items in new scopes."""
+    import sqlite3
+
+    from cogitator_memory import SQLiteAdapter
+    from cogitator_memory.items import MemoryItems
+
+    from .bench_items import _item, _raw_insert
+
+    folder = Path(tempfile.mkdtemp(prefix="bench-add-many-"))
+    adapter = SQLiteAdapter(path=folder / "items.db")
+    await adapter.connect()
+    schema_only = SQLiteAdapter(path=folder / "raw.db")
+    await schema_only.connect()
+    await schema_only.disconnect()
+    raw = sqlite3.connect(folder / "raw.db", isolation_level=None)
+    raw.execute("PRAGMA journal_mode=WAL")
+    raw.execute("PRAGMA synchronous=NORMAL")
+    items = MemoryItems(adapter=adapter)
+    spent = {"add_many": 0.0, "raw": 0.0}
+    for b in range(10):
+        made = [_item(b * ITEM_BATCH + i, f"u{(b * ITEM_BATCH + i) % 50}") for i in range(ITEM_BATCH)]
+        new = [
+            m.model_dump(
+                include={"kind", "subject", "attribute", "value", "evidence", "trust", "verified", "confidence"}
+            )
+            | {"scope": m.scope.model_dump(exclude_none=True)}
+            for m in made
+        ]
+        t0 = time.perf_counter()
+        written = await items.add_many(new)
+        spent["add_many"] += time.perf_counter() - t0
+        assert len(written) == ITEM_BATCH
+        t0 = time.perf_counter()
+        _raw_insert(raw, made)
+        spent["raw"] += time.perf_counter() - t0
+    raw.close()
+    await adapter.disconnect()
+    shutil.rmtree(folder, ignore_errors=True)
+    ours, base = 10 * ITEM_BATCH / spent["add_many"], 10 * ITEM_BATCH / spent["raw"]
+    return [
+        Row(
+            "recall index (writes)",
+            f"MemoryItems.add_many({ITEM_BATCH}) on SQLite",
+            ours,
+            "items/s",
+            baseline=base,
+            baseline_name=f"raw sqlite3 insert, same rows and schema, 1 tx/{ITEM_BATCH}",
+            ratio=ours / base,
+            target=">= 0.5 of raw",
+            passed=ours / base >= 0.5,
+        )
+    ]
+
+
+def run_all(
+    sizes: Sequence[int], *, with_before: bool = True, with_postgres: bool = True, profile: str | None = None
+) -> list[Row]:
+    """Every engine and size, the baseline, and the writes; the rows of the table."""
+    rows: list[Row] = []
+    folder = Path(tempfile.mkdtemp(prefix="bench-recall-index-"))
+    engines: list[tuple[str, Any]] = [("sqlite", lambda n: {"adapter": "sqlite", "path": str(folder / f"{n}.db")})]
+    url = os.environ.get("COGMEM_TEST_POSTGRES_URL")
+    if with_postgres and url:
+        engines.append(("postgres", lambda n: _postgres_store(url)))
+    try:
+        for engine, make in engines:
+            figures: dict[int, dict[str, Any]] = {}
+            for n in sizes:
+                store = make(n)
+                started = time.perf_counter()
+                try:
+                    figures[n] = measure_size(store, n, profile=profile if n == sizes[-1] else None)
+                finally:
+                    if engine == "postgres":
+                        _drop_schema(store)
+                print(
+                    f"[recall_index] {engine} {n:,}: {time.perf_counter() - started:.0f}s {json.dumps(figures[n])}",
+                    file=sys.stderr,
+                )
+            before = None
+            src = before_tree() if with_before and engine == "sqlite" else None
+            if src is not None:
+                store = {"adapter": "sqlite", "path": str(folder / f"before-{sizes[0]}.db")}
+                before = measure_size(store, sizes[0], src=src)
+                print(f"[recall_index] before {sizes[0]:,}: {json.dumps(before)}", file=sys.stderr)
+                shutil.rmtree(src.parent, ignore_errors=True)
+            rows.extend(rows_for(engine, sizes, figures, before))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return rows
+
+
+async def run(quick: bool) -> list[Row]:
+    """The benchmark entry point (``--quick``: 1,000 and 5,000 turns, no baseline, no PostgreSQL)."""
+    huge = os.environ.get("COGMEM_BENCH_HUGE") == "1"
+    sizes = (1_000, 5_000) if quick else (*SIZES, *((HUGE,) if huge else ()))
+    rows = await asyncio.to_thread(run_all, sizes, with_before=not quick, with_postgres=not quick)
+    return rows + await add_many_rows()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_recall_index")
+    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
+    parser.add_argument("--huge", action="store_true", help=f"add {HUGE:,} turns")
+    parser.add_argument("--no-before", action="store_true", help=f"skip the baseline of {BEFORE_COMMIT}")
+    parser.add_argument("--no-postgres", action="store_true")
+    parser.add_argument("--profile", default=None, help="write cProfile stats of the largest size's warm rounds here")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+    if args.worker:
+        task = json.loads(args.worker)
+        if task["do"] == "load":
+            result = asyncio.run(load(task["store"], task["turns"]))
+        else:
+            result = asyncio.run(
+                measure(task["store"], task["first"], task["rounds"], task["queries"], task.get("profile"))
+            )
+        print(json.dumps(result))
+        return 0
+    sizes = [*args.sizes, *([HUGE] if args.huge or os.environ.get("COGMEM_BENCH_HUGE") == "1" else [])]
+    rows = run_all(sizes, with_before=not args.no_before, with_postgres=not args.no_postgres, profile=args.profile)
+    rows += asyncio.run(add_many_rows())
+    for row in rows:
+        print(json.dumps(row.as_dict()))
+    if args.json:
+        Path(args.json).write_text(json.dumps([r.as_dict() for r in rows], indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
