@@ -10,6 +10,7 @@ import uuid
 from collections.abc import AsyncIterator
 
 import pytest
+from cascade_raw import mongo_documents
 
 from cogitator_memory.engines.mongodb.adapter import MongoDBAdapter
 from cogitator_memory.testing import service_url
@@ -21,8 +22,6 @@ ERASURE_CASES = {"bad_ids_of_others_do_not_stop_erasure"}
 
 @pytest.fixture
 async def stores() -> AsyncIterator[CascadeStores]:
-    from bson import json_util
-
     memory = MongoDBAdapter(
         uri=service_url("COGMEM_TEST_MONGODB_URL"),
         database=f"cogmem_cascade_{uuid.uuid4().hex[:12]}",
@@ -32,13 +31,7 @@ async def stores() -> AsyncIterator[CascadeStores]:
         db = memory.client[memory.database]
 
         async def raw() -> bytes:
-            out: list[str] = []
-            names = await db.list_collection_names()
-            assert names, "the database has collections"
-            for name in names:
-                async for doc in db[name].find({}):
-                    out.append(json_util.dumps(doc))
-            return "\n".join(out).encode()
+            return await mongo_documents(db)
 
         try:
             yield CascadeStores(memory=memory, raw=raw)

@@ -10,9 +10,9 @@ import secrets
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from cascade_raw import postgres_table_text
 
 from cogitator_memory.engines.postgres.adapter import PostgresAdapter
-from cogitator_memory.engines.postgres.schema import quote_ident
 from cogitator_memory.testing import service_url
 from cogitator_memory.testing.cascade import DIMENSIONS, CascadeCase, CascadeStores, cascade_cases
 
@@ -33,26 +33,6 @@ def pg_url() -> Iterator[str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-async def table_text(pg_url: str, schema: str) -> bytes:
-    """Every row of every table of ``schema`` as text."""
-    import psycopg
-
-    out: list[str] = []
-    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
-        cur = await conn.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s AND table_type = 'BASE TABLE'",
-            (schema,),
-        )
-        tables = [row[0] for row in await cur.fetchall()]
-        assert tables, "the schema has tables"
-        for table in tables:
-            rows = await (
-                await conn.execute(f"SELECT t::text FROM {quote_ident(schema)}.{quote_ident(table)} t")
-            ).fetchall()
-            out.extend(row[0] for row in rows)
-    return "\n".join(out).encode()
-
-
 @pytest.fixture
 async def stores(pg_url: str) -> AsyncIterator[CascadeStores]:
     import psycopg
@@ -64,7 +44,7 @@ async def stores(pg_url: str) -> AsyncIterator[CascadeStores]:
         ) as memory:
 
             async def raw() -> bytes:
-                return await table_text(pg_url, schema)
+                return await postgres_table_text(pg_url, schema)
 
             yield CascadeStores(memory=memory, embeddings=memory, graph=memory, raw=raw)
     finally:

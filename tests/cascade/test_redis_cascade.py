@@ -10,45 +10,11 @@ import uuid
 from collections.abc import AsyncIterator
 
 import pytest
+from cascade_raw import redis_key_bytes
 
 from cogitator_memory import RedisAdapter
 from cogitator_memory.testing import service_url
 from cogitator_memory.testing.cascade import CascadeCase, CascadeStores, cascade_cases
-
-
-async def key_bytes(url: str, prefix: str) -> bytes:
-    """Every key under ``prefix`` with its dump and its value."""
-    import redis.asyncio as aioredis
-
-    client = aioredis.from_url(url, decode_responses=False)
-    out: list[bytes] = []
-    try:
-        async for key in client.scan_iter(match=prefix.encode() + b"*", count=1000):
-            out.append(key)
-            dumped = await client.dump(key)
-            if dumped is not None:
-                out.append(dumped)
-            kind = (await client.type(key)).decode()
-            if kind == "string":
-                out.append(await client.get(key) or b"")
-            elif kind == "hash":
-                for field, value in (await client.hgetall(key)).items():
-                    out.extend((field, value))
-            elif kind == "list":
-                out.extend(await client.lrange(key, 0, -1))
-            elif kind == "set":
-                out.extend(await client.smembers(key))
-            elif kind == "zset":
-                out.extend(member for member, _ in await client.zrange(key, 0, -1, withscores=True))
-            elif kind == "stream":
-                for _, fields in await client.xrange(key):
-                    for field, value in fields.items():
-                        out.extend((field, value))
-            else:
-                raise AssertionError(f"a key of type {kind} the scan cannot read: {key!r}")
-    finally:
-        await client.aclose()
-    return b"\n".join(out)
 
 
 @pytest.fixture
@@ -59,7 +25,13 @@ async def stores() -> AsyncIterator[CascadeStores]:
         try:
 
             async def raw() -> bytes:
-                return await key_bytes(url, prefix)
+                import redis.asyncio as aioredis
+
+                client = aioredis.from_url(url, decode_responses=False)
+                try:
+                    return await redis_key_bytes(client, prefix)
+                finally:
+                    await client.aclose()
 
             yield CascadeStores(memory=memory, raw=raw)
         finally:
