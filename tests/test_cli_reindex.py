@@ -300,3 +300,46 @@ def test_a_reindex_stopped_in_a_real_process_goes_on_when_run_again(
     report = json.loads(out)
     assert report["resumed"] and 0 < report["threads_checked"] < total - 10, report
     assert _index_of(config) == (2 * total, {f"t{n:02d}" for n in range(total)}), "every thread is indexed once"
+
+
+# --- import indexes what it writes --------------------------------------------------------------
+
+
+def test_an_imported_export_is_searchable_without_a_reindex(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An exported thread keeps its old update time, which a catch-up (threads updated since its
+    last pass) never looks at: the import indexes the thread itself."""
+    from datetime import UTC, datetime
+
+    from cogitator_memory import SQLiteAdapter, frozen_clock
+    from cogitator_memory.runtime.memory import Memory
+
+    db, source = tmp_path / "memory.db", tmp_path / "source.db"
+    config = {"adapter": "sqlite", "path": str(db), "embedding": {"provider": "none"}}
+
+    async def search() -> list[str]:
+        async with Memory(config) as memory:
+            return [hit.text for hit in await memory.search("walruses", user_id="ana", agent_id="assistant")]
+
+    async def write_source() -> None:
+        async with SQLiteAdapter(path=str(source)) as store, Memory(config) as memory:
+            await memory.add([{"role": "user", "content": "hello"}], user_id="ana")
+            with frozen_clock(datetime(2025, 1, 1, tzinfo=UTC)):
+                unwrap(await store.create_thread("assistant", {"user_id": "ana"}, "old"))
+                for text in ("My walrus is called Bob.", "And a second walrus, Rita."):
+                    unwrap(await store.add_entry({"thread_id": "old", "message": {"role": "user", "content": text}}))
+
+    asyncio.run(write_source())
+    assert asyncio.run(search()) == [], "the memory has caught up once: its watermark is now"
+    assert _run(capsys, "export", "old", "--db", str(source), "--out", str(tmp_path / "old.json"))[0] == 0
+    code, _, err = _run(capsys, "import", str(tmp_path / "old.json"), "--db", str(db))
+    assert code == 0, err
+    assert sorted(asyncio.run(search())) == ["And a second walrus, Rita.", "My walrus is called Bob."]
+    code, _, err = _run(capsys, "import", str(tmp_path / "old.json"), "--db", str(db), "--thread", "old")
+    assert code == 0, err
+
+    async def held() -> int:
+        async with SQLiteAdapter(path=str(db)) as store:
+            count: int = unwrap(await store.count_recall_records(filter={"thread_id": "old"}))
+            return count
+
+    assert asyncio.run(held()) == 4, "entries appended to a thread are indexed too"

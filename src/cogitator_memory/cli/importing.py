@@ -8,7 +8,9 @@ the import wrote: its entries are deleted newest first and the active leaf set b
 thread it created is deleted; only a killed process can leave a part there. The writes give the
 event loop a turn after each entry, so Ctrl-C (which cancels the command's task) stops the
 import at the next entry instead of after the last. Afterwards the thread is read back to check
-that nothing is left; if something is, the command says so.
+that nothing is left; if something is, the command says so. The thread's turns are written into
+the store's recall index with them (in the same transaction on a SQLite file), so ``search``
+finds them without a ``reindex``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from ..clock import frozen_clock
+from ..index.base import is_recall_index
+from ..index.indexer import RecallIndexer
 from ..threads import tree
 from ..threads.base import BaseMemoryAdapter
 from ..threads.records import NewMemoryEntry, Thread
@@ -119,6 +123,14 @@ async def _check_taken_back(
         raise CliError(f"the import failed and was not fully taken back: {problem}")
 
 
+async def _index(store: BaseMemoryAdapter, thread: Thread) -> None:
+    """Write the imported thread's turns into the store's recall index with them (in the same
+    transaction on a SQLite file): an exported thread keeps its old update time, so the
+    indexer's catch-up, which looks at threads updated since its last pass, would not find it."""
+    if is_recall_index(store):
+        await RecallIndexer(store).resync_thread(thread, force=True)
+
+
 def _changed(before: Thread, now: Thread, *, exact: bool) -> bool:
     if exact:
         return now != before
@@ -144,6 +156,7 @@ async def import_messages(
             written.ids.append(need(await store.add_entry(entry)).id)
             progress.update(number)
             await asyncio.sleep(0)  # Ctrl-C cancels here
+        await _index(store, thread)
         progress.end()
         return ImportResult(thread, len(entries), existing is None)
 
@@ -215,6 +228,7 @@ async def import_export(
         if existing is None:
             with frozen_clock(source.updated_at):
                 thread = need(await store.update_thread(thread.id, {}))
+        await _index(store, thread)
         progress.end()
         return ImportResult(thread, len(new_ids), existing is None, keep)
 
