@@ -26,7 +26,7 @@ from cogitator_memory.runtime.memory import create_store
 from cogitator_memory.testing.services import service_url
 
 PREFIX = "cogitator-memory: error: "
-ENGINES = ["sqlite", "postgres", "redis", "mongodb"]
+ENGINES = ["sqlite", "postgres", "redis", "redis-cluster", "mongodb"]
 THREADS = 7
 WORD = "quokkaberries"  # indexed by its stem, "quokkaberri"
 ORIGINAL_RESYNC = RecallIndexer.resync_thread
@@ -53,7 +53,11 @@ def _config(tmp_path: Path, engine: str) -> tuple[Path, dict[str, Any]]:
     elif engine == "redis":
         body = f"  adapter: redis\n  connection_string: {service_url('COGMEM_TEST_REDIS_URL')}\n"
         body += f"  options: {{key_prefix: 'rx{tag}:'}}\n"
-        where = {"key_prefix": f"rx{tag}:"}
+        where = {}
+    elif engine == "redis-cluster":
+        nodes = json.dumps(service_url("COGMEM_TEST_REDIS_CLUSTER_NODES").split(","))
+        body = f"  adapter: redis\n  options: {{cluster: {{nodes: {nodes}}}, key_prefix: 'rx{tag}:'}}\n"
+        where = {}
     elif engine == "mongodb":
         body = f"  adapter: mongodb\n  connection_string: '{service_url('COGMEM_TEST_MONGODB_URL')}'\n"
         body += f"  options: {{database: rx{tag}}}\n"
@@ -67,15 +71,18 @@ def _config(tmp_path: Path, engine: str) -> tuple[Path, dict[str, Any]]:
     return file, where
 
 
-def _drop(engine: str, where: dict[str, Any]) -> None:
-    if engine == "redis":
-        import redis
+def _drop(engine: str, where: dict[str, Any], file: Path) -> None:
+    if engine.startswith("redis"):
 
-        client = redis.Redis.from_url(service_url("COGMEM_TEST_REDIS_URL"))
-        keys = list(client.scan_iter(match=f"{where['key_prefix']}*", count=1000))
-        if keys:
-            client.delete(*keys)
-        client.close()
+        async def drop_keys() -> None:
+            store = create_store(load_config(str(file)))
+            unwrap(await store.connect())
+            try:
+                await store.delete_all_keys()
+            finally:
+                await store.disconnect()
+
+        asyncio.run(drop_keys())
     elif engine == "mongodb":
         import pymongo
 
@@ -94,7 +101,7 @@ def engine_config(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Pa
     try:
         yield file
     finally:
-        _drop(request.param, where)
+        _drop(request.param, where, file)
 
 
 async def _on_store(config: Path, work: Any) -> Any:
