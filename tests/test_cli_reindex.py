@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -187,8 +188,9 @@ def test_a_stopped_reindex_goes_on_from_where_it_stopped(
     assert "run 'cogitator-memory reindex' again" in err and "Traceback" not in err
     assert len(first) == 5
     second = _interrupt_at(monkeypatch, 0)  # never: only records what is indexed
-    code, out, err = _run(capsys, "reindex", "--config", str(engine_config), "--json")
+    code, out, err = _run(capsys, "reindex", "--config", str(engine_config), "--json", "--progress")
     assert code == 0, err
+    assert "reindexing (resumed): 3/3 threads (100%), done in " in err, "the progress counts what is left"
     report = json.loads(out)
     assert report == {"threads_checked": 3, "threads_indexed": 3, "records_written": 6, "resumed": True}
     assert second[0] == first[4], "it goes on from the page it stopped in"
@@ -277,7 +279,8 @@ def _wait_mid_reindex(process: subprocess.Popen[str], total: int) -> None:
         line = process.stderr.readline()
         if not line:
             break
-        if line.startswith("reindexing: ") and 0 < int(line.split()[1].replace(",", "")) < total:
+        found = re.match(r"reindexing: ([\d,]+)/([\d,]+) threads", line)
+        if found and found.group(2) == f"{total:,}" and 0 < int(found.group(1).replace(",", "")) < total:
             return
     raise AssertionError(f"the reindex never reported progress part way (exit {process.poll()})")
 

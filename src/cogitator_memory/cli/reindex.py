@@ -25,6 +25,9 @@ from .memory_commands import config_flag, memory_config, open_config_store
 from .progress import Progress
 from .store import PROG, need
 
+#: Threads listed in one page when counting them for the progress line.
+COUNT_PAGE = 1000
+
 
 def _label(config: MemoryConfig, args: argparse.Namespace) -> str:
     """The store in messages: the SQLite file, or the engine and the config naming it (never
@@ -33,6 +36,22 @@ def _label(config: MemoryConfig, args: argparse.Namespace) -> str:
         return config.sqlite_path()
     source = getattr(args, "config", None)
     return f"the {config.adapter} store" + (f" of {source}" if source else "")
+
+
+async def _count_threads(store: Any, cursor: str | None, progress: Progress) -> int | None:
+    """How many threads a run starting at ``cursor`` will read, for the progress line (their
+    rows only, a page of :data:`COUNT_PAGE` at a time); ``None`` when the store cannot list them."""
+    progress.start("counting threads", unit="threads")
+    total = 0
+    while True:
+        page = await store.list_threads(limit=COUNT_PAGE, cursor=cursor or None)
+        if not page.success:
+            return None
+        total += len(page.data.threads)
+        progress.update(total)
+        cursor = page.data.next_cursor
+        if cursor is None:
+            return total
 
 
 async def reindex(store: Any, label: str, progress: Progress, *, restart: bool = False) -> tuple[CatchUpReport, bool]:
@@ -44,7 +63,9 @@ async def reindex(store: Any, label: str, progress: Progress, *, restart: bool =
     indexer = RecallIndexer(store)
     if restart:
         need(await store.set_recall_state(REINDEX_KEY, ""))
-    resumed = bool(need(await store.get_recall_state(REINDEX_KEY)))
+    cursor = need(await store.get_recall_state(REINDEX_KEY))
+    resumed = bool(cursor)
+    total = await _count_threads(store, cursor, progress) if progress.enabled else None
     done = CatchUpReport()
 
     def shown(report: CatchUpReport) -> None:
@@ -52,7 +73,7 @@ async def reindex(store: Any, label: str, progress: Progress, *, restart: bool =
         done.records_written = report.records_written
         progress.update(report.threads_checked)
 
-    progress.start("reindexing" + (" (resumed)" if resumed else ""), unit="threads")
+    progress.start("reindexing" + (" (resumed)" if resumed else ""), total, unit="threads")
     try:
         report = await indexer.catch_up(full=True, progress=shown)
     except (KeyboardInterrupt, asyncio.CancelledError):
