@@ -192,6 +192,16 @@ class GraphStoreMixin(ABC):
     async def _write_graph(self, changes: GraphChanges) -> None:
         """Apply every change or none."""
 
+    async def _commit_graph(self, changes: GraphChanges) -> None:
+        """Apply ``changes`` (:meth:`_write_graph`), then tell the store's recall index."""
+        await self._write_graph(changes)
+        await self._recall_graph(changes)
+
+    async def _recall_graph(self, changes: GraphChanges) -> None:
+        """What a store keeping a recall index does after a graph write: nothing here (see
+        :class:`~cogitator_memory.index.RecallIndexMixin`)."""
+        return None
+
     @abstractmethod
     async def _get_nodes(self, ids: list[str]) -> list[GraphNode]:
         """The stored nodes with these ids, any order."""
@@ -261,7 +271,7 @@ class GraphStoreMixin(ABC):
             if len({n.id for n in checked}) != len(checked):
                 raise InvalidArgumentError("nodes", "holds one id twice")
             if checked:
-                await self._write_graph(GraphChanges(add_nodes=checked))
+                await self._commit_graph(GraphChanges(add_nodes=checked))
             return ok(checked)
         except Exception as exc:
             return self._fail("add_nodes", exc)
@@ -313,7 +323,7 @@ class GraphStoreMixin(ABC):
         try:
             self._require_connected()
             node = _changed("changes", _at_version(await self._node("node_id", node_id), expected_version), changes)
-            await self._write_graph(GraphChanges(put_nodes=[node]))
+            await self._commit_graph(GraphChanges(put_nodes=[node]))
             return ok(node)
         except Exception as exc:
             return self._fail("update_node", exc)
@@ -329,7 +339,7 @@ class GraphStoreMixin(ABC):
             present = {n.id for n in await self._get_nodes(ids)} if ids else set()
             gone = [i for i in ids if i in present]
             if gone:
-                await self._write_graph(GraphChanges(delete_nodes=gone))
+                await self._commit_graph(GraphChanges(delete_nodes=gone))
             return ok(gone)
         except Exception as exc:
             return self._fail("delete_nodes", exc)
@@ -340,7 +350,7 @@ class GraphStoreMixin(ABC):
             self._require_connected()
             found = await self._get_nodes([tree.check_id("node_id", node_id)])
             if found:
-                await self._write_graph(GraphChanges(delete_nodes=[found[0].id]))
+                await self._commit_graph(GraphChanges(delete_nodes=[found[0].id]))
             return ok(bool(found))
         except Exception as exc:
             return self._fail("delete_node", exc)
@@ -403,7 +413,7 @@ class GraphStoreMixin(ABC):
                     n.model_copy(update={"embedding": list(v), "updated_at": now, "version": n.version + 1})
                     for n, v in zip(chunk, vectors, strict=True)
                 ]
-                await self._write_graph(GraphChanges(put_nodes=puts))
+                await self._commit_graph(GraphChanges(put_nodes=puts))
                 done += len(puts)
             return ok(done)
         except Exception as exc:
@@ -420,7 +430,7 @@ class GraphStoreMixin(ABC):
                 raise InvalidArgumentError("edges", "holds one id twice")
             if checked:
                 await self._check_endpoints(checked, "edges")
-                await self._write_graph(GraphChanges(add_edges=checked))
+                await self._commit_graph(GraphChanges(add_edges=checked))
             return ok(checked)
         except Exception as exc:
             return self._fail("add_edges", exc)
@@ -471,7 +481,7 @@ class GraphStoreMixin(ABC):
             if not found:
                 raise NotFoundError(f"graph edge not found: {edge_id}")
             edge = _changed("changes", _at_version(found[0], expected_version), changes)
-            await self._write_graph(GraphChanges(put_edges=[edge]))
+            await self._commit_graph(GraphChanges(put_edges=[edge]))
             return ok(edge)
         except Exception as exc:
             return self._fail("update_edge", exc)
@@ -482,7 +492,7 @@ class GraphStoreMixin(ABC):
             self._require_connected()
             found = await self._get_edges([tree.check_id("edge_id", edge_id)])
             if found:
-                await self._write_graph(GraphChanges(delete_edges=[found[0].id]))
+                await self._commit_graph(GraphChanges(delete_edges=[found[0].id]))
             return ok(bool(found))
         except Exception as exc:
             return self._fail("delete_edge", exc)
@@ -648,7 +658,7 @@ class GraphStoreMixin(ABC):
                 EdgeQuery(agent_id=target.agent_id, node_ids=frozenset(moved | {target.id}))
             )
             puts, gone = rules.repoint_edges(touching, moved, target.id, now)
-            await self._write_graph(
+            await self._commit_graph(
                 GraphChanges(put_nodes=[merged], put_edges=puts, delete_edges=gone, delete_nodes=ids)
             )
             return ok(merged)

@@ -34,11 +34,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from ..errors import InvalidArgumentError
+from ..items.records import MemoryItem
 from ..lifecycle import Capability
 from ..result import MemoryResult, ok
 from ..search.bm25 import BM25
+from .build import ITEM_KINDS, item_record, node_record
 from .records import (
     MAX_QUERY_TERMS,
+    MAX_RECORD_BATCH,
     RECALL_KINDS,
     RecallCandidate,
     RecallFilter,
@@ -174,6 +177,35 @@ class RecallIndexMixin(ABC):
         if thread_id is not None:
             await self._recall_delete_scope("thread_id", thread_id)
 
+    async def _recall_items(self, items: list[MemoryItem]) -> None:
+        """What the item store calls as items are written: their records written (or, for items
+        recall never shows, such as suggested ones, deleted)."""
+        records: list[RecallRecord] = []
+        hidden: list[str] = []
+        for item in items:
+            record = item_record(item)
+            if record is None:
+                hidden.append(item.id)
+            else:
+                records.append(record)
+        if hidden:
+            await self._recall_delete([record_id(k, i) for i in hidden for k in ITEM_KINDS])
+        for start in range(0, len(records), MAX_RECORD_BATCH):
+            await self._recall_put(records[start : start + MAX_RECORD_BATCH])
+
+    async def _recall_forget_items(self, ids: list[str]) -> None:
+        """What the item store calls before items are deleted: their records go first."""
+        await self._recall_delete([record_id(k, i) for i in ids for k in ITEM_KINDS])
+
+    async def _recall_graph(self, changes: Any) -> None:
+        """What the graph store calls after a write: the records of the nodes written, and
+        of the nodes deleted, follow it."""
+        nodes = [*changes.add_nodes, *changes.put_nodes]
+        if nodes:
+            await self._recall_put([node_record(n) for n in nodes])
+        if changes.delete_nodes:
+            await self._recall_delete([record_id("graph_fact", i) for i in changes.delete_nodes])
+
     # ----- public calls --------------------------------------------------------------------
 
     async def index_recall_records(self, records: Sequence[RecordInput]) -> MemoryResult[int]:
@@ -244,7 +276,7 @@ class RecallIndexMixin(ABC):
                 raise InvalidArgumentError("query", f"must be text, got {type(query).__name__}")
             flt = check_filter(filter)
             size = check_limit(limit)
-            terms = query_terms(query)[:MAX_QUERY_TERMS]
+            terms = query_terms(query, MAX_QUERY_TERMS)
             if not terms:
                 return ok([])
             n_docs, total, freqs = await self._recall_stats(terms)

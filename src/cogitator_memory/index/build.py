@@ -10,15 +10,22 @@ same records for the same memory.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..items.records import MemoryItem
 from ..threads.records import EVENT_TYPES, REDACTED_KEY, USER_ID_KEY, MemoryEntry, Thread
-from .records import MAX_RECORD_CHARS, RecallRecord, RecallStatus, record_id
+from .records import MAX_RECORD_CHARS, RecallKind, RecallRecord, RecallStatus
 from .terms import recall_terms
+
+if TYPE_CHECKING:  # the graph package imports extraction, which imports recall: read lazily
+    from ..graph.records import GraphNode
 
 #: The agent core facts are kept under (see :mod:`cogitator_memory.facts.core`).
 CORE_AGENT = "core"
+#: The ``type`` of the graph nodes ``remember`` saves.
+FACT_TYPE = "fact"
+#: The kinds an item's record may have.
+ITEM_KINDS: tuple[RecallKind, ...] = ("item", "core_fact")
 
 
 def turn_text(entry: MemoryEntry) -> str:
@@ -50,9 +57,9 @@ def indexed_turn(entry: MemoryEntry) -> bool:
     return entry.type not in EVENT_TYPES and not (entry.metadata or {}).get(REDACTED_KEY)
 
 
-def _built(fields: dict[str, Any]) -> RecallRecord:
-    fields["id"] = record_id(fields["kind"], fields["source_id"])
-    fields.setdefault("terms", recall_terms(fields["text"]))
+def _built(fields: dict[str, object]) -> RecallRecord:
+    fields["id"] = f"{fields['kind']}:{fields['source_id']}"
+    fields.setdefault("terms", recall_terms(str(fields["text"])))
     return RecallRecord.model_validate(fields)
 
 
@@ -110,35 +117,42 @@ def item_record(item: MemoryItem) -> RecallRecord | None:
     )
 
 
-def fact_record(
-    fact_id: str,
-    text: str,
-    said_at: Any,
-    *,
-    agent_id: str | None,
-    user_id: str | None,
-    lineage: list[str] | None = None,
-) -> RecallRecord:
-    """The record of a graph fact (a node or an edge told as text, such as one ``remember`` saved)."""
+def node_text(node: GraphNode) -> str:
+    """What a graph node says: a fact's whole text (``remember``'s facts are nodes of type
+    ``fact``), any other node's name, aliases and description."""
+    if node.type == FACT_TYPE:
+        return node.description or node.name
+    text = f"{node.name} (also {', '.join(node.aliases)})" if node.aliases else node.name
+    return f"{text}: {node.description}" if node.description else text
+
+
+def node_record(node: GraphNode) -> RecallRecord:
+    """The record of a graph node (kind ``graph_fact``, its type as ``role``), in its scope."""
+    scope = node.scope
     return _built(
         {
             "kind": "graph_fact",
-            "source_id": fact_id,
-            "agent_id": agent_id,
-            "user_id": user_id,
-            "text": text[:MAX_RECORD_CHARS],
-            "said_at": said_at,
-            "lineage": lineage or [],
+            "source_id": node.id,
+            "agent_id": scope.agent_id,
+            "user_id": scope.user_id,
+            "thread_id": scope.thread_id,
+            "role": node.type,
+            "text": node_text(node)[:MAX_RECORD_CHARS],
+            "said_at": node.updated_at,
+            "lineage": list(dict.fromkeys(e.entry_id for e in node.evidence if e.entry_id)),
         }
     )
 
 
 __all__ = [
     "CORE_AGENT",
-    "fact_record",
+    "FACT_TYPE",
+    "ITEM_KINDS",
     "indexed_turn",
     "item_record",
     "item_text",
+    "node_record",
+    "node_text",
     "turn_record",
     "turn_text",
 ]

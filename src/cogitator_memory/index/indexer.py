@@ -33,7 +33,7 @@ from ..errors import InvalidArgumentError
 from ..result import unwrap
 from ..threads.records import ChangeEvent, MemoryEntry, Thread
 from .base import is_recall_index
-from .build import turn_record
+from .build import CORE_AGENT, item_record, node_record, turn_record
 from .records import MAX_RECORD_BATCH, RecallRecord
 
 logger = logging.getLogger("cogitator_memory")
@@ -274,9 +274,11 @@ class RecallIndexer:
         after = datetime.fromisoformat(mark_text) if mark_text else None
         cursor = unwrap(await self.store.get_recall_state(REINDEX_KEY)) if full else None
         await self.flush()
+        agents: set[str] = {CORE_AGENT}
         while True:
             page = unwrap(await self.store.list_threads(updated_after=after, limit=THREAD_PAGE, cursor=cursor or None))
             for thread in page.threads:
+                agents.add(thread.agent_id)
                 written = await self.resync_thread(thread, force=full)
                 report.threads_checked += 1
                 if written:
@@ -289,8 +291,25 @@ class RecallIndexer:
                 unwrap(await self.store.set_recall_state(REINDEX_KEY, cursor or ""))
             if cursor is None:
                 break
+        if after is None:  # a store indexed for the first time: the items and graph it held too
+            report.records_written += await self._index_sources(sorted(agents))
         unwrap(await self.store.set_recall_state(WATERMARK_KEY, (started - WATERMARK_MARGIN).isoformat()))
         return report
+
+    async def _index_sources(self, agents: list[str]) -> int:
+        """Write the records of every memory item and graph node of ``agents`` (what a store held
+        before it kept a recall index); how many were written."""
+        written = 0
+        for agent in agents:
+            records: list[RecallRecord] = []
+            if callable(getattr(self.store, "query_items", None)):
+                items = unwrap(await self.store.query_items({"within": {"agent_id": agent}}))
+                records.extend(r for r in map(item_record, items) if r is not None)
+            if callable(getattr(self.store, "query_nodes", None)) and agent != CORE_AGENT:
+                records.extend(map(node_record, unwrap(await self.store.query_nodes({"agent_id": agent}))))
+            await self._write(records)
+            written += len(records)
+        return written
 
     async def ready(self) -> None:
         """Catch up once per indexer (the first call runs it, later calls wait for it), then

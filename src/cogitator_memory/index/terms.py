@@ -54,9 +54,15 @@ def stemmed_terms(words: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(t for word in words for t in word_terms(word)))
 
 
-def query_terms(text: str) -> list[str]:
-    """The distinct terms of a query, in their first order."""
-    return list(dict.fromkeys(recall_terms(text)))
+def query_terms(text: str, limit: int | None = None) -> list[str]:
+    """The distinct terms of a query, in their first order (the first ``limit`` of them)."""
+    out: dict[str, None] = {}
+    for word in index_terms(text):
+        for term in word_terms(word):
+            out[term] = None
+        if limit is not None and len(out) >= limit:
+            return list(out)[:limit]
+    return list(out)
 
 
 __all__ = ["ROOT_LENGTH", "ROOT_MARK", "query_terms", "recall_terms", "stemmed_terms", "word_terms"]

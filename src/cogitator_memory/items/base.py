@@ -166,6 +166,15 @@ class MemoryItemStoreMixin(FactStoreMixin, ABC):
     async def _count_retrieved(self, ids: list[str], at: datetime) -> int:
         """Atomically count one retrieval of each item at ``at`` (version unchanged); how many existed."""
 
+    async def _recall_items(self, items: list[MemoryItem]) -> None:
+        """What a store keeping a recall index does with items written: nothing here (see
+        :class:`~cogitator_memory.index.RecallIndexMixin`)."""
+        return None
+
+    async def _recall_forget_items(self, ids: list[str]) -> None:
+        """What a store keeping a recall index does before items are deleted: nothing here."""
+        return None
+
     # ----- public calls --------------------------------------------------------------------
 
     async def add_items(self, items: Sequence[ItemInput]) -> MemoryResult[list[MemoryItem]]:
@@ -189,6 +198,7 @@ class MemoryItemStoreMixin(FactStoreMixin, ABC):
                     item = item.model_copy(update={"version": 1})
                 prepared.append(item)
             if prepared:
+                await self._recall_items(prepared)  # first: a record without its item is never shown
                 await self._add_items(prepared)
             return ok(prepared)  # fresh objects built by check_item: the store kept copies of its own
         except Exception as exc:
@@ -242,7 +252,9 @@ class MemoryItemStoreMixin(FactStoreMixin, ABC):
                 checked.append(update)
             if not checked:
                 return ok([])
-            return ok(await self._update_items(checked))
+            updated = await self._update_items(checked)
+            await self._recall_items(updated)
+            return ok(updated)
         except Exception as exc:
             return self._fail("update_items", exc)
 
@@ -251,7 +263,10 @@ class MemoryItemStoreMixin(FactStoreMixin, ABC):
         try:
             self._require_connected()
             wanted = check_ids("ids", ids)
-            return ok(await self._delete_items(wanted) if wanted else 0)
+            if not wanted:
+                return ok(0)
+            await self._recall_forget_items(wanted)
+            return ok(await self._delete_items(wanted))
         except Exception as exc:
             return self._fail("delete_items", exc)
 

@@ -46,7 +46,7 @@ from ..search.fusion import reciprocal_rank_fusion
 from ..threads.records import EVENT_TYPES, MemoryEntry
 from . import item_search
 from .corpus import CorpusCache, Doc, phrase_pattern, turn_text
-from .query import QueryAnalysis, analyze_query
+from .query import QueryAnalysis, analyze_query_async
 from .rerank import Reranker, check_results, reranked_order
 from .settings import Channel, RetrieverSettings, check_settings
 
@@ -54,6 +54,8 @@ HitKind = Literal["turn", "item"]
 
 _ID = attrgetter("id")
 _WORD = re.compile(r"\w+")
+#: The most names (of the input and of the items it names) the entity channel looks for.
+MAX_ENTITY_NAMES = 64
 #: Past this many turns, a term held by more than half of them is not searched by BM25 (its
 #: weight is under a tenth of a rare term's, and its postings cost the most to read).
 COMMON_TERMS_FROM = 2000
@@ -182,7 +184,7 @@ class MemoryRetriever:
         turn_cos = _scores("cosines", cosines)
         item_cos = _scores("item_cosines", item_cosines)
         if analysis is None:
-            analysis = analyze_query(input, anchor, time_zone)
+            analysis = await analyze_query_async(input, anchor, time_zone)
         elif not isinstance(analysis, QueryAnalysis):
             raise InvalidArgumentError("analysis", f"must be a QueryAnalysis, got {type(analysis).__name__}")
         result = Retrieval(analysis)
@@ -331,7 +333,7 @@ class MemoryRetriever:
 
     def _entity_turns(self, corpus: Any, analysis: QueryAnalysis, named: Mapping[str, str], keep: Any) -> list[str]:
         """Turns naming the input's names and the item subjects it names, more names first."""
-        names = list(dict.fromkeys([*analysis.entities, *named.values()]))
+        names = list(dict.fromkeys([*analysis.entities, *named.values()]))[:MAX_ENTITY_NAMES]
         if not names:
             return []
         counts: dict[str, int] = {}

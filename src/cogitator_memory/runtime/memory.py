@@ -46,6 +46,7 @@ from ..index.indexer import RecallIndexer
 from ..items.records import MemoryScope, NewMemoryItem
 from ..items.service import MemoryItems
 from ..models.convert import from_anthropic_messages, from_openai_messages
+from ..recall.query import check_query
 from ..recall.retriever import MemoryRetriever
 from ..result import unwrap
 from ..threads import tree
@@ -548,6 +549,7 @@ class Memory:
         self._require()
         if not isinstance(query, str) or not query.strip():
             raise InvalidArgumentError("query", "must be non-empty text")
+        check_query("query", query)
         agent = self._agent(agent_id)
         user = tree.check_optional_id("user_id", user_id)
         tid = tree.check_optional_id("thread_id", thread_id)
@@ -650,9 +652,15 @@ class Memory:
         """The facts whose text matches ``query`` (up to 10) and every core fact (the ``recall`` tool)."""
         return await self.run_tool("recall", {"query": query}, user_id=user_id, agent_id=agent_id)
 
-    async def forget(self, query: str, *, user_id: str | None = None, agent_id: str | None = None) -> dict[str, Any]:
-        """Delete every fact whose text matches ``query`` (the ``forget`` tool)."""
-        return await self.run_tool("forget", {"query": query}, user_id=user_id, agent_id=agent_id)
+    async def forget(
+        self, query: str, *, take_all: bool = False, user_id: str | None = None, agent_id: str | None = None
+    ) -> dict[str, Any]:
+        """Delete every fact whose text matches ``query`` (the ``forget`` tool). A broad query
+        (see :func:`~cogitator_memory.tools.memory.is_broad`) deletes nothing and lists what it
+        would take, unless ``take_all``."""
+        if not isinstance(take_all, bool):
+            raise InvalidArgumentError("take_all", f"must be true or false, got {take_all!r}")
+        return await self.run_tool("forget", {"query": query, "all": take_all}, user_id=user_id, agent_id=agent_id)
 
     async def run_tool(
         self, name: str, arguments: Mapping[str, Any], *, user_id: str | None = None, agent_id: str | None = None
@@ -866,7 +874,7 @@ class Memory:
             await self._core.pop(key).close()
         for key in [k for k in self._tools if k[1] == user]:
             del self._tools[key]
-        counts = await cascade.delete_user(user, {"agent_ids": [agent, "core"]})
+        counts = await cascade.delete_user(user, {"agent_ids": [agent]})
         if self.indexer is not None:
             await self.indexer.flush()
             unwrap(await cast(Any, self.adapter).delete_recall_scope(user_id=user))

@@ -1,8 +1,8 @@
 """``Memory.search``: one search over everything a user's memory holds.
 
-Turns come from the store's recall index (every thread of the user, not a window of recent
-ones: :func:`~cogitator_memory.recall.indexed.gather_turns`), memory items and core facts from
-the item store, facts saved with ``remember`` from the knowledge graph's text index. The
+Turns, memory items, core facts and graph facts (what ``remember`` saved) come from the store's
+recall index: every thread of the user, not a window of recent ones
+(:func:`~cogitator_memory.recall.indexed.gather_turns`, :func:`indexed_items`). The
 :class:`~cogitator_memory.recall.MemoryRetriever` ranks those candidates together; the turns it
 returns are read from the store (gone or redacted ones dropped, fork copies merged).
 
@@ -14,31 +14,23 @@ that user's turns and items and the shared ones (of no user), never another user
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import InvalidArgumentError
-from ..index.build import CORE_AGENT, turn_text
+from ..index.build import turn_text
 from ..index.records import RecallFilter
-from ..index.terms import ROOT_LENGTH
 from ..items.records import MemoryItem, MemoryScope
-from ..recall.indexed import gather_turns, verified_turns
-from ..recall.query import analyze_query
+from ..recall.indexed import DEPTH, gather_turns, verified_turns
+from ..recall.query import QueryAnalysis, analyze_query_async
 from ..recall.retriever import RecallHit
 from ..result import unwrap
-from ..search.tokenizer import index_terms
 from ..threads.records import USER_ID_KEY
 
 if TYPE_CHECKING:
     from .memory import Memory
-
-#: ``type`` of the graph nodes ``remember`` saves (see :mod:`cogitator_memory.tools.memory`).
-FACT_TYPE = "fact"
-#: Words of the query whose roots are looked up in the graph's text index.
-FACT_WORDS = 4
-#: Facts read from the graph at most per search.
-FACT_CANDIDATES = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,45 +70,43 @@ async def check_reader(memory: Memory, thread_id: str, user_id: str | None) -> N
         raise InvalidArgumentError("thread_id", f"{thread_id} is another user's thread")
 
 
-async def _graph_facts(memory: Memory, scope: MemoryScope, words: list[str]) -> list[MemoryItem]:
-    """The facts ``remember`` saved in the scope that hold a root of one of the query's longest
-    words, as items (subject "fact", the fact as value) so they rank with the others."""
-    graph = memory.graph
-    if graph is None or not words:
-        return []
-    chosen = sorted(dict.fromkeys(words), key=len, reverse=True)[:FACT_WORDS]
-    found: dict[str, Any] = {}
-    for word in chosen:
-        root = word[: max(ROOT_LENGTH, 3)] if word.isascii() and word.isalpha() else word
-        nodes = unwrap(
-            await graph.query_nodes(
-                {
-                    "agent_id": scope.agent_id,
-                    "visible_to": scope,
-                    "types": [FACT_TYPE],
-                    "text": root,
-                    "limit": FACT_CANDIDATES,
-                }
-            )
-        )
-        for node in nodes:
-            found.setdefault(node.id, node)
-    items: list[MemoryItem] = []
-    for node in found.values():
-        text = node.description or node.name
+async def indexed_items(
+    store: Any, query: str, flt: RecallFilter, analysis: QueryAnalysis
+) -> tuple[list[MemoryItem], set[str]]:
+    """The memory items, core facts and graph facts the index's channels find for ``query`` in
+    ``flt``'s scope (keywords; and time, when the query names one), as items to rank, and the ids
+    of those that are graph facts. Items are read from the store (active and superseded ones
+    known now); a graph fact is ranked as an item of subject "fact" holding its text."""
+    items_flt = flt.model_copy(update={"kinds": ["item", "core_fact"]})
+    calls = [store.recall_keyword(query, filter=items_flt, limit=DEPTH)]
+    if analysis.interval is not None:
+        calls.append(store.recall_time(analysis.interval.start, analysis.interval.end, filter=items_flt, limit=DEPTH))
+    calls.append(store.recall_keyword(query, filter=flt.model_copy(update={"kinds": ["graph_fact"]}), limit=DEPTH))
+    *item_results, fact_result = await asyncio.gather(*calls)
+    ids = list(dict.fromkeys(c.record.source_id for r in item_results for c in unwrap(r)))
+    found: list[MemoryItem] = unwrap(await store.get_items(ids)) if ids else []
+    items = [i for i in found if i.status in ("active", "superseded") and i.recorded_at <= analysis.anchor]
+    facts: set[str] = set()
+    for candidate in unwrap(fact_result):
+        record = candidate.record
+        facts.add(record.source_id)
         items.append(
             MemoryItem(
-                id=node.id,
+                id=record.source_id,
                 status="active",
                 kind="fact",
                 subject="fact",
-                value=text,
+                value=record.text,
                 trust="user",
-                scope=node.scope,
-                recorded_at=node.updated_at,
+                scope=MemoryScope(
+                    agent_id=record.agent_id or flt.agent_id or "default",
+                    user_id=record.user_id,
+                    thread_id=record.thread_id,
+                ),
+                recorded_at=record.said_at,
             )
         )
-    return items
+    return items, facts
 
 
 async def search_memory(
@@ -126,7 +116,7 @@ async def search_memory(
     if thread_id is not None:
         await check_reader(memory, thread_id, user)
     store: Any = memory.adapter
-    analysis = analyze_query(query)
+    analysis = await analyze_query_async(query)
     if not analysis.search:
         return []
     if memory.indexer is not None:
@@ -144,21 +134,10 @@ async def search_memory(
         vectors=memory.vectors if query_vector is not None else None,
         query_vector=query_vector,
     )
-    scope = MemoryScope(agent_id=agent, user_id=user)
     items: list[MemoryItem] = []
     facts: set[str] = set()
     if thread_id is None:
-        statuses = ["active", "superseded"]
-        items = unwrap(
-            await store.query_items({"visible_to": scope, "statuses": statuses, "known_at": analysis.anchor})
-        )
-        core = MemoryScope(agent_id=CORE_AGENT, user_id=user)
-        items += unwrap(
-            await store.query_items({"visible_to": core, "statuses": statuses, "known_at": analysis.anchor})
-        )
-        graph_facts = await _graph_facts(memory, scope, index_terms(query))
-        facts = {i.id for i in graph_facts}
-        items += graph_facts
+        items, facts = await indexed_items(store, query, flt, analysis)
     found = await memory.retriever.retrieve(
         query,
         history=candidates.history,
@@ -199,4 +178,4 @@ def _hit(hit: RecallHit, stored: dict[str, Any], facts: set[str]) -> SearchHit |
     return SearchHit(kind="item", id=hit.id, text=hit.text, score=hit.score, created_at=hit.item.recorded_at)
 
 
-__all__ = ["SearchHit", "check_reader", "search_memory"]
+__all__ = ["SearchHit", "check_reader", "indexed_items", "search_memory"]

@@ -124,9 +124,17 @@ def create_server(
 
     async def forget(
         query: Annotated[str, Field(min_length=1, description="Facts whose text matches this are deleted.")],
+        all: Annotated[
+            bool,
+            Field(
+                description="Delete every match even of a broad query (more than 3 facts, or most of them); "
+                "without it such a query deletes nothing and lists them."
+            ),
+        ] = False,
     ) -> dict[str, Any]:
-        """Delete every saved fact whose text matches the query."""
-        return await _guard(memory.forget(query, **who(None)))
+        """Delete every saved fact whose text matches the query; a broad query deletes nothing and
+        lists what it would take, unless all is true."""
+        return await _guard(memory.forget(query, take_all=all, **who(None)))
 
     async def search_memory(
         query: Annotated[str, Field(min_length=1, description="What to look for.")],

@@ -291,6 +291,109 @@ async def case_records_returned_are_copies(store: Any) -> None:
     _eq((again.text, again.lineage), ("copy me", ["a"]), "the store's record unchanged")
 
 
+def _item(item_id: str, value: str, **fields: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": item_id,
+        "kind": "fact",
+        "subject": "Ana",
+        "attribute": "city",
+        "value": value,
+        "trust": "user",
+        "status": "active",
+        "scope": {"agent_id": "agent", "user_id": "ana"},
+        "recorded_at": T0,
+    }
+    out.update(fields)
+    return out
+
+
+@_case
+async def case_items_are_indexed_as_they_are_written(store: Any) -> None:
+    if not callable(getattr(store, "add_items", None)):
+        return
+    unwrap(
+        await store.add_items(
+            [
+                _item("mem_lisbon", "Lisbon"),
+                _item("mem_core", "Porto", scope={"agent_id": "core", "user_id": "ana"}, attribute="home_city"),
+                _item("mem_maybe", "Madrid", status="suggested"),
+            ]
+        )
+    )
+    found = unwrap(await store.recall_keyword("Lisbon Porto Madrid", filter={"user_id": "ana"}))
+    _eq(
+        sorted((c.record.kind, c.record.source_id) for c in found),
+        [("core_fact", "mem_core"), ("item", "mem_lisbon")],
+        "records of the items, suggested ones left out",
+    )
+    [lisbon] = [c.record for c in found if c.record.source_id == "mem_lisbon"]
+    _eq((lisbon.agent_id, lisbon.user_id, lisbon.status), ("agent", "ana", "active"), "an item's scope and status")
+    [core] = [c.record for c in found if c.record.source_id == "mem_core"]
+    _eq(core.agent_id, None, "a core fact is shared by every agent of the user")
+    _eq(await _keyword(store, "Lisbon", user_id="bo"), [], "another user's items are not seen")
+    [stored] = unwrap(await store.get_items(["mem_lisbon"]))
+    end = T0 + timedelta(days=3)
+    unwrap(
+        await store.update_items(
+            [{"id": "mem_lisbon", "expected_version": stored.version, "status": "superseded", "valid_to": end}]
+        )
+    )
+    [after] = unwrap(await store.get_recall_records(["item:mem_lisbon"]))
+    _eq((after.status, after.valid_to), ("superseded", end), "an update reaches the record")
+    unwrap(await store.delete_items(["mem_lisbon", "mem_core"]))
+    _eq(await _keyword(store, "Lisbon Porto"), [], "deleted items leave the index")
+
+
+@_case
+async def case_deleting_or_redacting_a_turn_takes_its_record(store: Any) -> None:
+    if not callable(getattr(store, "add_entry", None)):
+        return
+    thread = unwrap(await store.create_thread("agent", {"user_id": "ana"}))
+    said = []
+    for text in ("my locker code is walrus", "my pin is narwhal", "the door code is puffin"):
+        entry = unwrap(await store.add_entry({"thread_id": thread.id, "message": {"role": "user", "content": text}}))
+        said.append(entry)
+    await _put(
+        store,
+        *(_rec(e.id, e.message.text, user_id="ana", thread_id=thread.id) for e in said),
+        _rec("other", "walrus narwhal puffin", user_id="ana", thread_id="elsewhere"),
+    )
+    unwrap(await store.delete_entry(said[0].id))
+    _eq(await _keyword(store, "walrus", thread_id=thread.id, kinds=["turn"]), [], "a deleted turn's record is gone")
+    unwrap(await store.redact_entry(said[1].id, {"at": T0}))
+    _eq(await _keyword(store, "narwhal", thread_id=thread.id, kinds=["turn"]), [], "a redacted turn's record is gone")
+    unwrap(await store.delete_thread(thread.id))
+    _eq(await _keyword(store, "walrus narwhal puffin"), ["other"], "a deleted thread's records are gone, others stay")
+
+
+@_case
+async def case_graph_nodes_are_indexed_as_they_are_written(store: Any) -> None:
+    if not callable(getattr(store, "add_nodes", None)):
+        return
+    [fact] = unwrap(
+        await store.add_nodes(
+            [
+                {
+                    "type": "fact",
+                    "name": "Ana is allergic to peanuts",
+                    "scope": {"agent_id": "agent", "user_id": "ana"},
+                }
+            ]
+        )
+    )
+    found = unwrap(await store.recall_keyword("allergies", filter={"user_id": "ana", "kinds": ["graph_fact"]}))
+    _eq(
+        [(c.record.source_id, c.record.text) for c in found],
+        [(fact.id, "Ana is allergic to peanuts")],
+        "a fact node's record",
+    )
+    _eq(await _keyword(store, "allergies", user_id="bo"), [], "not another user's")
+    unwrap(await store.update_node(fact.id, {"description": "Ana is allergic to cashews"}))
+    _eq(await _keyword(store, "cashews"), [fact.id], "an update reaches the record")
+    unwrap(await store.delete_nodes([fact.id]))
+    _eq(await _keyword(store, "cashews allergies"), [], "a deleted node leaves the index")
+
+
 _Case = Callable[[Any], Awaitable[None]]
 
 __all__ = ["RecallIndexConformanceCase", "recall_index_conformance_cases"]

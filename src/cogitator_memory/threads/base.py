@@ -204,6 +204,7 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
         """Take an entry's (or a whole thread's) records out of the store's recall index before
         the entry is deleted or redacted: nothing here; a store keeping a recall index
         (:class:`~cogitator_memory.index.RecallIndexMixin`) deletes them."""
+        return None
 
     @abstractmethod
     async def _upsert_thread(self, thread_id: str, agent_id: str, metadata: dict[str, Any], now: datetime) -> Thread:
