@@ -519,13 +519,24 @@ class _noop:
         return None
 
 
-async def test_a_failed_close_is_repaired_by_the_next_write(store: Any, clock: Clock) -> None:
+async def test_a_failed_close_writes_nothing(store: Any, clock: Clock) -> None:
     flaky = Relay(store, fail={"update_items": {1}})
     svc = MemoryItems(adapter=flaky, clock=clock)
     await svc.add(said("Lisbon"))
     clock.advance(days=1)
     with pytest.raises(StoreUnavailableError):
-        await svc.add(said("Porto"))  # stored, but the close of Lisbon failed
+        await svc.add(said("Porto"))  # the close of Lisbon failed: Porto is not stored either
+    assert layout(await svc.history(ANA, CITY)) == [("Lisbon", "active", None)]
+
+
+async def test_a_close_left_undone_is_repaired_by_the_next_write(store: Any, clock: Clock) -> None:
+    svc = MemoryItems(adapter=store, clock=clock)
+    lisbon = await svc.add(said("Lisbon"))
+    clock.advance(days=1)
+    porto = lisbon.model_copy(  # stored without closing Lisbon, as a write that failed half-way leaves it
+        update={"id": "mem_porto", "value": "Porto", "recorded_at": T0 + timedelta(days=1), "evidence": []}
+    )
+    unwrap(await store.add_items([porto]))
     stored = unwrap(await store.query_items({"scope": ANA}))
     assert sorted((i.value, i.valid_to) for i in stored) == [("Lisbon", None), ("Porto", None)]
     assert [i.value for i in await svc.query(ANA)] == ["Porto"], "reads keep the state that started last"

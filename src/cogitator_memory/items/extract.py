@@ -458,7 +458,7 @@ class MemoryExtractor:
 
         ``user_id`` (default: the scope's user) is the user whose messages count as ``user``
         (:func:`trust_of_entry`); ``time_zone`` dates the messages shown and reads time words.
-        Each window's items are written once it is read. ``before_write(items)``, sync or async,
+        Each window's items are written once it is read, in one batch (all or nothing). ``before_write(items)``, sync or async,
         is this call's hook, run after the extractor's own: it gets the items a window is about
         to write, once the model has answered, and returns those to write (a caller drops there
         the items whose entries were deleted or redacted while the model answered). A window
@@ -562,10 +562,9 @@ class MemoryExtractor:
             if isinstance(result, str | bytes | Mapping) or not isinstance(result, Sequence):
                 raise InvalidArgumentError("before_write", f"must return a list of items, got {type(result).__name__}")
             checked = [check_new_item(f"before_write[{i}]", item) for i, item in enumerate(result)]
-        shadow = self.mode == "shadow"
-        for item in checked:
-            report.items.append(await self.items.add(item, shadow=shadow))
-            stats.items_written += 1
+        written = await self.items.add_many(checked, shadow=self.mode == "shadow")  # one batch, all or nothing
+        report.items.extend(written)
+        stats.items_written += len(written)
 
 
 __all__ = [

@@ -461,7 +461,7 @@ class MemoryItemFilter(Record):
       item of Ana's under the agent, in any project or thread).
 
     The rest narrow further: ``statuses`` and ``kinds`` (``None``: any), ``slot`` (its key:
-    subject or entity, and attribute), ``subject`` (every slot of a subject or entity),
+    subject or entity, and attribute) or ``slots`` (any of these, read in one query), ``subject`` (every slot of a subject or entity),
     ``entry_ids`` (items quoting any of these entries), ``as_of`` (the state held then in the
     world: ``start <= as_of < valid_to``, where ``start`` is ``valid_from`` or ``recorded_at``),
     ``known_at`` (memory knew it then: ``recorded_at <= known_at`` and not expired by then),
@@ -475,6 +475,7 @@ class MemoryItemFilter(Record):
     statuses: list[ItemStatus] | None = None
     kinds: list[ItemKind] | None = None
     slot: Slot | None = None
+    slots: list[Slot] | None = None
     subject: str | None = None
     entity_id: str | None = None
     entry_ids: list[str] | None = None
@@ -493,6 +494,8 @@ class MemoryItemFilter(Record):
         given = [name for name in ("visible_to", "scope", "within") if getattr(self, name) is not None]
         if len(given) != 1:
             raise ValueError("give exactly one of visible_to, scope or within")
+        if self.slot is not None and self.slots is not None:
+            raise ValueError("give slot or slots, not both")
         if self.entry_ids is not None:
             for entry_id in self.entry_ids:
                 _checked_id("entry_ids", entry_id)
@@ -543,7 +546,7 @@ class ItemQuery:
 
     ``scope_keys`` (for ``visible_to`` and ``scope``) lists the scope keys an item may have;
     with ``within`` it is ``None`` and ``agent_id`` plus ``within`` (the limits set) select.
-    Times are aware UTC. :meth:`matches` is the reference every engine must agree with.
+    ``slot_keys`` (for ``slot`` or ``slots``) lists the slot keys an item may have. Times are aware UTC. :meth:`matches` is the reference every engine must agree with.
     """
 
     agent_id: str
@@ -551,7 +554,7 @@ class ItemQuery:
     within: MemoryScope | None
     statuses: frozenset[str] | None
     kinds: frozenset[str] | None
-    slot_key: str | None
+    slot_keys: frozenset[str] | None
     subject_key: str | None
     entry_ids: frozenset[str] | None
     as_of: datetime | None
@@ -572,7 +575,7 @@ class ItemQuery:
             return False
         if self.kinds is not None and item.kind not in self.kinds:
             return False
-        if self.slot_key is not None and item.slot_key != self.slot_key:
+        if self.slot_keys is not None and item.slot_key not in self.slot_keys:
             return False
         if self.subject_key is not None and item.subject_key != self.subject_key:
             return False
@@ -662,6 +665,9 @@ def check_filter(value: object) -> ItemQuery:
     statuses = _non_empty("filter.statuses", flt.statuses)
     kinds = _non_empty("filter.kinds", flt.kinds)
     entry_ids = _non_empty("filter.entry_ids", flt.entry_ids)
+    slot_keys = frozenset({flt.slot.key}) if flt.slot is not None else None
+    if flt.slots is not None:
+        slot_keys = _non_empty("filter.slots", [slot.key for slot in flt.slots])
     if flt.subject is not None and flt.entity_id is None and not flt.subject.strip():
         raise InvalidArgumentError("filter.subject", "must not be empty")
     subject = None
@@ -673,7 +679,7 @@ def check_filter(value: object) -> ItemQuery:
         within=within,
         statuses=statuses,
         kinds=kinds,
-        slot_key=flt.slot.key if flt.slot is not None else None,
+        slot_keys=slot_keys,
         subject_key=subject,
         entry_ids=entry_ids,
         as_of=flt.as_of,

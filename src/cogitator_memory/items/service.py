@@ -12,6 +12,7 @@ left undone all end in the same layout. See ``docs/items.md``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import weakref
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -21,16 +22,16 @@ from typing import Any
 
 from .. import clock as package_clock
 from ..errors import ConflictError, InvalidArgumentError
-from ..ids import new_id
 from ..result import MemoryResult, unwrap
 from ..threads import tree
 from ..threads.records import ACTIVATED_AT_KEY, STALE_BECAUSE_KEY
-from . import rules
+from . import batching, rules
 from .base import MemoryItemAdapter, check_ids, is_memory_item_adapter
 from .records import (
     ITEM_KINDS,
     ITEM_STATUSES,
     LAID_OUT_STATUSES,
+    MAX_BATCH,
     ItemEvidence,
     ItemUpdate,
     MemoryItem,
@@ -40,6 +41,7 @@ from .records import (
     check_new_item,
     check_scope,
     check_slot,
+    scope_key,
 )
 
 NewItemInput = NewMemoryItem | dict[str, Any]
@@ -48,6 +50,8 @@ StatusesArg = str | Iterable[str] | None
 #: How many times one write reads and lays its slot out again before giving up (each round
 #: follows a change another writer made in between).
 MAX_ROUNDS = 12
+#: How many slots one read of a batch names at most (one query per scope and this many slots).
+SLOTS_PER_READ = 500
 #: The smallest step between two records of one agent.
 TICK = timedelta(milliseconds=1)
 
@@ -203,67 +207,106 @@ class MemoryItems:
         return (await self.add_many([item], shadow=shadow))[0]
 
     async def add_many(self, items: Sequence[NewItemInput], *, shadow: bool = False) -> list[MemoryItem]:
-        """Write items in order, as :meth:`add` does each; every item is checked before any is
-        written (``items[2].kind``)."""
+        """Write items as :meth:`add` writes each in turn, in one batch: every item is checked
+        before any is written (``items[2].kind``); the slots they touch are read once, laid out
+        in memory item after item, and what changed is written with one ``update_items`` and one
+        ``add_items`` call, all or nothing (batches of :data:`~cogitator_memory.items.records.MAX_BATCH`).
+        Returns, for each item, the item it was written as (a new state, or the one it merged
+        into), as stored once the batch is written."""
         if isinstance(items, str | bytes | Mapping) or not isinstance(items, Sequence):
             raise InvalidArgumentError("items", "must be a list of items")
         checked = [check_new_item(f"items[{i}]" if len(items) > 1 else "item", v) for i, v in enumerate(items)]
-        out = []
-        for new in checked:
-            out.append(await self._write(new, bool(shadow)))
+        out: list[MemoryItem] = []
+        for start in range(0, len(checked), MAX_BATCH):
+            out.extend(await self._write_batch(checked[start : start + MAX_BATCH], bool(shadow)))
         return out
 
-    async def _write(self, new: NewMemoryItem, shadow: bool) -> MemoryItem:
-        state = self._agent(new.scope.agent_id)
-        async with state.lock:
-            recorded = self._tick(state)
-            slot = new.slot
+    async def _write_batch(self, news: list[NewMemoryItem], shadow: bool) -> list[MemoryItem]:
+        if not news:
+            return []
+        slots: dict[batching.GroupKey, tuple[MemoryScope, Slot]] = {}
+        for new in news:
+            key = batching.group_key(new)
+            if key not in slots:
+                slots[key] = (new.scope, new.slot)
+        async with contextlib.AsyncExitStack() as locks:
+            states: dict[str, _AgentState] = {}
+            for agent_id in sorted({new.scope.agent_id for new in news}):  # one order: no deadlock
+                states[agent_id] = state = self._agent(agent_id)
+                await locks.enter_async_context(state.lock)
+            recorded = [self._tick(states[new.scope.agent_id]) for new in news]
+            now = self._now()
+            nows = [max(now, at) for at in recorded]  # what _now_for gives right after each record
             for _ in range(MAX_ROUNDS):
-                existing = await self._slot_items(new.scope, slot)
-                target = rules.merge_target(existing, new, recorded, slotted=slot.attribute is not None)
-                if target is not None:
-                    update = rules.merge_update(
-                        target, new, activation_confidence=self.activation_confidence, shadow=shadow
-                    )
-                    if update is not None:
-                        result = await self.adapter.update_items([update])
-                        if _conflict(result):
-                            continue
-                        unwrap(result)
-                    written_id = target.id
-                else:
-                    losses = rules.contradicted_opinions(existing, new, recorded) if slot.attribute else []
-                    if losses:
-                        result = await self.adapter.update_items(losses)
-                        if _conflict(result):
-                            continue
-                        unwrap(result)
-                    written = self._new_item(new, recorded, shadow)
-                    unwrap(await self.adapter.add_items([written]))
-                    written_id = written.id
+                plan = batching.plan_batch(
+                    await self._read_slots(slots.values()),
+                    news,
+                    recorded,
+                    nows,
+                    activation_confidence=self.activation_confidence,
+                    shadow=shadow,
+                    make_item=self._new_item,
+                )
+                if plan.updates:
+                    result = await self.adapter.update_items(plan.updates)
+                    if _conflict(result):
+                        continue
+                    unwrap(result)
+                if plan.adds:
+                    added = await self.adapter.add_items(plan.adds)
+                    if not added.success and plan.updates:  # all or nothing: the changes go back
+                        await self.adapter.update_items(batching.undo_updates(plan))
+                    unwrap(added)
                 break
             else:
-                raise ConflictError(f"memory items of slot {slot.key!r} kept changing under this write")
-            laid = await self._lay_out(new.scope, slot)
-            for item in laid:
-                if item.id == written_id:
-                    return item
-            raise ConflictError(f"memory item {written_id} went while it was written")
+                raise ConflictError(f"memory items of {len(slots)} slot(s) kept changing under this write")
+            laid = await self._settle(slots, plan.laid_at)
+        out = []
+        for written_id in plan.written:
+            if written_id not in laid:
+                raise ConflictError(f"memory item {written_id} went while it was written")
+            out.append(laid[written_id])
+        return out
 
     def _new_item(self, new: NewMemoryItem, recorded: datetime, shadow: bool) -> MemoryItem:
-        active = not shadow and rules.activates(
-            new.trust, new.verified, new.confidence, bool(new.evidence), self.activation_confidence
-        )
-        data = new.model_dump()
-        own_end = data.pop("valid_to")
-        data.update(
-            id=new_id("mem_"),
-            status="active" if active else "suggested",
-            valid_to=own_end,
-            ends_at=own_end,
-            recorded_at=recorded,
-        )
-        return MemoryItem.model_validate(data)
+        """The new state ``new`` makes, recorded at ``recorded`` (a subclass may give it its id)."""
+        return batching.new_item(new, recorded, shadow=shadow, activation_confidence=self.activation_confidence)
+
+    async def _read_slots(self, slots: Iterable[tuple[MemoryScope, Slot]]) -> list[MemoryItem]:
+        """Every item of these slots, each in its exact scope: one query per scope (per
+        :data:`SLOTS_PER_READ` slots)."""
+        by_scope: dict[str, tuple[MemoryScope, list[Slot]]] = {}
+        for scope, slot in slots:
+            by_scope.setdefault(scope_key(scope), (scope, []))[1].append(slot)
+        found: list[MemoryItem] = []
+        for scope, scope_slots in by_scope.values():
+            for start in range(0, len(scope_slots), SLOTS_PER_READ):
+                chunk = scope_slots[start : start + SLOTS_PER_READ]
+                read: list[MemoryItem] = unwrap(await self.adapter.query_items({"scope": scope, "slots": chunk}))
+                found.extend(read)
+        return found
+
+    async def _settle(
+        self, slots: Mapping[batching.GroupKey, tuple[MemoryScope, Slot]], laid_at: Mapping[batching.GroupKey, datetime]
+    ) -> dict[str, MemoryItem]:
+        """Read the slots back and lay out any a writer elsewhere changed in between, until a fresh
+        read needs no change (each change at the version read); the items of that last read."""
+        for _ in range(MAX_ROUNDS):
+            items = await self._read_slots(slots.values())
+            groups: dict[batching.GroupKey, list[MemoryItem]] = defaultdict(list)
+            for item in items:
+                groups[batching.group_key(item)].append(item)
+            updates = [
+                update
+                for key, group in groups.items()
+                for update in rules.layout_updates(group, laid_at[key], slotted=slots[key][1].attribute is not None)
+            ]
+            if not updates:
+                return {item.id: item for item in items}
+            result = await self.adapter.update_items(updates)
+            if not _conflict(result):
+                unwrap(result)
+        raise ConflictError(f"memory items of {len(slots)} slot(s) kept changing while they were laid out")
 
     async def _slot_items(self, scope: MemoryScope, slot: Slot) -> list[MemoryItem]:
         return unwrap(await self.adapter.query_items({"scope": scope, "slot": slot}))
@@ -528,4 +571,4 @@ def without_entries(entry_ids: Collection[str]) -> Callable[[ItemEvidence], bool
     return lambda evidence: evidence.entry_id not in gone
 
 
-__all__ = ["MAX_ROUNDS", "MemoryItems", "NewItemInput", "StatusesArg", "without_entries"]
+__all__ = ["MAX_ROUNDS", "SLOTS_PER_READ", "MemoryItems", "NewItemInput", "StatusesArg", "without_entries"]

@@ -337,6 +337,25 @@ async def case_query_filters(store: MemoryItemAdapter) -> None:
         "a slot without attribute holds the subject's items without one",
     )
     _eq(
+        await _query(
+            store,
+            scope=scope,
+            slots=[
+                {"subject": "Ana", "attribute": "diet"},
+                {"subject": "x", "attribute": "city", "entity_id": "node_ana"},
+                {"subject": "Ana"},
+                {"subject": "Bo", "attribute": "city"},
+            ],
+        ),
+        [diet["id"], linked["id"], linked_too["id"], lesson["id"]],
+        "slots: the items of any of the slots, in one query",
+    )
+    _eq(
+        await _query(store, within={"agent_id": AGENT}, slots=[{"subject": "ana", "attribute": "CITY"}]),
+        [city["id"], moved["id"]],
+        "slots within a scope",
+    )
+    _eq(
         await _query(store, within={"agent_id": AGENT}, entry_ids=["e3", "e1", "e404"]),
         [city["id"], moved["id"]],
         "entry_ids finds the items quoting any of the entries",
@@ -640,6 +659,8 @@ async def case_bad_arguments_are_named(store: MemoryItemAdapter) -> None:
         (await store.query_items({"scope": {"user_id": "ana"}}), "filter.scope.agent_id"),
         (await store.query_items({"scope": scope, "kinds": ["rumour"]}), "filter.kinds"),
         (await store.query_items({"scope": scope, "statuses": []}), "filter.statuses"),
+        (await store.query_items({"scope": scope, "slots": []}), "filter.slots"),
+        (await store.query_items({"scope": scope, "slots": [{"attribute": "city"}]}), "filter.slots.0.subject"),
         (await store.query_items({"scope": scope, "limit": -1}), "filter.limit"),
         (await store.query_items({"scope": scope, "as_of": "now"}), "filter.as_of"),
         (await store.query_items("scope"), "filter"),  # type: ignore[arg-type]
@@ -673,6 +694,8 @@ async def case_many_items(store: MemoryItemAdapter) -> None:
     await _add(store, *batch)
     _eq(len(await _query(store, scope=scopes[1])), 400, "a scope's items among many")
     _eq(len(await _query(store, visible_to=scopes[2], slot={"subject": "ana", "attribute": "a3"})), 57, "a slot")
+    slots = [{"subject": "ana", "attribute": f"a{n}"} for n in (1, 3, 5)]
+    _eq(len(await _query(store, scope=scopes[0], slots=slots)), 171, "three slots in one query")
     wanted = [item["id"] for item in batch[::-1][:1_000]]
     _eq(await _ids(store.get_items(wanted)), wanted, "a thousand items by id, in the order asked")
     _eq(unwrap(await store.delete_items([item["id"] for item in batch])), 1_200, "and deleted at once")

@@ -115,8 +115,8 @@ class InMemoryItems(MemoryItemStoreMixin):
             candidates = found
         elif query.scope_keys is not None:
             keys: list[tuple[str, ...]]
-            if query.slot_key is not None:
-                keys = [("slot", scope, query.slot_key) for scope in query.scope_keys]
+            if query.slot_keys is not None:
+                keys = [("slot", scope, slot) for scope in query.scope_keys for slot in query.slot_keys]
             elif query.subject_key is not None:
                 keys = [("subject", scope, query.subject_key) for scope in query.scope_keys]
             else:

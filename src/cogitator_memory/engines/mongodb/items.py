@@ -158,8 +158,9 @@ def item_filter(query: ItemQuery) -> Doc:
             if value is not None:
                 limits[field] = value
         clauses.append(limits)
-    if query.slot_key is not None:
-        clauses.append({"slot_key": query.slot_key})
+    if query.slot_keys is not None:
+        slots = sorted(query.slot_keys)
+        clauses.append({"slot_key": slots[0] if len(slots) == 1 else {"$in": slots}})
     if query.subject_key is not None:
         clauses.append({"subject_key": query.subject_key})
     for field, values in (("status", query.statuses), ("kind", query.kinds), ("entry_ids", query.entry_ids)):
@@ -185,7 +186,7 @@ def item_index(query: ItemQuery) -> str:
         return "entries"
     if query.scope_keys is None:
         return "agent_limits"
-    if query.slot_key is not None:
+    if query.slot_keys is not None:
         return "scope_slot_status"
     if query.subject_key is not None:
         return "scope_subject"

@@ -161,9 +161,9 @@ def _query_sql(table: str, query: ItemQuery) -> tuple[str, list[Any]]:
         if values is not None:
             where.append(f"{column} = ANY(%b::text[])")
             params.append(sorted(values))
-    if query.slot_key is not None:
-        where.append("slot_key = %s")
-        params.append(query.slot_key)
+    if query.slot_keys is not None:
+        where.append("slot_key = ANY(%b::text[])")
+        params.append(sorted(query.slot_keys))
     if query.subject_key is not None:
         where.append("subject_key = %s")
         params.append(query.subject_key)

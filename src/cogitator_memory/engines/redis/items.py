@@ -124,8 +124,8 @@ class RedisItems(MemoryItemStoreMixin):
         for name, values in (("statuses", query.statuses), ("kinds", query.kinds), ("entries", query.entry_ids)):
             if values is not None:
                 spec[name] = sorted(values)
-        if query.slot_key is not None:
-            spec["slot"] = query.slot_key
+        if query.slot_keys is not None:
+            spec["slots"] = sorted(query.slot_keys)
         if query.subject_key is not None:
             spec["subject"] = query.subject_key
         for name, at in (("as_of", query.as_of), ("known_at", query.known_at), ("after", query.recorded_after)):

@@ -201,7 +201,7 @@ return counted
 )
 
 # ARGV: P, TTL, the query as JSON: agent, scopes (scope keys) or within ([user, project,
-# thread], "" when unset), and when given: statuses, kinds, slot, subject, entries, as_of,
+# thread], "" when unset), and when given: statuses, kinds, slots (slot keys), subject, entries, as_of,
 # known_at, after (times in microseconds, as strings), limit (0: all). Answers the matching
 # items as one JSON array: with a limit, at least the newest `limit` of them (ties of the
 # cut-off score included), unordered.
@@ -218,13 +218,20 @@ local function set_of(list)
 end
 local scopes, statuses, kinds, entries = set_of(q.scopes), set_of(q.statuses), set_of(q.kinds), set_of(q.entries)
 local within = q.within
-local slot, subject = q.slot, q.subject
+local slots, subject = q.slots, q.subject
+local slot_set = set_of(slots)
 local as_of, known, after = q.as_of, q.known_at, q.after
 local limit = tonumber(q.limit) or 0
 
-local function variant(sk)
-  if slot then return zslot(sk, slot) elseif subject then return zsubject(sk, subject) end
-  return zscope(sk)
+-- The index keys of one scope key for the query (one per slot when slots are named).
+local function variants(sk, keys)
+  if slots then
+    for _, sl in ipairs(slots) do keys[#keys + 1] = zslot(sk, sl) end
+  elseif subject then
+    keys[#keys + 1] = zsubject(sk, subject)
+  else
+    keys[#keys + 1] = zscope(sk)
+  end
 end
 local function split_scope(sk)
   local out, start = {}, 1
@@ -245,7 +252,7 @@ local function consider(keys, extra)
 end
 if scopes then
   local keys = {}
-  for _, sk in ipairs(q.scopes) do keys[#keys + 1] = variant(sk) end
+  for _, sk in ipairs(q.scopes) do variants(sk, keys) end
   consider(keys, 0)
 else
   local agent_key = zagent(agent)
@@ -257,13 +264,13 @@ else
     local n = redis.call('SCARD', sets[i])
     if size == nil or n < size then set, size = sets[i], n end
   end
-  if (#sets > 1 or slot or subject) and size < best_cost then
+  if (#sets > 1 or slots or subject) and size < best_cost then
     local keys = {}
     for _, sk in ipairs(redis.call('SMEMBERS', set)) do
       local f = split_scope(sk)
       if (within[1] == '' or f[2] == within[1]) and (within[2] == '' or f[3] == within[2])
           and (within[3] == '' or f[4] == within[3]) then
-        keys[#keys + 1] = variant(sk)
+        variants(sk, keys)
       end
     end
     consider(keys, #keys)
@@ -289,7 +296,7 @@ local function passes(id)
   end
   if statuses and not statuses[f[6]] then return false end
   if kinds and not kinds[f[7]] then return false end
-  if slot and f[8] ~= slot then return false end
+  if slot_set and not slot_set[f[8]] then return false end
   if subject and f[9] ~= subject then return false end
   if entries then
     local hit = false

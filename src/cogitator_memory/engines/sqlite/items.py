@@ -84,8 +84,12 @@ def _row(item: MemoryItem) -> tuple[Any, ...]:
     )
 
 
+def _entry_ids(item: MemoryItem) -> set[str]:
+    return {e.entry_id for e in item.evidence if e.entry_id}
+
+
 def _entry_rows(rid: int, item: MemoryItem) -> list[tuple[str, int]]:
-    return [(entry_id, rid) for entry_id in {e.entry_id for e in item.evidence if e.entry_id}]
+    return [(entry_id, rid) for entry_id in _entry_ids(item)]
 
 
 class SQLiteItems(MemoryItemStoreMixin):
@@ -105,18 +109,18 @@ class SQLiteItems(MemoryItemStoreMixin):
                 taken = db.execute(f"SELECT id FROM memory_items WHERE id IN ({_marks(len(chunk))})", chunk).fetchone()
                 if taken is not None:
                     raise ConflictError(f"memory item id is taken: {taken[0]}")
-            evidence: list[tuple[str, int]] = []
-            for item in items:
-                cursor = db.execute(
-                    "INSERT INTO memory_items (id, agent_id, user_id, project_id, thread_id, scope_key, subject_key,"
-                    " slot_key, kind, status, start_us, valid_to_us, recorded_us, expired_us, times_retrieved,"
-                    " last_retrieved_us, version, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    _row(item),
-                )
-                assert cursor.lastrowid is not None
-                evidence.extend(_entry_rows(cursor.lastrowid, item))
+            db.executemany(
+                "INSERT INTO memory_items (id, agent_id, user_id, project_id, thread_id, scope_key, subject_key,"
+                " slot_key, kind, status, start_us, valid_to_us, recorded_us, expired_us, times_retrieved,"
+                " last_retrieved_us, version, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                map(_row, items),
+            )
+            evidence = [(entry_id, item.id) for item in items for entry_id in _entry_ids(item)]
             if evidence:
-                db.executemany("INSERT INTO memory_item_evidence (entry_id, rid) VALUES (?, ?)", evidence)
+                db.executemany(
+                    "INSERT INTO memory_item_evidence (entry_id, rid) SELECT ?, rid FROM memory_items WHERE id = ?",
+                    evidence,
+                )
 
     async def _get_items(self, ids: list[str]) -> list[MemoryItem]:
         db = self.connection
@@ -151,9 +155,10 @@ class SQLiteItems(MemoryItemStoreMixin):
                 ordered = sorted(values)
                 where.append(f"{column} IN ({_marks(len(ordered))})")
                 params.extend(ordered)
-        if query.slot_key is not None:
-            where.append("slot_key = ?")
-            params.append(query.slot_key)
+        if query.slot_keys is not None:
+            slots = sorted(query.slot_keys)
+            where.append(f"slot_key IN ({_marks(len(slots))})")
+            params.extend(slots)
         if query.subject_key is not None:
             where.append("subject_key = ?")
             params.append(query.subject_key)
@@ -207,11 +212,10 @@ class SQLiteItems(MemoryItemStoreMixin):
                 except ValidationError as exc:
                     raise tree.validation_error("updates", exc) from None
                 changed.append((rid, new, "evidence" in update.model_fields_set))
-            counted = any(u.model_fields_set & {"times_retrieved", "last_retrieved_at"} for u in updates)
-            for rid, new, evidence_changed in changed:
-                db.execute(
-                    "UPDATE memory_items SET status = ?, start_us = ?, valid_to_us = ?, expired_us = ?, version = ?,"
-                    " body = ? WHERE rid = ?",
+            db.executemany(
+                "UPDATE memory_items SET status = ?, start_us = ?, valid_to_us = ?, expired_us = ?, version = ?,"
+                " body = ? WHERE rid = ?",
+                [
                     (
                         new.status,
                         to_micros(new.start),
@@ -220,18 +224,23 @@ class SQLiteItems(MemoryItemStoreMixin):
                         new.version,
                         _body(new),
                         rid,
-                    ),
+                    )
+                    for rid, new, _ in changed
+                ],
+            )
+            if any(u.model_fields_set & {"times_retrieved", "last_retrieved_at"} for u in updates):
+                # the counters change only when an update carries them
+                db.executemany(
+                    "UPDATE memory_items SET times_retrieved = ?, last_retrieved_us = ? WHERE rid = ?",
+                    [(new.times_retrieved, _micros(new.last_retrieved_at), rid) for rid, new, _ in changed],
                 )
-                if counted:  # the counters change only when an update carries them
-                    db.execute(
-                        "UPDATE memory_items SET times_retrieved = ?, last_retrieved_us = ? WHERE rid = ?",
-                        (new.times_retrieved, _micros(new.last_retrieved_at), rid),
-                    )
-                if evidence_changed:
-                    db.execute("DELETE FROM memory_item_evidence WHERE rid = ?", (rid,))
-                    db.executemany(
-                        "INSERT INTO memory_item_evidence (entry_id, rid) VALUES (?, ?)", _entry_rows(rid, new)
-                    )
+            moved = [(rid, new) for rid, new, evidence_changed in changed if evidence_changed]
+            if moved:
+                db.executemany("DELETE FROM memory_item_evidence WHERE rid = ?", [(rid,) for rid, _ in moved])
+                db.executemany(
+                    "INSERT INTO memory_item_evidence (entry_id, rid) VALUES (?, ?)",
+                    [row for rid, new in moved for row in _entry_rows(rid, new)],
+                )
         return [new for _, new, _ in changed]
 
     async def _delete_items(self, ids: list[str]) -> int:
