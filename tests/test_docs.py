@@ -50,6 +50,7 @@ RUNNABLE_PAGES = [
     "convert.md",
     "items.md",
     "recall.md",
+    "recall-index.md",
     "facts.md",
     "graph.md",
     "compaction.md",
@@ -68,6 +69,11 @@ EXPECTED_OUTPUT = {
     "upkeep.md": ["['No peanuts in anything.']", "['Ask about allergies before suggesting food.']"],
     "server.md": ["404 NotFoundError", "would forget True"],
     "context.md": ["['system', 'user', 'assistant', 'user', 'assistant', 'user']", "Hotel Avenida"],
+    "recall-index.md": [
+        "I'm allergic to peanuts.",
+        "] user: I'm allergic to peanuts.",
+        '["I\'m allergic to peanuts."]',
+    ],
 }
 
 PACKAGES = [

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, MemoryStoreError
+from ..index.base import is_recall_index
 from ..index.build import turn_text
 from ..index.records import RecallFilter
 from ..items.records import MemoryItem, MemoryScope
@@ -116,6 +117,11 @@ async def search_memory(
     if thread_id is not None:
         await check_reader(memory, thread_id, user)
     store: Any = memory.adapter
+    if not is_recall_index(store):
+        raise MemoryStoreError(
+            f"the {memory.adapter.provider} store keeps no recall index: search needs one "
+            "(mix RecallIndexMixin into the store; every built-in store has it)"
+        )
     analysis = await analyze_query_async(query)
     if not analysis.search:
         return []

@@ -6,7 +6,8 @@ One suite per capability, each a list of named async cases that take a fresh con
 ``memory_item_adapter_conformance_cases()`` (items, :mod:`.items`),
 ``fact_adapter_conformance_cases()`` (facts, :mod:`.facts`),
 ``memory_file_adapter_conformance_cases()`` (memory files, :mod:`.files`) and
-``graph_adapter_conformance_cases()`` (the knowledge graph, :mod:`.graph`). Run them on stores of
+``graph_adapter_conformance_cases()`` (the knowledge graph, :mod:`.graph`) and
+``recall_index_conformance_cases()`` (the recall index, :mod:`.recall_index`). Run them on stores of
 your own; see ``docs/testing.md``.
 """
 
@@ -24,6 +25,7 @@ from .facts import FactConformanceCase, fact_adapter_conformance_cases
 from .files import FileConformanceCase, memory_file_adapter_conformance_cases
 from .graph import GraphConformanceCase, graph_adapter_conformance_cases
 from .items import ItemConformanceCase, memory_item_adapter_conformance_cases
+from .recall_index import RecallIndexConformanceCase, recall_index_conformance_cases
 from .scripted_server import ScriptedServer
 from .services import service_url
 
@@ -37,6 +39,7 @@ __all__ = [
     "FileConformanceCase",
     "GraphConformanceCase",
     "ItemConformanceCase",
+    "RecallIndexConformanceCase",
     "ScriptedServer",
     "axis_vector",
     "blend",
@@ -47,6 +50,7 @@ __all__ = [
     "memory_adapter_conformance_cases",
     "memory_file_adapter_conformance_cases",
     "memory_item_adapter_conformance_cases",
+    "recall_index_conformance_cases",
     "seeded_vector",
     "service_url",
 ]
