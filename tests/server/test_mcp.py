@@ -57,6 +57,13 @@ async def _exercise(client: Client) -> None:
     forgotten = await client.call_tool("forget", {"query": "dog"})
     assert json.loads(_text(forgotten))["forgotten"] == 1
 
+    for i in range(4):
+        await client.call_tool("remember", {"fact": f"User visited museum number {i}"})
+    broad = json.loads(_text(await client.call_tool("forget", {"query": "museum"})))
+    assert broad["forgotten"] == 0 and "too_broad" in broad  # a broad query lists, deletes nothing
+    taken = json.loads(_text(await client.call_tool("forget", {"query": "museum", "all": True})))
+    assert taken["forgotten"] == 4
+
     for name, arguments, words in [
         ("recall", {}, "query"),
         ("recall", {"query": 7}, "query"),
