@@ -8,8 +8,9 @@ Two checks per engine (in-memory, SQLite, PostgreSQL, Redis standalone and clust
   every turn they write is in the index; the scan is every byte the store holds, plus the index's
   own data upper-cased (its terms are lower case: ``passport3f...``).
 - A secret said as a word the index stems (``zelqivorings`` -> ``zelqivor`` and the root
-  ``~zelqi``), indexed with ``catch_up(full=True)`` (what ``reindex`` runs) and no indexer
-  listening, so what takes it out is the store itself; the scan is the index's own data (SQLite
+  ``~zelqi``), in turns (indexed with ``catch_up(full=True)``, what ``reindex`` runs, and no
+  indexer listening, so what takes them out is the store itself), a memory item, a graph fact
+  and, for forget_user, a core fact (indexed by their stores as written); the scan is the index's own data (SQLite
   tables ``recall_*``, PostgreSQL tables ``recall_*``, Redis keys ``<prefix>recall*``, MongoDB
   collections ``*recall*``, the in-memory engine's index dicts), before (it must hold the word,
   its stem and its root) and after (none of them), and again after a second full catch-up (a
@@ -256,7 +257,7 @@ async def _say(store: Any, thread_id: str, role: str, text: str, user: str | Non
     return str(entry.id)
 
 
-async def _seed(indexed: IndexedStore) -> _Seeded:
+async def _seed(indexed: IndexedStore, *, core_fact: bool = False) -> _Seeded:
     store = indexed.memory
     word, keep = _word(), "Kumquatterings"
     ana = unwrap(await store.create_thread(AGENT, {"user_id": "ana"})).id
@@ -269,7 +270,7 @@ async def _seed(indexed: IndexedStore) -> _Seeded:
     said.append(await _say(store, bo, "user", f"Ana here: the {word} too.", "ana"))
     await _say(store, bo, "assistant", f"{word.capitalize()}, noted.")
     items = MemoryItems(adapter=store)
-    await items.add(
+    item = await items.add(
         {
             "kind": "fact",
             "subject": "ana",
@@ -280,6 +281,19 @@ async def _seed(indexed: IndexedStore) -> _Seeded:
             "scope": {"agent_id": AGENT, "user_id": "ana"},
         }
     )
+    await items.activate([item.id])  # a suggested item is kept out of the index
+    if core_fact:  # only forget_user takes the user's core facts (agent "core")
+        core = await items.add(
+            {
+                "kind": "fact",
+                "subject": "user",
+                "attribute": "attic_contents",
+                "value": word,
+                "trust": "user",
+                "scope": {"agent_id": "core", "user_id": "ana"},
+            }
+        )
+        await items.activate([core.id])
     if indexed.graph is not None:
         unwrap(
             await indexed.graph.add_node(
@@ -342,7 +356,7 @@ FORGETS = {
 
 @pytest.mark.parametrize("forget", list(FORGETS))
 async def test_a_stemmed_word_leaves_the_index_with_its_source(indexed: IndexedStore, forget: str) -> None:
-    seeded = await _seed(indexed)
+    seeded = await _seed(indexed, core_fact=forget == "forget_user")
     store = indexed.memory
     report = await RecallIndexer(store).catch_up(full=True)
     assert report.threads_checked == 4 and report.records_written >= 9, report
@@ -350,7 +364,12 @@ async def test_a_stemmed_word_leaves_the_index_with_its_source(indexed: IndexedS
     before = await indexed.index_raw()
     assert len(_found(before, needles)) == 3, f"the index holds the word, its stem and its root: {needles}"
     hits = unwrap(await store.recall_keyword(f"{seeded.word[:-4]}ed", filter={"user_id": "ana"}))
-    assert hits, "a search by another form of the word finds it (stemmed)"
+    kinds = {hit.record.kind for hit in hits}
+    wanted = {"turn", "item"} | ({"graph_fact"} if indexed.graph is not None else set())
+    hits += unwrap(await store.recall_keyword(seeded.word, filter={"user_id": "ana", "agent_id": "core"}))
+    kinds = {hit.record.kind for hit in hits}
+    wanted |= {"core_fact"} if forget == "forget_user" else set()
+    assert wanted <= kinds, f"a search by another form of the word finds every kind that holds it: {kinds}"
 
     cascade = MemoryCascade(memory=store, graph=indexed.graph, embeddings=indexed.embeddings)
     await FORGETS[forget](cascade, seeded)
