@@ -176,6 +176,47 @@ def test_reindex_writes_every_thread_into_the_index(engine_config: Path, capsys:
     assert _index_of(engine_config)[0] == 2 * THREADS, "run again, it writes the same records (no copies)"
 
 
+def test_reindex_writes_the_items_and_graph_facts_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Items and graph facts held before the store kept an index (here: their records taken out)."""
+    from cogitator_memory.items.service import MemoryItems
+
+    config, _ = _config(tmp_path, "sqlite")
+    _seed(config, 1)
+
+    async def write(store: Any) -> list[str]:
+        items = MemoryItems(adapter=store)
+        item = await items.add(
+            {
+                "kind": "fact",
+                "subject": "ana",
+                "attribute": "allergy",
+                "value": WORD,
+                "trust": "user",
+                "scope": {"agent_id": "assistant", "user_id": "ana"},
+            }
+        )
+        await items.activate([item.id])
+        node = unwrap(
+            await store.add_node(
+                {"scope": {"agent_id": "assistant", "user_id": "ana"}, "type": "fact", "name": f"Ana and {WORD}"}
+            )
+        )
+        unwrap(await store.delete_recall_sources([item.id, node.id]))
+        return [item.id, node.id]
+
+    sources = asyncio.run(_on_store(config, write))
+
+    async def kinds(store: Any) -> set[str]:
+        hits = unwrap(await store.recall_keyword(WORD, filter={"user_id": "ana"}, limit=100))
+        return {h.record.kind for h in hits if h.record.source_id in sources}
+
+    assert asyncio.run(_on_store(config, kinds)) == set()
+    code, out, err = _run(capsys, "reindex", "--config", str(config), "--json")
+    assert code == 0, err
+    assert json.loads(out)["records_written"] == 2 + 2
+    assert asyncio.run(_on_store(config, kinds)) == {"item", "graph_fact"}
+
+
 def test_a_stopped_reindex_goes_on_from_where_it_stopped(
     engine_config: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
