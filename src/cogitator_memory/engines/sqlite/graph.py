@@ -334,9 +334,9 @@ class SQLiteGraph(GraphStoreMixin):
     async def _query_nodes(self, query: NodeQuery) -> list[GraphNode]:
         match = None if query.text is None else text_match(query.text)
         indexed = match is not None and self._has_text_index(self.connection)
-        # with the text index, a unary + keeps the planner on it (not on the agent's or scope's
-        # index, which would visit every node in scope)
-        plus = "+" if indexed else ""
+        # with the text index or a name, a unary + keeps the planner on that index (not on the
+        # agent's or scope's index, which would visit every node in scope)
+        plus = "+" if indexed or query.name_key is not None else ""
         where, params = [f"{plus}agent_id = ?", "confidence >= ?"], [query.agent_id, query.min_confidence]
         for column, values in (("scope_key", query.scope_keys), ("type", query.types), ("origin", query.origins)):
             if values is not None:
