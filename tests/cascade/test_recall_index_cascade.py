@@ -48,12 +48,6 @@ from cogitator_memory.testing import service_url
 from cogitator_memory.testing.cascade import DIMENSIONS, CascadeCase, CascadeStores, cascade_cases
 
 ENGINES = ["memory", "sqlite", "postgres", "redis", "redis-cluster", "mongodb"]
-#: Known: the indexer writes the records of turns it was told about before a forget after it.
-STALE_ADDS = (
-    "the indexer's queued adds of turns forgotten meanwhile are written after the cascade's scrub "
-    "(then deleted by the queued delete): on SQLite their text stays in the WAL; Memory does not "
-    "flush its indexer before a cascade"
-)
 AGENT = "assistant"
 
 Raw = Callable[[], Awaitable[bytes]]
@@ -201,11 +195,7 @@ async def indexed(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
 
 
 @pytest.mark.parametrize("case", cascade_cases(forgetting=True), ids=str)
-async def test_the_forgetting_cases_leave_nothing_in_the_index(
-    case: CascadeCase, indexed: IndexedStore, request: pytest.FixtureRequest
-) -> None:
-    if indexed.engine == "sqlite" and case.name == "redact_entries_leaves_nothing":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=STALE_ADDS))
+async def test_the_forgetting_cases_leave_nothing_in_the_index(case: CascadeCase, indexed: IndexedStore) -> None:
     indexer = RecallIndexer(indexed.memory)
     indexer.attach()
     held: list[bytes] = []
@@ -384,10 +374,9 @@ async def test_a_stemmed_word_leaves_the_index_with_its_source(indexed: IndexedS
     assert _found(await indexed.index_raw(), needles) == [], "a reindex after forgetting brings nothing back"
 
 
-# --- known gaps, pinned (strict: they fail the run once fixed, so the mark comes off) ----------
+# --- forgetting while the indexes are busy -------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=STALE_ADDS)
 @pytest.mark.parametrize("forget", ["redact_entries", "delete_entries"])
 async def test_memory_forgetting_right_after_add_leaves_nothing_in_the_sqlite_file(tmp_path: Path, forget: str) -> None:
     from cogitator_memory.runtime.memory import Memory
@@ -427,11 +416,6 @@ class _PausedReads:
         return out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a catch-up (reindex, or Memory's at its first search) that read a thread's turns before a "
-    "forget writes their records after it: RecallIndexer.resync_thread does not look again",
-)
 @pytest.mark.parametrize("forget", ["delete_thread", "redact_entries"])
 async def test_a_catch_up_running_across_a_forget_writes_nothing_back(tmp_path: Path, forget: str) -> None:
     from cogitator_memory import SQLiteAdapter

@@ -33,7 +33,7 @@ from ..errors import InvalidArgumentError
 from ..result import unwrap
 from ..threads.records import ChangeEvent, MemoryEntry, Thread
 from .base import is_recall_index
-from .build import CORE_AGENT, item_record, node_record, turn_record
+from .build import CORE_AGENT, indexed_turn, item_record, node_record, turn_record
 from .records import MAX_RECORD_BATCH, RecallRecord
 
 logger = logging.getLogger("cogitator_memory")
@@ -196,8 +196,23 @@ class RecallIndexer:
                     self._idle.set()
 
     async def _apply(self, batch: list[_Job]) -> None:
+        # a turn deleted or redacted (or whose thread went) later in the same batch is not
+        # written at all: its text never reaches the index's pages only to be deleted again
+        doomed: set[int] = set()
+        deleted: set[str] = set()
+        cleared: set[str] = set()
+        for at in range(len(batch) - 1, -1, -1):
+            job = batch[at]
+            if job.kind == "delete" and job.entry_id is not None:
+                deleted.add(job.entry_id)
+            elif job.kind == "clear":
+                cleared.add(job.thread_id)
+            elif job.entry is not None and (job.entry.id in deleted or job.thread_id in cleared):
+                doomed.add(at)
         records: list[RecallRecord] = []
-        for job in batch:
+        for at, job in enumerate(batch):
+            if at in doomed:
+                continue
             if job.kind == "add":
                 assert job.entry is not None
                 thread = await self._thread(job.thread_id)
@@ -263,7 +278,21 @@ class RecallIndexer:
         await self._retrying(self.store.delete_recall_scope, thread_id=thread.id)
         self._scopes[thread.id] = thread
         await self._write(records)
+        await self._drop_forgotten(thread.id, records)
         return len(records)
+
+    async def _drop_forgotten(self, thread_id: str, written: list[RecallRecord]) -> None:
+        """Look at the thread again after writing its records from what was read before: the
+        records of turns deleted or redacted in between (a forget that ran meanwhile, whose own
+        removal of the records came before they were written) are taken out."""
+        if not written:
+            return
+        found = await self.store.get_entries(thread_id, include_tool_calls=True)
+        entries = unwrap(found) if found.success else []
+        kept = {e.id for e in entries if indexed_turn(e)}
+        gone = [r.source_id for r in written if r.source_id not in kept]
+        for start in range(0, len(gone), MAX_RECORD_BATCH):
+            await self._retrying(self.store.delete_recall_sources, gone[start : start + MAX_RECORD_BATCH])
 
     async def catch_up(self, *, full: bool = False, progress: ProgressFn | None = None) -> CatchUpReport:
         """Check the threads updated since the last catch-up started (every thread with

@@ -808,10 +808,16 @@ class Memory:
 
     # ----- forgetting: the cascade -------------------------------------------------------------
 
-    def _cascade(self) -> MemoryCascade:
+    async def _cascade(self) -> MemoryCascade:
+        """The cascade, once what the indexes have queued is written: a turn added a moment ago
+        is in the indexes before it is forgotten, never written into them after."""
         self._require()
         if not self.enabled or self.cascade is None:
             raise MemoryStoreError("memory is disabled: the store could not be reached when it started")
+        if self.indexer is not None:
+            await self.indexer.flush()
+        if self.message_index is not None:
+            await self.message_index.flush()
         return self.cascade
 
     async def delete_entries(
@@ -823,7 +829,7 @@ class Memory:
         them (see :meth:`MemoryCascade.delete_entries
         <cogitator_memory.cascade.MemoryCascade.delete_entries>`). ``agent_id`` (default the
         config's) is searched besides the agents of the threads touched."""
-        cascade = self._cascade()
+        cascade = await self._cascade()
         agent = self._agent(agent_id)
         return await cascade.delete_entries(entry_ids, {"agent_ids": [agent]}, keep_replies=keep_replies)
 
@@ -838,7 +844,7 @@ class Memory:
         """Redact entries in place (their text becomes ``[redacted]``, their place in the thread
         stays; ``reason`` is recorded), with their replies (unless ``keep_replies``) and copies in
         forks, and take what memory derived from them, as :meth:`delete_entries` does."""
-        cascade = self._cascade()
+        cascade = await self._cascade()
         agent = self._agent(agent_id)
         if reason is not None and not isinstance(reason, str):
             raise InvalidArgumentError("reason", f"must be text or None, got {type(reason).__name__}")
@@ -848,7 +854,7 @@ class Memory:
     async def rewind(self, thread_id: str, to_entry_id: str, *, agent_id: str | None = None) -> CascadeCounts:
         """Move the thread back to ``to_entry_id`` (the entries after it stay, on a branch of
         their own) after marking stale the memory items that stood only on those entries."""
-        cascade = self._cascade()
+        cascade = await self._cascade()
         tid = tree.check_id("thread_id", thread_id)
         eid = tree.check_id("to_entry_id", to_entry_id)
         agent = self._agent(agent_id)
@@ -857,7 +863,7 @@ class Memory:
     async def delete_thread(self, thread_id: str, *, agent_id: str | None = None) -> CascadeCounts:
         """Delete a thread whole with what memory derived from it and what was kept for it
         alone, and the copies of its entries in its forks."""
-        cascade = self._cascade()
+        cascade = await self._cascade()
         tid = tree.check_id("thread_id", thread_id)
         agent = self._agent(agent_id)
         return await cascade.delete_thread(tid, {"agent_ids": [agent]})
@@ -867,7 +873,7 @@ class Memory:
         kept for them (memory items, core facts, memory files, observations, graph facts) and the
         vectors of their turns. ``agent_id`` (default the config's) is searched besides the agents
         of their threads; their core facts (agent ``core``) always are."""
-        cascade = self._cascade()
+        cascade = await self._cascade()
         user = tree.check_id("user_id", user_id)
         agent = self._agent(agent_id)
         for key in [k for k in self._core if k[1] == user]:

@@ -368,6 +368,7 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
             tid = tree.check_id("thread_id", thread_id)
             await self._recall_forget(thread_id=tid)
             existed = await self._delete_thread(tid)
+            await self._recall_forget(thread_id=tid)  # and what an indexer wrote meanwhile
         except Exception as exc:
             return self._fail("delete_thread", exc)
         if existed and self._listeners:
@@ -526,6 +527,8 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
             eid = tree.check_id("entry_id", entry_id)
             await self._recall_forget(entry_id=eid)
             deleted = await self._delete_entry(eid)
+            if deleted is not None:
+                await self._recall_forget(entry_id=eid)  # and what an indexer wrote meanwhile
         except Exception as exc:
             return self._fail("delete_entry", exc)
         if deleted is not None and self._listeners:
@@ -540,6 +543,7 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
             await self._recall_forget(thread_id=tid)
             if not await self._clear_thread(tid):
                 raise NotFoundError(f"thread not found: {tid}")
+            await self._recall_forget(thread_id=tid)  # and what an indexer wrote meanwhile
         except Exception as exc:
             return self._fail("clear_thread", exc)
         if self._listeners:
@@ -672,6 +676,7 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
             redacted = tree.redacted_entry(entry, redaction)
             await self._recall_forget(entry_id=eid)
             await self._replace_entry(redacted)
+            await self._recall_forget(entry_id=eid)  # and what an indexer wrote meanwhile
         except Exception as exc:
             return self._fail("redact_entry", exc)
         if self._listeners:
