@@ -135,3 +135,35 @@ async def test_a_new_conversation_gets_what_the_user_said_in_another(memory: Mem
     assert "peanuts" in context and "shellfish" not in context
     line = next(line for line in context.splitlines() if "peanuts" in line)
     assert line.startswith("[") and "] user: I'm allergic to peanuts." in line  # dated
+
+
+async def test_an_items_vector_is_made_once_and_kept_in_the_store(tmp_path: Path) -> None:
+    from cogitator_memory.embeddings.hashing import HashingEmbedder
+    from cogitator_memory.recall.item_vectors import ITEMS_INDEX
+
+    class Counting(HashingEmbedder):
+        embedded: list[str] = []  # noqa: RUF012 - shared on purpose: both Memory objects count here
+
+        async def embed_batch(self, texts: Any) -> Any:
+            Counting.embedded.extend(texts)
+            return await super().embed_batch(texts)
+
+    config = {"adapter": "sqlite", "path": str(tmp_path / "memory.db")}
+    item = {
+        "kind": "fact",
+        "subject": "Ana",
+        "attribute": "city",
+        "value": "Porto",
+        "trust": "system",
+        "scope": {"agent_id": "default", "user_id": "ana"},
+    }
+    async with Memory(config, embedding_service=Counting(dimensions=64)) as memory:
+        await memory.items.add(item)
+        hits = await memory.search("where does Ana live? city", user_id="ana")
+        assert any(h.kind == "item" and "Porto" in h.text for h in hits)
+        assert Counting.embedded.count("Ana city Porto") == 1
+        kept = unwrap(await memory.vectors.get_by_sources([hits[0].id]))
+        assert [e.metadata["index"] for e in kept] == [ITEMS_INDEX]
+    async with Memory(config, embedding_service=Counting(dimensions=64)) as memory:
+        await memory.search("where does Ana live? city", user_id="ana")
+        assert Counting.embedded.count("Ana city Porto") == 1, "read back after a restart, not embedded again"

@@ -34,6 +34,7 @@ from ..items.records import MemoryItem
 from ..recall.corpus import is_word_char
 from ..recall.indexed import gather_turns, verified_turns
 from ..recall.item_search import item_text
+from ..recall.item_vectors import item_vectors
 from ..recall.query import QueryAnalysis
 from ..recall.retriever import MemoryRetriever, RecallHit
 from ..result import unwrap
@@ -45,7 +46,7 @@ from .config import ContextPartition, RecallSettings
 from .history import HistoryWindow, TokenCache
 from .message_index import entry_text
 from .records import ContextBlock, ContextBuildError
-from .strategies import as_array, cosines, fit_recent
+from .strategies import cosines, fit_recent
 
 if TYPE_CHECKING:
     from .sources import ContextBuilderDeps
@@ -194,8 +195,8 @@ def best_passage(text: str, terms: frozenset[str], budget: int, tokens: TokenCac
 class HybridRecall:
     """The recall of one :class:`~cogitator_memory.context.ContextBuilder` (see the module docs).
 
-    Keeps, per thread, the branch's turns for recall with a message index, and the vectors of
-    the items it embedded (each item once, by id and text).
+    Keeps, per thread, the branch's turns for recall with a message index; the items' vectors
+    are kept in the embedding store, not in the process.
     """
 
     def __init__(self, deps: ContextBuilderDeps, settings: RecallSettings, tokens: TokenCache) -> None:
@@ -204,7 +205,6 @@ class HybridRecall:
         self.tokens = tokens
         self.retriever = MemoryRetriever(settings, reranker=deps.reranker)
         self._branches: OrderedDict[str, _Branch] = OrderedDict()
-        self._item_vectors: OrderedDict[str, tuple[str, Any]] = OrderedDict()
 
     # ----- the turns searched --------------------------------------------------------------------
 
@@ -301,28 +301,19 @@ class HybridRecall:
         return {h.source_id: float(h.score) for h in hits}
 
     async def item_cosines(self, items: Sequence[MemoryItem], vector: Sequence[float]) -> dict[str, float]:
-        """Cosines of the items with the input, each item embedded once (by id and text)."""
+        """Cosines of the items with the input. Each item's vector is made once and kept in the
+        embedding store (:mod:`cogitator_memory.recall.item_vectors`); without an embedding
+        store that can keep them, the items are embedded at each build."""
         service = self.deps.embedding_service
         if service is None or not items:
             return {}
-        known: dict[str, Any] = {}
-        need: list[tuple[MemoryItem, str]] = []
-        for item in items:
-            text = item_text(item)
-            cached = self._item_vectors.get(item.id)
-            if cached is not None and cached[0] == text:
-                known[item.id] = cached[1]
-            else:
-                need.append((item, text))
-        if need:
-            vectors = await service.embed_batch([t for _, t in need])
-            for (item, text), vec in zip(need, vectors, strict=True):
-                value = as_array(vec)
-                self._item_vectors[item.id] = (text, value)
-                known[item.id] = value
-            while len(self._item_vectors) > 50_000:
-                self._item_vectors.popitem(last=False)
-        ids = list(known)
+        store = self.deps.embedding_adapter
+        if store is not None and callable(getattr(store, "get_by_sources", None)):
+            known = await item_vectors(store, service, items)
+        else:
+            made = await service.embed_batch([item_text(i) for i in items])
+            known = {i.id: list(v) for i, v in zip(items, made, strict=True)}
+        ids = [i for i in (item.id for item in items) if i in known]
         return dict(zip(ids, cosines(vector, [known[i] for i in ids]), strict=True))
 
     # ----- items ---------------------------------------------------------------------------------

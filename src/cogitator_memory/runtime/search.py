@@ -15,16 +15,19 @@ that user's turns and items and the shared ones (of no user), never another user
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..context.strategies import cosines
 from ..errors import InvalidArgumentError, MemoryStoreError
 from ..index.base import is_recall_index
 from ..index.build import turn_text
 from ..index.records import RecallFilter
 from ..items.records import MemoryItem, MemoryScope
 from ..recall.indexed import DEPTH, gather_turns, verified_turns
+from ..recall.item_vectors import ITEMS_INDEX, item_vectors
 from ..recall.query import QueryAnalysis, analyze_query_async
 from ..recall.retriever import RecallHit
 from ..result import unwrap
@@ -72,11 +75,18 @@ async def check_reader(memory: Memory, thread_id: str, user_id: str | None) -> N
 
 
 async def indexed_items(
-    store: Any, query: str, flt: RecallFilter, analysis: QueryAnalysis
+    store: Any,
+    query: str,
+    flt: RecallFilter,
+    analysis: QueryAnalysis,
+    *,
+    vectors: Any = None,
+    query_vector: Sequence[float] | None = None,
 ) -> tuple[list[MemoryItem], set[str]]:
     """The memory items, core facts and graph facts the index's channels find for ``query`` in
-    ``flt``'s scope (keywords; and time, when the query names one), as items to rank, and the ids
-    of those that are graph facts. Items are read from the store (active and superseded ones
+    ``flt``'s scope (keywords; time, when the query names one; with ``vectors`` and
+    ``query_vector``, the items' vectors searched by user and agent), as items to rank, and the
+    ids of those that are graph facts. Items are read from the store (active and superseded ones
     known now); a graph fact is ranked as an item of subject "fact" holding its text."""
     items_flt = flt.model_copy(update={"kinds": ["item", "core_fact"]})
     calls = [store.recall_keyword(query, filter=items_flt, limit=DEPTH)]
@@ -85,6 +95,15 @@ async def indexed_items(
     calls.append(store.recall_keyword(query, filter=flt.model_copy(update={"kinds": ["graph_fact"]}), limit=DEPTH))
     *item_results, fact_result = await asyncio.gather(*calls)
     ids = list(dict.fromkeys(c.record.source_id for r in item_results for c in unwrap(r)))
+    if vectors is not None and query_vector is not None:
+        scope: dict[str, Any] = {"metadata": {"index": ITEMS_INDEX}}
+        for key in ("agent_id", "user_id"):
+            if getattr(flt, key) is not None:
+                scope[key] = getattr(flt, key)
+        near = unwrap(
+            await vectors.search(query_vector, limit=DEPTH, threshold=-1.0, filter=scope, include_vectors=False)
+        )
+        ids = list(dict.fromkeys([*ids, *(h.source_id for h in near if h.source_id)]))
     found: list[MemoryItem] = unwrap(await store.get_items(ids)) if ids else []
     items = [i for i in found if i.status in ("active", "superseded") and i.recorded_at <= analysis.anchor]
     facts: set[str] = set()
@@ -142,14 +161,22 @@ async def search_memory(
     )
     items: list[MemoryItem] = []
     facts: set[str] = set()
+    item_cos: dict[str, float] = {}
     if thread_id is None:
-        items, facts = await indexed_items(store, query, flt, analysis)
+        vectors = memory.vectors if query_vector is not None else None
+        items, facts = await indexed_items(store, query, flt, analysis, vectors=vectors, query_vector=query_vector)
+        real = [i for i in items if i.id not in facts]
+        if vectors is not None and query_vector is not None and real:
+            known = await item_vectors(vectors, memory.embedding_service, real)
+            ids = [i.id for i in real if i.id in known]
+            item_cos = dict(zip(ids, cosines(query_vector, [known[i] for i in ids]), strict=True))
     found = await memory.retriever.retrieve(
         query,
         history=candidates.history,
         cosines=candidates.cosines,
         keyword_hits=candidates.keyword,
         items=items,
+        item_cosines=item_cos,
         limit=min(100, limit * 2),
         analysis=analysis,
     )
