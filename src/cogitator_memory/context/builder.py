@@ -31,10 +31,12 @@ from .assembler import Assembly, ContextAssembler, Fitter
 from .config import (
     ContextBuilderConfig,
     ContextPartition,
+    ContextStrategy,
     check_as_of,
     check_budget,
     check_config,
     check_reserve,
+    check_strategy,
     check_text,
     check_texts,
     check_time_zone,
@@ -104,6 +106,7 @@ class _Loaded:
     items: list[MemoryItem] | None = None
     graph: GraphSelection | None = None
     observations: list[Any] | None = None
+    assembler: ContextAssembler | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +140,7 @@ class ContextBuilder(RelevanceRanking):
                 "deps.graph_adapter", "is required by config.include_graph_context: give the graph store to read"
             )
         self.assembler = ContextAssembler(self.config.partitions, strategy=self.config.strategy)
+        self._assemblers: dict[str, ContextAssembler] = {self.config.strategy: self.assembler}
         self._tokens = TokenCache()
         self._history = HistoryReader()
         self._vectors: OrderedDict[str, tuple[str, Any]] = OrderedDict()
@@ -164,6 +168,7 @@ class ContextBuilder(RelevanceRanking):
         leaf_id: str | None = None,
         as_of: datetime | None = None,
         time_zone: str | None = None,
+        strategy: ContextStrategy | None = None,
     ) -> BuiltContext:
         """Build the context of the next turn of ``thread_id``.
 
@@ -176,6 +181,8 @@ class ContextBuilder(RelevanceRanking):
         moment the turn is read at (now by default): the time the input names ("yesterday") is
         read from it, and memory items are read as known then. ``time_zone`` (default the
         config's) is the IANA zone that time is read in and recalled turns are dated in.
+        ``strategy`` (default the config's) is ``recent``, ``relevant`` or ``hybrid`` for this
+        build only, with that strategy's default partitions under the config's ``partitions``.
         """
         cfg = self.config
         tid = tree.check_id("thread_id", thread_id)
@@ -191,6 +198,8 @@ class ContextBuilder(RelevanceRanking):
         leaf = tree.check_optional_id("leaf_id", leaf_id)
         anchor = check_as_of(as_of) or clock.now()
         zone = check_time_zone("time_zone", time_zone) if time_zone is not None else ZoneInfo(cfg.time_zone)
+        strategy = cfg.strategy if strategy is None else check_strategy("strategy", strategy)
+        assembler = self._assembler(strategy)
         if max_tokens is not None:
             limit = check_budget("max_tokens", max_tokens)
         elif cfg.max_tokens is not None:
@@ -221,7 +230,6 @@ class ContextBuilder(RelevanceRanking):
         blocks, overhead = self._required_blocks(prompt, pins, index_text, brief_text, text_input)
         required = sum(b.tokens for part in blocks.values() for b in part) + sum(overhead.values())
         room = max(0, budget - required)
-        strategy = cfg.strategy
         has_input = bool(text_input and text_input.strip())
         service = self.deps.embedding_service
         relevance = strategy == "relevant" and has_input and service is not None
@@ -236,7 +244,7 @@ class ContextBuilder(RelevanceRanking):
             and self.deps.embedding_adapter is not None
         )
 
-        loaded = _Loaded()
+        loaded = _Loaded(assembler=assembler)
         by_count = relevance and self.deps.message_index is None
         jobs = [self._load_history(tid, leaf, room, by_count, loaded, errors, warnings)]
         if cfg.include_facts and (self.deps.fact_adapter is not None or self.deps.memory_items is not None):
@@ -300,16 +308,27 @@ class ContextBuilder(RelevanceRanking):
             fitter = fit_relevant
         else:
             fitter = partial(fit_recent, complete=window.complete and start == 0, counter=self._tokens)
-        assembly = self.assembler.assemble(budget, blocks, fitters={"recent": fitter}, overhead=overhead)
+        assembly = assembler.assemble(budget, blocks, fitters={"recent": fitter}, overhead=overhead)
         if recall_blocks:
-            assembly = await settle_recall(
-                self._recall, tid, self.assembler, budget, blocks, overhead, fitter, assembly
-            )
+            assembly = await settle_recall(self._recall, tid, assembler, budget, blocks, overhead, fitter, assembly)
         warnings.extend(assembly.warnings)
         built = self._result(assembly, window, used_strategy, errors, warnings, window.entries[:start])
         if cfg.include_graph_context:
             self._graph_result(built, assembly.kept.get("recall", ()), loaded.graph)
         return built
+
+    def _assembler(self, strategy: ContextStrategy) -> ContextAssembler:
+        """The assembler of ``strategy``: the config's partitions over that strategy's defaults."""
+        assembler = self._assemblers.get(strategy)
+        if assembler is None:
+            try:
+                assembler = ContextAssembler(self.config.partitions, strategy=strategy)
+            except InvalidArgumentError as exc:
+                raise InvalidArgumentError(
+                    "strategy", f"{strategy!r} cannot use the config's partitions: {exc}"
+                ) from None
+            self._assemblers[strategy] = assembler
+        return assembler
 
     # ----- loading ---------------------------------------------------------------------------
 
@@ -554,7 +573,7 @@ class ContextBuilder(RelevanceRanking):
         """The room the history is sure of: its share of the room, as the assembler gives it (what
         the shares of recall and facts leave; room facts leave goes to recall first). A history cut
         for more would lose its oldest turns in assembly, and the room they were cut for."""
-        share = self.assembler.shares().get("recent", 0.0)
+        share = (loaded.assembler or self.assembler).shares().get("recent", 0.0)
         return max(0, int((room - self._summary_tokens(window)) * share))
 
     def _window_blocks(self, window: HistoryWindow) -> list[ContextBlock]:

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..errors import InvalidArgumentError
 from ..recall.settings import RetrieverSettings, check_settings
 from ..threads import tree
+from ..threads.values import check_optional_text
 
 ContextStrategy: TypeAlias = Literal["recent", "relevant", "hybrid"]
 ContextPartition: TypeAlias = Literal[
@@ -280,10 +281,8 @@ def check_time_zone(name: str, value: object) -> ZoneInfo:
 
 
 def check_text(name: str, value: object) -> str | None:
-    """``None`` or a string."""
-    if value is None or isinstance(value, str):
-        return value
-    raise InvalidArgumentError(name, f"must be a string, got {type(value).__name__}")
+    """``None`` or a string without lone surrogates (they cannot be encoded for a model)."""
+    return check_optional_text(name, value)
 
 
 def check_texts(name: str, value: object) -> list[str]:
@@ -291,6 +290,7 @@ def check_texts(name: str, value: object) -> list[str]:
     if value is None:
         return []
     if isinstance(value, str):
+        check_text(name, value)
         return [value] if value.strip() else []
     if not isinstance(value, list | tuple):
         raise InvalidArgumentError(name, f"must be a list of strings, got {type(value).__name__}")
@@ -298,6 +298,7 @@ def check_texts(name: str, value: object) -> list[str]:
     for i, item in enumerate(value):
         if not isinstance(item, str):
             raise InvalidArgumentError(f"{name}[{i}]", f"must be a string, got {type(item).__name__}")
+        check_text(f"{name}[{i}]", item)
         if item.strip():
             out.append(item)
     return out

@@ -31,6 +31,7 @@ from .. import clock as package_clock
 from ..cascade.records import CascadeCounts
 from ..cascade.service import MemoryCascade
 from ..context.builder import ContextBuilder
+from ..context.config import ContextStrategy
 from ..context.history import entry_messages, read_compacted_history, summary_message
 from ..context.message_index import MessageIndex
 from ..context.records import BuiltContext
@@ -574,12 +575,14 @@ class Memory:
         as_of: datetime | None = None,
         time_zone: str | None = None,
         brief: str | None = None,
+        strategy: ContextStrategy | None = None,
     ) -> BuiltContext:
         """The messages of the next model call of ``thread_id`` within ``max_tokens`` (default the
         config's), with the user's core facts in the system prompt under "What I know about the
         user" (read at each call), and, when files are on, up to three observations of the
         entities ``current_input`` names. ``brief`` is a block of :func:`~cogitator_memory.upkeep.brief_block`
-        (see :meth:`brief`). The other arguments are those of :meth:`ContextBuilder.build`."""
+        (see :meth:`brief`). ``strategy`` (``recent``, ``relevant`` or ``hybrid``; default the
+        config's) is for this call only. The other arguments are those of :meth:`ContextBuilder.build`."""
         self._require()
         tid = tree.check_id("thread_id", thread_id)
         agent = self._agent(agent_id)
@@ -605,6 +608,7 @@ class Memory:
             as_of=as_of,
             time_zone=time_zone,
             brief=brief,
+            strategy=strategy,
         )
 
     # ----- facts: the memory tools -------------------------------------------------------------

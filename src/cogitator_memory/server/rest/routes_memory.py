@@ -12,7 +12,9 @@ from fastapi import APIRouter, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import to_jsonable_python
 
-from ...errors import InvalidArgumentError
+from ...errors import InvalidArgumentError, NotFoundError
+from ...result import unwrap
+from ...threads import tree
 from .parts import cascade_for, memory_of, send
 
 MAX_ITEMS = 1000
@@ -206,18 +208,19 @@ def memory_router() -> APIRouter:
 
     @router.post("/context", tags=["context"])
     async def build_context(request: Request, body: ContextBody) -> Response:
-        """The messages of the next model call of a thread, within ``max_tokens``."""
-        options: dict[str, Any] = {}
-        if body.strategy is not None:
-            options["strategy"] = body.strategy
-        built = await memory_of(request).build_context(
+        """The messages of the next model call of a thread, within ``max_tokens``, built with
+        ``strategy`` (default the config's); an unknown thread is 404."""
+        memory = memory_of(request)
+        if unwrap(await memory.adapter.get_thread(tree.check_id("thread_id", body.thread_id))) is None:
+            raise NotFoundError(f"thread not found: {body.thread_id}")
+        built = await memory.build_context(
             body.thread_id,
             user_id=body.user_id,
             agent_id=body.agent_id,
             current_input=body.current_input,
             system_prompt=body.system_prompt,
             max_tokens=body.max_tokens,
-            **options,
+            strategy=body.strategy,
         )
         shown = {
             "messages": built.messages,

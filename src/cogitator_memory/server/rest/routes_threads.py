@@ -74,7 +74,8 @@ def decode_cursor(cursor: str) -> tuple[datetime, int]:
         when = datetime.fromisoformat(stamp)
         if when.tzinfo is None or isinstance(seen, bool) or not isinstance(seen, int) or seen < 1:
             raise ValueError
-    except (ValueError, TypeError, json.JSONDecodeError):
+        when + timedelta(microseconds=1)  # a page reads up to just after it: not past year 9999
+    except (ValueError, TypeError, OverflowError, json.JSONDecodeError):
         raise InvalidArgumentError("cursor", "is not a cursor this server handed out") from None
     return when, seen
 
@@ -141,15 +142,7 @@ def threads_router() -> APIRouter:
         store = memory_of(request).adapter
         return send(unwrap(await store.create_thread(body.agent_id, body.metadata, body.thread_id)), 201)
 
-    @router.get("/threads/{thread_id}")
-    async def get_thread(request: Request, thread_id: str) -> Response:
-        """One thread."""
-        thread = unwrap(await memory_of(request).adapter.get_thread(thread_id))
-        if thread is None:
-            raise NotFoundError(f"thread not found: {thread_id}")
-        return send(thread)
-
-    @router.get("/threads/{thread_id}/entries")
+    @router.get("/threads/{thread_id:path}/entries")
     async def thread_entries(
         request: Request,
         thread_id: str,
@@ -160,7 +153,7 @@ def threads_router() -> APIRouter:
         ``parent_id`` and ``seq``, so pages join into the tree."""
         return send(await entry_page(memory_of(request).adapter, thread_id, limit, cursor))
 
-    @router.get("/threads/{thread_id}/path")
+    @router.get("/threads/{thread_id:path}/path")
     async def thread_path(
         request: Request,
         thread_id: str,
@@ -177,13 +170,21 @@ def threads_router() -> APIRouter:
         )
         return send({"entries": entries})
 
-    @router.post("/threads/{thread_id}/fork", status_code=201)
+    @router.get("/threads/{thread_id:path}")
+    async def get_thread(request: Request, thread_id: str) -> Response:
+        """One thread (registered after the routes below a thread, so an id may hold ``/``)."""
+        thread = unwrap(await memory_of(request).adapter.get_thread(thread_id))
+        if thread is None:
+            raise NotFoundError(f"thread not found: {thread_id}")
+        return send(thread)
+
+    @router.post("/threads/{thread_id:path}/fork", status_code=201)
     async def fork(request: Request, thread_id: str, body: ForkBody) -> Response:
         """A new thread holding the branch up to ``at_entry_id``."""
         store = memory_of(request).adapter
         return send(unwrap(await store.fork_thread(thread_id, body.at_entry_id, body.new_thread_id)), 201)
 
-    @router.post("/threads/{thread_id}/rewind")
+    @router.post("/threads/{thread_id:path}/rewind")
     async def rewind(request: Request, thread_id: str, body: RewindBody) -> Response:
         """Go back to ``to_entry_id`` (nothing is deleted); memory items that stood only on the
         entries after it are marked stale."""
@@ -194,7 +195,7 @@ def threads_router() -> APIRouter:
             raise NotFoundError(f"thread not found: {thread_id}")
         return send({"thread": thread, "counts": counts.dump()})
 
-    @router.post("/threads/{thread_id}/checkout")
+    @router.post("/threads/{thread_id:path}/checkout")
     async def checkout(request: Request, thread_id: str, body: CheckoutBody) -> Response:
         """Make ``entry_id`` the active leaf."""
         return send(unwrap(await memory_of(request).adapter.checkout(thread_id, body.entry_id)))
@@ -204,7 +205,7 @@ def threads_router() -> APIRouter:
         """Add an entry (the fields of ``NewMemoryEntry``: ``thread_id``, ``message``, ...)."""
         return send(unwrap(await memory_of(request).adapter.add_entry(body)), 201)
 
-    @router.get("/entries/{entry_id}")
+    @router.get("/entries/{entry_id:path}")
     async def get_entry(request: Request, entry_id: str) -> Response:
         """One entry."""
         entry = unwrap(await memory_of(request).adapter.get_entry(entry_id))
@@ -212,7 +213,7 @@ def threads_router() -> APIRouter:
             raise NotFoundError(f"entry not found: {entry_id}")
         return send(entry)
 
-    @router.post("/entries/{entry_id}/redact")
+    @router.post("/entries/{entry_id:path}/redact")
     async def redact_entry(request: Request, entry_id: str, body: RedactBody) -> Response:
         """Redact the entry in place with what memory derived from it (and its replies unless
         ``keep_replies``)."""
@@ -224,7 +225,7 @@ def threads_router() -> APIRouter:
         counts = await cascade_for(memory).redact_entries([entry_id], redaction, keep_replies=body.keep_replies)
         return send({"counts": counts.dump()})
 
-    @router.delete("/entries/{entry_id}")
+    @router.delete("/entries/{entry_id:path}")
     async def delete_entry(
         request: Request, entry_id: str, keep_replies: bool = False, dry_run: bool = False
     ) -> Response:
