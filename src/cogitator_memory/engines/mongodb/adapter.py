@@ -1,7 +1,7 @@
 """``MongoDBAdapter``: the connection to MongoDB (pymongo's async client, collections, error
 mapping, transactions when the server has them) and the adapter class composing the capability
-modules of this folder: threads (:mod:`.threads`), memory items (:mod:`.items`) and memory files
-(:mod:`.files`).
+modules of this folder: threads (:mod:`.threads`), memory items (:mod:`.items`), memory files
+(:mod:`.files`) and the recall index (:mod:`.recall`).
 
 pymongo is imported lazily, in :meth:`MongoDBAdapter.connect`. See ``docs/mongodb.md``.
 """
@@ -26,6 +26,7 @@ from ...lifecycle import check_connection_url, keep_cancellations
 from ...threads.base import BaseMemoryAdapter
 from .files import MongoDBFiles
 from .items import MongoDBItems
+from .recall import MongoDBRecallIndex
 
 if TYPE_CHECKING:
     from pymongo.asynchronous.client_session import AsyncClientSession
@@ -69,6 +70,13 @@ def is_write_conflict(exc: BaseException) -> bool:
     return exc.has_error_label("TransientTransactionError") or "write conflict" in str(exc).lower()
 
 
+def retry_pause(attempt: int) -> float:
+    """Seconds to wait before the ``attempt``-th retry of a transaction after a write conflict:
+    random, up to 1 ms doubled per attempt, at most 50 ms (the exponent capped, so that a server
+    busy for thousands of retries never makes it overflow)."""
+    return random.uniform(0, min(0.05, 0.001 * 2 ** min(attempt, 6)))
+
+
 def _check_name(argument: str, value: object, forbidden: str, *, allow_empty: bool = False) -> str:
     if not isinstance(value, str):
         raise InvalidArgumentError(argument, f"must be a string, got {type(value).__name__}")
@@ -90,7 +98,7 @@ def _check_seconds(argument: str, value: object) -> float:
 
 
 @keep_cancellations
-class MongoDBAdapter(MongoDBThreads, MongoDBFiles, MongoDBItems, BaseMemoryAdapter):
+class MongoDBAdapter(MongoDBRecallIndex, MongoDBThreads, MongoDBFiles, MongoDBItems, BaseMemoryAdapter):
     """A thread store in MongoDB (``pip install "cogitator-memory[mongodb]"``).
 
     ``uri`` (or ``url``) is a MongoDB connection string; ``database`` (default ``cogitator``)
@@ -201,6 +209,7 @@ class MongoDBAdapter(MongoDBThreads, MongoDBFiles, MongoDBItems, BaseMemoryAdapt
             await entries.create_index([("thread_id", 1), ("seq", 1)], name="thread_seq")
             await entries.create_index([("parent_id", 1)], name="parent")
             await self._prepare_items(db)
+            await self._prepare_recall(db)
             use = self.transactions
             if use is None:
                 use = server_has_transactions(hello)
@@ -254,7 +263,7 @@ class MongoDBAdapter(MongoDBThreads, MongoDBFiles, MongoDBItems, BaseMemoryAdapt
                     if not is_write_conflict(exc) or loop.time() > deadline:
                         raise
             attempt += 1
-            await asyncio.sleep(random.uniform(0, min(0.05, 0.001 * 2**attempt)))
+            await asyncio.sleep(retry_pause(attempt))
 
 
 __all__ = [
@@ -263,5 +272,6 @@ __all__ = [
     "DEFAULT_URI",
     "MongoDBAdapter",
     "is_write_conflict",
+    "retry_pause",
     "server_has_transactions",
 ]

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import random
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -184,7 +183,7 @@ class MongoDBFiles(MemoryFileStoreMixin):
         a write conflict that left the batch's sequences free (a conflict over other documents)."""
         if not self._use_transactions or self._client is None:
             return await work(None)
-        from .adapter import is_write_conflict
+        from .adapter import is_write_conflict, retry_pause
 
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 10.0
@@ -207,7 +206,7 @@ class MongoDBFiles(MemoryFileStoreMixin):
                             "MEMORY_FILE_CONFLICT: other writers kept the transaction from committing"
                         ) from None
             attempt += 1
-            await asyncio.sleep(random.uniform(0, min(0.05, 0.001 * 2**attempt)))
+            await asyncio.sleep(retry_pause(attempt))
 
     async def _files(self) -> AsyncCollection[Doc]:
         """The collection of file versions, its indexes made once per connection."""
