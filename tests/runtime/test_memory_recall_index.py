@@ -4,6 +4,7 @@ forgetting that takes the index with it, and a restart that finds what another p
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -167,3 +168,39 @@ async def test_an_items_vector_is_made_once_and_kept_in_the_store(tmp_path: Path
     async with Memory(config, embedding_service=Counting(dimensions=64)) as memory:
         await memory.search("where does Ana live? city", user_id="ana")
         assert Counting.embedded.count("Ana city Porto") == 1, "read back after a restart, not embedded again"
+
+
+async def test_a_dead_embedding_service_searches_by_keywords_and_indexes_the_turns_later(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Real HTTP to a port nothing listens on: search warns and goes on; the turns written
+    meanwhile are embedded at the next use of their thread, not dropped."""
+    import socket
+
+    from cogitator_memory.embeddings.hashing import HashingEmbedder
+    from cogitator_memory.embeddings.openai import OpenAIEmbeddingService
+    from cogitator_memory.http import RetryPolicy
+
+    with socket.socket() as probe:  # a free port, closed again: connections to it are refused
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    dead = OpenAIEmbeddingService(
+        api_key="k", base_url=f"http://127.0.0.1:{port}/v1", dimensions=8, retry=RetryPolicy(max_retries=0)
+    )
+    config = {"adapter": "sqlite", "path": str(tmp_path / "memory.db")}
+    async with Memory(config, embedding_service=dead) as memory:
+        assert memory.message_index is not None
+        memory.message_index.max_retries = 0
+        await memory.add([{"role": "user", "content": "I'm allergic to peanuts."}], user_id="ana", thread_id="t1")
+        with caplog.at_level("WARNING", logger="cogitator_memory"):
+            hits = await memory.search("allergies", user_id="ana")
+        assert [h.text for h in hits] == ["I'm allergic to peanuts."]
+        assert any("embedding service failed" in r.getMessage() for r in caplog.records)
+        assert memory.message_index.failed >= 1
+        assert "t1" not in memory.message_index._checked, "the thread is checked again at its next use"
+        memory.message_index.embedding = HashingEmbedder(dimensions=8)  # the service is back
+        assert memory.message_index.retry_failed(after=0.0) == 1
+        await memory.message_index.flush()
+        await asyncio.sleep(0)
+        stored = unwrap(await memory.vectors.get_by_sources([hits[0].id]))
+        assert len(stored) == 1, "the turn written while the service was down is embedded now"

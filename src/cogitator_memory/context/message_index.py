@@ -32,6 +32,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -54,6 +55,8 @@ logger = logging.getLogger("cogitator_memory")
 MESSAGES_INDEX = "messages"
 #: Longest text (characters) embedded for one entry.
 MAX_EMBED_CHARS = 8000
+#: Seconds after a failure before :meth:`MessageIndex.retry_failed` asks the service again.
+RETRY_AFTER = 30.0
 
 
 def vector_id(entry_id: str) -> str:
@@ -158,6 +161,8 @@ class MessageIndex:
         self._checked: set[str] = set()  # threads whose stored entries all have vectors (or are queued)
         self._backfills: dict[str, asyncio.Future[int]] = {}
         self._waiting: set[asyncio.Future[Any]] = set()
+        self._retry: set[str] = set()  # threads whose entries failed, to backfill later
+        self._failed_at = 0.0
 
     # ----- wiring ----------------------------------------------------------------------------
 
@@ -427,7 +432,8 @@ class MessageIndex:
         except Exception as exc:
             self.failed += len(chosen)
             self.last_error = exc
-            logger.error("message index: embedding %d entries failed: %s", len(chosen), exc)
+            self._later({e.thread_id for e, _ in chosen})
+            logger.error("message index: embedding %d entries failed (indexed later): %s", len(chosen), exc)
             if raise_errors:
                 raise
             return 0
@@ -452,10 +458,33 @@ class MessageIndex:
         failed = len(records) - len(stored)
         if failed:
             self.failed += failed
+            self._later({e.thread_id for e, _ in chosen})
         await self._evict()
         if failed and raise_errors and self.last_error is not None:
             raise self.last_error
         return len(stored)
+
+    def _later(self, thread_ids: set[str]) -> None:
+        """Threads whose entries could not be embedded or stored: checked again (backfilled) at
+        their next use or search, or by :meth:`retry_failed`, so an entry written while the
+        service was down is indexed later, not dropped."""
+        self._checked.difference_update(thread_ids)
+        self._retry.update(thread_ids)
+        self._failed_at = time.monotonic()
+
+    def retry_failed(self, *, after: float = RETRY_AFTER) -> int:
+        """Start, in the background, the backfill of the threads whose entries failed, when the
+        last failure is at least ``after`` seconds old (a service still down is not asked again
+        at every call); how many were started."""
+        if not self._retry or self._memory is None or time.monotonic() - self._failed_at < after:
+            return 0
+        started = 0
+        for thread_id in list(self._retry):
+            self._retry.discard(thread_id)
+            if self._needs_backfill(thread_id):
+                self._start_backfill(thread_id)
+                started += 1
+        return started
 
     async def _store(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Store the records; one already stored (its entry embedded before) is skipped."""

@@ -15,6 +15,7 @@ that user's turns and items and the shared ones (of no user), never another user
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,6 +36,11 @@ from ..threads.records import USER_ID_KEY
 
 if TYPE_CHECKING:
     from .memory import Memory
+
+logger = logging.getLogger("cogitator_memory")
+
+#: Seconds a search waits for the vectors of turns added a moment ago.
+VECTOR_WAIT = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +135,23 @@ async def indexed_items(
     return items, facts
 
 
+async def _query_vector(memory: Memory, query: str) -> list[float] | None:
+    """The query's vector, once the turns added a moment ago are embedded (waiting at most
+    :data:`VECTOR_WAIT` seconds for them); ``None``, with a warning, when the embedding service
+    fails: the search goes on by keywords, time and names."""
+    assert memory.message_index is not None
+    memory.message_index.retry_failed()  # turns whose embedding failed earlier, in the background
+    try:
+        await asyncio.wait_for(asyncio.shield(memory.message_index.flush()), VECTOR_WAIT)
+    except TimeoutError:
+        logger.warning("search: turns added a moment ago are still being embedded; searching without them")
+    try:
+        return list(await memory.embedding_service.embed(query))
+    except Exception as exc:
+        logger.warning("search: the embedding service failed (%s); searching by keywords, time and names", exc)
+        return None
+
+
 async def search_memory(
     memory: Memory, query: str, *, agent: str, user: str | None, thread_id: str | None, limit: int
 ) -> list[SearchHit]:
@@ -149,8 +172,7 @@ async def search_memory(
     flt = RecallFilter(agent_id=agent, user_id=user, thread_id=thread_id)
     query_vector = None
     if memory.message_index is not None and memory.embedding_service is not None:
-        await memory.message_index.flush()  # read your writes: turns added a moment ago
-        query_vector = await memory.embedding_service.embed(query)
+        query_vector = await _query_vector(memory, query)
     candidates = await gather_turns(
         store,
         query,
