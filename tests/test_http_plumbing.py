@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import logging
 import time
 from email.utils import formatdate
 
@@ -117,3 +118,40 @@ def test_the_service_errors_share_one_base_and_keep_their_messages() -> None:
     for error in (chat, embed):
         assert isinstance(error, ProviderServiceError) and isinstance(error, MemoryStoreError)
     assert not isinstance(chat, EmbeddingServiceError) and not isinstance(embed, ModelServiceError)
+
+
+async def test_httpx_info_log_shows_no_credentials_of_model_and_embedding_calls(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """httpx logs each request's full URL at INFO; the filter the clients put on its logger masks
+    the user info of ``base_url`` and credential query values in those lines."""
+    from cogitator_memory.embeddings import OpenAIEmbeddingService
+    from cogitator_memory.models.openai import OpenAIChatClient
+
+    secrets = ["hunter2-password", "sk-query-123456", "gk-key-98765", "tok-abcdef12"]
+    with ScriptedServer() as server:
+        server.enqueue("/v1/embeddings", json={"data": [{"index": 0, "embedding": [0.1, 0.2]}]})
+        server.enqueue(
+            "/v1/chat/completions",
+            json={
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}]
+            },
+        )
+        server.enqueue("/x", json={"ok": True})
+        base = server.url.replace("http://", "http://alice:hunter2-password@") + "/v1"
+        caplog.set_level(logging.INFO, logger="httpx")
+        async with OpenAIEmbeddingService(base_url=base, api_key="sk-test", model="m", dimensions=2) as embeddings:
+            await embeddings.embed("hello")
+        async with OpenAIChatClient(provider="openai", base_url=base, model="m", api_key="sk-test") as chat:
+            await chat.complete([{"role": "user", "content": "hello"}])
+        client = JsonHttpClient(error=lambda *a: RuntimeError("failed"))
+        query = "?api_key=sk-query-123456&key=gk-key-98765&token=tok-abcdef12&page=2"
+        await client.post_json(server.url.replace("http://", "http://bob:hunter2-password@") + "/x" + query, {}, {})
+        await client.aclose()
+    lines = [r.getMessage() for r in caplog.records if r.name == "httpx"]
+    assert len(lines) == 3, lines  # the log is kept, only masked
+    assert all("HTTP Request: POST http://***@127.0.0.1:" in line for line in lines), lines
+    assert "api_key=***&key=***&token=***&page=2" in lines[2]
+    for record in caplog.records:
+        text = record.getMessage() + str(record.__dict__)
+        assert not [s for s in secrets if s in text], text

@@ -14,7 +14,11 @@ The embedding services and the chat model clients post JSON to their provider th
   the provider's own error text when it sent one;
 * keeps credentials out of every message: the values of the credential headers it sent
   (``authorization``, ``x-api-key``, ``x-goog-api-key``, ``api-key``), user info and query
-  strings of URLs are replaced by ``***`` (:func:`redact`, :func:`redact_url`).
+  strings of URLs are replaced by ``***`` (:func:`redact`, :func:`redact_url`);
+* keeps them out of httpx's own log too: httpx logs every request at INFO with its full URL
+  (user info of ``base_url``, ``?api_key=``), so the first client made puts a
+  :class:`RedactingLogFilter` on the ``httpx`` logger, which masks those records as
+  :func:`redact` does.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import asyncio
 import base64
 import email.utils
 import json
+import logging
 import os
 import random
 import re
@@ -204,6 +209,31 @@ def header_secrets(headers: Mapping[str, str]) -> list[str]:
     return [s for s in found if len(s) >= _MIN_SECRET]
 
 
+class RedactingLogFilter(logging.Filter):
+    """A log filter that masks credentials in every record it sees, as :func:`redact` does
+    (URL user info, credential-like query values); the record is kept, its text masked."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a broken record is the logging module's to report
+            return True
+        masked = redact(message)
+        if masked != message:
+            record.msg, record.args = masked, None
+        return True
+
+
+#: The filter on the ``httpx`` logger (one for the process: ``addFilter`` adds it once).
+HTTPX_LOG_FILTER = RedactingLogFilter()
+
+
+def redact_httpx_log() -> None:
+    """Put :data:`HTTPX_LOG_FILTER` on the ``httpx`` logger, whose INFO line of each request
+    shows the full URL; done by every :class:`JsonHttpClient` (a second call changes nothing)."""
+    logging.getLogger("httpx").addFilter(HTTPX_LOG_FILTER)
+
+
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` with every secret, every URL's user info and every credential-like query value masked."""
     for secret in sorted({s for s in secrets if s and len(s) >= _MIN_SECRET}, key=len, reverse=True):
@@ -286,6 +316,7 @@ class JsonHttpClient:
             raise InvalidArgumentError("http_client", f"must be an httpx.AsyncClient, got {type(http_client).__name__}")
         self._error = error
         self._secrets = [s for s in secrets if s]
+        redact_httpx_log()
         self._client = http_client
         self._owns_client = http_client is None
 
@@ -358,10 +389,12 @@ class JsonHttpClient:
 
 __all__ = [
     "CREDENTIAL_HEADERS",
+    "HTTPX_LOG_FILTER",
     "RETRY_KEYS",
     "ErrorFactory",
     "JsonHttpClient",
     "ProviderServiceError",
+    "RedactingLogFilter",
     "RetryCallback",
     "RetryPolicy",
     "check_timeout",
@@ -370,6 +403,7 @@ __all__ = [
     "header_secrets",
     "parse_retry_after",
     "redact",
+    "redact_httpx_log",
     "redact_url",
     "retryable_status",
     "url_secrets",
