@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cogitator_memory.cli import main
+from cogitator_memory.cli import main, render
 from cogitator_memory.cli.demo import DEMO_FORK, DEMO_THREAD
 from cogitator_memory.runtime.memory import Memory
 from cogitator_memory.testing.services import service_url
@@ -51,6 +51,47 @@ def test_remember_then_facts_then_search(config_file: Path, tmp_path: Path, caps
     assert code == 0 and "boiler" in hits[0]["text"]
     code, out, _ = _run(capsys, "search", "boiler", "--user", "sam", *cfg)
     assert (code, out) == (0, "nothing found\n")
+
+
+#: What a terminal acts on in stored text: a C1 CSI (U+009B), a C1 OSC (U+009D), DEL, a
+#: right-to-left override and a left-to-right isolate.
+HOSTILE = "Lisbon\x9b2J\x9d0;owned\x07\x7f \u202eevil\u2066"
+
+
+def _assert_json_terminal_safe(out: str) -> Any:
+    """``out`` is valid JSON holding no raw C1 control, DEL or bidirectional formatting character."""
+    raw = [
+        hex(ord(c)) for c in out if 0x7F <= ord(c) <= 0x9F or 0x202A <= ord(c) <= 0x202E or 0x2066 <= ord(c) <= 0x2069
+    ]
+    assert raw == [], f"raw terminal controls in --json output: {raw}"
+    return json.loads(out)
+
+
+def test_json_outputs_escape_c1_controls_and_bidi_overrides(
+    config_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = ("--config", str(config_file))
+    code, out, _ = _run(capsys, "remember", HOSTILE, "--core-key", "city", "--user", "alex", "--json", *cfg)
+    assert code == 0
+    saved = _assert_json_terminal_safe(out)
+    assert saved["fact"] == saved["core_fact"]["value"] == HOSTILE, "the value is kept, escaped"
+    code, out, _ = _run(capsys, "facts", "--user", "alex", "--json", *cfg)
+    assert code == 0 and _assert_json_terminal_safe(out) == {"facts": {"city": HOSTILE}}
+    assert "\\u009b" in out and "\\u202e" in out and "\\u2066" in out
+
+    async def seed() -> None:
+        async with Memory(
+            {"adapter": "sqlite", "path": str(tmp_path / "cli.db"), "embedding": {"provider": "none"}}
+        ) as m:
+            await m.add([{"role": "user", "content": f"The boiler is in {HOSTILE}."}], user_id="alex")
+
+    asyncio.run(seed())
+    code, out, _ = _run(capsys, "search", "boiler", "--user", "alex", "--json", *cfg)
+    hits = _assert_json_terminal_safe(out)["results"]
+    assert code == 0 and HOSTILE in hits[0]["text"]
+    # a lone surrogate, which no encoding writes, comes out escaped too (the same JSON value)
+    text = render.json_text({"x": "a\ud800b"})
+    assert "\\ud800" in text and json.loads(text.encode("utf-8").decode()) == {"x": "a\ud800b"}
 
 
 def test_db_picks_a_sqlite_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

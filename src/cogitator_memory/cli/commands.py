@@ -85,18 +85,6 @@ def _no_constant(name: str) -> NoReturn:
     raise ValueError(name)
 
 
-def json_text(data: Any) -> str:
-    """``data`` as indented JSON for the terminal: non-ASCII escaped when stdout cannot encode it,
-    the characters a terminal acts on escaped always (the same JSON value)."""
-    plain = render.glyphs_for(sys.stdout) is render.ASCII
-    return render.json_terminal_safe(json.dumps(data, indent=2, ensure_ascii=plain)) + "\n"
-
-
-def print_json(data: Any) -> None:
-    """Print ``data`` as indented JSON."""
-    sys.stdout.write(json_text(data))
-
-
 def page_size(text: str) -> int:
     """``--limit``: an int from 1 to 1000."""
     try:
@@ -182,7 +170,7 @@ async def cmd_threads(args: argparse.Namespace) -> int:
             await store.list_threads(agent_id=args.agent, metadata=wanted or None, limit=args.limit, cursor=args.cursor)
         )
     if args.json:
-        print_json({"threads": [t.dump() for t in page.threads], "next_cursor": page.next_cursor})
+        render.print_json({"threads": [t.dump() for t in page.threads], "next_cursor": page.next_cursor})
         return 0
     g, width = render.glyphs_for(sys.stdout), render.terminal_width()
     if not page.threads:
@@ -217,7 +205,7 @@ async def cmd_show(args: argparse.Namespace) -> int:
     by_id = {e.id: e for e in entries}
     active = render.active_path_ids(thread, by_id)
     if args.json:
-        print_json({"thread": thread.dump(), "entries": [entry_json(e) for e in entries], "active_path": active})
+        render.print_json({"thread": thread.dump(), "entries": [entry_json(e) for e in entries], "active_path": active})
         return 0
     g, width = render.glyphs_for(sys.stdout), render.terminal_width()
     if args.full:
@@ -300,7 +288,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise CliError(f"{name} holds neither messages nor an exported thread")
     thread, count, created = done.thread, done.count, done.created
     if args.json:
-        print_json({"thread_id": thread.id, "entries": count, "created": created, "agent_id": thread.agent_id})
+        render.print_json({"thread_id": thread.id, "entries": count, "created": created, "agent_id": thread.agent_id})
         return 0
     how = f"a new thread of agent {thread.agent_id}" if created else "the end of the active branch"
     render.write_lines(

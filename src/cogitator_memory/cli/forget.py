@@ -14,8 +14,6 @@ checkpoints the WAL itself, so the forgotten text does not stay in free pages of
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from datetime import UTC, datetime
 from typing import Any
 
@@ -143,21 +141,17 @@ async def cmd_forget(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace, outcome: CascadePlan | CascadeCounts, what: str) -> int:
     if isinstance(outcome, CascadePlan):
         if args.json:
-            _print(
+            render.print_json(
                 {"dry_run": True, "threads": outcome.threads, "entries": outcome.entries, "skipped": outcome.skipped}
             )
         else:
             render.write_lines([render.one_line(line) for line in _plan_lines(outcome, what)])
         return 0
     if args.json:
-        _print({"dry_run": False, **outcome.dump()})
+        render.print_json({"dry_run": False, **outcome.dump()})
     else:
         render.write_lines([render.one_line(line) for line in _count_lines(outcome, what)])
     return 0
-
-
-def _print(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 
 def register(sub: Any, db: argparse.ArgumentParser) -> None:

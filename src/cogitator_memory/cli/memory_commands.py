@@ -9,7 +9,6 @@ key, before anything is done.
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -105,10 +104,6 @@ async def open_memory(args: argparse.Namespace) -> Memory:
         raise CliError(str(exc)) from None
 
 
-def _print_json(data: Any) -> None:
-    print(json.dumps(data, ensure_ascii=False, indent=2))
-
-
 async def cmd_search(args: argparse.Namespace) -> int:
     """``search``: the turns and memory items that answer a query, best first."""
     memory = await open_memory(args)
@@ -121,7 +116,7 @@ async def cmd_search(args: argparse.Namespace) -> int:
     finally:
         await memory.close()
     if args.json:
-        _print_json({"results": [hit.dump() for hit in hits]})
+        render.print_json({"results": [hit.dump() for hit in hits]})
         return 0
     if not hits:
         print("nothing found")
@@ -144,7 +139,7 @@ async def cmd_remember(args: argparse.Namespace) -> int:
     finally:
         await memory.close()
     if args.json:
-        _print_json(answer)
+        render.print_json(answer)
     else:
         state = "updated" if answer.get("updated") else "saved"
         core = answer.get("core_fact")
@@ -163,7 +158,7 @@ async def cmd_facts(args: argparse.Namespace) -> int:
     finally:
         await memory.close()
     if args.json:
-        _print_json({"facts": facts})
+        render.print_json({"facts": facts})
     elif not facts:
         print(f"no core facts (save one with '{PROG} remember FACT --core-key KEY')")
     else:

@@ -44,8 +44,9 @@ MAX_GRAPH_WIDTH = 40
 #: The bidirectional formatting characters, which reorder what a terminal shows after them.
 BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 _UNSAFE = re.compile(f"[\x00-\x1f\x7f-\x9f{BIDI_CONTROLS}]")
-#: The characters JSON text leaves raw that a terminal would act on (JSON escapes C0 itself).
-_JSON_UNSAFE = re.compile(f"[\x7f-\x9f{BIDI_CONTROLS}]")
+#: The characters JSON text leaves raw that a terminal would act on (JSON escapes C0 itself),
+#: and lone surrogates, which no output encoding can write.
+_JSON_UNSAFE = re.compile(f"[\x7f-\x9f{BIDI_CONTROLS}\ud800-\udfff]")
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -67,6 +68,19 @@ def terminal_safe(text: str) -> str:
 def json_terminal_safe(text: str) -> str:
     """JSON text with the characters a terminal acts on written as ``\\uHHHH`` escapes (the same JSON value)."""
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def json_text(data: Any) -> str:
+    """``data`` as indented JSON for the terminal: non-ASCII escaped when stdout cannot encode it,
+    the characters a terminal acts on (DEL, C1 controls, bidirectional formatting characters) and
+    lone surrogates escaped always (see :func:`json_terminal_safe`: the same JSON value)."""
+    plain = glyphs_for(sys.stdout) is ASCII
+    return json_terminal_safe(json.dumps(data, indent=2, ensure_ascii=plain)) + "\n"
+
+
+def print_json(data: Any) -> None:
+    """Print ``data`` as :func:`json_text` writes it: every ``--json`` output of the CLI."""
+    sys.stdout.write(json_text(data))
 
 
 @dataclass(frozen=True)
@@ -403,9 +417,11 @@ __all__ = [
     "format_metadata",
     "glyphs_for",
     "json_terminal_safe",
+    "json_text",
     "legend",
     "one_line",
     "path_lines",
+    "print_json",
     "prose",
     "safe_lines",
     "short_ids",
