@@ -549,3 +549,20 @@ def test_import_reads_anthropic_messages(capsys: pytest.CaptureFixture[str], db:
     assert entries[3].type == "tool_result" and entries[3].message is not None and entries[3].message.name == "weather"
     code, _, err = cli(capsys, "import", str(source), "--db", str(db), "--format", "openai")
     assert code == 1 and "Anthropic's shape" in err
+
+
+@pytest.mark.parametrize("bad", [["--agent", "a" * 300], ["--thread", "t" * 300], ["--agent", "\t"]])
+def test_a_rejected_import_leaves_no_file_it_created(
+    capsys: pytest.CaptureFixture[str], db: Path, tmp_path: Path, bad: list[str]
+) -> None:
+    messages = tmp_path / "chat.json"
+    messages.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    code, _, err = cli(capsys, "import", str(messages), "--db", str(db), *bad)
+    assert code != 0 and err.startswith(PREFIX) and "invalid argument" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["chat.json"]  # no memory.db, -wal or -shm
+    # A file that was there before the rejected import stays, with what it held.
+    assert cli(capsys, "import", str(messages), "--db", str(db), "--thread", "kept")[0] == 0
+    code, _, _ = cli(capsys, "import", str(messages), "--db", str(db), *bad)
+    assert code != 0 and db.exists()
+    thread, entries = tree_of(db, "kept")
+    assert thread is not None and len(entries) == 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
-from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager, suppress
 from pathlib import Path
 from typing import TypeVar
 
@@ -80,8 +80,12 @@ class CliStore(SQLiteAdapter):
 
 @asynccontextmanager
 async def open_store(path: str, *, create: bool) -> AsyncIterator[CliStore]:
-    """The connected SQLite store at ``path``; with ``create=False`` a missing file is an error."""
+    """The connected SQLite store at ``path``; with ``create=False`` a missing file is an error.
+
+    A file this call creates is removed again (with its ``-wal``, ``-shm`` and ``-journal``) when
+    the command fails or is interrupted: a rejected ``import`` leaves no empty database behind."""
     target = path
+    new_file: Path | None = None
     if not (path == ":memory:" or path.startswith("file:")):
         file = Path(path).expanduser()
         target = str(file)
@@ -92,14 +96,28 @@ async def open_store(path: str, *, create: bool) -> AsyncIterator[CliStore]:
                 f"no database at {path}: create one with '{PROG} demo' or '{PROG} import FILE', "
                 f"or point to one with --db PATH or ${DB_ENV}"
             )
+        if not file.exists():
+            new_file = file
     store = CliStore(path=target)
-    opened = await store.connect()
-    if not opened.success:
-        raise CliError(opened.error or f"cannot open {path}")
     try:
-        yield store
-    finally:
-        await store.disconnect()
+        opened = await store.connect()
+        if not opened.success:
+            raise CliError(opened.error or f"cannot open {path}")
+        try:
+            yield store
+        finally:
+            await store.disconnect()
+    except BaseException:
+        if new_file is not None:
+            _remove_database(new_file)
+        raise
+
+
+def _remove_database(file: Path) -> None:
+    """Remove the SQLite file ``file`` with the files SQLite keeps beside it."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with suppress(FileNotFoundError):
+            file.with_name(file.name + suffix).unlink()
 
 
 def need(result: MemoryResult[T]) -> T:
