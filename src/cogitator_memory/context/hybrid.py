@@ -392,6 +392,7 @@ class HybridRecall:
             history=others,
             cosines={k: v for k, v in found.cosines.items() if k in kept},
             keyword_hits=[k for k in found.keyword if k in kept],
+            turn_terms={rid: r.terms for rid, r in found.records.items()},
             items=[],
             limit=OTHER_LIMIT * 2,
         )

@@ -60,6 +60,10 @@ RECALL_BM25 = BM25(k1=1.2, b=0.75)
 #: weight is a small part of a rare term's, and its postings cost the most to read), unless
 #: every term of the query is such.
 COMMON_TERMS_FROM = 2000
+#: Most postings a keyword search reads: the rarest terms of the query are searched, the more
+#: common ones left out once their postings would pass this (the rarest term is always searched).
+#: BM25 weighs a common term little; reading its postings is what grows with history.
+POSTINGS_BUDGET = 20_000
 #: The keys :meth:`RecallIndexMixin.delete_recall_scope` takes.
 SCOPE_DELETE_KEYS = ("thread_id", "user_id")
 
@@ -92,6 +96,19 @@ class RecallIndexAdapter(Protocol):
 def is_recall_index(store: object) -> bool:
     """Whether ``store`` keeps a recall index (offers the calls of :class:`RecallIndexAdapter`)."""
     return isinstance(store, RecallIndexMixin | RecallIndexAdapter)
+
+
+def within_budget(terms: list[str], freqs: dict[str, int], budget: int = POSTINGS_BUDGET) -> list[str]:
+    """The terms a keyword search reads, in their order: rarest first until their postings would
+    pass ``budget`` (the rarest is always kept)."""
+    kept: set[str] = set()
+    total = 0
+    for term in sorted(terms, key=lambda t: (freqs[t], t)):
+        if kept and total + freqs[term] > budget:
+            break
+        kept.add(term)
+        total += freqs[term]
+    return [t for t in terms if t in kept]
 
 
 def _check_time(name: str, value: object) -> datetime:
@@ -286,6 +303,7 @@ class RecallIndexMixin(ABC):
             if n_docs >= COMMON_TERMS_FROM:
                 telling = [t for t in present if freqs[t] * 2 <= n_docs]
                 present = telling or present
+            present = within_budget(present, freqs)
             weights = [(t, BM25.idf(n_docs, freqs[t])) for t in present]
             found = await self._recall_keyword(weights, total / n_docs, flt, size)
             return ok([RecallCandidate(record=r, score=s) for r, s in found])
@@ -341,8 +359,10 @@ class RecallIndexMixin(ABC):
 
 __all__ = [
     "COMMON_TERMS_FROM",
+    "POSTINGS_BUDGET",
     "RECALL_BM25",
     "RecallIndexAdapter",
     "RecallIndexMixin",
     "is_recall_index",
+    "within_budget",
 ]

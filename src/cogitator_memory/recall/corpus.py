@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, TypeVar
@@ -61,6 +61,13 @@ class Corpus(Generic[D]):
     _spare: OrderedDict[str, Doc[D]] = field(default_factory=OrderedDict)
     #: What a search derived from all the documents (by name), kept until they change.
     derived: dict[str, Any] = field(default_factory=dict)
+    #: The terms of documents known already (by id: a recall index's records carry theirs),
+    #: used instead of reading their text again.
+    known_terms: Mapping[str, Sequence[str]] = field(default_factory=dict)
+
+    def _terms(self, rid: str, body: str) -> list[str]:
+        known = self.known_terms.get(rid)
+        return list(known) if known is not None else recall_terms(body)
 
     @classmethod
     def new(cls, k1: float, b: float) -> Corpus[D]:
@@ -129,7 +136,7 @@ class Corpus(Generic[D]):
         doc = self._spare.pop(rid, None)
         if doc is None or (doc.record is not record and doc.text != text(record)):
             body = text(record)
-            terms = recall_terms(body)
+            terms = self._terms(rid, body)
             doc = Doc(record, body, terms, frozenset(terms), " ".join(body.casefold().split()))
         doc.record = record
         self.docs[rid] = doc
@@ -155,7 +162,7 @@ class Corpus(Generic[D]):
                 continue
             if doc is not None:
                 self.bm25.remove_terms(rid, doc.terms)
-            terms = recall_terms(body)
+            terms = self._terms(rid, body)
             docs[rid] = Doc(record, body, terms, frozenset(terms), " ".join(body.casefold().split()))
             self.bm25.add(rid, terms)
             changed = True

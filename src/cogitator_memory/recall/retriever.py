@@ -45,7 +45,7 @@ from ..result import unwrap
 from ..search.fusion import reciprocal_rank_fusion
 from ..threads.records import EVENT_TYPES, MemoryEntry
 from . import item_search
-from .corpus import CorpusCache, Doc, phrase_pattern, turn_text
+from .corpus import Corpus, CorpusCache, Doc, phrase_pattern, turn_text
 from .query import QueryAnalysis, analyze_query_async
 from .rerank import Reranker, check_results, reranked_order
 from .settings import Channel, RetrieverSettings, check_settings
@@ -151,6 +151,7 @@ class MemoryRetriever:
         keyword_hits: Sequence[str] | None = None,
         limit: int | None = None,
         analysis: QueryAnalysis | None = None,
+        turn_terms: Mapping[str, Sequence[str]] | None = None,
     ) -> Retrieval:
         """The turns of ``history`` and the memory items that answer ``input``, best first.
 
@@ -164,7 +165,10 @@ class MemoryRetriever:
         ``items`` are the items to search; or give ``item_adapter`` (a
         :class:`~cogitator_memory.items.MemoryItemAdapter`) and ``scope``, and the active and
         superseded items the scope sees, known at ``anchor``, are read. ``limit`` (default
-        ``settings.limit``) caps the hits. Raises
+        ``settings.limit``) caps the hits. ``turn_terms`` (entry id -> stemmed terms) says the
+        turns are candidates of a recall index (whose records carry their terms): they are
+        searched in a corpus of their own, not kept between calls, their terms not read again.
+        Raises
         :class:`~cogitator_memory.errors.InvalidArgumentError` naming a bad argument.
         """
         s = self.settings
@@ -232,9 +236,13 @@ class MemoryRetriever:
         entry_map: _Turns = _Turns({}, held_ids)
         index_of: Mapping[str, int] = {}
         span = 1
-        corpus_t = None
+        corpus_t: Corpus[MemoryEntry] | None = None
         if history:
-            corpus_t = self._turns.get(history[0].thread_id, s.bm25_k1, s.bm25_b)
+            if turn_terms is not None:
+                corpus_t = Corpus.new(s.bm25_k1, s.bm25_b)
+                corpus_t.known_terms = turn_terms
+            else:
+                corpus_t = self._turns.get(history[0].thread_id, s.bm25_k1, s.bm25_b)
             corpus_t.sync(history, _ID, turn_text, skip=_is_event)
             index_of = corpus_t.index()
             span = max(1, len(index_of) - 1)

@@ -197,6 +197,7 @@ async def search_memory(
         history=candidates.history,
         cosines=candidates.cosines,
         keyword_hits=candidates.keyword,
+        turn_terms={rid: r.terms for rid, r in candidates.records.items()},
         items=items,
         item_cosines=item_cos,
         limit=min(100, limit * 2),

@@ -5,7 +5,9 @@ kind, status, times in microseconds, each behind an index) and the rest as JSON.
 ``recall_terms`` is the inverted index, ``(term, rid, tf)`` without rowids, so a keyword search
 reads only the postings of the query's terms; BM25 is summed in SQL over them, filtered by scope
 in the same statement. ``recall_stats`` keeps the record count and total length in terms (BM25's
-``N`` and ``avgdl``) up to date in every write, so a search never counts the table. Schema:
+``N`` and ``avgdl``) and ``recall_df`` each term's record count up to date in every write, so a
+search never counts postings; it reads only those of the terms :func:`~cogitator_memory.index.base.within_budget`
+keeps. Schema:
 migration ``m011_recall_index``.
 """
 
@@ -54,6 +56,7 @@ RECALL_TABLES: tuple[str, ...] = (
         PRIMARY KEY (term, rid)
     ) WITHOUT ROWID""",
     "CREATE INDEX IF NOT EXISTS recall_terms_by_rid ON recall_terms (rid)",
+    "CREATE TABLE IF NOT EXISTS recall_df (term TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS recall_stats (one INTEGER PRIMARY KEY CHECK (one = 1), records INTEGER NOT NULL, total INTEGER NOT NULL)",
     "INSERT OR IGNORE INTO recall_stats (one, records, total) VALUES (1, 0, 0)",
     "CREATE TABLE IF NOT EXISTS recall_state (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -119,15 +122,35 @@ def _record(row: Sequence[Any]) -> RecallRecord:
 
 
 def _drop(db: sqlite3.Connection, where: str, args: Sequence[Any]) -> int:
-    """Delete the records matching ``where`` with their postings, keeping the stats; how many."""
-    gone = db.execute(f"SELECT count(*), total(term_count) FROM recall_records r WHERE {where}", args).fetchone()
-    count = int(gone[0])
-    if not count:
+    """Delete the records matching ``where`` with their postings, keeping the stats and the
+    terms' record counts; how many."""
+    rows = db.execute(f"SELECT term_count, terms FROM recall_records r WHERE {where}", args).fetchall()
+    if not rows:
         return 0
+    held: Counter[str] = Counter()
+    for _count, terms in rows:
+        held.update(set(terms.split(" ")) if terms else ())
     db.execute(f"DELETE FROM recall_terms WHERE rid IN (SELECT rid FROM recall_records r WHERE {where})", args)
     db.execute(f"DELETE FROM recall_records WHERE rid IN (SELECT rid FROM recall_records r WHERE {where})", args)
-    db.execute("UPDATE recall_stats SET records = records - ?, total = total - ? WHERE one = 1", (count, int(gone[1])))
-    return count
+    _count_terms(db, held, -1)
+    total = sum(int(count) for count, _terms in rows)
+    db.execute("UPDATE recall_stats SET records = records - ?, total = total - ? WHERE one = 1", (len(rows), total))
+    return len(rows)
+
+
+def _count_terms(db: sqlite3.Connection, held: Counter[str], sign: int) -> None:
+    """Move the record counts of terms (``recall_df``) by ``sign`` times ``held``; a term no
+    record holds any more is dropped."""
+    if not held:
+        return
+    changes = sorted(held.items())
+    if sign > 0:
+        db.executemany(
+            "INSERT INTO recall_df (term, n) VALUES (?, ?) ON CONFLICT (term) DO UPDATE SET n = n + excluded.n", changes
+        )
+        return
+    db.executemany("UPDATE recall_df SET n = n - ? WHERE term = ?", [(n, t) for t, n in changes])
+    db.executemany("DELETE FROM recall_df WHERE term = ? AND n <= 0", [(t,) for t, _n in changes])
 
 
 class SQLiteRecallIndex(RecallIndexMixin):
@@ -147,6 +170,7 @@ class SQLiteRecallIndex(RecallIndexMixin):
                 chunk = ids[start : start + _CHUNK]
                 _drop(db, f"r.id IN ({_marks(len(chunk))})", chunk)
             postings: list[tuple[str, int, int]] = []
+            held: Counter[str] = Counter()
             total = 0
             for record in records:
                 cursor = db.execute(
@@ -156,10 +180,13 @@ class SQLiteRecallIndex(RecallIndexMixin):
                 )
                 rid = cursor.lastrowid
                 assert rid is not None
-                postings.extend((term, rid, tf) for term, tf in Counter(record.terms).items())
+                counts = Counter(record.terms)
+                postings.extend((term, rid, tf) for term, tf in counts.items())
+                held.update(counts.keys())
                 total += len(record.terms)
             postings.sort()
             db.executemany("INSERT INTO recall_terms (term, rid, tf) VALUES (?, ?, ?)", postings)
+            _count_terms(db, held, 1)
             db.execute(
                 "UPDATE recall_stats SET records = records + ?, total = total + ? WHERE one = 1", (len(records), total)
             )
@@ -189,9 +216,7 @@ class SQLiteRecallIndex(RecallIndexMixin):
     async def _recall_stats(self, terms: list[str]) -> tuple[int, int, dict[str, int]]:
         db = self.connection
         records, total = db.execute("SELECT records, total FROM recall_stats WHERE one = 1").fetchone()
-        found = db.execute(
-            f"SELECT term, count(*) FROM recall_terms WHERE term IN ({_marks(len(terms))}) GROUP BY term", terms
-        )
+        found = db.execute(f"SELECT term, n FROM recall_df WHERE term IN ({_marks(len(terms))})", terms)
         return int(records), int(total), {str(t): int(n) for t, n in found}
 
     async def _recall_keyword(
