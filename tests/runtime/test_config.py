@@ -143,3 +143,29 @@ def test_a_bare_yaml_off_is_the_extraction_mode_off_and_the_documented_file_read
     documented = page.split("```yaml\n", 1)[1].split("```", 1)[0]
     config = parse_config(documented, source="docs/runtime.md")
     assert config.extraction.mode == "off" and config.consolidation.playbook == "apply"
+
+
+async def test_vectors_path_reaches_qdrant_local_mode(tmp_path: Path) -> None:
+    from cogitator_memory.runtime.memory import Memory
+
+    folder = tmp_path / "qdrant"
+    config = {
+        "adapter": "sqlite",
+        "path": str(tmp_path / "memory.db"),
+        "embedding": {"provider": "hashing"},
+        "vectors": {"adapter": "qdrant", "path": str(folder), "collection": "notes"},
+    }
+    async with Memory(config) as memory:
+        vectors = memory.vectors
+        assert vectors.local and vectors.path == str(folder) and vectors.url is None
+        vector = [1.0] + [0.0] * (vectors.dimensions - 1)
+        record = {"id": "v1", "source_id": "e1", "source_type": "entry", "content": "Lisbon", "vector": vector}
+        assert (await vectors.add_embeddings([record])).success
+    assert folder.is_dir() and any(folder.rglob("*"))  # the collection is on disk, in that folder
+    async with Memory(config) as memory:  # and read back from it after a restart
+        assert (await memory.vectors.get_embedding("v1")).data is not None
+    both = {**config, "vectors": {"adapter": "qdrant", "path": str(folder), "url": "http://localhost:6333"}}
+    with pytest.raises(ConfigError) as caught:
+        async with Memory(both):
+            pass
+    assert caught.value.key == "memory.vectors.path"

@@ -176,7 +176,8 @@ class ContextConfig(_Section):
 
 class VectorsConfig(_Section):
     """Where message and item vectors live: ``sqlite`` (the store's file by default), ``memory``,
-    ``postgres`` (the store's database) or ``qdrant`` (``url``, ``collection``)."""
+    ``postgres`` (the store's database) or ``qdrant`` (``url`` of a server or ``path`` of a local
+    folder, and ``collection``)."""
 
     adapter: Literal["memory", "sqlite", "postgres", "qdrant"]
     path: str | None = None

@@ -254,6 +254,10 @@ class Memory:
                 raise ConfigError("memory.vectors.adapter", "postgres vectors live in the postgres store")
             return self.adapter
         elif chosen.adapter == "qdrant":
+            if chosen.url and chosen.path:
+                raise ConfigError("memory.vectors.path", "give Qdrant a url (a server) or a path (local), not both")
+            if chosen.path:
+                options["path"] = str(Path(chosen.path).expanduser())
             options.update({k: v for k, v in (("url", chosen.url), ("collection", chosen.collection)) if v})
         try:
             return create_embedding_adapter(options)
