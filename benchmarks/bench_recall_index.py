@@ -464,7 +464,9 @@ def rows_for(
 async def add_many_rows() -> list[Row]:
     """``MemoryItems.add_many(500)`` on SQLite beside raw ``sqlite3`` inserting the same rows
     (``bench_items``' row encoding) into a file of the same schema (made by ``SQLiteAdapter``),
-    one transaction a batch; 10 batches each, alternating, new items in new scopes."""
+    one transaction a batch; 10 batches each, alternating, a batch one new user's items, each
+    in its own slot. ``add_many`` also writes the items' recall-index records; the raw side
+    writes the item and evidence rows only."""
     import sqlite3
 
     from cogitator_memory import SQLiteAdapter
@@ -484,7 +486,11 @@ async def add_many_rows() -> list[Row]:
     items = MemoryItems(adapter=adapter)
     spent = {"add_many": 0.0, "raw": 0.0}
     for b in range(10):
-        made = [_item(b * ITEM_BATCH + i, f"u{(b * ITEM_BATCH + i) % 50}") for i in range(ITEM_BATCH)]
+        # a batch is one user's (as extraction writes a window), every item in its own slot
+        made = [
+            _item(n, f"writer{b}").model_copy(update={"attribute": f"attribute {n}"})
+            for n in range(b * ITEM_BATCH, (b + 1) * ITEM_BATCH)
+        ]
         new = [
             m.model_dump(
                 include={"kind", "subject", "attribute", "value", "evidence", "trust", "verified", "confidence"}
