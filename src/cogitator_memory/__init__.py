@@ -194,6 +194,7 @@ from .recall import (
 )
 from .result import MemoryResult, err, ok, unwrap
 from .runtime import (
+    AddError,
     AddResult,
     ConfigError,
     ConsolidationReport,
@@ -328,6 +329,7 @@ __all__ = [
     "REDACTED_KEY",
     "REDACTED_TEXT",
     "USER_ID_KEY",
+    "AddError",
     "AddResult",
     "AnthropicChatClient",
     "ApprovalEvent",

@@ -22,10 +22,11 @@ from .config import (
     load_config,
     parse_config,
 )
-from .memory import AddResult, ConsolidationReport, Memory, SearchHit, message_format
+from .memory import AddError, AddResult, ConsolidationReport, Memory, SearchHit, message_format
 from .sync import SyncMemory
 
 __all__ = [
+    "AddError",
     "AddResult",
     "BriefConfig",
     "CompactionConfig",

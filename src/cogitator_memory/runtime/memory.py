@@ -17,9 +17,12 @@ See ``docs/runtime.md``.
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import logging
 import os
 import warnings
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -36,7 +39,7 @@ from ..context.history import entry_messages, read_compacted_history, summary_me
 from ..context.message_index import MessageIndex
 from ..context.records import BuiltContext
 from ..engines.factory import create_embedding_adapter, create_memory_adapter
-from ..errors import InvalidArgumentError, MemoryStoreError
+from ..errors import ConflictError, InvalidArgumentError, MemoryStoreError
 from ..facts.core import CoreFacts
 from ..files.base import is_memory_file_adapter
 from ..files.service import MemoryFiles
@@ -70,12 +73,34 @@ _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_
 CORE_FACTS_HEADING = "What I know about the user"
 
 
+#: The steps :meth:`Memory.add` runs once the turns are stored.
+AddStage = Literal["compaction", "extraction"]
+
+
+@dataclass(frozen=True, slots=True)
+class AddError:
+    """A step :meth:`Memory.add` ran after storing the turns that failed: ``stage`` names it,
+    ``message`` says what failed, ``error`` is the exception (the turns stay stored)."""
+
+    stage: AddStage
+    message: str
+    error: Exception = field(repr=False, compare=False)
+
+
 @dataclass(frozen=True, slots=True)
 class AddResult:
-    """What :meth:`Memory.add` wrote: the thread and the entries, in order."""
+    """What :meth:`Memory.add` wrote: the thread and the entries, in order.
+
+    ``errors`` lists the steps run after the write that failed (compaction, extraction), each an
+    :class:`AddError`; the entries are stored either way, so the call is not to be repeated for
+    them. ``replayed`` is true when the ``idempotency_key`` named an add already stored: nothing
+    was written and ``entries`` are that add's.
+    """
 
     thread_id: str
     entries: list[MemoryEntry] = field(default_factory=list)
+    errors: list[AddError] = field(default_factory=list)
+    replayed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +111,19 @@ class ConsolidationReport:
 
     dedupe: DedupeReport | None = None
     fold: FoldResult | None = None
+
+
+def _keyed_ids(thread_id: str, key: str, count: int) -> list[str]:
+    """The entry ids of an add with an idempotency key: the same for the same thread and key,
+    so a retry finds what the first call wrote (and a store refuses a second write of an id)."""
+    digest = hashlib.sha256(f"{thread_id}\x00{key}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    first = f"entry_k{digest}_0"
+    return [_keyed_id(first, n) for n in range(count)]
+
+
+def _keyed_id(first: str, n: int) -> str:
+    """The ``n``-th keyed id of the add whose first keyed id is ``first``."""
+    return f"{first.rsplit('_', 1)[0]}_{n}"
 
 
 def message_format(messages: Sequence[Any], system: Any = None) -> MessageFormat:
@@ -215,6 +253,8 @@ class Memory:
         self._connected = False
         self._core: dict[tuple[str, str | None], CoreFacts] = {}
         self._tools: dict[tuple[str, str | None], dict[str, Any]] = {}
+        #: One lock per thread an add is writing to, so that concurrent adds do not interleave.
+        self._add_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
     # ----- construction ------------------------------------------------------------------------
 
@@ -425,18 +465,30 @@ class Memory:
         thread_id: str | None = None,
         system: Any = None,
         format: MessageFormat | None = None,
+        idempotency_key: str | None = None,
     ) -> AddResult:
         """Add a conversation's messages (OpenAI's or Anthropic's shape, told apart by
         :func:`message_format` unless ``format`` says) to ``thread_id``, created when missing for
         ``agent_id`` (default the config's) with ``user_id`` in its metadata. Without
         ``thread_id`` a new thread is made. ``system`` is an Anthropic request's system prompt.
 
-        Every message is checked before any is written. Then the thread is compacted when the
-        config asks and its messages are read for memory items when extraction is on.
+        Every message is checked before any is written (bad input raises
+        :class:`InvalidArgumentError`, writing nothing), and the messages are written all or
+        none, next to each other on the thread's active branch even when other adds to the
+        thread run at the same time in this process. Then the thread is compacted when the
+        config asks and its messages are read for memory items when extraction is on; a failure
+        there is logged and reported in :attr:`AddResult.errors`, never raised: the turns stay.
+
+        ``idempotency_key`` (with a ``thread_id``) makes a retry safe: an add whose key and
+        thread match an add already stored writes nothing and returns that add's entries
+        (``replayed``); the same key with other messages raises :class:`InvalidArgumentError`.
         """
         self._require()
         agent = self._agent(agent_id)
         user = tree.check_optional_id("user_id", user_id)
+        key = tree.check_optional_id("idempotency_key", idempotency_key)
+        if key is not None and thread_id is None:
+            raise InvalidArgumentError("idempotency_key", "needs a thread_id: a retry must name the thread it adds to")
         tid = new_thread_id() if thread_id is None else tree.check_id("thread_id", thread_id)
         if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
             raise InvalidArgumentError("messages", "must be a list of chat messages")
@@ -451,48 +503,108 @@ class Memory:
             new = from_openai_messages(messages, thread_id=tid)
         if not self.enabled:
             return AddResult(thread_id=tid)
-        existing = unwrap(await self.adapter.get_thread(tid))
-        if existing is None:
-            metadata = {"user_id": user} if user is not None else None
-            unwrap(await self.adapter.create_thread(agent, metadata=metadata, thread_id=tid))
-        else:
-            owner = (existing.metadata or {}).get("user_id")
-            if user is not None and owner is not None and owner != user:
-                raise InvalidArgumentError("thread_id", f"{tid} is another user's thread")
-        try:
-            written = await self._write(new)
-        except BaseException:
+        lock = self._add_locks.get(tid)
+        if lock is None:
+            lock = self._add_locks[tid] = asyncio.Lock()
+        async with lock:
+            existing = unwrap(await self.adapter.get_thread(tid))
+            if existing is not None:
+                owner = (existing.metadata or {}).get("user_id")
+                if user is not None and owner is not None and owner != user:
+                    raise InvalidArgumentError("thread_id", f"{tid} is another user's thread")
+            stored: list[MemoryEntry] = []
+            if key is not None:
+                new = [e.model_copy(update={"id": i}) for e, i in zip(new, _keyed_ids(tid, key, len(new)), strict=True)]
+                if existing is not None:
+                    stored = await self._stored_add(new)
+                    if stored and len(stored) == len(new):
+                        return AddResult(thread_id=tid, entries=stored, replayed=True)
             if existing is None:
-                await self.adapter.delete_thread(tid)
-            raise
-        await self._after_add(tid, written, agent, user)
-        return AddResult(thread_id=tid, entries=written)
+                metadata = {"user_id": user} if user is not None else None
+                unwrap(await self.adapter.create_thread(agent, metadata=metadata, thread_id=tid))
+            try:
+                written = await self._write(new, stored)
+            except BaseException as exc:
+                if key is not None and isinstance(exc, ConflictError):
+                    # Another process wrote this key's entries meanwhile: that add is this one.
+                    stored = await self._stored_add(new)
+                    if stored and len(stored) == len(new):
+                        return AddResult(thread_id=tid, entries=stored, replayed=True)
+                # The thread made here goes too, unless another process wrote to it meanwhile.
+                if existing is None and not unwrap(await self.adapter.get_entries(tid, limit=1, types="all")):
+                    await self.adapter.delete_thread(tid)
+                raise
+        errors = await self._after_add(tid, written, agent, user)
+        return AddResult(thread_id=tid, entries=written, errors=errors)
 
-    async def _write(self, new: list[NewMemoryEntry]) -> list[MemoryEntry]:
-        written: list[MemoryEntry] = []
+    async def _stored_add(self, keyed: list[NewMemoryEntry]) -> list[MemoryEntry]:
+        """The entries of an earlier add of these keyed entries still in the store, in order
+        (fewer than asked when that add was cut short; none when there was no such add).
+
+        Raises :class:`InvalidArgumentError` for ``idempotency_key`` when the key was used for
+        other messages (their number, kind or text differ; a redacted entry is taken as it
+        was)."""
+        stored: list[MemoryEntry] = []
+        for entry in keyed:
+            found = unwrap(await self.adapter.get_entry(cast(str, entry.id)))
+            if found is None:
+                break
+            if found.thread_id != entry.thread_id or (
+                not (found.metadata or {}).get(REDACTED_KEY)
+                and (found.type != entry.type or found.message != entry.message)
+            ):
+                raise InvalidArgumentError("idempotency_key", "was used for other messages of this thread")
+            stored.append(found)
+        if stored and len(stored) == len(keyed):
+            beyond = _keyed_id(cast(str, keyed[0].id), len(keyed))
+            if unwrap(await self.adapter.get_entry(beyond)) is not None:
+                raise InvalidArgumentError("idempotency_key", "was used for other messages of this thread")
+        return stored
+
+    async def _write(self, new: list[NewMemoryEntry], stored: list[MemoryEntry]) -> list[MemoryEntry]:
+        """Write ``new``, less the first ones already ``stored`` (by an add cut short), after the
+        active leaf; on a failure take out what this call wrote.
+
+        Each entry goes after the active leaf, not after an explicit parent: a message added
+        to the thread in between (by another process, or since an add was cut short) then
+        stays on the active path instead of on a branch that hides it or these from
+        :meth:`history`. Adds of this :class:`Memory` do not come in between (:meth:`add`'s lock)."""
+        written = list(stored)
         try:
-            for entry in new:
+            for entry in new[len(stored) :]:
                 written.append(unwrap(await self.adapter.add_entry(entry)))
         except BaseException:
-            for entry_written in reversed(written):
+            for entry_written in reversed(written[len(stored) :]):
                 await self.adapter.delete_entry(entry_written.id)
             raise
         return written
 
-    async def _after_add(self, tid: str, written: list[MemoryEntry], agent: str, user: str | None) -> None:
+    async def _after_add(self, tid: str, written: list[MemoryEntry], agent: str, user: str | None) -> list[AddError]:
+        """Compact the thread and extract memory items from ``written``, as the config asks; a
+        step that fails is logged and returned, never raised (the turns are stored)."""
         cfg = self.config
+        errors: list[AddError] = []
         if self.compaction is not None and cfg.compaction is not None:
-            await self.compaction.compact(
-                tid,
-                strategy=cfg.compaction.strategy,
-                message_threshold=cfg.compaction.threshold,
-                threshold=cfg.compaction.tokens,
-                keep_recent=cfg.compaction.keep_recent,
-            )
+            try:
+                await self.compaction.compact(
+                    tid,
+                    strategy=cfg.compaction.strategy,
+                    message_threshold=cfg.compaction.threshold,
+                    threshold=cfg.compaction.tokens,
+                    keep_recent=cfg.compaction.keep_recent,
+                )
+            except Exception as exc:
+                errors.append(AddError("compaction", str(exc) or type(exc).__name__, exc))
         if self.extractor is not None and written:
-            await self.extractor.extract(
-                written, scope={"agent_id": agent, "user_id": user}, user_id=user, before_write=self._entries_left
-            )
+            try:
+                await self.extractor.extract(
+                    written, scope={"agent_id": agent, "user_id": user}, user_id=user, before_write=self._entries_left
+                )
+            except Exception as exc:
+                errors.append(AddError("extraction", str(exc) or type(exc).__name__, exc))
+        for error in errors:
+            logger.warning("add to thread %s: %s failed, the turns are stored: %s", tid, error.stage, error.message)
+        return errors
 
     async def _entries_left(self, items: list[NewMemoryItem]) -> list[NewMemoryItem]:
         """The items extraction is about to write, less what stood on entries deleted or redacted
@@ -897,6 +1009,7 @@ class Memory:
 
 __all__ = [
     "CORE_FACTS_HEADING",
+    "AddError",
     "AddResult",
     "ConsolidationReport",
     "Memory",
