@@ -17,10 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from pydantic import ValidationError
-
 from ..ids import new_id
-from ..threads import tree
 from . import rules
 from .records import MUTABLE_FIELDS, TRUSTED, ItemUpdate, MemoryItem, NewMemoryItem, scope_key
 
@@ -71,10 +68,9 @@ def new_item(new: NewMemoryItem, recorded: datetime, *, shadow: bool, activation
 
 
 def _apply(update: ItemUpdate, item: MemoryItem) -> MemoryItem:
-    try:
-        return update.apply(item)
-    except ValidationError as exc:  # as a store refuses it
-        raise tree.validation_error("updates", exc) from None
+    """What :meth:`ItemUpdate.apply` gives, without checking the item again: the updates the
+    rules make hold checked values, and the store checks the net change it is sent."""
+    return item.model_copy(update={**update.changes(), "version": item.version + 1})
 
 
 def _net_update(original: MemoryItem, final: MemoryItem) -> ItemUpdate | None:
