@@ -155,3 +155,74 @@ async def test_httpx_info_log_shows_no_credentials_of_model_and_embedding_calls(
     for record in caplog.records:
         text = record.getMessage() + str(record.__dict__)
         assert not [s for s in secrets if s in text], text
+
+
+async def test_a_base_url_with_a_query_string_gets_the_path_before_the_query() -> None:
+    """A gateway's ``base_url`` may carry a query (``?api-version=...``): every client joins its
+    endpoint to the base's path and sends the query as it was given."""
+    from cogitator_memory.embeddings import GoogleEmbeddingService, OllamaEmbeddingService, OpenAIEmbeddingService
+    from cogitator_memory.http import endpoint
+    from cogitator_memory.models.anthropic import AnthropicChatClient
+    from cogitator_memory.models.gemini import GeminiChatClient
+    from cogitator_memory.models.openai import OpenAIChatClient
+    from cogitator_memory.recall.rerank import CohereReranker, JinaReranker, VoyageReranker
+    from cogitator_memory.testing.scripted_server import (
+        anthropic_messages_handler,
+        cohere_rerank_handler,
+        gemini_generate_handler,
+        google_batch_embed_handler,
+        jina_rerank_handler,
+        ollama_embed_handler,
+        openai_chat_handler,
+        openai_embeddings_handler,
+        voyage_rerank_handler,
+    )
+
+    assert endpoint("https://h.example/v1/?a=1&b=2#frag", "/x") == "https://h.example/v1/x?a=1&b=2"
+    assert endpoint("https://h.example", "v1/messages") == "https://h.example/v1/messages"
+    message = [{"role": "user", "content": "hello"}]
+    with ScriptedServer() as server:
+        for path, handler in (
+            ("/gw/chat/completions", openai_chat_handler("hi")),
+            ("/gw/v1/messages", anthropic_messages_handler("hi")),
+            ("/gw/models/m:generateContent", gemini_generate_handler("hi")),
+            ("/gw/embeddings", openai_embeddings_handler(2)),
+            ("/gw/models/m:batchEmbedContents", google_batch_embed_handler(2)),
+            ("/gw/api/embed", ollama_embed_handler(2)),
+            ("/gw/v2/rerank", cohere_rerank_handler()),
+            ("/gw/v1/rerank", jina_rerank_handler()),
+        ):
+            server.fallback(path, handler)
+        base = f"{server.url}/gw/?api-version=7&tenant=t1"
+        async with OpenAIChatClient(provider="compatible", base_url=base, model="m", api_key="k") as chat:
+            await chat.complete(message)
+        async with AnthropicChatClient(base_url=base, model="m", api_key="k") as anthropic:
+            await anthropic.complete(message)
+        async with GeminiChatClient(base_url=base, model="m", api_key="k") as gemini:
+            await gemini.complete(message)
+        for service in (
+            OpenAIEmbeddingService(base_url=base, api_key="k", model="m", dimensions=2),
+            GoogleEmbeddingService(base_url=base, api_key="k", model="m", dimensions=2),
+            OllamaEmbeddingService(base_url=base, model="m", dimensions=2),
+        ):
+            async with service:
+                assert len(await service.embed("hello")) == 2
+        for reranker in (CohereReranker(base_url=base, api_key="k"), JinaReranker(base_url=base, api_key="k")):
+            async with reranker:
+                assert await reranker.rerank("tea", ["green tea", "coffee"])
+        server.fallback("/gw/v1/rerank", voyage_rerank_handler())
+        async with VoyageReranker(base_url=base, api_key="k") as voyage:
+            assert await voyage.rerank("tea", ["green tea", "coffee"])
+        sent = server.requests
+    assert [r.path for r in sent] == [
+        "/gw/chat/completions",
+        "/gw/v1/messages",
+        "/gw/models/m:generateContent",
+        "/gw/embeddings",
+        "/gw/models/m:batchEmbedContents",
+        "/gw/api/embed",
+        "/gw/v2/rerank",
+        "/gw/v1/rerank",
+        "/gw/v1/rerank",
+    ]
+    assert all(r.query.startswith("api-version=7&tenant=t1") for r in sent), [r.query for r in sent]

@@ -179,6 +179,18 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
+def endpoint(base_url: str, path: str) -> str:
+    """The URL of ``path`` under ``base_url``: the path is joined to the base's path, before its
+    query string (a gateway's ``?api-version=...`` or ``?key=...`` stays a query string).
+
+    >>> endpoint("https://gateway.example/v1/?api-version=2024", "chat/completions")
+    'https://gateway.example/v1/chat/completions?api-version=2024'
+    """
+    parts = urlsplit(base_url)
+    joined = parts.path.rstrip("/") + "/" + path.lstrip("/")
+    return urlunsplit((parts.scheme, parts.netloc, joined, parts.query, ""))
+
+
 def url_secrets(url: str) -> list[str]:
     """The credentials a URL carries: its password (and a token-like user name) and its credential query values."""
     try:
@@ -398,6 +410,7 @@ __all__ = [
     "RetryCallback",
     "RetryPolicy",
     "check_timeout",
+    "endpoint",
     "env_key_for",
     "error_text",
     "header_secrets",

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from ..http import env_key_for
+from ..http import endpoint, env_key_for
 from .base import EmbeddingServiceError, parse_vector, resolve_model
 from .http import HttpEmbeddingService, RetryPolicy
 
@@ -85,7 +85,7 @@ class GoogleEmbeddingService(HttpEmbeddingService):
                 request["outputDimensionality"] = self.dimensions
             requests.append(request)
         status, body = await self._post_json(
-            f"{self.base_url}/models/{self.model}:batchEmbedContents",
+            endpoint(self.base_url, f"models/{self.model}:batchEmbedContents"),
             {"requests": requests},
             {"content-type": "application/json", "x-goog-api-key": self._api_key},
         )

@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 
-from ..http import redact_url
+from ..http import endpoint, redact_url
 from .base import EmbeddingServiceError, parse_vector, resolve_model
 from .http import HttpEmbeddingService, RetryPolicy
 
@@ -65,7 +65,7 @@ class OllamaEmbeddingService(HttpEmbeddingService):
         if self.keep_alive is not None:
             payload["keep_alive"] = self.keep_alive
         status, body = await self._post_json(
-            f"{self.base_url}/api/embed", payload, {"content-type": "application/json"}
+            endpoint(self.base_url, "api/embed"), payload, {"content-type": "application/json"}
         )
         embeddings = body.get("embeddings") if isinstance(body, dict) else None
         if not isinstance(embeddings, list):

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from ..http import env_key_for, redact_url
+from ..http import endpoint, env_key_for, redact_url
 from .base import EmbeddingServiceError, parse_vector, resolve_model
 from .http import HttpEmbeddingService, RetryPolicy
 
@@ -74,7 +74,7 @@ class OpenAIEmbeddingService(HttpEmbeddingService):
         payload: dict[str, Any] = {"model": self.model, "input": texts, "encoding_format": "float"}
         if self._send_dimensions:
             payload["dimensions"] = self.dimensions
-        status, body = await self._post_json(f"{self.base_url}/embeddings", payload, self._headers())
+        status, body = await self._post_json(endpoint(self.base_url, "embeddings"), payload, self._headers())
         data = body.get("data") if isinstance(body, dict) else None
         if not isinstance(data, list):
             raise EmbeddingServiceError(self.provider, status, "malformed answer: no 'data' list")

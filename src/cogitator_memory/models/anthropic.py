@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 
 from ..errors import InvalidArgumentError
-from ..http import RetryPolicy, env_key_for
+from ..http import RetryPolicy, endpoint, env_key_for
 from ..threads.records import Message
 from .base import DEFAULT_CHAT_TIMEOUT, DEFAULT_MAX_TOKENS, BaseChatClient, normalize_finish, object_at, usage_of
 from .convert import to_anthropic_request
@@ -123,7 +123,7 @@ class AnthropicChatClient(BaseChatClient):
         own = {"x-api-key": self._api_key, "anthropic-version": self.version}
         if self.beta:
             own["anthropic-beta"] = ",".join(self.beta)
-        return f"{self.base_url}/v1/messages", payload, self._headers(own)
+        return endpoint(self.base_url, "v1/messages"), payload, self._headers(own)
 
     def _parse(self, status: int, body: dict[str, Any]) -> ChatCompletion:
         if body.get("type") == "error":

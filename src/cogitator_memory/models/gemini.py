@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 
 from ..errors import InvalidArgumentError
-from ..http import RetryPolicy, env_key_for
+from ..http import RetryPolicy, endpoint, env_key_for
 from ..threads.records import ImageBase64Part, ImageURLPart, Message, TextPart
 from .base import DEFAULT_CHAT_TIMEOUT, DEFAULT_MAX_TOKENS, BaseChatClient, normalize_finish, object_at, usage_of
 from .convert import _messages as _check_message_list
@@ -159,7 +159,7 @@ class GeminiChatClient(BaseChatClient):
         if stop:
             config["stopSequences"] = stop
         payload["generationConfig"] = config
-        url = f"{self.base_url}/models/{model.removeprefix('models/')}:generateContent"
+        url = endpoint(self.base_url, f"models/{model.removeprefix('models/')}:generateContent")
         return url, payload, self._headers({"x-goog-api-key": self._api_key})
 
     def _parse(self, status: int, body: dict[str, Any]) -> ChatCompletion:

@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from ..errors import InvalidArgumentError
-from ..http import RetryPolicy, env_key_for
+from ..http import RetryPolicy, endpoint, env_key_for
 from ..threads.records import Message
 from .base import DEFAULT_CHAT_TIMEOUT, DEFAULT_MAX_TOKENS, BaseChatClient, normalize_finish, object_at, usage_of
 from .convert import to_openai_messages
@@ -196,7 +196,7 @@ class OpenAIChatClient(BaseChatClient):
             own["authorization"] = f"Bearer {self._api_key}"
         if self._organization:
             own["openai-organization"] = self._organization
-        return f"{self.base_url}/chat/completions", payload, self._headers(own)
+        return endpoint(self.base_url, "chat/completions"), payload, self._headers(own)
 
     def _parse(self, status: int, body: dict[str, Any]) -> ChatCompletion:
         error = body.get("error")

@@ -32,7 +32,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import httpx
 
 from ..errors import InvalidArgumentError
-from ..http import JsonHttpClient, ProviderServiceError, RetryPolicy, check_timeout, env_key_for, redact_url
+from ..http import JsonHttpClient, ProviderServiceError, RetryPolicy, check_timeout, endpoint, env_key_for, redact_url
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,7 +239,7 @@ class CohereReranker(HttpReranker):
         self.max_tokens_per_doc = _optional_positive("max_tokens_per_doc", max_tokens_per_doc)
 
     def _url(self) -> str:
-        return f"{self.base_url}/v2/rerank"
+        return endpoint(self.base_url, "v2/rerank")
 
     def _payload(self, query: str, documents: list[str]) -> dict[str, Any]:
         payload: dict[str, Any] = {"model": self.model, "query": query, "documents": documents}
@@ -264,7 +264,7 @@ class JinaReranker(HttpReranker):
         self.top_n = _optional_positive("top_n", top_n)
 
     def _url(self) -> str:
-        return f"{self.base_url}/v1/rerank"
+        return endpoint(self.base_url, "v1/rerank")
 
     def _payload(self, query: str, documents: list[str]) -> dict[str, Any]:
         payload: dict[str, Any] = {
@@ -292,7 +292,7 @@ class VoyageReranker(HttpReranker):
         self.top_k = _optional_positive("top_k", top_k)
 
     def _url(self) -> str:
-        return f"{self.base_url}/v1/rerank"
+        return endpoint(self.base_url, "v1/rerank")
 
     def _list_key(self) -> str:
         return "data"
