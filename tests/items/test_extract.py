@@ -8,6 +8,7 @@ answers that are not JSON, quotes of the wrong message or of words no message ho
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -724,3 +725,18 @@ async def test_bad_arguments_are_refused_naming_them(world: World) -> None:
             await call()
         assert caught.value.argument.startswith(name)
     assert world.requests() == []
+
+
+async def test_broken_json_in_an_answer_is_counted_and_logged(world: World, caplog: pytest.LogCaptureFixture) -> None:
+    await world.say("I live in Braga and I work at Acme.")
+    good = json.dumps(item("Braga", (1, "I live in Braga")))
+    # The second element is broken JSON (a bare word, a missing comma), the third a JSON string.
+    world.answer(f'[{good}, {{"kind": "fact", "value": Acme "quotes": []}}, "employer: Acme"]')
+    with caplog.at_level(logging.WARNING, logger="cogitator_memory.items.extract"):
+        report = await world.extract()
+    assert [i.value for i in report.items] == ["Braga"]
+    [stats] = report.windows
+    assert (stats.status, stats.items_read, stats.items_dropped, stats.elements_unreadable) == ("read", 1, 2, 2)
+    assert report.elements_unreadable == 2
+    [warning] = [r.getMessage() for r in caplog.records if r.name == "cogitator_memory.items.extract"]
+    assert "window 1" in warning and "2 element(s)" in warning and "not JSON" in warning

@@ -29,6 +29,7 @@ too. See ``docs/items.md``.
 from __future__ import annotations
 
 import inspect
+import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -94,6 +95,7 @@ BeforeWrite: TypeAlias = Callable[
 ]
 
 _SPACE = re.compile(r"\s+")
+logger = logging.getLogger(__name__)
 
 
 # ----- errors ------------------------------------------------------------------------------------
@@ -330,7 +332,8 @@ class WindowReport:
     ``continuations`` the calls that went on after a cut answer and ``retries`` those that asked
     again after an answer without an array; ``complete`` is false when the last answer was still
     cut. ``items_read`` items fit, ``items_dropped`` elements did not (not JSON, not an item, or
-    naming a message not shown: ``unknown_messages``), ``quotes_verified`` and ``quotes_rejected``
+    naming a message not shown: ``unknown_messages``); ``elements_unreadable`` counts those of
+    them that were not JSON objects at all (broken JSON, also logged as a warning), ``quotes_verified`` and ``quotes_rejected``
     count the quotes of the items read, ``items_unsupported`` the items read whose quotes all
     hold but do not say their value (written unverified), ``dates_unresolved`` the time words that named no time,
     and ``items_written`` the items written (after ``before_write``).
@@ -347,6 +350,7 @@ class WindowReport:
     items_read: int = 0
     items_dropped: int = 0
     unknown_messages: int = 0
+    elements_unreadable: int = 0
     quotes_verified: int = 0
     quotes_rejected: int = 0
     items_unsupported: int = 0
@@ -387,6 +391,11 @@ class ExtractionReport:
     def items_dropped(self) -> int:
         """Answer elements left out, over every window."""
         return self._sum("items_dropped")
+
+    @property
+    def elements_unreadable(self) -> int:
+        """Answer elements that were not JSON objects (broken JSON), over every window."""
+        return self._sum("elements_unreadable")
 
     @property
     def calls(self) -> int:
@@ -532,6 +541,13 @@ class MemoryExtractor:
     @staticmethod
     def _take(read: JsonArrayRead, reader: _Reader, stats: WindowReport, found: list[ExtractedItem]) -> None:
         parsed = reader.read(read.elements)
+        if read.skipped:
+            stats.elements_unreadable += read.skipped
+            logger.warning(
+                "extraction window %d: %d element(s) of the model's answer were not JSON objects and were left out",
+                stats.number,
+                read.skipped,
+            )
         stats.items_read += len(parsed.items)
         stats.items_dropped += read.skipped + parsed.dropped + parsed.unknown_messages
         stats.unknown_messages += parsed.unknown_messages
