@@ -55,7 +55,7 @@ def new_item(new: NewMemoryItem, recorded: datetime, *, shadow: bool, activation
     active = not shadow and rules.activates(
         new.trust, new.verified, new.confidence, bool(new.evidence), activation_confidence
     )
-    data = dict(new)
+    data = new.__dict__.copy()  # the fields (dict(new) walks them one by one)
     own_end = data.pop("valid_to")
     data.update(
         id=new_id("mem_"),
