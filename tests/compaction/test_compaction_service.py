@@ -132,7 +132,9 @@ async def test_compacting_again_summarizes_only_what_is_new(
     assert len(unwrap(await memory.get_entries(thread.id, types="all"))) == 14 + 2
 
 
-@pytest.mark.parametrize("failure", ["http-500", "timeout", "blank", "surrogate", "longer", "raises"])
+@pytest.mark.parametrize(
+    "failure", ["http-500", "timeout", "blank", "surrogate", "longer", "ok", "punctuation", "refusal", "raises"]
+)
 async def test_a_failing_summarizer_leaves_the_thread_as_it_was(
     failure: str, memory: BaseMemoryAdapter, server: ScriptedServer, client: OpenAIChatClient
 ) -> None:
@@ -154,6 +156,12 @@ async def test_a_failing_summarizer_leaves_the_thread_as_it_was(
         server.enqueue(PATH, body=json.dumps(answer).replace("SURROGATE", "\\ud800"))
     elif failure == "longer":
         server.fallback(PATH, openai_chat_handler("word " * 2000))
+    elif failure == "ok":  # an answer, not a summary: fewer than MIN_SUMMARY_WORDS words
+        server.fallback(PATH, openai_chat_handler("OK."))
+    elif failure == "punctuation":
+        server.fallback(PATH, openai_chat_handler("... -- !!! ?"))
+    elif failure == "refusal":
+        server.fallback(PATH, openai_chat_handler("Sorry, no."))
     else:
 
         async def boom(messages: Sequence[Message], options: SummarizeOptions) -> str:
@@ -299,3 +307,34 @@ async def test_bad_arguments_name_themselves(memory: BaseMemoryAdapter, client: 
     with pytest.raises(InvalidArgumentError, match="summarize"):
         CompactionService(memory, "model")  # type: ignore[arg-type]
     assert json.dumps(COMPACTION_PROMPT)
+
+
+async def test_a_summary_too_short_for_what_it_replaces_is_refused(
+    memory: BaseMemoryAdapter, server: ScriptedServer, client: OpenAIChatClient
+) -> None:
+    """The documented rule: at least MIN_SUMMARY_WORDS words, and at least MIN_SUMMARY_SHARE of the
+    tokens replaced up to MIN_SUMMARY_TOKENS; a real summary of a long history passes."""
+    from cogitator_memory.compaction.service import MIN_SUMMARY_TOKENS, check_summary
+    from cogitator_memory.tokens import count_tokens
+
+    thread = unwrap(await memory.create_thread("concierge"))
+    await fill(memory, thread.id, 80)
+    before = await everything(memory, thread.id)
+    service = CompactionService(memory, summarize_fn(client))
+    short = "The user and the assistant talked about many topics."
+    assert count_tokens(short) < MIN_SUMMARY_TOKENS
+    server.fallback(PATH, openai_chat_handler(short))
+    with pytest.raises(CompactionError, match="too short for what it replaces"):
+        await service.compact(thread.id, message_threshold=10, keep_recent=2)
+    assert await everything(memory, thread.id) == before
+
+    long_enough = " ".join(f"m{i} covered topic {i}." for i in range(78))
+    server.fallback(PATH, openai_chat_handler(long_enough))
+    result = await service.compact(thread.id, message_threshold=10, keep_recent=2)
+    assert result.compacted and result.covered == 78
+    # A short history takes a short summary; no history takes three bare words.
+    check_summary("Ana likes tea.", 40)
+    with pytest.raises(CompactionError, match="at least 3 are needed"):
+        check_summary("Noted!", 40)
+    with pytest.raises(CompactionError, match="too short"):
+        check_summary("Ana likes tea.", 5000)

@@ -6,13 +6,18 @@ entries), picks the entries to cover (all but the newest ``keep_recent``, never 
 call from its result) and asks the summarizer about them (after the earlier summary, so only what
 is new is summarized again). It then reads the branch again and writes one compaction entry at
 its end naming the first entry it keeps. The thread is left as it was when the summarizer fails,
-times out or answers no usable summary, and when an entry it summarized was deleted, redacted or
-left the branch meanwhile. Entries added while the model was writing are kept after the summary.
+times out or answers no usable summary (:func:`check_summary`: blank, holding text no store can
+keep, fewer than :data:`MIN_SUMMARY_WORDS` words, shorter than :data:`MIN_SUMMARY_SHARE` of what
+it replaces up to :data:`MIN_SUMMARY_TOKENS` tokens, or longer than what it replaces), and when an
+entry it summarized was deleted, redacted or left the branch meanwhile. Entries added while the
+model was writing are kept after the summary.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
+import re
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -65,6 +70,40 @@ COMPACTION_PROMPT = (
 
 #: How many times the entry is written again when entries raced in between the last read and it.
 _WRITE_TRIES = 3
+
+#: A summary holds at least this many words (runs of letters or digits): "OK", "Done." or "..."
+#: summarize nothing.
+MIN_SUMMARY_WORDS = 3
+
+#: A summary is at least this share of the tokens it replaces, up to :data:`MIN_SUMMARY_TOKENS`.
+MIN_SUMMARY_SHARE = 0.02
+
+#: The most tokens the share rule asks of a summary: a summary of 32 tokens or more is long
+#: enough for a history of any length.
+MIN_SUMMARY_TOKENS = 32
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+def check_summary(summary: str, replaced: int) -> None:
+    """Refuse an answer that is not a summary of ``replaced`` tokens (see the module docs):
+    fewer than :data:`MIN_SUMMARY_WORDS` words, fewer tokens than :data:`MIN_SUMMARY_SHARE` of
+    ``replaced`` (up to :data:`MIN_SUMMARY_TOKENS`), or more tokens than ``replaced``."""
+    words = len(_WORD.findall(summary))
+    if words < MIN_SUMMARY_WORDS:
+        raise CompactionError(
+            f"the summarizer's answer is no summary: {words} word(s), at least {MIN_SUMMARY_WORDS} are needed"
+            f" ({summary!r:.80})"
+        )
+    tokens = count_tokens(summary)
+    least = min(MIN_SUMMARY_TOKENS, math.ceil(replaced * MIN_SUMMARY_SHARE))
+    if tokens < least:
+        raise CompactionError(
+            f"the summary ({tokens} tokens) is too short for what it replaces ({replaced} tokens):"
+            f" at least {least} tokens are needed ({summary!r:.80})"
+        )
+    if tokens > replaced:
+        raise CompactionError(f"the summary ({tokens} tokens) is longer than what it replaces ({replaced} tokens)")
 
 
 def _positive(name: str, value: object) -> int | None:
@@ -461,11 +500,15 @@ class CompactionService:
         replaced = sum(self.tokens_of(e) for e in covered)
         if previous is not None:
             replaced += count_tokens(summary_message(previous).text)
-        if count_tokens(summary) > replaced:
-            raise CompactionError(
-                f"the summary ({count_tokens(summary)} tokens) is longer than what it replaces ({replaced} tokens)"
-            )
+        check_summary(summary, replaced)
         return summary
 
 
-__all__ = ["COMPACTION_PROMPT", "CompactionService"]
+__all__ = [
+    "COMPACTION_PROMPT",
+    "MIN_SUMMARY_SHARE",
+    "MIN_SUMMARY_TOKENS",
+    "MIN_SUMMARY_WORDS",
+    "CompactionService",
+    "check_summary",
+]
