@@ -133,6 +133,9 @@ async def test_a_thread_id_with_slashes_is_read_through_every_route(memory: Memo
         "UPDATE entries SET body = '[1]'",
         "UPDATE threads SET metadata = '[1]'",
         'UPDATE threads SET metadata = json(\'{"memory_user_ids": ["ada", ""], "user_id": "ada"}\')',
+        "UPDATE threads SET updated_at = 999999999999999999",
+        "UPDATE entries SET body = json_set(body, '$.message.role', 'nobody')",
+        "DELETE FROM recall_terms",
     ],
 )
 async def test_search_on_a_damaged_thread_is_a_clear_problem(tmp_path: Path, damage: str) -> None:
