@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from cogitator_memory.cascade import MemoryCascade
 from cogitator_memory.engines.mongodb.adapter import MongoDBAdapter
 from cogitator_memory.errors import ConflictError, NotFoundError, StoreUnavailableError
 from cogitator_memory.result import MemoryResult, unwrap
@@ -312,7 +313,7 @@ async def test_a_client_killed_inside_delete_thread_leaves_nothing_a_new_thread_
     assert unwrap(await shared.get_path(thread_id="doomed")) == []
 
 
-@pytest.mark.parametrize("kill_at", [1, 2, 3])
+@pytest.mark.parametrize("kill_at", [1, 2, 3, 4])
 async def test_a_client_killed_inside_fork_thread_leaves_nothing_a_retry_reads(
     shared: MongoDBAdapter, kill_at: int
 ) -> None:
@@ -340,3 +341,55 @@ async def test_a_client_killed_inside_fork_thread_leaves_nothing_a_retry_reads(
     assert len(await assert_valid_tree(shared, "copy")) == 3, "one copy of each entry up to the fork point"
     path = unwrap(await shared.get_path(thread_id="copy"))
     assert [e.message.text for e in path] == ["m0", "m1", "m2"]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("kill_at", [2, 3, 4])
+async def test_a_fork_killed_mid_way_leaves_no_copy_get_entry_reads_or_delete_user_keeps(
+    shared: MongoDBAdapter, kill_at: int
+) -> None:
+    """Killed after the copies (2: before the fork thread; 3: before the origin lists it; 4:
+    before the copies are marked done): no copy is read without its thread, and the user's
+    erasure takes every copy."""
+    unwrap(await shared.create_thread("agent-a", {"user_id": "alice"}, "origin"))
+    ids = [await say(shared, "origin", f"alice secret {i}") for i in range(3)]
+    kill_client_before_write(shared, kill_at, "fork_thread", ids[1])
+    copies = [doc["_id"] async for doc in shared.entries_collection.find({"thread_id": "copy"}, {"_id": 1})]
+    assert len(copies) == 2, "the client died after writing the copies"
+    fork = unwrap(await shared.get_thread("copy"))
+    assert (fork is None) == (kill_at == 2)
+    for copy_id in copies:
+        read = unwrap(await shared.get_entry(copy_id))
+        if fork is None:
+            assert read is None, f"get_entry read a copy whose fork thread does not exist: {read}"
+        else:
+            assert read is not None and read.thread_id == "copy" and "pending_fork" not in read.model_dump()
+    await MemoryCascade(memory=shared).delete_user("alice")
+    left = [doc async for doc in shared.entries_collection.find({}, {"_id": 1, "thread_id": 1})]
+    assert left == [], f"delete_user left entries of alice: {left}"
+    assert await shared.threads_collection.count_documents({}) == 0
+    # the id is free again
+    assert unwrap(await shared.create_thread("agent-b", None, "copy")).agent_id == "agent-b"
+
+
+async def test_an_erasure_while_a_fork_is_written_takes_the_fork_whole(shared: MongoDBAdapter) -> None:
+    """The user's erasure finds the copies of a fork still being written (no thread yet) and
+    deletes them; the fork then undoes itself instead of leaving a thread whose entries are gone."""
+    unwrap(await shared.create_thread("agent-a", {"user_id": "alice"}, "origin"))
+    ids = [await say(shared, "origin", f"m{i}") for i in range(3)]
+    original = shared.threads_collection.insert_one
+    erased: list[int] = []
+
+    async def insert_after_erasure(document: dict[str, object], *args: object, **kwargs: object) -> object:
+        if document.get("_id") == "copy" and not erased:
+            erased.append(1)
+            unwrap(await shared.threads_of_user("alice"))  # what delete_user runs first
+        return await original(document, *args, **kwargs)  # type: ignore[arg-type]
+
+    shared.threads_collection.insert_one = insert_after_erasure  # type: ignore[method-assign]
+    try:
+        result = await shared.fork_thread("origin", ids[1], "copy")
+    finally:
+        del shared.threads_collection.insert_one
+    assert erased and result.error_type is ConflictError and "erased" in (result.error or ""), result
+    assert unwrap(await shared.get_thread("copy")) is None
+    assert await shared.entries_collection.count_documents({"thread_id": "copy"}) == 0

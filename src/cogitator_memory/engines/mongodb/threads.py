@@ -17,10 +17,13 @@ writes run in an order that never leaves a broken tree: an entry is inserted bef
 thread's leaf moves to it, the leaf moves by compare-and-set, children are moved before their
 parent is deleted (and again after, for writes that raced), and a write that finds its thread
 or parent gone undoes itself. A client may also die between two writes, so what that leaves is
-never read: ``delete_thread`` deletes the entries before the thread; reads return no entries of
-a thread that does not exist; and a new thread (``create_thread``, ``fork_thread``) is refused
-while entries left by an interrupted write carry its id (``delete_thread`` removes them). See
-``docs/mongodb.md``.
+never read: ``delete_thread`` deletes the entries before the thread; reads (``get_entries``,
+``get_path``, ``get_entry``) return no entries of a thread that does not exist; a fork's copies
+carry ``pending_fork`` (the origin and the fork's users) until its thread is written, so the
+erasure of those users (``threads_of_user``, which ``delete_user`` runs first) deletes the copies
+of a fork that never got its thread; and a new thread (``create_thread``, ``fork_thread``) is
+refused while entries left by an interrupted write carry its id (``delete_thread`` removes them).
+See ``docs/mongodb.md``.
 
 """
 
@@ -56,6 +59,8 @@ DEFAULT_DATABASE = "cogitator"
 DEFAULT_PREFIX = "memory_"
 #: The fields of an entry that redaction rewrites (everything else is its place in the tree).
 CONTENT_FIELDS = ("message", "event", "metadata", "tool_calls", "tool_results")
+#: The field of a fork's copies written before the fork thread (see :func:`pending_mark`).
+PENDING_FORK = "pending_fork"
 _THREAD_INTERNAL = ("next_seq", "created_us", "updated_us")
 _FIRST_WINDOW = 64
 _MAX_WINDOW = 4096
@@ -104,7 +109,7 @@ def entry_document(entry: MemoryEntry) -> Doc:
 
 def entry_from_document(doc: Doc) -> MemoryEntry:
     """The :class:`MemoryEntry` a stored document holds."""
-    body = {k: v for k, v in doc.items() if k not in ("_id", "created_us")}
+    body = {k: v for k, v in doc.items() if k not in ("_id", "created_us", PENDING_FORK)}
     body["id"] = doc["_id"]
     body["created_at"] = from_micros(doc["created_us"])
     return MemoryEntry.model_validate(body)
@@ -187,6 +192,19 @@ def merge_metadata_pipeline(metadata: Doc, replace: bool, now: datetime) -> list
     return [{"$set": {"metadata": value, "updated_at": now, "updated_us": to_micros(now)}}]
 
 
+def pending_mark(origin_id: str, fork: Thread) -> Doc:
+    """What a fork's copies carry (in :data:`PENDING_FORK`) until the fork thread is written: the
+    origin and the users the fork is for (its ``user_id`` and ``memory_user_ids``), whose
+    erasure deletes the copies of a fork that never got its thread."""
+    metadata = fork.metadata or {}
+    users: list[str] = []
+    owner, listed = metadata.get(USER_ID_KEY), metadata.get(MEMORY_USERS_KEY)
+    for user in [owner, *(listed if isinstance(listed, list) else [])]:
+        if isinstance(user, str) and user not in users:
+            users.append(user)
+    return {"origin": origin_id, "users": users}
+
+
 def list_fork_pipeline(fork_id: str, now: datetime) -> list[Doc]:
     """An update pipeline that appends ``fork_id`` to ``metadata.memory_forks`` (made a list)."""
     current = f"$metadata.{FORKS_KEY}"
@@ -199,6 +217,9 @@ class MongoDBThreads:
     """The thread half of :class:`~cogitator_memory.engines.mongodb.adapter.MongoDBAdapter`: it
     writes through the adapter's collections and ``_atomic`` (a transaction when the server has
     them)."""
+
+    #: The entries collection the index of pending fork copies was made on (once per connection).
+    _pending_indexed: object | None = None
 
     if TYPE_CHECKING:  # provided by the adapter
         _use_transactions: bool
@@ -305,6 +326,7 @@ class MongoDBThreads:
         try:
             self._require_connected()
             user = tree.check_id("user_id", user_id)
+            await self._drop_dead_forks(user)
             cursor = self.threads_collection.find(user_filter(user)).sort("_id", 1)
             found = [thread_from_document(doc) async for doc in cursor]
             return ok([thread for thread in found if names_user(thread, user)])
@@ -452,7 +474,12 @@ class MongoDBThreads:
 
     async def _get_entry(self, entry_id: str) -> MemoryEntry | None:
         doc = await self.entries_collection.find_one({"_id": entry_id})
-        return None if doc is None else entry_from_document(doc)
+        if doc is None:
+            return None
+        # An entry whose thread does not exist was left by a client that died mid-write.
+        if await self.threads_collection.find_one({"_id": doc["thread_id"]}, {"_id": 1}) is None:
+            return None
+        return entry_from_document(doc)
 
     async def _delete_entry(self, entry_id: str) -> MemoryEntry | None:
         threads, entries = self.threads_collection, self.entries_collection
@@ -645,8 +672,17 @@ class MongoDBThreads:
             if await threads.find_one({"_id": fork.id}, {"_id": 1}, session=session) is not None:
                 raise ConflictError(f"thread {fork.id} already exists")
             await self._refuse_leftovers(fork.id, session)
-            if entries:  # entries first: the fork's leaf never names an entry not yet stored
-                await stored.insert_many([entry_document(e) for e in entries], ordered=True, session=session)
+            # Entries first: the fork's leaf never names an entry not yet stored. Without a
+            # transaction they are marked pending, with the users the fork is for, until the
+            # fork thread exists: the copies of a client that dies before are found and deleted
+            # by the users' erasure (threads_of_user) and read by no one meanwhile.
+            if entries:
+                docs = [entry_document(e) for e in entries]
+                if session is None:
+                    pending = pending_mark(origin_id, fork)
+                    for doc in docs:
+                        doc[PENDING_FORK] = pending
+                await stored.insert_many(docs, ordered=True, session=session)
             try:
                 await threads.insert_one(thread_document(fork, len(entries) + 1), session=session)
             except DuplicateKeyError:
@@ -655,9 +691,30 @@ class MongoDBThreads:
                 raise ConflictError(f"thread {fork.id} already exists") from None
             # An origin deleted meanwhile (only possible without transactions) has no list to keep.
             await threads.update_one({"_id": origin_id}, list_fork_pipeline(fork.id, now), session=session)
+            if session is None and entries:
+                done = await stored.update_many(
+                    {"thread_id": fork.id, PENDING_FORK: {"$exists": True}}, {"$unset": {PENDING_FORK: ""}}
+                )
+                if done.modified_count < len(entries):
+                    # An erasure of the fork's user took the copies before the thread was there.
+                    await self._delete_thread(fork.id)
+                    raise ConflictError(f"fork {fork.id} was erased while it was written (delete_user)")
             return fork
 
         return await self._atomic(work)
+
+    async def _drop_dead_forks(self, user_id: str) -> None:
+        """Delete the pending copies of forks for ``user_id`` whose fork thread does not exist:
+        what a client that died inside ``fork_thread`` left (never read, as their thread does
+        not exist). A fork still being written loses its copies and undoes itself."""
+        stored = self.entries_collection
+        if self._pending_indexed is not stored:
+            await stored.create_index([(f"{PENDING_FORK}.users", 1)], name="pending_forks", sparse=True)
+            self._pending_indexed = stored
+        forks = await stored.distinct("thread_id", {f"{PENDING_FORK}.users": user_id})
+        for fork_id in sorted(forks):
+            if await self.threads_collection.find_one({"_id": fork_id}, {"_id": 1}) is None:
+                await stored.delete_many({"thread_id": fork_id, PENDING_FORK: {"$exists": True}})
 
 
 __all__ = [
