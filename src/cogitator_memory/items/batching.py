@@ -46,6 +46,14 @@ class BatchPlan:
     originals: dict[str, MemoryItem] = field(default_factory=dict)
 
 
+def layout_now(items: Iterable[MemoryItem], now: datetime) -> datetime:
+    """The time a slot is laid out at: ``now``, or the latest record time among its items when
+    later (a writer elsewhere whose clock runs ahead, or who recorded more, lays the slot out at
+    that time too, so two writers never disagree on which states have ended)."""
+    latest = max((item.recorded_at for item in items), default=now)
+    return latest if latest > now else now
+
+
 def new_item(new: NewMemoryItem, recorded: datetime, *, shadow: bool, activation_confidence: float) -> MemoryItem:
     """The stored form of ``new``, recorded at ``recorded``: ``active`` when it activates on its
     own (:func:`~cogitator_memory.items.rules.activates`, never with ``shadow``), else ``suggested``.
@@ -127,7 +135,7 @@ def plan_batch(
             group[item.id] = item
             created.append((item.id, group))
             plan.written.append(item.id)
-        for update in rules.layout_updates(group.values(), now, slotted=slotted):
+        for update in rules.layout_updates(group.values(), layout_now(group.values(), now), slotted=slotted):
             group[update.id] = _apply(update, group[update.id])
         plan.laid_at[key] = now
     for item_id, (original, group) in originals.items():
@@ -151,4 +159,4 @@ def undo_updates(plan: BatchPlan) -> list[ItemUpdate]:
     return out
 
 
-__all__ = ["BatchPlan", "GroupKey", "group_key", "new_item", "plan_batch", "undo_updates"]
+__all__ = ["BatchPlan", "GroupKey", "group_key", "layout_now", "new_item", "plan_batch", "undo_updates"]

@@ -299,7 +299,9 @@ class MemoryItems:
             updates = [
                 update
                 for key, group in groups.items()
-                for update in rules.layout_updates(group, laid_at[key], slotted=slots[key][1].attribute is not None)
+                for update in rules.layout_updates(
+                    group, batching.layout_now(group, laid_at[key]), slotted=slots[key][1].attribute is not None
+                )
             ]
             if not updates:
                 return {item.id: item for item in items}
@@ -317,7 +319,8 @@ class MemoryItems:
         slotted = slot.attribute is not None
         for _ in range(MAX_ROUNDS):
             items = await self._slot_items(scope, slot)
-            updates = rules.layout_updates(items, self._now_for(scope.agent_id), slotted=slotted)
+            now = batching.layout_now(items, self._now_for(scope.agent_id))
+            updates = rules.layout_updates(items, now, slotted=slotted)
             if not updates:
                 return items
             result = await self.adapter.update_items(updates)
