@@ -298,3 +298,19 @@ async def test_a_batch_that_keeps_conflicting_gives_up(engine: str, tmp_path: Pa
         with pytest.raises(ConflictError, match="kept changing under this write"):
             await racing.add_many([{**item, "value": "Porto"}])
         assert [i.value for i in await _everything(store)] == ["Lisbon"], "nothing of the batch was written"
+
+
+async def test_writers_with_other_record_times_agree_on_what_ended(engine: str, tmp_path: Path) -> None:
+    clock = Clock()
+    async with _store(engine, tmp_path / "items.db") as store:
+        item = {"kind": "fact", "subject": "Ana", "attribute": "city", "trust": "system", "scope": SCOPES[0]}
+        first = MemoryItems(adapter=Counting(store), clock=clock)  # as in one process
+        lisbon = await first.add({**item, "value": "Lisbon"})  # recorded at T0
+        await first.add({**item, "value": "Porto"})  # at T0 + 1 ms: Lisbon ended then
+        other = MemoryItems(adapter=Counting(store), clock=clock)  # another process: its record is at T0
+        await other.add({**item, "value": "Braga", "valid_from": T0 - timedelta(days=30)})
+        states = {i.value: i for i in unwrap(await store.query_items({"scope": SCOPES[0]}))}
+        assert (states["Lisbon"].status, states["Lisbon"].valid_to) == ("superseded", T0 + timedelta(milliseconds=1))
+        assert states["Lisbon"].version == lisbon.version + 1, "the other writer left Lisbon as it was"
+        assert (states["Braga"].status, states["Braga"].valid_to) == ("superseded", T0)
+        assert (states["Porto"].status, states["Porto"].valid_to) == ("active", None)
