@@ -63,7 +63,7 @@ COMMON_TERMS_FROM = 2000
 #: Most postings a keyword search reads: the rarest terms of the query are searched, the more
 #: common ones left out once their postings would pass this (the rarest term is always searched).
 #: BM25 weighs a common term little; reading its postings is what grows with history.
-POSTINGS_BUDGET = 20_000
+POSTINGS_BUDGET = 5_000
 #: The keys :meth:`RecallIndexMixin.delete_recall_scope` takes.
 SCOPE_DELETE_KEYS = ("thread_id", "user_id")
 

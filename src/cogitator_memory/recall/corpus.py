@@ -50,7 +50,7 @@ class Corpus(Generic[D]):
     records that differ are read, added or dropped.
     """
 
-    bm25: BM25Index[str]
+    _bm25: BM25Index[str]
     docs: dict[str, Doc[D]] = field(default_factory=dict)
     #: The ids of the documents in the order of the last sync.
     order: list[str] = field(default_factory=list)
@@ -64,15 +64,40 @@ class Corpus(Generic[D]):
     #: The terms of documents known already (by id: a recall index's records carry theirs),
     #: used instead of reading their text again.
     known_terms: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    #: Whether documents go into the BM25 index only when it is first read (a corpus made for
+    #: one search whose keyword ranking came from elsewhere may never read it).
+    lazy: bool = False
+    _pending: set[str] = field(default_factory=set)
+
+    @property
+    def bm25(self) -> BM25Index[str]:
+        """The BM25 index of the documents (those added lazily go in now)."""
+        if self._pending:
+            for rid in sorted(self._pending, key=self.index().__getitem__):
+                self._bm25.add(rid, self.docs[rid].terms)
+            self._pending.clear()
+        return self._bm25
+
+    def _index_add(self, rid: str, terms: list[str]) -> None:
+        if self.lazy:
+            self._pending.add(rid)
+        else:
+            self._bm25.add(rid, terms)
+
+    def _index_remove(self, rid: str, terms: list[str]) -> None:
+        if rid in self._pending:
+            self._pending.discard(rid)
+        else:
+            self._bm25.remove_terms(rid, terms)
 
     def _terms(self, rid: str, body: str) -> list[str]:
         known = self.known_terms.get(rid)
         return list(known) if known is not None else recall_terms(body)
 
     @classmethod
-    def new(cls, k1: float, b: float) -> Corpus[D]:
-        """An empty corpus whose BM25 has these parameters."""
-        return cls(BM25Index(bm25=BM25(k1=k1, b=b)))
+    def new(cls, k1: float, b: float, *, lazy: bool = False) -> Corpus[D]:
+        """An empty corpus whose BM25 has these parameters (filled when first read with ``lazy``)."""
+        return cls(BM25Index(bm25=BM25(k1=k1, b=b)), lazy=lazy)
 
     def sync(
         self,
@@ -125,7 +150,7 @@ class Corpus(Generic[D]):
                 continue
             rid = self.order.pop()
             doc = self.docs.pop(rid)
-            self.bm25.remove_terms(rid, doc.terms)
+            self._index_remove(rid, doc.terms)
             if self._index is not None:
                 self._index.pop(rid, None)
             self._spare[rid] = doc
@@ -140,7 +165,7 @@ class Corpus(Generic[D]):
             doc = Doc(record, body, terms, frozenset(terms), " ".join(body.casefold().split()))
         doc.record = record
         self.docs[rid] = doc
-        self.bm25.add(rid, doc.terms)
+        self._index_add(rid, doc.terms)
 
     def _resync(
         self, records: Sequence[D], key: Callable[[D], str], text: Callable[[D], str], skip: Callable[[D], bool] | None
@@ -161,16 +186,16 @@ class Corpus(Generic[D]):
                 doc.record = record
                 continue
             if doc is not None:
-                self.bm25.remove_terms(rid, doc.terms)
+                self._index_remove(rid, doc.terms)
             terms = self._terms(rid, body)
             docs[rid] = Doc(record, body, terms, frozenset(terms), " ".join(body.casefold().split()))
-            self.bm25.add(rid, terms)
+            self._index_add(rid, terms)
             changed = True
         if changed or len(docs) != len(ids):
             wanted = set(ids)
             if len(wanted) != len(docs):
                 for rid in [r for r in docs if r not in wanted]:
-                    self.bm25.remove_terms(rid, docs.pop(rid).terms)
+                    self._index_remove(rid, docs.pop(rid).terms)
         if ids != self.order:
             self.order = ids
             self._index = None
@@ -241,7 +266,7 @@ class CorpusCache(Generic[D]):
     def get(self, key: str, k1: float, b: float) -> Corpus[D]:
         """The corpus of ``key`` (a new one when its BM25 parameters differ)."""
         corpus = self._corpora.get(key)
-        if corpus is None or corpus.bm25.bm25.k1 != k1 or corpus.bm25.bm25.b != b:
+        if corpus is None or corpus._bm25.bm25.k1 != k1 or corpus._bm25.bm25.b != b:
             corpus = Corpus.new(k1, b)
             self._corpora[key] = corpus
         self._corpora.move_to_end(key)

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..index.records import RecallFilter, RecallRecord, record_id
+from ..index.records import RecallCandidate, RecallFilter, RecallRecord, record_id
 from ..result import unwrap
 from ..threads.records import REDACTED_KEY, MemoryEntry, Message
 from .query import QueryAnalysis
@@ -29,6 +29,27 @@ DEPTH = 200
 #: ``metadata.index`` of the message index's vectors (see :mod:`cogitator_memory.context.message_index`).
 MESSAGES_INDEX = "messages"
 _ROLES = frozenset({"user", "assistant", "system"})
+
+
+@dataclass
+class ChannelHits:
+    """What the index's keyword and time channels found for one query, best first."""
+
+    keyword: list[RecallCandidate] = field(default_factory=list)
+    timed: list[RecallCandidate] = field(default_factory=list)
+
+
+async def channel_hits(store: Any, query: str, flt: RecallFilter, analysis: QueryAnalysis, depth: int) -> ChannelHits:
+    """Ask the index's keyword channel, and its time channel when the query names a time, for at
+    most ``depth`` records each in ``flt``'s scope (one call each, whatever kinds it names)."""
+    keyword_call = store.recall_keyword(query, filter=flt, limit=depth)
+    interval = analysis.interval
+    if interval is None:
+        return ChannelHits(unwrap(await keyword_call))
+    keyword_res, time_res = await asyncio.gather(
+        keyword_call, store.recall_time(interval.start, interval.end, filter=flt, limit=depth)
+    )
+    return ChannelHits(unwrap(keyword_res), unwrap(time_res))
 
 
 @dataclass
@@ -64,22 +85,18 @@ async def gather_turns(
     vectors: Any = None,
     query_vector: Sequence[float] | None = None,
     depth: int = DEPTH,
+    found: ChannelHits | None = None,
 ) -> TurnCandidates:
     """The turns in ``flt``'s scope the index's channels find for ``query`` (see the module docs).
     ``vectors`` (an embedding store holding the message index's vectors) and ``query_vector``
-    add the vector channel."""
-    turns = flt.model_copy(update={"kinds": ["turn"]})
-    keyword_call = store.recall_keyword(query, filter=turns, limit=depth)
-    interval = analysis.interval
-    if interval is not None:
-        keyword_res, time_res = await asyncio.gather(
-            keyword_call, store.recall_time(interval.start, interval.end, filter=turns, limit=depth)
-        )
-        timed = unwrap(time_res)
-    else:
-        keyword_res, timed = await keyword_call, []
+    add the vector channel. ``found`` is what :func:`channel_hits` asked already (of every
+    kind: the turns among it are taken)."""
+    if found is None:
+        found = await channel_hits(store, query, flt.model_copy(update={"kinds": ["turn"]}), analysis, depth)
+    keyword = [c for c in found.keyword if c.record.kind == "turn"][:depth]
+    timed = [c for c in found.timed if c.record.kind == "turn"][:depth]
     out = TurnCandidates()
-    for candidate in unwrap(keyword_res):
+    for candidate in keyword:
         out.records[candidate.record.source_id] = candidate.record
         out.keyword.append(candidate.record.source_id)
     for candidate in timed:
@@ -126,4 +143,4 @@ async def verified_turns(store: Any, ids: Sequence[str]) -> dict[str, MemoryEntr
     return out
 
 
-__all__ = ["DEPTH", "TurnCandidates", "gather_turns", "record_entry", "verified_turns"]
+__all__ = ["DEPTH", "ChannelHits", "TurnCandidates", "channel_hits", "gather_turns", "record_entry", "verified_turns"]

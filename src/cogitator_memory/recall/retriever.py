@@ -239,7 +239,7 @@ class MemoryRetriever:
         corpus_t: Corpus[MemoryEntry] | None = None
         if history:
             if turn_terms is not None:
-                corpus_t = Corpus.new(s.bm25_k1, s.bm25_b)
+                corpus_t = Corpus.new(s.bm25_k1, s.bm25_b, lazy=True)
                 corpus_t.known_terms = turn_terms
             else:
                 corpus_t = self._turns.get(history[0].thread_id, s.bm25_k1, s.bm25_b)

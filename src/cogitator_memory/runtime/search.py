@@ -27,7 +27,7 @@ from ..index.base import is_recall_index
 from ..index.build import turn_text
 from ..index.records import RecallFilter
 from ..items.records import MemoryItem, MemoryScope
-from ..recall.indexed import DEPTH, gather_turns, verified_turns
+from ..recall.indexed import DEPTH, ChannelHits, channel_hits, gather_turns, verified_turns
 from ..recall.item_vectors import ITEMS_INDEX, item_vectors
 from ..recall.query import QueryAnalysis, analyze_query_async
 from ..recall.retriever import RecallHit
@@ -82,25 +82,20 @@ async def check_reader(memory: Memory, thread_id: str, user_id: str | None) -> N
 
 async def indexed_items(
     store: Any,
-    query: str,
+    found: ChannelHits,
     flt: RecallFilter,
     analysis: QueryAnalysis,
     *,
     vectors: Any = None,
     query_vector: Sequence[float] | None = None,
 ) -> tuple[list[MemoryItem], set[str]]:
-    """The memory items, core facts and graph facts the index's channels find for ``query`` in
-    ``flt``'s scope (keywords; time, when the query names one; with ``vectors`` and
-    ``query_vector``, the items' vectors searched by user and agent), as items to rank, and the
-    ids of those that are graph facts. Items are read from the store (active and superseded ones
+    """The memory items, core facts and graph facts among what the index's channels ``found``
+    (keywords; time, when the query names one), and with ``vectors`` and ``query_vector`` the
+    items' vectors searched by user and agent in ``flt``'s scope, as items to rank, and the ids
+    of those that are graph facts. Items are read from the store (active and superseded ones
     known now); a graph fact is ranked as an item of subject "fact" holding its text."""
-    items_flt = flt.model_copy(update={"kinds": ["item", "core_fact"]})
-    calls = [store.recall_keyword(query, filter=items_flt, limit=DEPTH)]
-    if analysis.interval is not None:
-        calls.append(store.recall_time(analysis.interval.start, analysis.interval.end, filter=items_flt, limit=DEPTH))
-    calls.append(store.recall_keyword(query, filter=flt.model_copy(update={"kinds": ["graph_fact"]}), limit=DEPTH))
-    *item_results, fact_result = await asyncio.gather(*calls)
-    ids = list(dict.fromkeys(c.record.source_id for r in item_results for c in unwrap(r)))
+    chosen = [*found.keyword, *found.timed]
+    ids = list(dict.fromkeys(c.record.source_id for c in chosen if c.record.kind in ("item", "core_fact")))
     if vectors is not None and query_vector is not None:
         scope: dict[str, Any] = {"metadata": {"index": ITEMS_INDEX}}
         for key in ("agent_id", "user_id"):
@@ -110,11 +105,13 @@ async def indexed_items(
             await vectors.search(query_vector, limit=DEPTH, threshold=-1.0, filter=scope, include_vectors=False)
         )
         ids = list(dict.fromkeys([*ids, *(h.source_id for h in near if h.source_id)]))
-    found: list[MemoryItem] = unwrap(await store.get_items(ids)) if ids else []
-    items = [i for i in found if i.status in ("active", "superseded") and i.recorded_at <= analysis.anchor]
+    stored: list[MemoryItem] = unwrap(await store.get_items(ids)) if ids else []
+    items = [i for i in stored if i.status in ("active", "superseded") and i.recorded_at <= analysis.anchor]
     facts: set[str] = set()
-    for candidate in unwrap(fact_result):
+    for candidate in found.keyword:
         record = candidate.record
+        if record.kind != "graph_fact" or record.source_id in facts:
+            continue
         facts.add(record.source_id)
         items.append(
             MemoryItem(
@@ -173,6 +170,8 @@ async def search_memory(
     query_vector = None
     if memory.message_index is not None and memory.embedding_service is not None:
         query_vector = await _query_vector(memory, query)
+    kinds = ["turn"] if thread_id is not None else None  # items, facts: only when not in one thread
+    found = await channel_hits(store, query, flt.model_copy(update={"kinds": kinds}), analysis, 2 * DEPTH)
     candidates = await gather_turns(
         store,
         query,
@@ -180,19 +179,20 @@ async def search_memory(
         analysis,
         vectors=memory.vectors if query_vector is not None else None,
         query_vector=query_vector,
+        found=found,
     )
     items: list[MemoryItem] = []
     facts: set[str] = set()
     item_cos: dict[str, float] = {}
     if thread_id is None:
         vectors = memory.vectors if query_vector is not None else None
-        items, facts = await indexed_items(store, query, flt, analysis, vectors=vectors, query_vector=query_vector)
+        items, facts = await indexed_items(store, found, flt, analysis, vectors=vectors, query_vector=query_vector)
         real = [i for i in items if i.id not in facts]
         if vectors is not None and query_vector is not None and real:
             known = await item_vectors(vectors, memory.embedding_service, real)
             ids = [i.id for i in real if i.id in known]
             item_cos = dict(zip(ids, cosines(query_vector, [known[i] for i in ids]), strict=True))
-    found = await memory.retriever.retrieve(
+    ranked = await memory.retriever.retrieve(
         query,
         history=candidates.history,
         cosines=candidates.cosines,
@@ -203,10 +203,10 @@ async def search_memory(
         limit=min(100, limit * 2),
         analysis=analysis,
     )
-    turn_ids = [h.id for h in found.hits if h.entry is not None]
+    turn_ids = [h.id for h in ranked.hits if h.entry is not None]
     stored = await verified_turns(store, turn_ids) if turn_ids else {}
     hits: list[SearchHit] = []
-    for hit in found.hits:
+    for hit in ranked.hits:
         made = _hit(hit, stored, facts)
         if made is not None:
             hits.append(made)
