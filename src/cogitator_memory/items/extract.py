@@ -467,8 +467,9 @@ class MemoryExtractor:
 
         ``user_id`` (default: the scope's user) is the user whose messages count as ``user``
         (:func:`trust_of_entry`); ``time_zone`` dates the messages shown and reads time words.
-        Each window's items are written once it is read, in one batch (all or nothing). ``before_write(items)``, sync or async,
-        is this call's hook, run after the extractor's own: it gets the items a window is about
+        Each window's items are written once it is read, in one batch (all or nothing).
+        ``before_write(items)``, sync or async, is this call's hook, run after the extractor's
+        own: it gets the items a window is about
         to write, once the model has answered, and returns those to write (a caller drops there
         the items whose entries were deleted or redacted while the model answered). A window
         whose answers hold no array (:class:`ExtractionAnswerError`) is passed and the next one read; a model or store failure
