@@ -6,7 +6,9 @@ within a process (a lock per store and agent), each recorded at least a millisec
 one before. After every write the slot it touched is laid out again in its exact scope, read
 back and laid out again until a fresh read needs no change, with every change conditioned on the
 version read: writers racing in other processes, a state told late and a close a failed write
-left undone all end in the same layout. See ``docs/items.md``.
+left undone all end in the same layout. A batch (:meth:`MemoryItems.add_many`) reads the slots it
+touches once, lays them out in memory item after item (:mod:`.batching`) and writes what changed
+in one ``update_items`` and one ``add_items`` call. See ``docs/items.md``.
 """
 
 from __future__ import annotations
