@@ -31,14 +31,21 @@ MAX_SPARE = 1000
 
 @dataclass(slots=True)
 class Doc(Generic[D]):
-    """One document as searched: the record, its text, terms and folded text."""
+    """One document as searched: the record, its text, terms and folded text (made when first read)."""
 
     record: D
     text: str
     terms: list[str]
     term_set: frozenset[str]
-    folded: str
+    _folded: str | None = None
     times: list[TimeInterval] | None = None
+
+    @property
+    def folded(self) -> str:
+        """The text case-folded, whitespace runs as one space (for phrases)."""
+        if self._folded is None:
+            self._folded = " ".join(self.text.casefold().split())
+        return self._folded
 
 
 @dataclass(slots=True)
@@ -162,7 +169,7 @@ class Corpus(Generic[D]):
         if doc is None or (doc.record is not record and doc.text != text(record)):
             body = text(record)
             terms = self._terms(rid, body)
-            doc = Doc(record, body, terms, frozenset(terms), " ".join(body.casefold().split()))
+            doc = Doc(record, body, terms, frozenset(terms))
         doc.record = record
         self.docs[rid] = doc
         self._index_add(rid, doc.terms)
@@ -188,7 +195,7 @@ class Corpus(Generic[D]):
             if doc is not None:
                 self._index_remove(rid, doc.terms)
             terms = self._terms(rid, body)
-            docs[rid] = Doc(record, body, terms, frozenset(terms), " ".join(body.casefold().split()))
+            docs[rid] = Doc(record, body, terms, frozenset(terms))
             self._index_add(rid, terms)
             changed = True
         if changed or len(docs) != len(ids):

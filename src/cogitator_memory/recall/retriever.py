@@ -354,11 +354,16 @@ class MemoryRetriever:
             if pattern is None or not terms:
                 continue
             needed = frozenset(terms)  # a turn holding the phrase holds each of its terms
-            if any(corpus.bm25.doc_freq(t) == 0 for t in needed):
-                continue
             # one word of letters and digits: holding its term is holding the word
             one_word = len(terms) == 1 and terms[0].isalnum() and [terms[0]] == _WORD.findall(name.casefold())
-            for rid, _score in corpus.bm25.search_terms(terms, limit=depth * 4, keep=keep):
+            if corpus.lazy:  # a few hundred candidates of an index: read their terms, not a BM25 index
+                holding = [r for r in corpus.order if needed <= corpus.docs[r].term_set and (keep is None or keep(r))]
+                found = holding[: depth * 4]
+            else:
+                if any(corpus.bm25.doc_freq(t) == 0 for t in needed):
+                    continue
+                found = [rid for rid, _score in corpus.bm25.search_terms(terms, limit=depth * 4, keep=keep)]
+            for rid in found:
                 doc = corpus.docs[rid]
                 if needed <= doc.term_set and (one_word or pattern.search(doc.folded)):
                     counts[rid] = counts.get(rid, 0) + 1

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ...clock import from_micros, to_micros
 from ...index.base import RECALL_BM25, RecallIndexMixin
 from ...index.records import RecallFilter, RecallRecord
+from ...threads.records import built_record
 
 _COLUMNS = "r.id, r.kind, r.agent_id, r.user_id, r.thread_id, r.status, r.said_us, r.time_start_us, r.time_end_us, r.terms, r.body"
 #: Most ids in one ``IN (...)`` list.
@@ -63,7 +64,7 @@ RECALL_TABLES: tuple[str, ...] = (
 )
 
 #: The fields of a record kept in its JSON body (the others are columns).
-_BODY_FIELDS = ("source_id", "role", "seq", "text", "said_at", "valid_from", "valid_to", "lineage")
+_BODY_FIELDS = ("source_id", "role", "seq", "text", "valid_from", "valid_to", "lineage")
 
 
 def _marks(n: int) -> str:
@@ -105,20 +106,37 @@ def _row(record: RecallRecord) -> tuple[Any, ...]:
     )
 
 
+def _iso(value: str | None) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)
+
+
+#: The fields of :class:`RecallRecord`, all of them given to every record read back.
+_FIELDS = set(RecallRecord.model_fields)
+
+
 def _record(row: Sequence[Any]) -> RecallRecord:
+    """A record read back (valid when written: built without validating it again)."""
     body = json.loads(row[10])
-    body.update(
-        id=row[0],
-        kind=row[1],
-        agent_id=row[2],
-        user_id=row[3],
-        thread_id=row[4],
-        status=row[5],
-        time_start=None if row[7] is None else from_micros(row[7]),
-        time_end=None if row[8] is None else from_micros(row[8]),
-        terms=row[9].split(" ") if row[9] else [],
-    )
-    return RecallRecord.model_validate(body)
+    fields = {
+        "id": row[0],
+        "kind": row[1],
+        "source_id": body["source_id"],
+        "agent_id": row[2],
+        "user_id": row[3],
+        "thread_id": row[4],
+        "role": body.get("role"),
+        "seq": body.get("seq"),
+        "text": body["text"],
+        "terms": row[9].split(" ") if row[9] else [],
+        "said_at": from_micros(row[6]),
+        "time_start": None if row[7] is None else from_micros(row[7]),
+        "time_end": None if row[8] is None else from_micros(row[8]),
+        "status": row[5],
+        "valid_from": _iso(body.get("valid_from")),
+        "valid_to": _iso(body.get("valid_to")),
+        "lineage": body.get("lineage", []),
+    }
+    return built_record(RecallRecord, fields, _FIELDS)
 
 
 def _drop(db: sqlite3.Connection, where: str, args: Sequence[Any]) -> int:
