@@ -204,3 +204,28 @@ async def test_a_dead_embedding_service_searches_by_keywords_and_indexes_the_tur
         await asyncio.sleep(0)
         stored = unwrap(await memory.vectors.get_by_sources([hits[0].id]))
         assert len(stored) == 1, "the turn written while the service was down is embedded now"
+
+
+async def test_a_value_that_no_longer_holds_ranks_below_the_current_one(memory: Memory) -> None:
+    from datetime import UTC, datetime
+
+    said = await memory.add([{"role": "user", "content": "I live in Lisbon."}], user_id="ana", thread_id="t1")
+    scope = {"agent_id": memory.agent_id, "user_id": "ana"}
+    base = {"kind": "fact", "subject": "Ana", "attribute": "city", "trust": "system", "scope": scope}
+    lisbon = said.entries[0]
+    await memory.items.add(
+        {
+            **base,
+            "value": "Lisbon",
+            "valid_from": datetime(2024, 1, 1, tzinfo=UTC),
+            "evidence": [{"quote": "I live in Lisbon", "entry_id": lisbon.id, "thread_id": "t1"}],
+        }
+    )
+    await memory.items.add({**base, "value": "Porto", "valid_from": datetime(2026, 1, 1, tzinfo=UTC)})
+    hits = await memory.search("where does Ana live now? city Lisbon Porto", user_id="ana")
+    order = [(h.kind, h.text) for h in hits]
+    assert order.index(("item", "Ana city Porto")) < order.index(("item", "Ana city Lisbon")), order
+    assert order.index(("item", "Ana city Porto")) < order.index(("entry", "I live in Lisbon.")), order
+    old = next(h for h in hits if h.text == "Ana city Lisbon")
+    assert old.valid_to == datetime(2026, 1, 1, tzinfo=UTC) and old.dump()["valid_to"].startswith("2026-01-01")
+    assert next(h for h in hits if h.text == "Ana city Porto").valid_to is None

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -41,13 +41,17 @@ logger = logging.getLogger("cogitator_memory")
 
 #: Seconds a search waits for the vectors of turns added a moment ago.
 VECTOR_WAIT = 2.0
+#: What the score of a memory item that no longer holds, and of the turns that said it, is
+#: multiplied by: the current value comes first.
+SUPERSEDED_WEIGHT = 0.5
 
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
     """One thing :meth:`Memory.search` found: a turn (``kind="entry"``, with its ``thread_id``),
-    a memory item or core fact (``kind="item"``) or a fact saved with ``remember``
-    (``kind="fact"``), with its text and score (higher is better)."""
+    a memory item or core fact (``kind="item"``; ``valid_to`` says when one that no longer holds
+    stopped holding) or a fact saved with ``remember`` (``kind="fact"``), with its text and score
+    (higher is better)."""
 
     kind: Literal["entry", "item", "fact"]
     id: str
@@ -55,6 +59,8 @@ class SearchHit:
     score: float
     thread_id: str | None = None
     created_at: datetime | None = None
+    #: When a memory item that no longer holds stopped holding (``None`` while it holds).
+    valid_to: datetime | None = None
 
     def dump(self) -> dict[str, Any]:
         """The hit as JSON-ready data."""
@@ -65,6 +71,7 @@ class SearchHit:
             "score": self.score,
             "thread_id": self.thread_id,
             "created_at": self.created_at.isoformat() if self.created_at else None,
+            "valid_to": self.valid_to.isoformat() if self.valid_to else None,
         }
 
 
@@ -189,9 +196,12 @@ async def search_memory(
         items, facts = await indexed_items(store, found, flt, analysis, vectors=vectors, query_vector=query_vector)
         real = [i for i in items if i.id not in facts]
         if vectors is not None and query_vector is not None and real:
-            known = await item_vectors(vectors, memory.embedding_service, real)
-            ids = [i.id for i in real if i.id in known]
-            item_cos = dict(zip(ids, cosines(query_vector, [known[i] for i in ids]), strict=True))
+            try:
+                known = await item_vectors(vectors, memory.embedding_service, real)
+                ids = [i.id for i in real if i.id in known]
+                item_cos = dict(zip(ids, cosines(query_vector, [known[i] for i in ids]), strict=True))
+            except Exception as exc:  # the items are still found by their words
+                logger.warning("search: the items' vectors could not be read or made (%s)", exc)
     ranked = await memory.retriever.retrieve(
         query,
         history=candidates.history,
@@ -205,14 +215,38 @@ async def search_memory(
     )
     turn_ids = [h.id for h in ranked.hits if h.entry is not None]
     stored = await verified_turns(store, turn_ids) if turn_ids else {}
-    hits: list[SearchHit] = []
-    for hit in ranked.hits:
-        made = _hit(hit, stored, facts)
-        if made is not None:
-            hits.append(made)
-        if len(hits) == limit:
-            break
-    return hits
+    made = [_hit(hit, stored, facts) for hit in ranked.hits]
+    return _current_first([h for h in made if h is not None], items)[:limit]
+
+
+def _current_first(hits: list[SearchHit], items: list[MemoryItem]) -> list[SearchHit]:
+    """``hits`` with a value that no longer holds, and the turns that said it, below what holds
+    now: their score times :data:`SUPERSEDED_WEIGHT`, and under the score of their slot's
+    current value when that is among the hits."""
+    by_id = {i.id: i for i in items}
+    score_of = {h.id: h.score for h in hits}
+    current: dict[str, float] = {}  # slot key -> the best score of a value that holds
+    for item in items:
+        if item.status == "active" and item.id in score_of:
+            current[item.slot_key] = max(current.get(item.slot_key, 0.0), score_of[item.id])
+    cap: dict[str, float] = {}  # hit id -> the score it must stay under
+    for item in items:
+        if item.status != "superseded":
+            continue
+        ceiling = current.get(item.slot_key, float("inf"))
+        for hit_id in [item.id, *(e.entry_id for e in item.evidence if e.entry_id)]:
+            cap[hit_id] = min(cap.get(hit_id, float("inf")), ceiling)
+    out: list[SearchHit] = []
+    for hit in hits:
+        if hit.id in cap and (hit.kind == "entry" or hit.id in by_id):
+            lowered = hit.score * SUPERSEDED_WEIGHT
+            ceiling = cap[hit.id]
+            if lowered >= ceiling:
+                lowered = ceiling * 0.99
+            hit = replace(hit, score=lowered)
+        out.append(hit)
+    out.sort(key=lambda h: -h.score)  # stable: the retriever's order among equals
+    return out
 
 
 def _hit(hit: RecallHit, stored: dict[str, Any], facts: set[str]) -> SearchHit | None:
@@ -229,9 +263,13 @@ def _hit(hit: RecallHit, stored: dict[str, Any], facts: set[str]) -> SearchHit |
             created_at=entry.created_at,
         )
     assert hit.item is not None
+    item = hit.item
     if hit.id in facts:
-        return SearchHit(kind="fact", id=hit.id, text=hit.item.value, score=hit.score, created_at=hit.item.recorded_at)
-    return SearchHit(kind="item", id=hit.id, text=hit.text, score=hit.score, created_at=hit.item.recorded_at)
+        return SearchHit(kind="fact", id=hit.id, text=item.value, score=hit.score, created_at=item.recorded_at)
+    held_to = item.valid_to or item.ends_at if item.status == "superseded" else None
+    return SearchHit(
+        kind="item", id=hit.id, text=hit.text, score=hit.score, created_at=item.recorded_at, valid_to=held_to
+    )
 
 
 __all__ = ["SearchHit", "check_reader", "indexed_items", "search_memory"]
