@@ -263,8 +263,8 @@ class Parser:
 
     # -- the scan --------------------------------------------------------------------------------
 
-    def scan(self) -> list[tuple[int, int, Span]]:
-        """Every expression in the text, left to right, none overlapping."""
+    def scan(self, limit: int | None = None) -> list[tuple[int, int, Span]]:
+        """Every expression in the text, left to right, none overlapping (the first ``limit``)."""
         found: list[tuple[int, int, Span]] = []
         taken = 0
         for candidate in _CANDIDATE.finditer(self.text):
@@ -279,4 +279,6 @@ class Parser:
             if hit is not None:
                 found.append((pos, hit[0], hit[1]))
                 taken = hit[0]
+                if limit is not None and len(found) >= limit:
+                    break
         return found

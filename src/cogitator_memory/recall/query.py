@@ -47,6 +47,9 @@ def _word_set(text: str) -> frozenset[str]:
 #: The longest turn (characters) a search or a context build reads: the longest keyword query
 #: a store searches (:data:`~cogitator_memory.vectors.MAX_CONTENT_CHARS`), some 25,000 tokens.
 MAX_QUERY_CHARS: int = MAX_CONTENT_CHARS
+#: The time words of a query read at most (the first ones): a question names a few times; a
+#: pasted text naming thousands would only cost time and memory to read them all.
+MAX_QUERY_TIMES = 64
 #: :func:`analyze_query_async` reads a turn longer than this (characters) in a worker thread.
 THREAD_ABOVE_CHARS: int = 1_000
 
@@ -273,7 +276,7 @@ def analyze_query(input: str, anchor: datetime | None = None, time_zone: str | t
         raise InvalidArgumentError("anchor", f"must be a datetime, got {type(anchor).__name__}")
     elif anchor.tzinfo is None:
         anchor = anchor.replace(tzinfo=UTC)
-    times = tuple(find_times(input, anchor, time_zone))
+    times = tuple(find_times(input, anchor, time_zone, limit=MAX_QUERY_TIMES))
     zone = _zone_name(time_zone)
     terms = tuple(query_terms(input))
     if not input.strip() or is_small_talk(input):
@@ -303,6 +306,7 @@ async def analyze_query_async(
 
 __all__ = [
     "MAX_QUERY_CHARS",
+    "MAX_QUERY_TIMES",
     "QUERY_KINDS",
     "QUESTION_WORDS",
     "SMALL_TALK",

@@ -216,8 +216,9 @@ def find_times(
     prefer: Prefer = "nearest",
     day_first: bool = True,
     hemisphere: Hemisphere | None = None,
+    limit: int | None = None,
 ) -> list[TimeMention]:
-    """Every time expression in ``text``, left to right, with its span and interval.
+    """Every time expression in ``text`` (the first ``limit``), left to right, with its span and interval.
 
     Reads what :func:`resolve_time` reads, with the same arguments, but inside running text it
     is more careful with words that are often not times: a bare month ("May"), year ("2019"),
@@ -231,7 +232,7 @@ def find_times(
         raise InvalidArgumentError("text", f"must be a string, got {type(text).__name__}")
     ctx = _context(session_at, time_zone, prefer, day_first, hemisphere)
     mentions: list[TimeMention] = []
-    for start, end, span in Parser(text, ctx, strict=False).scan():
+    for start, end, span in Parser(text, ctx, strict=False).scan(limit):
         if span.start < span.end:
             mentions.append(
                 TimeMention(text[start:end], (start, end), TimeInterval(span.start, span.end, span.precision))
