@@ -31,17 +31,18 @@ loading the model is not recall's warm-up). The queries are the BEAM probing que
 **Baseline.** The code of commit ``82b1398`` (the last before the index; ``search`` read the
 whole active path of the user's 20 newest threads and ranked it in Python) loads a file of the
 smallest size the same way and is timed by the same worker, from a ``git archive`` of that
-commit (``--before-src PATH`` to give one). PostgreSQL is measured too when
+commit. PostgreSQL is measured too when
 ``COGMEM_TEST_POSTGRES_URL`` is set, in a schema of its own dropped afterwards.
 
 Targets (issue 32): ``search`` and ``build_context(hybrid)`` p95 under 50 ms at 1M turns, at
 most 1.5x from 10k to 1M; the first call after a restart within 2x of a warm one; RSS growing
-at most 100 MB from 10k to 1M. ``MemoryItems.add_many(500)`` at least 0.5 of a raw batch insert
-of the same rows and schema.
+at most 100 MB from 10k to 1M. (``MemoryItems.add_many(500)`` beside a raw batch insert is
+``bench_add_many``.)
 
 Run: ``python -m benchmarks --only recall_index`` or ``python -m benchmarks.bench_recall_index
-[--sizes 10000 100000] [--huge] [--no-before] [--no-postgres] [--profile]``; ``--huge`` (or
-``COGMEM_BENCH_HUGE=1``) adds 1,000,000 turns.
+[--sizes 10000 100000] [--huge] [--no-before] [--no-postgres] [--no-sqlite] [--profile PATH]``;
+``--huge`` (or ``COGMEM_BENCH_HUGE=1``) adds 1,000,000 turns; ``--quick`` (the runner's) measures
+1,000 and 5,000 turns on SQLite without the baseline.
 """
 
 from __future__ import annotations
@@ -77,7 +78,6 @@ QUERIES = 40
 #: takes minutes on the shared machine).
 ROUNDS = 3
 START = datetime(2022, 1, 1, tzinfo=UTC)
-ITEM_BATCH = 500
 
 
 def _seeded_class() -> Any:
@@ -461,69 +461,6 @@ def rows_for(
     return rows
 
 
-async def add_many_rows() -> list[Row]:
-    """``MemoryItems.add_many(500)`` on SQLite beside raw ``sqlite3`` inserting the same rows
-    (``bench_items``' row encoding) into a file of the same schema (made by ``SQLiteAdapter``),
-    one transaction a batch; 10 batches each, alternating, a batch one new user's items, each
-    in its own slot. ``add_many`` also writes the items' recall-index records; the raw side
-    writes the item and evidence rows only."""
-    import sqlite3
-
-    from cogitator_memory import SQLiteAdapter
-    from cogitator_memory.items import MemoryItems
-
-    from .bench_items import _item, _raw_insert
-
-    folder = Path(tempfile.mkdtemp(prefix="bench-add-many-"))
-    adapter = SQLiteAdapter(path=folder / "items.db")
-    await adapter.connect()
-    schema_only = SQLiteAdapter(path=folder / "raw.db")
-    await schema_only.connect()
-    await schema_only.disconnect()
-    raw = sqlite3.connect(folder / "raw.db", isolation_level=None)
-    raw.execute("PRAGMA journal_mode=WAL")
-    raw.execute("PRAGMA synchronous=NORMAL")
-    items = MemoryItems(adapter=adapter)
-    spent = {"add_many": 0.0, "raw": 0.0}
-    for b in range(10):
-        # a batch is one user's (as extraction writes a window), every item in its own slot
-        made = [
-            _item(n, f"writer{b}").model_copy(update={"attribute": f"attribute {n}"})
-            for n in range(b * ITEM_BATCH, (b + 1) * ITEM_BATCH)
-        ]
-        new = [
-            m.model_dump(
-                include={"kind", "subject", "attribute", "value", "evidence", "trust", "verified", "confidence"}
-            )
-            | {"scope": m.scope.model_dump(exclude_none=True)}
-            for m in made
-        ]
-        t0 = time.perf_counter()
-        written = await items.add_many(new)
-        spent["add_many"] += time.perf_counter() - t0
-        assert len(written) == ITEM_BATCH
-        t0 = time.perf_counter()
-        _raw_insert(raw, made)
-        spent["raw"] += time.perf_counter() - t0
-    raw.close()
-    await adapter.disconnect()
-    shutil.rmtree(folder, ignore_errors=True)
-    ours, base = 10 * ITEM_BATCH / spent["add_many"], 10 * ITEM_BATCH / spent["raw"]
-    return [
-        Row(
-            "recall index (writes)",
-            f"MemoryItems.add_many({ITEM_BATCH}) on SQLite",
-            ours,
-            "items/s",
-            baseline=base,
-            baseline_name=f"raw sqlite3 insert, same rows and schema, 1 tx/{ITEM_BATCH}",
-            ratio=ours / base,
-            target=">= 0.5 of raw",
-            passed=ours / base >= 0.5,
-        )
-    ]
-
-
 def run_all(
     sizes: Sequence[int],
     *,
@@ -532,7 +469,7 @@ def run_all(
     with_sqlite: bool = True,
     profile: str | None = None,
 ) -> list[Row]:
-    """Every engine and size, the baseline, and the writes; the rows of the table."""
+    """Every engine and size and the baseline; the rows of the table."""
     rows: list[Row] = []
     folder = Path(tempfile.mkdtemp(prefix="bench-recall-index-"))
     engines: list[tuple[str, Any]] = []
@@ -573,8 +510,7 @@ async def run(quick: bool) -> list[Row]:
     """The benchmark entry point (``--quick``: 1,000 and 5,000 turns, no baseline, no PostgreSQL)."""
     huge = os.environ.get("COGMEM_BENCH_HUGE") == "1"
     sizes = (1_000, 5_000) if quick else (*SIZES, *((HUGE,) if huge else ()))
-    rows = await asyncio.to_thread(run_all, sizes, with_before=not quick, with_postgres=not quick)
-    return rows + await add_many_rows()
+    return await asyncio.to_thread(run_all, sizes, with_before=not quick, with_postgres=not quick)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -606,7 +542,6 @@ def main(argv: list[str] | None = None) -> int:
         with_sqlite=not args.no_sqlite,
         profile=args.profile,
     )
-    rows += asyncio.run(add_many_rows())
     for row in rows:
         print(json.dumps(row.as_dict()))
     if args.json:
