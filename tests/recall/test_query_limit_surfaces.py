@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from cogitator_memory.recall import MAX_QUERY_CHARS
 from cogitator_memory.runtime.memory import Memory
 from cogitator_memory.server.mcp import create_server
 from cogitator_memory.server.rest import create_app
-from cogitator_memory.testing.services import service_url
+from conftest import memory_config
 
 OVER = "where " * (MAX_QUERY_CHARS // 6 + 1)  # one word past the cap
 PROSE = "I moved to Lisbon last March and started at Render.com on Flask-Login. Then Bo Silva came by. "
@@ -28,28 +27,7 @@ AT_CAP = (PROSE * (MAX_QUERY_CHARS // len(PROSE) + 1))[:MAX_QUERY_CHARS]
 
 
 def _config(engine: str, tmp_path: Path) -> dict[str, Any]:
-    tag = uuid.uuid4().hex[:8]
-    if engine == "memory":
-        return {"adapter": "memory"}
-    if engine == "sqlite":
-        return {"adapter": "sqlite", "path": str(tmp_path / "memory.db")}
-    if engine == "postgres":
-        return {
-            "adapter": "postgres",
-            "connection_string": service_url("COGMEM_TEST_POSTGRES_URL"),
-            "options": {"schema": f"cap_{tag}"},
-        }
-    if engine == "redis":
-        return {
-            "adapter": "redis",
-            "connection_string": service_url("COGMEM_TEST_REDIS_URL"),
-            "options": {"key_prefix": f"cap{tag}:"},
-        }
-    return {
-        "adapter": "mongodb",
-        "connection_string": service_url("COGMEM_TEST_MONGODB_URL"),
-        "options": {"database": f"cap_{tag}"},
-    }
+    return memory_config(engine, tmp_path, "cap")
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres", "redis", "mongodb"])

@@ -4,7 +4,6 @@ memory files; bad input and unreachable stores; compaction from the config over 
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,35 +14,14 @@ from cogitator_memory.errors import InvalidArgumentError, MemoryStoreError
 from cogitator_memory.runtime.config import ConfigError
 from cogitator_memory.runtime.memory import CORE_FACTS_HEADING, Memory, message_format
 from cogitator_memory.testing.scripted_server import ScriptedServer, openai_chat_handler
-from cogitator_memory.testing.services import service_url
+from conftest import memory_config
 
 NO_VECTORS = {"provider": "none"}
 HASHING = {"provider": "hashing", "dimensions": 64}
 
 
 def _config(engine: str, tmp_path: Path) -> dict[str, Any]:
-    tag = uuid.uuid4().hex[:8]
-    if engine == "memory":
-        return {"adapter": "memory"}
-    if engine == "sqlite":
-        return {"adapter": "sqlite", "path": str(tmp_path / "memory.db")}
-    if engine == "postgres":
-        return {
-            "adapter": "postgres",
-            "connection_string": service_url("COGMEM_TEST_POSTGRES_URL"),
-            "options": {"schema": f"rt_{tag}"},
-        }
-    if engine == "redis":
-        return {
-            "adapter": "redis",
-            "connection_string": service_url("COGMEM_TEST_REDIS_URL"),
-            "options": {"key_prefix": f"rt{tag}:"},
-        }
-    return {
-        "adapter": "mongodb",
-        "connection_string": service_url("COGMEM_TEST_MONGODB_URL"),
-        "options": {"database": f"rt_{tag}"},
-    }
+    return memory_config(engine, tmp_path, "rt")
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres", "redis", "mongodb"])
