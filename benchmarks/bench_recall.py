@@ -261,6 +261,7 @@ def measure_before(commit: str, argv: Sequence[str]) -> dict[str, dict[str, floa
     ``commit`` (``git archive`` of its ``src``, first on the path; the benchmark's own code and
     vector cache are this checkout's)."""
     import os
+    import shutil
     import subprocess
 
     from .bench_recall_index import REPO, before_tree
@@ -270,14 +271,18 @@ def measure_before(commit: str, argv: Sequence[str]) -> dict[str, dict[str, floa
         raise RuntimeError(f"cannot read commit {commit}")
     out = Path(tempfile.mkdtemp(prefix="recall-before-")) / "summary.json"
     env = {**os.environ, "PYTHONPATH": str(src) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    subprocess.run(
-        [sys.executable, "-m", "benchmarks.bench_recall", *argv, "--json", str(out)],
-        cwd=REPO,
-        env=env,
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
-    summary: dict[str, dict[str, float]] = json.loads(out.read_text())["summary"]
+    try:
+        subprocess.run(
+            [sys.executable, "-m", "benchmarks.bench_recall", *argv, "--json", str(out)],
+            cwd=REPO,
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        summary: dict[str, dict[str, float]] = json.loads(out.read_text())["summary"]
+    finally:
+        shutil.rmtree(src.parent, ignore_errors=True)
+        shutil.rmtree(out.parent, ignore_errors=True)
     return summary
 
 
