@@ -23,7 +23,8 @@ ENGINES = ["memory", "sqlite", "postgres", "redis", "mongodb"]
 
 @pytest.fixture(params=ENGINES)
 async def memory(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Memory]:
-    async with Memory(_config(request.param, tmp_path)) as opened:
+    # no vectors: rankings that do not wait on the background embedding of a loaded machine
+    async with Memory({**_config(request.param, tmp_path), "embedding": {"provider": "none"}}) as opened:
         yield opened
 
 

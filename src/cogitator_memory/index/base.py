@@ -28,6 +28,7 @@ Each primitive runs as one atomic operation on the engine and gets checked argum
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from datetime import datetime
@@ -53,6 +54,8 @@ from .records import (
     record_id,
 )
 from .terms import query_terms
+
+logger = logging.getLogger("cogitator_memory")
 
 #: BM25's parameters for the recall index (the same on every store).
 RECALL_BM25 = BM25(k1=1.2, b=0.75)
@@ -195,8 +198,16 @@ class RecallIndexMixin(ABC):
             await self._recall_delete_scope("thread_id", thread_id)
 
     async def _recall_items(self, items: list[MemoryItem]) -> None:
-        """What the item store calls as items are written: their records written (or, for items
-        recall never shows, such as suggested ones, deleted)."""
+        """What the item store calls once items are written: their records written (or, for
+        items recall never shows, such as suggested ones, deleted). The items are stored by then:
+        a failure here is logged, not raised, and ``cogitator-memory reindex`` writes what is
+        missing."""
+        try:
+            await self._recall_items_now(items)
+        except Exception as exc:
+            logger.warning("recall index: %d items written but not indexed (%s); run reindex", len(items), exc)
+
+    async def _recall_items_now(self, items: list[MemoryItem]) -> None:
         records: list[RecallRecord] = []
         hidden: list[str] = []
         for item in items:

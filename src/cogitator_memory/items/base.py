@@ -198,8 +198,8 @@ class MemoryItemStoreMixin(FactStoreMixin, ABC):
                     item = item.model_copy(update={"version": 1})
                 prepared.append(item)
             if prepared:
-                await self._recall_items(prepared)  # first: a record without its item is never shown
-                await self._add_items(prepared)
+                await self._add_items(prepared)  # first: an id another writer took fails here, unindexed
+                await self._recall_items(prepared)
             return ok(prepared)  # fresh objects built by check_item: the store kept copies of its own
         except Exception as exc:
             return self._fail("add_items", exc)

@@ -44,9 +44,10 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-#: The statements of migration ``m009_recall_index`` (``{s}`` is the schema).
+#: The statements of migration ``m009_recall_index`` (``{s}`` is the schema); each may run again
+#: (a schema whose migration record was lost keeps what it had).
 RECALL_TABLES: tuple[str, ...] = (
-    """CREATE TABLE {s}.recall_records (
+    """CREATE TABLE IF NOT EXISTS {s}.recall_records (
         rid bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
         id text COLLATE "C" NOT NULL UNIQUE,
         kind text COLLATE "C" NOT NULL,
@@ -61,24 +62,24 @@ RECALL_TABLES: tuple[str, ...] = (
         terms text[] COLLATE "C" NOT NULL,
         body text NOT NULL
     )""",
-    'CREATE INDEX recall_by_said ON {s}.recall_records (said_at DESC, id COLLATE "C")',
-    "CREATE INDEX recall_by_user ON {s}.recall_records (user_id, said_at DESC)",
-    "CREATE INDEX recall_by_thread ON {s}.recall_records (thread_id)",
-    "CREATE INDEX recall_by_named_time ON {s}.recall_records"
+    'CREATE INDEX IF NOT EXISTS recall_by_said ON {s}.recall_records (said_at DESC, id COLLATE "C")',
+    "CREATE INDEX IF NOT EXISTS recall_by_user ON {s}.recall_records (user_id, said_at DESC)",
+    "CREATE INDEX IF NOT EXISTS recall_by_thread ON {s}.recall_records (thread_id)",
+    "CREATE INDEX IF NOT EXISTS recall_by_named_time ON {s}.recall_records"
     " USING gist (tstzrange(time_start, coalesce(time_end, time_start), '[]')) WHERE time_start IS NOT NULL",
-    """CREATE TABLE {s}.recall_terms (
+    """CREATE TABLE IF NOT EXISTS {s}.recall_terms (
         term text COLLATE "C" NOT NULL,
         rid bigint NOT NULL,
         tf integer NOT NULL,
         len integer NOT NULL,
         PRIMARY KEY (term, rid) INCLUDE (tf, len)
     )""",
-    'CREATE TABLE {s}.recall_df (term text COLLATE "C" PRIMARY KEY, df bigint NOT NULL)',
-    """CREATE TABLE {s}.recall_stats (
+    'CREATE TABLE IF NOT EXISTS {s}.recall_df (term text COLLATE "C" PRIMARY KEY, df bigint NOT NULL)',
+    """CREATE TABLE IF NOT EXISTS {s}.recall_stats (
         one integer PRIMARY KEY CHECK (one = 1), records bigint NOT NULL, total bigint NOT NULL
     )""",
-    "INSERT INTO {s}.recall_stats (one, records, total) VALUES (1, 0, 0)",
-    'CREATE TABLE {s}.recall_state (key text COLLATE "C" PRIMARY KEY, value text NOT NULL)',
+    "INSERT INTO {s}.recall_stats (one, records, total) VALUES (1, 0, 0) ON CONFLICT (one) DO NOTHING",
+    'CREATE TABLE IF NOT EXISTS {s}.recall_state (key text COLLATE "C" PRIMARY KEY, value text NOT NULL)',
 )
 
 #: The fields of a record kept in its JSON body (the others are columns).
