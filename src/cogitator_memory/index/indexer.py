@@ -265,6 +265,12 @@ class RecallIndexer:
 
     # ----- catching up -----------------------------------------------------------------------
 
+    async def index_entries(self, thread: Thread, entries: list[MemoryEntry]) -> int:
+        """Write the records of ``entries`` of ``thread`` now (they replace any held); how many."""
+        records = [r for r in (turn_record(e, thread) for e in entries) if r is not None]
+        await self._write(records)
+        return len(records)
+
     async def resync_thread(self, thread: Thread, *, force: bool = False) -> int:
         """Index the turns of ``thread`` again when its records and turns differ in number (or
         always, with ``force``); how many records were written."""

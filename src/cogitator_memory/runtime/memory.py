@@ -518,6 +518,7 @@ class Memory:
                 if existing is not None:
                     stored = await self._stored_add(new)
                     if stored and len(stored) == len(new):
+                        await self._indexed(tid, stored)  # a first add cut short may not have been
                         return AddResult(thread_id=tid, entries=stored, replayed=True)
             if existing is None:
                 metadata = {"user_id": user} if user is not None else None
@@ -529,13 +530,23 @@ class Memory:
                     # Another process wrote this key's entries meanwhile: that add is this one.
                     stored = await self._stored_add(new)
                     if stored and len(stored) == len(new):
+                        await self._indexed(tid, stored)
                         return AddResult(thread_id=tid, entries=stored, replayed=True)
                 # The thread made here goes too, unless another process wrote to it meanwhile.
                 if existing is None and not unwrap(await self.adapter.get_entries(tid, limit=1, types="all")):
                     await self.adapter.delete_thread(tid)
                 raise
+        if self.indexer is not None:  # the turns are in the recall index before add returns
+            await self.indexer.flush()
         errors = await self._after_add(tid, written, agent, user)
         return AddResult(thread_id=tid, entries=written, errors=errors)
+
+    async def _indexed(self, tid: str, entries: list[MemoryEntry]) -> None:
+        """Write the recall records of ``entries`` of ``tid`` now (what a replayed add returns)."""
+        if self.indexer is not None:
+            thread = unwrap(await self.adapter.get_thread(tid))
+            if thread is not None:
+                await self.indexer.index_entries(thread, entries)
 
     async def _stored_add(self, keyed: list[NewMemoryEntry]) -> list[MemoryEntry]:
         """The entries of an earlier add of these keyed entries still in the store, in order

@@ -100,7 +100,7 @@ async def indexed_items(
     (keywords; time, when the query names one), and with ``vectors`` and ``query_vector`` the
     items' vectors searched by user and agent in ``flt``'s scope, as items to rank, and the ids
     of those that are graph facts. Items are read from the store (active and superseded ones
-    known now); a graph fact is ranked as an item of subject "fact" holding its text."""
+    as stored); a graph fact is ranked as an item of subject "fact" holding its text."""
     chosen = [*found.keyword, *found.timed]
     ids = list(dict.fromkeys(c.record.source_id for c in chosen if c.record.kind in ("item", "core_fact")))
     if vectors is not None and query_vector is not None:
@@ -113,7 +113,7 @@ async def indexed_items(
         )
         ids = list(dict.fromkeys([*ids, *(h.source_id for h in near if h.source_id)]))
     stored: list[MemoryItem] = unwrap(await store.get_items(ids)) if ids else []
-    items = [i for i in stored if i.status in ("active", "superseded") and i.recorded_at <= analysis.anchor]
+    items = [i for i in stored if i.status in ("active", "superseded")]
     facts: set[str] = set()
     for candidate in found.keyword:
         record = candidate.record
