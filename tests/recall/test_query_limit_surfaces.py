@@ -19,7 +19,7 @@ from cogitator_memory.recall import MAX_QUERY_CHARS
 from cogitator_memory.runtime.memory import Memory
 from cogitator_memory.server.mcp import create_server
 from cogitator_memory.server.rest import create_app
-from conftest import memory_config
+from engine_configs import memory_config
 
 OVER = "where " * (MAX_QUERY_CHARS // 6 + 1)  # one word past the cap
 PROSE = "I moved to Lisbon last March and started at Render.com on Flask-Login. Then Bo Silva came by. "

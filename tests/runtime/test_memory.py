@@ -14,7 +14,7 @@ from cogitator_memory.errors import InvalidArgumentError, MemoryStoreError
 from cogitator_memory.runtime.config import ConfigError
 from cogitator_memory.runtime.memory import CORE_FACTS_HEADING, Memory, message_format
 from cogitator_memory.testing.scripted_server import ScriptedServer, openai_chat_handler
-from conftest import memory_config
+from engine_configs import memory_config
 
 NO_VECTORS = {"provider": "none"}
 HASHING = {"provider": "hashing", "dimensions": 64}
