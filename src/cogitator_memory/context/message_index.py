@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from collections import OrderedDict
@@ -40,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..embeddings.base import EmbeddingService, EmbeddingServiceError
 from ..errors import ConflictError, InvalidArgumentError, StoreUnavailableError
+from ..index.build import turn_text
 from ..result import unwrap
 from ..threads.base import MemoryAdapter
 from ..threads.records import INDEX_KEY, USER_ID_KEY, ChangeEvent, MemoryEntry
@@ -65,18 +65,9 @@ def vector_id(entry_id: str) -> str:
 
 
 def entry_text(entry: MemoryEntry) -> str:
-    """The text an entry is embedded by: its message text, tool calls and tool results."""
-    parts: list[str] = []
-    message = entry.message
-    if message is not None and message.text.strip():
-        parts.append(message.text)
-    calls = (message.tool_calls if message is not None else None) or entry.tool_calls or []
-    for call in calls:
-        parts.append(f"{call.name}({json.dumps(call.arguments, ensure_ascii=False, default=str)})")
-    for result in entry.tool_results or []:
-        value = result.error or result.result
-        parts.append(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str))
-    return "\n".join(parts)[:MAX_EMBED_CHARS]
+    """The text an entry is embedded by: the text it is searched by (its message, tool calls and
+    tool results, :func:`~cogitator_memory.index.build.turn_text`), cut at :data:`MAX_EMBED_CHARS`."""
+    return turn_text(entry)[:MAX_EMBED_CHARS]
 
 
 @dataclass(frozen=True, slots=True)

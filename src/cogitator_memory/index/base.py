@@ -101,6 +101,15 @@ def is_recall_index(store: object) -> bool:
     return isinstance(store, RecallIndexMixin | RecallIndexAdapter)
 
 
+def length_terms(avg_len: float) -> tuple[float, float]:
+    """BM25's length normalisation ``1 - b + b * length / avg_len`` as ``(fixed, per_length)``,
+    so that an engine computes ``fixed + per_length * length`` (``avg_len`` 0: no normalisation)."""
+    b = RECALL_BM25.b
+    if avg_len > 0:
+        return 1.0 - b, b / avg_len
+    return 1.0, 0.0
+
+
 def within_budget(terms: list[str], freqs: dict[str, int], budget: int = POSTINGS_BUDGET) -> list[str]:
     """The terms a keyword search reads, in their order: rarest first until their postings would
     pass ``budget`` (the rarest is always kept)."""
@@ -375,5 +384,6 @@ __all__ = [
     "RecallIndexAdapter",
     "RecallIndexMixin",
     "is_recall_index",
+    "length_terms",
     "within_budget",
 ]

@@ -31,6 +31,21 @@ MESSAGES_INDEX = "messages"
 _ROLES = frozenset({"user", "assistant", "system"})
 
 
+async def nearest(vectors: Any, query_vector: Sequence[float], flt: RecallFilter, index: str, depth: int) -> list[Any]:
+    """The ``depth`` vectors of ``index`` (``metadata.index``) nearest ``query_vector`` in the
+    embedding store ``vectors``, scoped as ``flt`` is (agent, user, thread: the same rule),
+    without their vectors."""
+    scope: dict[str, Any] = {"metadata": {"index": index}}
+    for key in ("agent_id", "user_id", "thread_id"):
+        value = getattr(flt, key)
+        if value is not None:
+            scope[key] = value
+    found: list[Any] = unwrap(
+        await vectors.search(query_vector, limit=depth, threshold=-1.0, filter=scope, include_vectors=False)
+    )
+    return found
+
+
 @dataclass
 class ChannelHits:
     """What the index's keyword and time channels found for one query, best first."""
@@ -102,14 +117,7 @@ async def gather_turns(
     for candidate in timed:
         out.records.setdefault(candidate.record.source_id, candidate.record)
     if vectors is not None and query_vector is not None:
-        scope: dict[str, Any] = {"metadata": {"index": MESSAGES_INDEX}}
-        for key in ("agent_id", "user_id", "thread_id"):
-            value = getattr(flt, key)
-            if value is not None:
-                scope[key] = value
-        hits = unwrap(
-            await vectors.search(query_vector, limit=depth, threshold=-1.0, filter=scope, include_vectors=False)
-        )
+        hits = await nearest(vectors, query_vector, flt, MESSAGES_INDEX, depth)
         for hit in hits:
             if hit.source_id is not None:
                 out.cosines[hit.source_id] = hit.score
@@ -143,4 +151,13 @@ async def verified_turns(store: Any, ids: Sequence[str]) -> dict[str, MemoryEntr
     return out
 
 
-__all__ = ["DEPTH", "ChannelHits", "TurnCandidates", "channel_hits", "gather_turns", "record_entry", "verified_turns"]
+__all__ = [
+    "DEPTH",
+    "ChannelHits",
+    "TurnCandidates",
+    "channel_hits",
+    "gather_turns",
+    "nearest",
+    "record_entry",
+    "verified_turns",
+]

@@ -27,7 +27,7 @@ from ..index.base import is_recall_index
 from ..index.build import turn_text
 from ..index.records import RecallFilter
 from ..items.records import MemoryItem, MemoryScope
-from ..recall.indexed import DEPTH, ChannelHits, channel_hits, gather_turns, verified_turns
+from ..recall.indexed import DEPTH, ChannelHits, channel_hits, gather_turns, nearest, verified_turns
 from ..recall.item_vectors import ITEMS_INDEX, item_vectors
 from ..recall.query import QueryAnalysis, analyze_query_async
 from ..recall.retriever import RecallHit
@@ -104,13 +104,7 @@ async def indexed_items(
     chosen = [*found.keyword, *found.timed]
     ids = list(dict.fromkeys(c.record.source_id for c in chosen if c.record.kind in ("item", "core_fact")))
     if vectors is not None and query_vector is not None:
-        scope: dict[str, Any] = {"metadata": {"index": ITEMS_INDEX}}
-        for key in ("agent_id", "user_id"):
-            if getattr(flt, key) is not None:
-                scope[key] = getattr(flt, key)
-        near = unwrap(
-            await vectors.search(query_vector, limit=DEPTH, threshold=-1.0, filter=scope, include_vectors=False)
-        )
+        near = await nearest(vectors, query_vector, flt.model_copy(update={"thread_id": None}), ITEMS_INDEX, DEPTH)
         ids = list(dict.fromkeys([*ids, *(h.source_id for h in near if h.source_id)]))
     stored: list[MemoryItem] = unwrap(await store.get_items(ids)) if ids else []
     items = [i for i in stored if i.status in ("active", "superseded")]

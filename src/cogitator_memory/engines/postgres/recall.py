@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...clock import to_utc
 from ...errors import InvalidArgumentError
-from ...index.base import RECALL_BM25, RecallIndexMixin
+from ...index.base import RECALL_BM25, RecallIndexMixin, length_terms
 from ...index.records import RecallFilter, RecallRecord
 from .schema import quote_ident
 
@@ -343,9 +343,8 @@ class PostgresRecallIndex(RecallIndexMixin):
     async def _recall_keyword(
         self, weights: list[tuple[str, float]], avg_len: float, flt: RecallFilter, limit: int
     ) -> list[tuple[RecallRecord, float]]:
-        k1, b = RECALL_BM25.k1, RECALL_BM25.b
-        per_length = b / avg_len if avg_len > 0 else 0.0
-        fixed = 1.0 - b + (0.0 if avg_len > 0 else b)
+        k1 = RECALL_BM25.k1
+        fixed, per_length = length_terms(avg_len)
         where, params = scope_where(flt)
         sql = _keyword_sql(self.schema, where)
         params.update(

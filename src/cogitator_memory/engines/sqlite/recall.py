@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ...clock import from_micros, to_micros
-from ...index.base import RECALL_BM25, RecallIndexMixin
+from ...index.base import RECALL_BM25, RecallIndexMixin, length_terms
 from ...index.records import RecallFilter, RecallRecord
 from ...threads.records import built_record
 
@@ -240,9 +240,8 @@ class SQLiteRecallIndex(RecallIndexMixin):
     async def _recall_keyword(
         self, weights: list[tuple[str, float]], avg_len: float, flt: RecallFilter, limit: int
     ) -> list[tuple[RecallRecord, float]]:
-        k1, b = RECALL_BM25.k1, RECALL_BM25.b
-        per_length = b / avg_len if avg_len > 0 else 0.0
-        fixed = 1.0 - b + (0.0 if avg_len > 0 else b)
+        k1 = RECALL_BM25.k1
+        fixed, per_length = length_terms(avg_len)
         where, args = scope_where(flt)
         sql = (
             f"WITH q (term, idf) AS (VALUES {','.join('(?, ?)' for _ in weights)}),"
