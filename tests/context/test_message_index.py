@@ -222,7 +222,7 @@ async def test_the_queue_is_bounded_and_waits_for_room(memory: BaseMemoryAdapter
     index.attach(memory)
     thread = unwrap(await memory.create_thread("agent"))
     entries = await conversation(memory, thread.id, [f"message {i}" for i in range(40)])
-    assert index._queue is not None and index._queue.qsize() <= 4
+    assert index._jobs.waiting <= 4
     assert index.pending > 4  # the rest wait for room instead of filling an unbounded queue
     await index.flush()
     assert index.pending == 0 and index.indexed == 40

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from ..embeddings.base import EmbeddingService, EmbeddingServiceError
 from ..errors import ConflictError, InvalidArgumentError, StoreUnavailableError
 from ..index.build import turn_text
+from ..jobs import JobQueue
 from ..result import unwrap
 from ..threads.base import MemoryAdapter
 from ..threads.records import INDEX_KEY, USER_ID_KEY, ChangeEvent, MemoryEntry
@@ -141,11 +142,7 @@ class MessageIndex:
         self.last_error: BaseException | None = None
         self._memory: MemoryAdapter | None = None
         self._unsubscribe: Callable[[], None] | None = None
-        self._queue: asyncio.Queue[_Job] | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._worker: asyncio.Task[None] | None = None
-        self._pending = 0
-        self._idle: asyncio.Event | None = None
+        self._jobs: JobQueue[_Job] = JobQueue("cogitator-memory message index", self._run, self.queue_size)
         self._scopes: dict[str, dict[str, str]] = {}
         self._kept: OrderedDict[str, int] = OrderedDict()  # thread -> vectors kept, least lately used first
         self._dropped: set[str] = set()
@@ -175,32 +172,11 @@ class MessageIndex:
     @property
     def pending(self) -> int:
         """Jobs queued or running (entries to embed, vectors to delete)."""
-        return self._pending
-
-    def _ensure_worker(self) -> asyncio.Queue[_Job]:
-        loop = asyncio.get_running_loop()
-        if self._queue is None or self._loop is not loop:
-            self._loop = loop
-            self._queue = asyncio.Queue(self.queue_size)
-            self._idle = asyncio.Event()
-            self._idle.set()
-            self._pending = 0
-            self._worker = None
-        if self._worker is None or self._worker.done():
-            self._worker = loop.create_task(self._run(self._queue), name="cogitator-memory message index")
-        return self._queue
+        return self._jobs.pending
 
     def _submit(self, job: _Job) -> Any:
         """Queue ``job``; when the queue is full, return the coroutine that waits for room."""
-        queue = self._ensure_worker()
-        self._pending += 1
-        assert self._idle is not None
-        self._idle.clear()
-        try:
-            queue.put_nowait(job)
-        except asyncio.QueueFull:
-            return queue.put(job)
-        return None
+        return self._jobs.submit(job)
 
     def _on_change(self, event: ChangeEvent) -> Any:
         try:
@@ -287,19 +263,13 @@ class MessageIndex:
 
     async def flush(self) -> None:
         """Wait until every job queued so far is done."""
-        if self._idle is None or self._loop is not asyncio.get_running_loop():
-            return
-        await self._idle.wait()
+        await self._jobs.flush()
 
     async def close(self) -> None:
         """Detach, finish the queued work and stop the background task."""
         self.detach()
         await self.flush()
-        if self._worker is not None:
-            self._worker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._worker
-            self._worker = None
+        await self._jobs.stop()
 
     # ----- reads for the builder -------------------------------------------------------------
 
@@ -337,11 +307,6 @@ class MessageIndex:
 
     # ----- background work -------------------------------------------------------------------
 
-    def _done(self, count: int = 1) -> None:
-        self._pending = max(0, self._pending - count)
-        if self._pending == 0 and self._idle is not None:
-            self._idle.set()
-
     async def _run(self, queue: asyncio.Queue[_Job]) -> None:
         while True:
             job = await queue.get()
@@ -374,7 +339,7 @@ class MessageIndex:
             finally:
                 for other in batch:  # stopped before it ran (close, an earlier job's error)
                     _settle(other.done, StoreUnavailableError("the message index stopped before this backfill ran"))
-                self._done(len(batch))
+                self._jobs.done(len(batch))
 
     async def _retrying(self, what: str, call: Callable[[], Any]) -> Any:
         delay = self.retry_delay

@@ -30,6 +30,7 @@ from typing import Any
 
 from .. import clock
 from ..errors import InvalidArgumentError
+from ..jobs import JobQueue
 from ..result import unwrap
 from ..threads.records import ChangeEvent, MemoryEntry, Thread
 from .base import is_recall_index
@@ -89,11 +90,7 @@ class RecallIndexer:
         #: The last error the background work met (``None`` while all went well).
         self.last_error: BaseException | None = None
         self._unsubscribe: Callable[[], None] | None = None
-        self._queue: asyncio.Queue[_Job] | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._worker: asyncio.Task[None] | None = None
-        self._pending = 0
-        self._idle: asyncio.Event | None = None
+        self._jobs: JobQueue[_Job] = JobQueue("cogitator-memory recall indexer", self._run)
         self._scopes: OrderedDict[str, Thread] = OrderedDict()
         self._dirty: set[str] = set()
         self._caught_up: asyncio.Task[CatchUpReport] | None = None
@@ -112,25 +109,8 @@ class RecallIndexer:
             self._unsubscribe()
             self._unsubscribe = None
 
-    def _ensure_worker(self) -> asyncio.Queue[_Job]:
-        loop = asyncio.get_running_loop()
-        if self._queue is None or self._loop is not loop:
-            self._loop = loop
-            self._queue = asyncio.Queue()
-            self._idle = asyncio.Event()
-            self._idle.set()
-            self._pending = 0
-            self._worker = None
-        if self._worker is None or self._worker.done():
-            self._worker = loop.create_task(self._run(self._queue), name="cogitator-memory recall indexer")
-        return self._queue
-
     def _submit(self, job: _Job) -> None:
-        queue = self._ensure_worker()
-        self._pending += 1
-        assert self._idle is not None
-        self._idle.clear()
-        queue.put_nowait(job)
+        self._jobs.submit(job)  # no bound on the queue: never a coroutine to wait for
 
     def _on_change(self, event: ChangeEvent) -> None:
         try:
@@ -149,8 +129,7 @@ class RecallIndexer:
     async def flush(self) -> None:
         """Wait until every change queued so far is in the index (and threads whose writes
         failed are indexed again)."""
-        if self._idle is not None and self._loop is asyncio.get_running_loop():
-            await self._idle.wait()
+        await self._jobs.flush()
         for tid in list(self._dirty):
             found = unwrap(await self.store.get_thread(tid))
             self._dirty.discard(tid)
@@ -166,11 +145,7 @@ class RecallIndexer:
                 await self._caught_up
         with contextlib.suppress(Exception):
             await self.flush()
-        if self._worker is not None:
-            self._worker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._worker
-            self._worker = None
+        await self._jobs.stop()
 
     # ----- background work -------------------------------------------------------------------
 
@@ -191,9 +166,7 @@ class RecallIndexer:
                 self._dirty.update(job.thread_id for job in batch)
                 logger.warning("recall indexer: a write failed, its threads are indexed again later: %s", exc)
             finally:
-                self._pending = max(0, self._pending - len(batch))
-                if self._pending == 0 and self._idle is not None:
-                    self._idle.set()
+                self._jobs.done(len(batch))
 
     async def _apply(self, batch: list[_Job]) -> None:
         # a turn deleted or redacted (or whose thread went) later in the same batch is not
