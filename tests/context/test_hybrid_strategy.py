@@ -118,7 +118,8 @@ async def test_small_talk_recalls_nothing_and_keeps_the_history_like_recent(memo
     recent = await ContextBuilder({"strategy": "recent", "reserve_tokens": 0}, {"memory_adapter": memory}).build(
         tid, current_input="thanks!", max_tokens=400
     )
-    assert context.recalled == {"entries": [], "items": []}
+    # hybrid did not search, so it does not say it did: the history was chosen as recent
+    assert context.strategy == "recent" and context.recalled is None
     assert [e.id for e in context.entries] == [e.id for e in recent.entries]
     assert embedder.texts == []  # nothing to search: the input is not embedded
     assert "recall" not in context.partitions
@@ -127,8 +128,8 @@ async def test_small_talk_recalls_nothing_and_keeps_the_history_like_recent(memo
 async def test_no_input_is_like_recent(memory: BaseMemoryAdapter) -> None:
     tid, entries = await chat(memory, HOTEL)
     context = await hybrid(memory).build(tid, max_tokens=300)
-    assert context.strategy == "hybrid" and context.entries[-1].id == entries[-1].id
-    assert context.recalled == {"entries": [], "items": []}
+    assert context.strategy == "recent" and context.entries[-1].id == entries[-1].id
+    assert context.recalled is None and not context.warnings
 
 
 async def test_as_of_reads_the_time_the_input_names(memory: BaseMemoryAdapter) -> None:

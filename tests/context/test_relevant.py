@@ -75,7 +75,9 @@ async def test_relevant_falls_back_to_recent(memory: BaseMemoryAdapter) -> None:
         thread.id, current_input="cello", max_tokens=60, reserve_tokens=0
     )
     assert no_service.strategy == "recent" and no_service.entries[-1].id == entries[-1].id
-    assert not no_input.errors and not no_service.errors
+    assert not no_input.errors and not no_service.errors and not no_input.warnings
+    # the fallback is said: without an embedding service relevance cannot rank
+    assert any("needs an embedding service" in w for w in no_service.warnings)
     hybrid = await ContextBuilder(
         {"strategy": "hybrid"}, {"memory_adapter": memory, "embedding_service": HashingEmbedder(64)}
     ).build(thread.id, current_input="cello", max_tokens=100, reserve_tokens=0)

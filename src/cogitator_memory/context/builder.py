@@ -279,7 +279,19 @@ class ContextBuilder(RelevanceRanking):
             candidates, semantic_hits, recall_blocks = await asyncio.gather(
                 rank_job or _given(None), semantic_job or _given([]), recall_job or _given([])
             )
-        used_strategy = "relevant" if candidates is not None else ("hybrid" if strategy == "hybrid" else "recent")
+        # The strategy reported is the one that chose the history: ``hybrid`` only when its recall
+        # searched, ``relevant`` only when the entries were ranked; otherwise ``recent``.
+        if candidates is not None:
+            used_strategy = "relevant"
+        elif recall_job is not None:
+            used_strategy = "hybrid"
+        else:
+            used_strategy = "recent"
+        if strategy == "relevant" and has_input and service is None:
+            warnings.append(
+                "strategy 'relevant' needs an embedding service to rank the history; the newest entries"
+                " were kept instead (strategy 'recent')"
+            )
         if (
             candidates is None
             and by_count
@@ -850,7 +862,7 @@ class ContextBuilder(RelevanceRanking):
             ),
             strategy=strategy,
         )
-        if strategy == "hybrid":
+        if strategy == "hybrid":  # only when hybrid recall searched (see build)
             built.recalled = {
                 "entries": [copy_entry(e) for e in recalled_entries],
                 "items": [b.item.model_copy(deep=True) for b in item_blocks],

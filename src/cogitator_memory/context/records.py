@@ -146,7 +146,10 @@ class BuiltContext(_HoldsEntries):
     errors: list[ContextBuildError] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     metadata: BuiltContextMetadata = field(default_factory=BuiltContextMetadata)
-    #: The strategy that chose the history (``recent`` when relevance fell back).
+    #: The strategy that chose the history, which may differ from the one asked for: ``relevant``
+    #: only when the entries were ranked by relevance, ``hybrid`` only when hybrid recall searched
+    #: (``recalled`` is set then, ``None`` otherwise), ``recent`` in every other case (no input,
+    #: small talk that hybrid does not search, relevance with no embedding service or failing).
     strategy: str = "recent"
 
 
