@@ -69,6 +69,7 @@ EXPECTED_OUTPUT = {
     "upkeep.md": ["['No peanuts in anything.']", "['Ask about allergies before suggesting food.']"],
     "server.md": ["404 NotFoundError", "would forget True"],
     "context.md": ["['system', 'user', 'assistant', 'user', 'assistant', 'user']", "Hotel Avenida"],
+    "compaction.md": ["- Ana is vegan (unverified: its quote was not found in the conversation)", "- Go on May 3"],
     "recall-index.md": [
         "I'm allergic to peanuts.",
         "] user: I'm allergic to peanuts.",

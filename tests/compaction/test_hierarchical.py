@@ -77,7 +77,8 @@ def first_answer(chat: ScriptedChatRequest) -> str:
         atom(chat, "constraint", "Ana must have a window seat", "Ana must have a window seat"),
         atom(chat, "thread", "Which hotel does Ana prefer?", "Which hotel do you prefer?"),
         atom(chat, "fact", "The trip is to Porto", "Please plan the Porto trip"),
-        atom(chat, "fact", "Ana lives in Lisbon", "Ana lives in Lisbon"),  # no such words: not kept
+        atom(chat, "fact", "Ana lives in Lisbon", "Ana lives in Lisbon"),  # no such words: not sent
+        # a quote that is not in its message: kept, not verified, marked in the handoff
         {"kind": "fact", "text": "Ana likes trains", "evidence": [{"message": 1, "quote": "Ana adores trains"}]},
         {"kind": "mood", "text": "cheerful", "evidence": []},
     ]
@@ -106,6 +107,7 @@ Files:
 
 Facts:
 - The trip is to Porto
+- Ana likes trains (unverified: its quote was not found in the conversation)
 
 Done:
 - none"""
@@ -135,7 +137,8 @@ async def test_handoff_holds_checked_atoms_in_fixed_order(
     assert levels.saga is None and levels.arcs == [] and len(levels.chapters) == 1
     chapter = levels.chapters[0]
     assert chapter.from_ == before[0][0] and chapter.to == before[4][0]
-    assert all(a.verified for a in chapter.atoms)
+    # the atom whose quote is not in its message is kept, marked, as the spec's atoms are
+    assert [a.text for a in chapter.atoms if not a.verified] == ["Ana likes trains"]
     assert {a.source for a in chapter.atoms if a.kind in ("file", "error")} == {"entries"}
     assert [e.id for e in view[1:]] == [before[5][0], before[6][0]]
     assert await everything(memory, thread.id) == [*before, (view[0].id, "compaction")]  # nothing deleted
@@ -188,7 +191,10 @@ async def test_open_items_close_only_with_holding_evidence(
     assert summary.startswith("Open tasks:\n- none\n\nConstraints:\n- Ana must have a window seat")
     assert "Decisions:\n- Travel on May 3\n" in summary  # its closing quote does not hold
     assert "Open questions:\n- none" in summary
-    assert "Facts:\n- The trip is to Porto\n- Budget is 900 euros\n- Ana stays at the Grand Hotel" in summary
+    assert (
+        "Facts:\n- The trip is to Porto\n- Ana likes trains (unverified: its quote was not found in the conversation)"
+        "\n- Budget is 900 euros\n- Ana stays at the Grand Hotel" in summary
+    )
     assert summary.endswith("Done:\n- task: book the train to Porto\n- thread: Which hotel does Ana prefer?")
     levels = CompactionLevels.model_validate(view[0].event.model_extra["levels"])  # type: ignore[union-attr,index]
     assert len(levels.chapters) == 2
@@ -382,6 +388,31 @@ def test_folding_keeps_open_items_and_reopens_on_newer_word() -> None:
     text = handoff_text(levels)
     assert text.startswith("Open tasks:\n- Ship it\n\nConstraints:\n- none")
     assert "Done:\n- none" in text
+
+
+def test_an_unverified_atom_never_closes_reopens_or_replaces_and_is_marked() -> None:
+    from cogitator_memory.compaction.hierarchical import UNVERIFIED_MARK, handoff_text, merge_atoms, open_items_of
+    from cogitator_memory.compaction.records import CompactionAtom, CompactionNode
+
+    def made(kind: str, text: str, status: str = "open", verified: bool = True) -> CompactionAtom:
+        return CompactionAtom(id=atom_id(kind, text), kind=kind, status=status, text=text, verified=verified)  # type: ignore[arg-type]
+
+    merged = merge_atoms(
+        [
+            [made("task", "ship it"), made("decision", "go", "closed"), made("fact", "Ana is vegan")],
+            # none of these quotes held: they change nothing already there
+            [made("task", "ship it", "closed", False), made("decision", "go", "open", False)],
+            [made("fact", "Ana is vegan", verified=False), made("fact", "Ana likes trains", verified=False)],
+        ]
+    )
+    by_text = {a.text: a for a in merged}
+    assert by_text["ship it"].status == "open" and by_text["ship it"].verified
+    assert by_text["go"].status == "closed" and by_text["Ana is vegan"].verified
+    assert not by_text["Ana likes trains"].verified  # something new: kept, not verified
+    levels = CompactionLevels(chapters=[CompactionNode.model_validate({"from": "e1", "to": "e2", "atoms": merged})])
+    assert [a.text for a in open_items_of(levels)] == ["ship it"]
+    text = handoff_text(levels)
+    assert f"- Ana likes trains {UNVERIFIED_MARK}" in text and "- Ana is vegan\n" in text
 
 
 async def test_a_timed_out_chapter_writes_nothing_and_racing_entries_stay_after_the_tree(

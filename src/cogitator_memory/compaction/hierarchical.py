@@ -64,6 +64,8 @@ COMPACTION_ATTEMPTS = 3
 COMPACTION_CONTINUATIONS = 4
 #: Facts and files (and, apart, done items) the saga keeps, the newest; open items are all kept.
 SAGA_KEPT = 200
+#: How the handoff marks an atom whose quotes were not all found in the entries they name.
+UNVERIFIED_MARK = "(unverified: its quote was not found in the conversation)"
 
 #: The handoff's sections, in the order they are always written.
 HANDOFF_SECTIONS: tuple[str, ...] = (
@@ -358,10 +360,13 @@ async def chapter_atoms(
 
 def merge_atoms(groups: Iterable[Iterable[CompactionAtom]]) -> list[CompactionAtom]:
     """Atoms of several nodes, oldest first, as one list: the newest word on each id wins and
-    moves to the end."""
+    moves to the end, unless it is not verified: an atom whose quotes do not hold never closes,
+    opens again or replaces an atom already there (it is kept only as something new, marked)."""
     state: dict[str, CompactionAtom] = {}
     for group in groups:
         for atom in group:
+            if not atom.verified and atom.id in state:
+                continue
             state.pop(atom.id, None)
             state[atom.id] = atom
     return list(state.values())
@@ -417,8 +422,11 @@ def handoff_text(levels: CompactionLevels) -> str:
     def lines(picked: list[str]) -> str:
         return "\n".join(f"- {t}" for t in picked) if picked else "- none"
 
+    def said(atom: CompactionAtom, text: str | None = None) -> str:
+        return (text or atom.text) + ("" if atom.verified else f" {UNVERIFIED_MARK}")
+
     def open_of(kind: str) -> list[str]:
-        return [a.text for a in atoms if a.kind == kind and a.status == "open"]
+        return [said(a) for a in atoms if a.kind == kind and a.status == "open"]
 
     sections = {
         "Open tasks": open_of("task"),
@@ -426,9 +434,9 @@ def handoff_text(levels: CompactionLevels) -> str:
         "Decisions": open_of("decision"),
         "Unresolved errors": open_of("error"),
         "Open questions": open_of("thread"),
-        "Files": [a.text for a in atoms if a.kind == "file"],
-        "Facts": [a.text for a in atoms if a.kind == "fact"],
-        "Done": [f"{a.kind}: {a.text}" for a in atoms if a.kind in OPEN_ITEM_KINDS and a.status == "closed"],
+        "Files": [said(a) for a in atoms if a.kind == "file"],
+        "Facts": [said(a) for a in atoms if a.kind == "fact"],
+        "Done": [said(a, f"{a.kind}: {a.text}") for a in atoms if a.kind in OPEN_ITEM_KINDS and a.status == "closed"],
     }
     return "\n\n".join(f"{name}:\n{lines(sections[name])}" for name in HANDOFF_SECTIONS)
 
@@ -556,7 +564,7 @@ async def compact_hierarchical(
             )
         answers = await asyncio.gather(*calls)
         for chapter, atoms in zip(batch, answers, strict=True):
-            kept = merge_atoms([[a for a in atoms if a.verified]])
+            kept = merge_atoms([atoms])  # those whose quotes do not hold stay, not verified
             node = CompactionNode.model_validate({"from": chapter[0].id, "to": chapter[-1].id, "atoms": kept})
             levels = fold(
                 CompactionLevels(saga=levels.saga, arcs=levels.arcs, chapters=[*levels.chapters, node]),
@@ -589,6 +597,7 @@ __all__ = [
     "HIERARCHICAL_PROMPT",
     "HIERARCHICAL_RETRY_PROMPT",
     "SAGA_KEPT",
+    "UNVERIFIED_MARK",
     "HierarchicalConfig",
     "atom_id",
     "chapter_atoms",
