@@ -134,6 +134,7 @@ from .graph import (
     parse_graph_extraction,
     run_inference,
 )
+from .graph.adapters import PostgresGraphAdapter, SQLiteGraphAdapter
 from .http import (
     RetryPolicy,
 )
@@ -474,6 +475,7 @@ __all__ = [
     "Playbook",
     "PlaybookEdit",
     "PostgresAdapter",
+    "PostgresGraphAdapter",
     "QdrantAdapter",
     "QueryAnalysis",
     "RecallHit",
@@ -488,6 +490,7 @@ __all__ = [
     "RetryPolicy",
     "SQLiteAdapter",
     "SQLiteEmbeddingAdapter",
+    "SQLiteGraphAdapter",
     "ScoredEmbedding",
     "SearchHit",
     "Session",

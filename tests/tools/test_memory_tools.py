@@ -15,10 +15,14 @@ from pydantic import TypeAdapter
 
 from cogitator_memory import CoreFactsStore, InMemoryAdapter, SQLiteAdapter, unwrap
 from cogitator_memory.embeddings.hashing import HashingEmbedder
+from cogitator_memory.embeddings.openai import OpenAIEmbeddingService
 from cogitator_memory.errors import InvalidArgumentError, NotConnectedError
+from cogitator_memory.testing.scripted_server import RecordedRequest, ScriptedResponse, ScriptedServer
 from cogitator_memory.tools import (
     BROAD_FORGET,
     MAX_FORGET,
+    MIN_RECALL_SCORE,
+    RELATIVE_RECALL_SCORE,
     MemoryTool,
     anthropic_tools,
     call_tool,
@@ -71,9 +75,9 @@ def test_definitions_fit_each_api(tools: list[MemoryTool]) -> None:
         assert set(definition) == {"name", "description", "input_schema"}
     mcp = mcp_tools(tools)
     assert [d["annotations"] for d in mcp] == [
-        {"readOnlyHint": False, "destructiveHint": False},
-        {"readOnlyHint": True, "destructiveHint": False},
-        {"readOnlyHint": False, "destructiveHint": True},
+        {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False},
+        {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False},
+        {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False},
     ]
     if importlib.util.find_spec("mcp") is not None:
         from mcp.types import Tool
@@ -167,16 +171,57 @@ async def test_recall_gives_at_most_ten_the_whole_query_first(tools: list[Memory
 
 
 async def test_semantic_recall(store: Any, core: CoreFactsStore) -> None:
+    """With an embedding service the text matches come first, then the nodes near the query by
+    meaning with their cosine; an unrelated fact (a cosine of 0, or under the floor) never comes."""
     embedder = HashingEmbedder(dimensions=64)
-    tools = create_memory_tools(graph=store, core_facts=core, agent_id=AGENT, embedding_service=embedder)
+    tools = create_memory_tools(graph_adapter=store, core_facts=core, agent_id=AGENT, embedding_service=embedder)
     for fact in ("User's dog is named Luna", "User lives in Porto", "User drinks green tea"):
         saved = await _call(tools, "remember", {"fact": fact})
         assert unwrap(await store.get_node(saved["id"])).embedding is not None, "embedded when written"
-    found = (await _call(tools, "recall", {"query": "the dog named Luna"}))["results"]
-    assert found[0]["fact"] == "User's dog is named Luna"
-    scores = [r["score"] for r in found]
-    assert scores == sorted(scores, reverse=True) and all(s >= 0 for s in scores), "best first, none below 0"
-    assert len(found) == 1 or scores[0] > scores[1]
+    by_meaning = (await _call(tools, "recall", {"query": "the dog named Luna"}))["results"]
+    assert [r["fact"] for r in by_meaning] == ["User's dog is named Luna"]  # no word match: "the"
+    assert by_meaning[0]["score"] >= MIN_RECALL_SCORE
+    dog = (await _call(tools, "recall", {"query": "dog"}))["results"]
+    assert [r["fact"] for r in dog] == ["User's dog is named Luna"]  # by its words; Porto never
+    assert "score" not in dog[0]  # its cosine (0.35) is under the floor: found by its words only
+    assert (await _call(tools, "recall", {"query": "weather tomorrow"}))["results"] == []
+    words_only = create_memory_tools(graph_adapter=store, core_facts=core, agent_id=AGENT)
+    assert (await _call(words_only, "recall", {"query": "the dog named Luna"}))["results"] == []
+
+
+_VECTORS = {  # what the scripted embedding API answers for each text
+    "User keeps bees on the roof": [1.0, 0.0, 0.0],
+    "User sings in a choir": [0.5, 0.866, 0.0],  # 0.5 from the first query: at the floor, not near the best
+    "User lives in Porto": [0.0, 1.0, 0.0],  # 0 from the first query
+    "honey": [1.0, 0.0, 0.0],
+    "pollen": [0.5, 0.0, 0.866],  # 0.5 from the bees, 0.25 from the choir, 0 from Porto
+    "weather": [0.0, 0.0, 1.0],
+}
+
+
+def _scripted_vectors(request: RecordedRequest) -> ScriptedResponse:
+    texts = request.json()["input"]
+    data = [{"object": "embedding", "index": i, "embedding": _VECTORS[t]} for i, t in enumerate(texts)]
+    return ScriptedResponse(200, {"object": "list", "data": data, "model": "m", "usage": {}})
+
+
+async def test_recall_by_meaning_keeps_only_what_is_near(store: Any) -> None:
+    """Through a real embedding API: a node comes by meaning only at MIN_RECALL_SCORE or more and
+    at RELATIVE_RECALL_SCORE of the best; an unrelated one (cosine 0) never."""
+    with ScriptedServer() as server:
+        server.fallback("/v1/embeddings", _scripted_vectors)
+        async with OpenAIEmbeddingService(
+            base_url=server.url + "/v1", api_key="sk-test", model="m", dimensions=3
+        ) as embeddings:
+            tools = create_memory_tools(graph_adapter=store, agent_id=AGENT, embedding_service=embeddings)
+            for fact in ("User keeps bees on the roof", "User sings in a choir", "User lives in Porto"):
+                await _call(tools, "remember", {"fact": fact})
+            honey = (await _call(tools, "recall", {"query": "honey"}))["results"]
+            assert [(r["fact"], r["score"]) for r in honey] == [("User keeps bees on the roof", 1.0)]
+            pollen = (await _call(tools, "recall", {"query": "pollen"}))["results"]
+            assert [(r["fact"], r["score"]) for r in pollen] == [("User keeps bees on the roof", 0.5)]
+            assert (await _call(tools, "recall", {"query": "weather"}))["results"] == []
+    assert 0.25 < MIN_RECALL_SCORE <= 0.5 and RELATIVE_RECALL_SCORE > 0.5
 
 
 async def test_scope_narrows_what_tools_see(store: Any, core: CoreFactsStore) -> None:

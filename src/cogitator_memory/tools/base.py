@@ -44,7 +44,8 @@ class MemoryTool:
     """A tool a model calls: ``name``, ``description`` (what the model reads to decide), the
     JSON Schema of its arguments (``parameters``: an object of simple typed properties), and
     ``handler``, the coroutine answering a call with arguments already checked against the schema.
-    ``read_only`` and ``destructive`` become MCP annotations."""
+    ``read_only``, ``destructive`` and ``idempotent`` become MCP annotations (with
+    ``openWorldHint`` false: the tools reach only the memory)."""
 
     name: str
     description: str
@@ -52,6 +53,7 @@ class MemoryTool:
     handler: ToolHandler = field(repr=False)
     read_only: bool = False
     destructive: bool = False
+    idempotent: bool = False
 
     # ----- definitions ---------------------------------------------------------------------------
 
@@ -64,12 +66,22 @@ class MemoryTool:
         return {"name": self.name, "description": self.description, "input_schema": _copy(self.parameters)}
 
     def to_mcp(self) -> dict[str, Any]:
-        """``{"name", "description", "inputSchema", "annotations"}`` (read-only and destructive hints)."""
+        """``{"name", "description", "inputSchema", "annotations"}`` (see :meth:`annotations`)."""
         return {
             "name": self.name,
             "description": self.description,
             "inputSchema": _copy(self.parameters),
-            "annotations": {"readOnlyHint": self.read_only, "destructiveHint": self.destructive},
+            "annotations": self.annotations(),
+        }
+
+    def annotations(self) -> dict[str, bool]:
+        """The MCP tool annotations: ``readOnlyHint``, ``destructiveHint``, ``idempotentHint``
+        and ``openWorldHint`` (always false: a memory tool reaches only the memory)."""
+        return {
+            "readOnlyHint": self.read_only,
+            "destructiveHint": self.destructive,
+            "idempotentHint": self.idempotent,
+            "openWorldHint": False,
         }
 
     def to_json_schema(self) -> dict[str, Any]:

@@ -6,9 +6,13 @@ its core facts (:func:`create_memory_tools`).
   node instead of adding one) and, as a core fact, sets ``core_fact_key`` to it as well.
 * ``recall({query})`` gives up to ``recall_limit`` (10) nodes matching the query (every word of it
   in the name, an alias or the description, case aside; the whole query first, then the newest),
-  or, with an ``embedding_service``, the nodes nearest it by meaning; always with every core fact:
+  always with every core fact:
   ``{"results": [{"id", "fact", "type", "category", "confidence", "score"?}], "core_facts": {...}}``.
-  Every node of the agent the scope sees takes part, the extracted ones too.
+  Every node of the agent the scope sees takes part, the extracted ones too. Only tools made with
+  an ``embedding_service`` search by meaning as well (the spec's ``embeddingFn``): after the text
+  matches come the nodes near the query by meaning, each with its cosine as ``score``, and only
+  those at :data:`MIN_RECALL_SCORE` or more and at least :data:`RELATIVE_RECALL_SCORE` of the best
+  (the rule the recall index's vector channel keeps): an unrelated fact is never given.
 * ``forget({query, all?})`` deletes every node matching the query as ``recall`` matches text
   (never by meaning) and lets go of the core facts whose key or value holds its words, in one
   write. An empty query, one of symbols or wildcards only, "everything"-like words, one shorter
@@ -30,6 +34,7 @@ from ..graph.base import is_graph_adapter
 from ..graph.records import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, GraphNode
 from ..items.facts import DEFAULT_CATEGORY, MAX_CATEGORY_CHARS
 from ..items.records import MemoryScope, check_scope
+from ..recall.settings import RetrieverSettings
 from ..result import unwrap
 from ..threads import tree
 from .base import MemoryTool
@@ -42,6 +47,12 @@ if TYPE_CHECKING:
 FACT_TYPE = "fact"
 #: The most results ``recall`` gives unless told otherwise.
 RECALL_LIMIT = 10
+#: The least cosine of a node ``recall`` gives by meaning (tools with an embedding service): the
+#: recall index's vector channel's floor (``RetrieverSettings.vector_min_cosine``).
+MIN_RECALL_SCORE: float = RetrieverSettings.model_fields["vector_min_cosine"].default
+#: The least share of the best cosine a node ``recall`` gives by meaning must reach
+#: (``RetrieverSettings.vector_relative``).
+RELATIVE_RECALL_SCORE: float = RetrieverSettings.model_fields["vector_relative"].default
 #: The most facts one ``forget`` call deletes, even with ``all: true``.
 MAX_FORGET = 50
 #: The most facts ``forget`` takes without ``all: true``; a query matching more is broad.
@@ -221,22 +232,31 @@ class _MemoryToolState:
 
     async def recall(self, args: dict[str, Any]) -> dict[str, Any]:
         query = " ".join(args["query"].split())
-        results: list[dict[str, Any]]
-        if self.embedding_service is not None:
-            scored = unwrap(
-                await self.graph.search_nodes_semantic(
-                    self.agent_id,
-                    query,
-                    embedding_service=self.embedding_service,
-                    limit=self.recall_limit,
-                    visible_to=self.scope,
-                )
-            )
-            results = [self._result(node, score) for node, score in scored]
-        else:
-            hits, _ = await self._matching(query)
-            results = [self._result(node) for node in hits[: self.recall_limit]]
+        hits, _ = await self._matching(query)
+        near = await self._near(query) if self.embedding_service is not None else {}
+        matched = {n.id for n in hits}
+        ranked = [*hits, *(node for node, _ in near.values() if node.id not in matched)]
+        results = [
+            self._result(node, near[node.id][1] if node.id in near else None) for node in ranked[: self.recall_limit]
+        ]
         return {"results": results, "core_facts": await self._core()}
+
+    async def _near(self, query: str) -> dict[str, tuple[GraphNode, float]]:
+        """The visible nodes near ``query`` by meaning, best first, with their cosine: only those
+        at :data:`MIN_RECALL_SCORE` or more and :data:`RELATIVE_RECALL_SCORE` of the best."""
+        scored = unwrap(
+            await self.graph.search_nodes_semantic(
+                self.agent_id,
+                query,
+                embedding_service=self.embedding_service,
+                limit=self.recall_limit,
+                threshold=MIN_RECALL_SCORE,
+                visible_to=self.scope,
+            )
+        )
+        best = max((score for _, score in scored), default=0.0)
+        floor = max(MIN_RECALL_SCORE, RELATIVE_RECALL_SCORE * best)
+        return {node.id: (node, score) for node, score in scored if score >= floor and score > 0}
 
     # ----- forget ------------------------------------------------------------------------------
 
@@ -294,24 +314,33 @@ class _MemoryToolState:
 
 def create_memory_tools(
     *,
-    graph: GraphAdapter,
+    graph_adapter: GraphAdapter | None = None,
     agent_id: str,
     core_facts: CoreFacts | None = None,
     embedding_service: EmbeddingService | None = None,
     scope: MemoryScope | Mapping[str, Any] | None = None,
     recall_limit: int = RECALL_LIMIT,
+    graph: GraphAdapter | None = None,
 ) -> list[MemoryTool]:
     """The ``remember``, ``recall`` and ``forget`` tools (in that order) of ``agent_id``'s memory
-    in ``graph`` (a connected store that keeps a graph), with the core facts of ``core_facts``
-    (an initialized :class:`~cogitator_memory.facts.core.CoreFacts`; without it ``recall`` gives
-    none and ``remember`` refuses ``is_core_fact``). ``embedding_service`` turns ``recall`` into a
-    search by meaning (and ``remember`` embeds each fact). ``scope`` narrows the memory to a
-    user, project or thread of the agent (default ``{"agent_id": agent_id}``): facts are written
-    there, and ``recall`` and ``forget`` see what it sees. See the module docstring and
-    ``docs/tools.md``."""
+    in ``graph_adapter`` (a connected store that keeps a graph, such as
+    :class:`~cogitator_memory.SQLiteGraphAdapter`), with the core facts of ``core_facts`` (an
+    initialized :class:`~cogitator_memory.facts.core.CoreFacts`; without it ``recall`` gives none
+    and ``remember`` refuses ``is_core_fact``). ``embedding_service`` makes ``recall`` search by
+    meaning too (only nodes near the query, after the text matches) and ``remember`` embed each
+    fact. ``scope`` narrows the memory to a user, project or thread of the agent (default
+    ``{"agent_id": agent_id}``): facts are written there, and ``recall`` and ``forget`` see what
+    it sees. ``graph`` is the earlier name of ``graph_adapter``, still taken. See the module
+    docstring and ``docs/tools.md``."""
+    if graph is not None and graph_adapter is not None and graph is not graph_adapter:
+        raise InvalidArgumentError("graph", "is the earlier name of graph_adapter: give one of them")
+    store = graph_adapter if graph_adapter is not None else graph
     checked_agent = tree.check_id("agent_id", agent_id)
-    if not is_graph_adapter(graph):
-        raise InvalidArgumentError("graph", f"must be a store that keeps a graph (a GraphAdapter), got {graph!r}")
+    if store is None:
+        raise InvalidArgumentError("graph_adapter", "is required: the store that keeps the graph")
+    if not is_graph_adapter(store):
+        name = "graph_adapter" if graph_adapter is not None else "graph"
+        raise InvalidArgumentError(name, f"must be a store that keeps a graph (a GraphAdapter), got {store!r}")
     if core_facts is not None and not isinstance(core_facts, CoreFacts):
         raise InvalidArgumentError("core_facts", f"must be a CoreFacts (or CoreFactsStore), got {core_facts!r}")
     if embedding_service is not None and not callable(getattr(embedding_service, "embed", None)):
@@ -321,7 +350,7 @@ def create_memory_tools(
         raise InvalidArgumentError("scope.agent_id", f"must be agent_id ({checked_agent!r})")
     if isinstance(recall_limit, bool) or not isinstance(recall_limit, int) or not 1 <= recall_limit <= 100:
         raise InvalidArgumentError("recall_limit", "must be a whole number from 1 to 100")
-    state = _MemoryToolState(graph, core_facts, the_scope, embedding_service, recall_limit)
+    state = _MemoryToolState(store, core_facts, the_scope, embedding_service, recall_limit)
     text = {"type": "string", "minLength": 1}
     return [
         MemoryTool(
@@ -348,6 +377,7 @@ def create_memory_tools(
                 ["fact"],
             ),
             handler=state.remember,
+            idempotent=True,
         ),
         MemoryTool(
             name="recall",
@@ -357,6 +387,7 @@ def create_memory_tools(
             ),
             handler=state.recall,
             read_only=True,
+            idempotent=True,
         ),
         MemoryTool(
             name="forget",
@@ -374,6 +405,7 @@ def create_memory_tools(
             ),
             handler=state.forget,
             destructive=True,
+            idempotent=True,
         ),
     ]
 
@@ -384,7 +416,9 @@ __all__ = [
     "FACT_TYPE",
     "MAX_FACT_CHARS",
     "MAX_FORGET",
+    "MIN_RECALL_SCORE",
     "RECALL_LIMIT",
+    "RELATIVE_RECALL_SCORE",
     "create_memory_tools",
     "fact_text",
     "is_broad",
