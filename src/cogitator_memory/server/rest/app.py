@@ -57,7 +57,16 @@ MAX_BODY_BYTES = 1_048_576
 _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 PUBLIC_PATHS = frozenset(
-    {"/health", "/", "/inspector/inspector.js", "/inspector/inspector.css", "/openapi.json", "/docs", "/redoc"}
+    {
+        "/health",
+        "/",
+        "/inspector/inspector.js",
+        "/inspector/user-view.js",
+        "/inspector/inspector.css",
+        "/openapi.json",
+        "/docs",
+        "/redoc",
+    }
 )
 """The paths answered without the token: they hold no memory (``/ready`` does ask for it: its
 failures may name the store)."""
@@ -219,6 +228,7 @@ def create_app(
 
     from .routes_memory import memory_router
     from .routes_threads import threads_router
+    from .routes_users import users_router
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -295,6 +305,7 @@ def create_app(
         )
 
     app.include_router(threads_router(), prefix="/api")
+    app.include_router(users_router(), prefix="/api")
     app.include_router(memory_router(), prefix="/api")
 
     if inspector:
@@ -324,7 +335,7 @@ def create_app(
 
         @app.get("/inspector/{name}", include_in_schema=False)
         async def page_asset(name: str) -> Response:
-            if name not in ("inspector.js", "inspector.css"):
+            if name not in ("inspector.js", "user-view.js", "inspector.css"):
                 return problem(404, f"no inspector file {name!r}", "NotFoundError")
             return asset(name)
 

@@ -15,6 +15,7 @@ from pydantic_core import to_jsonable_python
 from ...errors import InvalidArgumentError, NotFoundError
 from ...result import unwrap
 from ...threads import tree
+from .forget_plan import forget_plan
 from .parts import cascade_for, memory_of, send
 
 MAX_ITEMS = 1000
@@ -239,17 +240,21 @@ def memory_router() -> APIRouter:
 
     @router.post("/forget/preview", tags=["forget"])
     async def forget_preview(request: Request, body: ForgetBody) -> Response:
-        """What :func:`forget` would take, changing nothing."""
-        cascade = cascade_for(memory_of(request))
+        """Everything :func:`forget` would take, named and counted, changing nothing: the
+        cascade's plan (``threads``, ``entries``) and what memory derived from them (items, core
+        facts, facts, graph nodes and edges, entities, vectors, file versions, files; see
+        :func:`~cogitator_memory.server.rest.forget_plan.forget_plan`)."""
+        memory = memory_of(request)
         key, value = body.target()
-        if key == "user_id":
-            plan = await cascade.plan_user(value)
-        elif key == "thread_id":
-            plan = await cascade.plan_thread(value)
-        else:
-            plan = await cascade.plan_entries(value, keep_replies=body.keep_replies)
-        shown = {"threads": plan.threads, "entries": plan.entries, "entry_count": plan.entry_count}
-        return send({**shown, "skipped": plan.skipped})
+        plan = await forget_plan(
+            cascade_for(memory),
+            key,
+            value,
+            agent_id=memory.agent_id,
+            keep_replies=body.keep_replies,
+            recall_index=getattr(memory, "indexer", None) is not None,
+        )
+        return send(plan)
 
     @router.post("/forget", tags=["forget"])
     async def forget(request: Request, body: ForgetBody) -> Response:

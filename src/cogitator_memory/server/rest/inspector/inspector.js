@@ -193,6 +193,7 @@ function entryRow(entry) {
 }
 
 async function showEntry(entryId) {
+  switchView("threads");
   let row = $(`entry-${entryId}`);
   if (!row) {
     const entry = await api("GET", `/api/entries/${encodeURIComponent(entryId)}`);
@@ -213,35 +214,77 @@ function scopeOfThread() {
   return { agent_id: state.thread ? state.thread.agent_id : filters().agent_id, user_id: meta.user_id || filters().user_id };
 }
 
+function quoteLinks(evidence) {
+  return (evidence || []).map((ev) => {
+    const link = el("a", { class: "quote", href: "#", "data-entry": ev.entry_id }, `“${ev.quote}”`);
+    link.addEventListener("click", (event) => {
+      event.preventDefault();
+      showEntry(ev.entry_id).catch((e) => status(e.message, true));
+    });
+    return link;
+  });
+}
+
+function interval(item) {
+  const from = item.valid_from || item.recorded_at;
+  return `held ${when(from) || "always"} → ${item.valid_to ? when(item.valid_to) : "now"}`;
+}
+
 async function loadItems() {
   const scope = scopeOfThread();
-  const params = { ...scope, limit: 500 };
-  if ($("items-all").checked) params.status = "all";
-  const data = await api("GET", `/api/items${query(params)}`);
   const list = $("items");
+  if ($("items-all").checked) {
+    // Every state of each slot, whatever time it held: superseded values show, marked.
+    const data = await api("GET", `/api/items/states${query({ ...scope, limit: 1000 })}`);
+    list.replaceChildren(...data.slots.map((slot) => slotRow(slot, true)));
+    if (!data.slots.length) list.append(el("li", {}, "No memory items for this scope."));
+    return;
+  }
+  const data = await api("GET", `/api/items${query({ ...scope, limit: 500 })}`);
   list.replaceChildren();
   for (const item of data.items) {
-    const interval = `${when(item.valid_from) || "always"} → ${item.valid_to ? when(item.valid_to) : "now"}`;
-    const quotes = (item.evidence || []).map((ev) => {
-      const link = el("a", { class: "quote", href: "#", "data-entry": ev.entry_id }, `“${ev.quote}”`);
-      link.addEventListener("click", (event) => {
-        event.preventDefault();
-        showEntry(ev.entry_id).catch((e) => status(e.message, true));
-      });
-      return link;
-    });
     list.append(
       el(
         "li",
         { class: `item ${item.status}`, "data-item": item.id },
         el("div", { class: "slot" }, `${item.subject}${item.attribute ? ` · ${item.attribute}` : ""}`),
         el("div", {}, item.value),
-        el("div", { class: "meta" }, `${item.kind} · ${item.status} · trust ${item.trust} · confidence ${item.confidence} · ${interval}`),
-        ...quotes,
+        el("div", { class: "meta" }, `${item.kind} · ${item.status} · trust ${item.trust} · confidence ${item.confidence} · ${interval(item)}`),
+        ...quoteLinks(item.evidence),
       ),
     );
   }
   if (!data.items.length) list.append(el("li", {}, "No memory items for this scope."));
+}
+
+// One slot (subject · attribute) with its states, newest first: the value held now, then what it
+// replaced, each superseded one marked with the interval it held and what replaced it.
+function slotRow(slot, everything) {
+  const states = slot.states.filter((s) => everything || s.item.status === "active" || s.item.status === "superseded");
+  const name = slot.states[0] && slot.states[0].core_key ? slot.states[0].core_key : `${slot.subject}${slot.attribute ? ` · ${slot.attribute}` : ""}`;
+  return el(
+    "li",
+    { class: `slot-row${slot.held_now ? "" : " gone"}`, "data-slot": name },
+    el("div", { class: "slot" }, name, slot.shared ? el("span", { class: "badge" }, "shared") : null, slot.held_now ? null : el("span", { class: "badge" }, "no longer held")),
+    el("ol", { class: "states" }, ...states.map(stateRow)),
+  );
+}
+
+function stateRow(state) {
+  const item = state.item;
+  const mark = state.held_now ? "now" : item.status;
+  const notes = [item.kind, `trust ${item.trust}`, `confidence ${item.confidence}`, interval(item), `recorded ${when(item.recorded_at)}`];
+  if (state.replaced_by) notes.push(`replaced by ${state.replaced_by.value}`);
+  if (item.expired_at) notes.push(`let go ${when(item.expired_at)}`);
+  const because = item.metadata && item.metadata.stale_because;
+  if (because) notes.push(`stale: ${typeof because === "string" ? because : because.reason || JSON.stringify(because)}`);
+  return el(
+    "li",
+    { class: `state ${item.status}${state.held_now ? " held" : ""}`, "data-state": item.id },
+    el("div", { class: "value" }, el("span", { class: `badge status-${mark}` }, mark), " ", item.value),
+    el("div", { class: "meta" }, notes.join(" · ")),
+    ...quoteLinks(item.evidence),
+  );
 }
 
 async function loadFiles() {
@@ -298,13 +341,43 @@ function switchTab(name) {
 
 // ----- forgetting: a preview, then the cascade ------------------------------------------
 
+const PLAN_PARTS = [
+  ["items", "memory items", (r) => `${r.subject}${r.attribute ? ` · ${r.attribute}` : ""} = ${r.value} (${r.status}${r.action === "trim" ? ", loses quotes" : ""})`],
+  ["core_facts", "core facts", (r) => `${r.core_key} = ${r.value} (${r.status})`],
+  ["facts", "facts", (r) => `${r.value} (${r.status}${r.action === "trim" ? ", loses quotes" : ""})`],
+  ["graph_nodes", "graph nodes", (r) => `${r.type}: ${r.name}`],
+  ["graph_edges", "graph edges", (r) => `${r.type}${r.label ? ` (${r.label})` : ""}`],
+  ["entities", "entities no item is about any more", (r) => `${r.type}: ${r.name}`],
+  ["vectors", "vectors", (r) => r],
+  ["file_versions", "memory file versions (redacted)", (r) => `${r.path} #${r.sequence}`],
+  ["files", "memory files", (r) => r.path],
+];
+
+function planPart(kind, count, label, rows) {
+  const names = el("ul", { class: "plan-names" }, ...rows.slice(0, 20).map((r) => el("li", {}, r)));
+  if (rows.length > 20) names.append(el("li", {}, `… and ${rows.length - 20} more`));
+  return el("li", { "data-plan": kind }, el("span", { class: "count" }, String(count)), ` ${label}`, rows.length ? names : null);
+}
+
 function confirmForget(title, plan) {
   const dialog = $("confirm");
   $("confirm-title").textContent = title;
   const list = $("confirm-list");
   list.replaceChildren();
-  for (const thread of plan.threads) list.append(el("li", {}, `the whole thread ${thread}`));
-  for (const [thread, ids] of Object.entries(plan.entries)) list.append(el("li", {}, `${ids.length} entries of ${thread}`));
+  const counts = plan.counts || {};
+  if (plan.threads.length) list.append(planPart("threads", plan.threads.length, "whole threads", plan.threads));
+  const entries = counts.entries !== undefined ? counts.entries : plan.entry_count;
+  if (entries) {
+    const rows = Object.entries(plan.entries).map(([thread, ids]) => `${ids.length} entries of ${thread}`);
+    list.append(planPart("entries", entries, "entries", rows));
+  }
+  if (plan.summaries && plan.summaries.length) list.append(planPart("summaries", plan.summaries.length, "summaries over them", []));
+  for (const [kind, label, show] of PLAN_PARTS) {
+    const rows = plan[kind] || [];
+    if (rows.length) list.append(planPart(kind, rows.length, label, rows.map(show)));
+  }
+  if (plan.recall_index) list.append(el("li", { "data-plan": "recall_index" }, "their records in the recall index"));
+  for (const note of plan.skipped || []) list.append(el("li", { class: "skipped" }, `cannot be read, left aside: ${note}`));
   if (!list.children.length) list.append(el("li", {}, "nothing"));
   return new Promise((resolve) => {
     const done = (answer) => {
@@ -327,16 +400,45 @@ async function forgetEntry(entryId) {
   await openThread(state.thread.id);
 }
 
-async function forgetUser() {
-  const user = filters().user_id;
+async function forgetUser(user = filters().user_id) {
   if (!user) return;
   const plan = await api("POST", "/api/forget/preview", { user_id: user });
   if (!(await confirmForget(`Forget user ${user}?`, plan))) return;
   const done = await api("POST", "/api/forget", { user_id: user });
-  status(`Forgotten: ${JSON.stringify(done.counts)}`);
-  state.thread = null;
-  $("entries").replaceChildren();
+  clearShown();
   await loadThreads();
+  if (!$("user-view").hidden) await loadUser(user);
+  status(`Forgotten user ${user}: ${describeCounts(done.counts)}`);
+}
+
+function describeCounts(counts) {
+  const parts = [
+    [counts.threads, "threads"],
+    [counts.entries.deleted, "entries"],
+    [counts.items.purged, "items"],
+    [counts.facts.deleted, "facts"],
+    [counts.graph.nodes, "graph nodes"],
+    [counts.graph.edges, "graph edges"],
+    [counts.entities, "entities"],
+    [counts.vectors, "vectors"],
+    [counts.file_versions, "file versions"],
+    [counts.files, "files"],
+  ];
+  const said = parts.filter(([n]) => n).map(([n, what]) => `${n} ${what}`);
+  return said.length ? said.join(", ") : "nothing was left";
+}
+
+// What the page shows of memory, emptied: after a forget nothing read before it stays on screen.
+function clearShown() {
+  state.thread = null;
+  state.entriesCursor = null;
+  state.activePath = new Set();
+  state.children = new Map();
+  $("thread-title").textContent = "Pick a thread";
+  for (const id of ["thread-meta"]) $(id).textContent = "";
+  for (const id of ["entries", "items", "files", "versions", "hits"]) $(id).replaceChildren();
+  $("entries-more").hidden = true;
+  clearUserView();
 }
 
 // ----- wiring -----------------------------------------------------------------------------
@@ -354,6 +456,14 @@ document.addEventListener("DOMContentLoaded", () => {
   $("entries-more").addEventListener("click", guard(() => loadEntries()));
   $("search-form").addEventListener("submit", guard(() => runSearch($("search").value)));
   $("forget-user").addEventListener("click", guard(() => forgetUser()));
+  $("show-user").addEventListener("click", guard(() => openUserView(filters().user_id)));
+  for (const tab of document.querySelectorAll(".view-tab")) {
+    tab.addEventListener("click", guard(async () => {
+      if (tab.dataset.view === "user") await openUserView(filters().user_id);
+      else switchView("threads");
+    }));
+  }
+  wireUserView();
   $("items-all").addEventListener("change", guard(() => loadItems()));
   $("token-save").addEventListener("click", guard(async () => {
     state.token = $("token").value;
