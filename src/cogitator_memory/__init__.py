@@ -25,6 +25,7 @@ from .compaction import (
     Session,
     SessionManager,
 )
+from .compat import Mem0Compat, SyncMem0Compat
 from .context import (
     DEFAULT_PARTITIONS,
     BuiltContext,
@@ -432,6 +433,7 @@ __all__ = [
     "JsonArrayRead",
     "LabelEvent",
     "LocalEmbeddingService",
+    "Mem0Compat",
     "Memory",
     "MemoryAdapter",
     "MemoryBriefer",
@@ -500,6 +502,7 @@ __all__ = [
     "StoreUnavailableError",
     "SummarizeFn",
     "SummarizeOptions",
+    "SyncMem0Compat",
     "SyncMemory",
     "TextPart",
     "Thread",

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, Self, cast
+from typing import TYPE_CHECKING, Any, Literal, Self, cast
 
 from .. import clock as package_clock
 from ..cascade.records import CascadeCounts
@@ -63,6 +63,9 @@ from ..upkeep.playbook import FoldResult
 from ..vectors.base import EmbeddingAdapter
 from .config import ConfigError, MemoryConfig, coerce_config
 from .search import SearchHit, check_reader, search_memory
+
+if TYPE_CHECKING:
+    from ..compat.mem0 import Mem0Compat
 
 logger = logging.getLogger(__name__)
 
@@ -446,6 +449,14 @@ class Memory:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.close()
+
+    @property
+    def mem0(self) -> Mem0Compat:
+        """mem0's calls (``add``, ``search``, ``get_all``, ``get``, ``update``, ``delete``,
+        ``delete_all``, ``history``, ``reset``) in mem0's shapes over this memory (docs/mem0.md)."""
+        from ..compat.mem0 import Mem0Compat
+
+        return Mem0Compat(self)
 
     def _require(self) -> None:
         if not self._connected:

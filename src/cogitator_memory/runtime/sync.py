@@ -23,11 +23,14 @@ import threading
 from asyncio.events import _set_running_loop
 from collections.abc import Callable, Coroutine, Mapping
 from types import TracebackType
-from typing import Any, Concatenate, ParamSpec, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Self, TypeVar
 
 from ..errors import MemoryStoreError
 from .config import MemoryConfig
 from .memory import Memory
+
+if TYPE_CHECKING:
+    from ..compat.mem0 import SyncMem0Compat
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -316,6 +319,13 @@ class SyncMemory:
     def enabled(self) -> bool:
         """False when the store could not be reached and the config said ``on_error: disable``."""
         return self.memory.enabled
+
+    @property
+    def mem0(self) -> SyncMem0Compat:
+        """mem0's calls in mem0's shapes, synchronous (see :attr:`Memory.mem0`, docs/mem0.md)."""
+        from ..compat.mem0 import SyncMem0Compat
+
+        return SyncMem0Compat(self)
 
     connect = blocking(Memory.connect)
     flush = blocking(Memory.flush)
