@@ -21,6 +21,7 @@ from cogitator_memory.engines.postgres.vectors import (
     tsquery_literal,
     tsvector_literal,
 )
+from cogitator_memory.errors import InvalidArgumentError
 from cogitator_memory.testing import service_url
 from cogitator_memory.testing.embedding import (
     axis_vector,
@@ -155,13 +156,52 @@ async def test_vector_sizes(pg_url: str, schema: str, dims: int, column: str, op
         assert len(hits[0].vector) == dims
 
 
-async def test_default_size_is_768(pg_url: str, schema: str) -> None:
+async def test_without_a_size_no_table_is_made_until_the_first_vectors(pg_url: str, schema: str) -> None:
     async with PostgresAdapter(url=pg_url, schema=schema) as memory:
-        assert memory.dimensions == 768
-        assert memory.vector_status()["dimensions"] == 768
+        status = memory.vector_status()
+        assert status["available"] and "dimensions" not in status and memory.dimensions is None
+        async with await psycopg.AsyncConnection.connect(pg_url) as conn:
+            cur = await conn.execute("SELECT to_regclass(%s)", (f'"{schema}".embeddings',))
+            assert await cur.fetchone() == (None,), "a store opened without a size makes no table"
+        assert unwrap(await memory.search([1.0] * 5)) == []
+        assert unwrap(await memory.keyword_search("x")) == []
+        assert unwrap(await memory.get_embedding("emb_x")) is None
+        assert unwrap(await memory.get_by_sources(["s"])) == []
+        assert unwrap(await memory.delete_by_filter(source_type="d")) == 0
+        added = unwrap(
+            await memory.add_embedding(
+                {"source_id": "s", "source_type": "d", "content": "x", "vector": [1.0, 0.0, 0.0, 0.0, 0.5]}
+            )
+        )
+        assert memory.dimensions == 5 and memory.vector_status()["dimensions"] == 5
+        assert [h.id for h in unwrap(await memory.search([1.0, 0.0, 0.0, 0.0, 0.4]))] == [added.id]
+        async with await psycopg.AsyncConnection.connect(pg_url) as conn:
+            cur = await conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND tablename = 'embeddings'", (schema,)
+            )
+            names = {row[0] for row in await cur.fetchall()}
+        assert {"embeddings_hnsw", "embeddings_by_user", "embeddings_by_thread"} <= names
+    async with PostgresAdapter(url=pg_url, schema=schema) as adopter:
+        assert adopter.dimensions == 5
 
 
-async def test_an_existing_table_keeps_its_size(pg_url: str, schema: str) -> None:
+async def test_a_table_made_by_another_adapter_is_adopted_after_connect(pg_url: str, schema: str) -> None:
+    async with PostgresAdapter(url=pg_url, schema=schema) as waiting:  # no table at its connect
+        async with PostgresAdapter(url=pg_url, schema=schema, dimensions=8) as maker:
+            unwrap(
+                await maker.add_embedding(
+                    {"source_id": "s", "source_type": "d", "content": "x", "vector": axis_vector(0)}
+                )
+            )
+        assert [h.source_id for h in unwrap(await waiting.search(axis_vector(0)))] == ["s"]
+        assert waiting.dimensions == 8
+        refused = await waiting.add_embedding(
+            {"source_id": "t", "source_type": "d", "content": "y", "vector": [1.0] * 4}
+        )
+        assert not refused.success and "8" in (refused.error or "")
+
+
+async def test_an_existing_table_of_another_size_fails_the_connect(pg_url: str, schema: str) -> None:
     async with PostgresAdapter(url=pg_url, schema=schema, dimensions=8) as first:
         unwrap(
             await first.add_embedding({"source_id": "s", "source_type": "d", "content": "x", "vector": axis_vector(0)})
@@ -170,26 +210,40 @@ async def test_an_existing_table_keeps_its_size(pg_url: str, schema: str) -> Non
         assert adopter.dimensions == 8 and adopter.vector_status()["available"]
         assert len(unwrap(await adopter.search(axis_vector(0)))) == 1
     mismatched = PostgresAdapter(url=pg_url, schema=schema, dimensions=16)
-    async with mismatched:
-        status = mismatched.vector_status()
-        assert status["available"] is False
-        assert "8" in status["reason"] and "16" in status["reason"]
-        for result in (
-            await mismatched.add_embedding(
-                {"source_id": "s", "source_type": "d", "content": "x", "vector": [1.0] * 16}
-            ),
-            await mismatched.search([1.0] * 16),
-            await mismatched.keyword_search("x"),
-            await mismatched.get_embedding("emb_x"),
-            await mismatched.get_by_sources(["s"]),
-            await mismatched.delete_by_filter(source_type="d"),
-        ):
-            assert not result.success and "configured for 16" in (result.error or "")
-        thread = unwrap(await mismatched.create_thread("agent"))  # threads still work
-        unwrap(await mismatched.add_entry({"thread_id": thread.id, "message": {"role": "user", "content": "hi"}}))
+    opened = await mismatched.connect()
+    assert not opened.success and opened.error_type is InvalidArgumentError
+    error = opened.error or ""
+    assert "8 dimensions" in error and "vectors of 16" in error, error
+    assert f'DROP TABLE "{schema}".embeddings' in error and "schema" in error, error
+    assert mismatched.vector_status() == {"available": False, "reason": "not connected"}
     async with await psycopg.AsyncConnection.connect(pg_url) as conn:
         cur = await conn.execute(f'SELECT count(*) FROM "{schema}".embeddings')
-        assert await cur.fetchone() == (1,), "the mismatched adapter wrote nothing"
+        assert await cur.fetchone() == (1,), "the refused adapter changed nothing"
+
+
+async def test_an_older_table_gets_its_scope_indexes_at_connect(pg_url: str, schema: str) -> None:
+    async with PostgresAdapter(url=pg_url, schema=schema, dimensions=8) as first:
+        unwrap(
+            await first.add_embedding(
+                {
+                    "source_id": "s",
+                    "source_type": "d",
+                    "content": "x",
+                    "vector": axis_vector(0),
+                    "metadata": {"user_id": "u"},
+                }
+            )
+        )
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+        await conn.execute(f'DROP INDEX "{schema}".embeddings_by_user, "{schema}".embeddings_by_thread')
+    async with PostgresAdapter(url=pg_url, schema=schema) as memory:
+        hits = unwrap(await memory.search(axis_vector(0), filter={"user_id": "u"}))
+        assert [h.source_id for h in hits] == ["s"]
+    async with await psycopg.AsyncConnection.connect(pg_url) as conn:
+        cur = await conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND tablename = 'embeddings'", (schema,)
+        )
+        assert {"embeddings_by_user", "embeddings_by_thread"} <= {row[0] for row in await cur.fetchall()}
 
 
 # --- search behaviour ------------------------------------------------------------------------

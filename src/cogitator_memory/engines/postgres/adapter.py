@@ -121,8 +121,10 @@ class PostgresAdapter(
     ``pool_size`` connections).
 
     ``connection_string`` (or ``url``) is a libpq URL or DSN; ``schema`` (default ``public``) holds
-    the tables, created on the first :meth:`connect`; ``dimensions`` is the vector size of a new
-    embeddings table (default 768; an existing table keeps its own, see :meth:`vector_status`);
+    the tables, created on the first :meth:`connect`; ``dimensions`` is the size of the vectors
+    (the embedder's): a new embeddings table is made at it, an existing table of another size fails
+    the connect (``InvalidArgumentError``); without it an existing table is adopted, and none is made
+    until the first vectors are added (at their size);
     ``ef_search`` is the HNSW search breadth (raised to a search's ``limit`` when larger);
     ``connect_timeout`` bounds opening a connection and waiting for a free one, ``command_timeout``
     each call (seconds).

@@ -7,10 +7,19 @@ content's terms for keyword search, and the metadata as jsonb.
 
 The table is set up at ``connect()``, after the thread schema is current: the ``vector``
 extension is created when the server has it and the role may create it, then the table is created
-(under the schema's advisory lock) when it is missing, or an existing one is adopted with its
-vector size. When pgvector cannot be had, or an existing table holds vectors of another size than
-the adapter was configured for, the store still connects: threads and entries work, every
-embedding call returns a failed result naming the reason, and :meth:`vector_status` says why.
+(under the schema's advisory lock) at the configured size (``dimensions``, which ``Memory`` takes
+from its embedding service) when it is missing, or an existing one is adopted with its vector
+size. An adapter given no size makes no table: the first vectors added make it at their size (a
+store opened for its threads alone, as the command line's thread commands do, leaves the size to
+the embedder). An existing table of another size than configured fails the connect
+(:class:`~cogitator_memory.errors.InvalidArgumentError` naming both sizes and the ways out). When
+pgvector cannot be had, the store still connects: threads and entries work, every embedding call
+returns a failed result naming the reason, and :meth:`vector_status` says why.
+
+The table has btree indexes on the scope keys searches filter by (``metadata->>'user_id'``,
+``->>'thread_id'``, ``->>'agent_id'``), added to an older table at connect: their statistics tell
+the planner how many rows a scope keeps, so a user's search goes through the HNSW index (without
+them it guessed 1% and compared every vector of the user), and a thread's reads its rows by index.
 
 After a large write the table is analysed (``ANALYZE``) at once: when the rows this adapter
 added since the last analyse reach :data:`ANALYZE_MIN_ROWS` and a fifth of the table. Until a
@@ -37,7 +46,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict, TypeVar
 
-from ...errors import ConflictError, StoreUnavailableError
+from ...errors import ConflictError, InvalidArgumentError, StoreUnavailableError
 from ...search.tokenizer import index_terms
 from ...vectors.base import EmbeddingStoreMixin
 from ...vectors.records import SCOPE_KEYS, DeletionFilter, Embedding, EmbeddingFilter, ScoredEmbedding
@@ -50,8 +59,6 @@ logger = logging.getLogger("cogitator_memory")
 
 T = TypeVar("T")
 
-#: The vector size of a new embeddings table when the adapter is given none.
-DEFAULT_DIMENSIONS = 768
 #: Largest size pgvector indexes as ``vector``; as ``halfvec``; stores at all.
 VECTOR_INDEX_MAX = 2000
 HALFVEC_INDEX_MAX = 4000
@@ -70,6 +77,9 @@ TSQUERY_CHUNK = 2000
 #: many and :data:`ANALYZE_GROWTH` of the rows the table had then (see ``_analyze_if_grown``).
 ANALYZE_MIN_ROWS = 1000
 ANALYZE_GROWTH = 0.2
+#: The scope indexes of the embeddings table (name -> metadata key), made with a new table and
+#: added to an older one at connect (see :meth:`VectorLayout.scope_index_statements`).
+SCOPE_INDEXES: dict[str, str] = {"embeddings_by_user": "user_id", "embeddings_by_thread": "thread_id"}
 
 Storage = Literal["vector", "halfvec"]
 
@@ -157,10 +167,23 @@ class VectorLayout:
             f"CREATE INDEX embeddings_by_source ON {s}.embeddings (source_id)",
             f"CREATE INDEX embeddings_by_agent ON {s}.embeddings ((metadata->>'agent_id'))",
             f"CREATE INDEX embeddings_terms ON {s}.embeddings USING gin (terms)",
+            *self.scope_index_statements(),
         ]
         if self.indexed:
             statements.append(self.index_statement())
         return statements
+
+    def scope_index_statements(self, names: Sequence[str] | None = None) -> list[str]:
+        """The btree indexes on the scope keys a search filters by (``user_id``, ``thread_id``).
+
+        They give the planner the statistics of those keys: without them it guessed that a
+        user's filter keeps 1% of the rows and searched them exactly (every vector of the user
+        compared, linear in history) instead of through the HNSW index; and a filter that does
+        keep few rows (a thread, a small user in a large table) reads them by index."""
+        return [
+            f"CREATE INDEX IF NOT EXISTS {name} ON {self.table} ((metadata->>'{SCOPE_INDEXES[name]}'))"
+            for name in (SCOPE_INDEXES if names is None else names)
+        ]
 
     def index_statement(self) -> str:
         """The HNSW cosine index."""
@@ -322,6 +345,9 @@ class PostgresVectors(EmbeddingStoreMixin):
     """
 
     _layout: VectorLayout | None = None
+    #: ``(extension schema, pgvector version)`` while pgvector is there but no table is, and no
+    #: size was configured: the first vectors added make the table at their size.
+    _pending: tuple[str, str] | None = None
     _vector_reason: str | None = "not connected"
     #: The ``hnsw.ef_search`` of every search; a larger ``limit`` raises it for that search.
     ef_search: int = DEFAULT_EF_SEARCH
@@ -341,8 +367,11 @@ class PostgresVectors(EmbeddingStoreMixin):
     def vector_status(self) -> VectorStatus:
         """Whether embeddings work here: ``{"available": True, "dimensions": n, ...}``, or
         ``{"available": False, "reason": ...}`` (no pgvector, no right to create it, a table of
-        another size, not connected)."""
+        another size, not connected). Before a table exists (no size configured, no vector added
+        yet) ``dimensions`` is left out: the first vectors added set it."""
         layout = self._layout
+        if self._pending is not None and self._vector_reason is None:
+            return {"available": True, "pgvector": self._pending[1]}
         if layout is None or self._vector_reason is not None:
             return {"available": False, "reason": self._vector_reason or "not connected"}
         return {
@@ -368,6 +397,7 @@ class PostgresVectors(EmbeddingStoreMixin):
 
     def _reset_vectors(self) -> None:
         self._layout = None
+        self._pending = None
         self._vector_reason = "not connected"
         self._dimensions = self._configured_dimensions
         self._rows_at_analyze = 0.0
@@ -414,18 +444,18 @@ class PostgresVectors(EmbeddingStoreMixin):
         version, ext_schema = str(ext[0]), str(ext[1]).strip('"')
         existing = await self._existing_layout(conn, ext_schema, version)
         if existing is None:
+            if self._configured_dimensions is None:
+                # no size known yet: the table is made by the first vectors added, at their size
+                # (a store opened for its threads alone must not fix the size for the embedder)
+                self._pending = (ext_schema, version)
+                self._vector_reason = None
+                return
             try:
-                planned = VectorLayout.plan(self.schema, ext_schema, version, self._dimensions or DEFAULT_DIMENSIONS)
+                planned = VectorLayout.plan(self.schema, ext_schema, version, self._configured_dimensions)
             except StoreUnavailableError as exc:
                 self._vectors_off(str(exc))
                 return
-            async with conn.transaction():
-                await conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (ADVISORY_LOCK_CLASS, self.schema))
-                existing = await self._existing_layout(conn, ext_schema, version)
-                if existing is None:
-                    for statement in planned.create_statements():
-                        await conn.execute(statement)
-                    existing = planned
+            existing = await self._create_table(conn, planned)
         elif existing.dimensions <= HALFVEC_INDEX_MAX and not existing.indexed:
             wanted = VectorLayout.plan(self.schema, ext_schema, version, existing.dimensions)
             if wanted.indexed and wanted.storage == existing.storage:  # pgvector was upgraded since
@@ -435,18 +465,73 @@ class PostgresVectors(EmbeddingStoreMixin):
                     )
                     await conn.execute(wanted.index_statement().replace("CREATE INDEX", "CREATE INDEX IF NOT EXISTS"))
                 existing = wanted
-        configured = self._configured_dimensions
-        if configured is not None and configured != existing.dimensions:
-            self._layout = existing
-            self._vectors_off(
-                f"the embeddings table of schema {self.schema!r} holds vectors of {existing.dimensions} "
-                f"dimensions, but this adapter is configured for {configured}"
-            )
-            return
-        self._layout = existing
-        self._vector_reason = None
-        self._dimensions = existing.dimensions
+        self._check_size(existing, self._configured_dimensions)
+        await self._add_scope_indexes(conn, existing)
+        self._adopt_layout(existing)
         self._rows_at_analyze = await self._analyzed_rows(conn, existing)
+
+    def _check_size(self, layout: VectorLayout, wanted: int | None) -> None:
+        """Refuse a table whose vectors are not of the ``wanted`` size (the embedder's), naming
+        both sizes and the ways out."""
+        if wanted is None or wanted == layout.dimensions:
+            return
+        raise InvalidArgumentError(
+            "dimensions",
+            f"the embeddings table {layout.table} holds vectors of {layout.dimensions} dimensions, but the "
+            f"embedding service makes vectors of {wanted}: configure an embedding model of {layout.dimensions} "
+            f"dimensions, or use another schema (the store's 'schema' option), or drop the table "
+            f"(DROP TABLE {layout.table}; its vectors are lost, and turns are embedded again when "
+            "their thread is next used)",
+        )
+
+    def _adopt_layout(self, layout: VectorLayout) -> None:
+        self._layout = layout
+        self._pending = None
+        self._vector_reason = None
+        self._dimensions = layout.dimensions
+
+    async def _create_table(self, conn: AsyncConnection[Any], planned: VectorLayout) -> VectorLayout:
+        """Make the table of ``planned`` unless another connection made one first (under the
+        schema's advisory lock); the table there now."""
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (ADVISORY_LOCK_CLASS, self.schema))
+            existing = await self._existing_layout(conn, planned.ext_schema, planned.version)
+            if existing is not None:
+                return existing
+            for statement in planned.create_statements():
+                await conn.execute(statement)
+        return planned
+
+    async def _add_scope_indexes(self, conn: AsyncConnection[Any], layout: VectorLayout) -> None:
+        """Give a table made before the scope indexes existed its missing ones (under the
+        schema's advisory lock), then analyse it so the planner has their statistics at once."""
+        cur = await conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND tablename = 'embeddings'", (self.schema,)
+        )
+        have = {str(row[0]) for row in await cur.fetchall()}
+        missing = [name for name in SCOPE_INDEXES if name not in have]
+        if not missing:
+            return
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (ADVISORY_LOCK_CLASS, self.schema))
+            for statement in layout.scope_index_statements(missing):
+                await conn.execute(statement)
+        await conn.execute(f"ANALYZE {layout.table}")
+
+    async def _pending_layout(self) -> VectorLayout | None:
+        """With no table yet (see :meth:`_setup_vectors`): the table another connection made
+        since, adopted (refused when of another size than configured), or ``None``."""
+        pending = self._pending
+        if pending is None:
+            return self._vectors()
+
+        async def op(conn: AsyncConnection[Any]) -> VectorLayout | None:
+            return await self._existing_layout(conn, *pending)
+
+        found = await self.run(op)
+        if found is not None and self._pending is not None:
+            self._adopt_layout(found)
+        return found
 
     @staticmethod
     async def _analyzed_rows(conn: AsyncConnection[Any], layout: VectorLayout) -> float:
@@ -483,12 +568,19 @@ class PostgresVectors(EmbeddingStoreMixin):
     async def _configure_vectors(self, conn: AsyncConnection[Any]) -> None:
         """On each new pooled connection: ``hnsw.ef_search`` and iterative index scans (pgvector
         0.8+) for the session, so filtered searches keep scanning until they have ``limit`` rows
-        (``relaxed_order``: the search re-sorts its hits)."""
+        (``relaxed_order``: the search re-sorts its hits). Also before the table exists (it
+        may be made while the connection is pooled)."""
+        if self._vector_reason is not None:
+            return
         layout = self._layout
-        if layout is None or self._vector_reason is not None or not layout.indexed:
+        if self._pending is not None:
+            iterative = parse_version(self._pending[1]) >= (0, 8)
+        elif layout is not None and layout.indexed:
+            iterative = layout.iterative_scan
+        else:
             return
         await conn.execute(f"SET hnsw.ef_search = {int(self.ef_search)}")
-        if layout.iterative_scan:
+        if iterative:
             await conn.execute("SET hnsw.iterative_scan = relaxed_order")
 
     async def _existing_layout(self, conn: AsyncConnection[Any], ext_schema: str, version: str) -> VectorLayout | None:
@@ -511,14 +603,35 @@ class PostgresVectors(EmbeddingStoreMixin):
         return VectorLayout(self.schema, ext_schema, dims, storage, indexed, parse_version(version) >= (0, 8), version)
 
     async def _stored_dimensions(self) -> int | None:
-        return self._vectors().dimensions
+        layout = await self._pending_layout()
+        return None if layout is None else layout.dimensions
+
+    async def _layout_for(self, dimensions: int) -> VectorLayout:
+        """The table to write vectors of ``dimensions`` to: made at that size when there is none
+        yet (see :meth:`_setup_vectors`)."""
+        pending = self._pending
+        if pending is None:
+            return self._vectors()
+        planned = VectorLayout.plan(self.schema, pending[0], pending[1], dimensions)
+
+        async def op(conn: AsyncConnection[Any]) -> VectorLayout:
+            return await self._create_table(conn, planned)
+
+        made = await self.run(op)
+        if self._pending is not None:
+            self._adopt_layout(made)
+        if made.dimensions != dimensions:  # another connection made it first, at another size
+            raise InvalidArgumentError(
+                "embeddings", f"vectors must have {made.dimensions} dimensions (the table's), got {dimensions}"
+            )
+        return made
 
     # ----- primitives ----------------------------------------------------------------------
 
     async def _add_embeddings(self, embeddings: list[Embedding]) -> None:
         from psycopg import errors
 
-        layout = self._vectors()
+        layout = await self._layout_for(len(embeddings[0].vector))
         sql = (
             f"INSERT INTO {layout.table} (id, source_id, source_type, content, metadata, embedding, terms, created_at)"
             f" VALUES (%(id)s, %(source_id)s, %(source_type)s, %(content)s, %(metadata)s::jsonb,"
@@ -590,7 +703,9 @@ class PostgresVectors(EmbeddingStoreMixin):
     async def _keyword_hits(
         self, terms: list[str], limit: int, flt: EmbeddingFilter, include_vectors: bool
     ) -> list[ScoredEmbedding]:
-        layout = self._vectors()
+        layout = await self._pending_layout()
+        if layout is None:  # no table yet
+            return []
         where, params = search_filter_sql(flt)
         froms, match, score, query_params = keyword_query_sql(terms)
         cols = _EMB_COLS if include_vectors else _EMB_COLS_NO_VECTOR
@@ -608,7 +723,9 @@ class PostgresVectors(EmbeddingStoreMixin):
         return await self.run(op)
 
     async def _get_embedding(self, embedding_id: str) -> Embedding | None:
-        layout = self._vectors()
+        layout = await self._pending_layout()
+        if layout is None:  # no table yet
+            return None
 
         async def op(conn: AsyncConnection[Any]) -> Embedding | None:
             cur = await conn.execute(f"SELECT {_EMB_COLS} FROM {layout.table} WHERE id = %s", (embedding_id,))
@@ -618,7 +735,9 @@ class PostgresVectors(EmbeddingStoreMixin):
         return await self.run(op)
 
     async def _delete_embedding(self, embedding_id: str) -> bool:
-        layout = self._vectors()
+        layout = await self._pending_layout()
+        if layout is None:  # no table yet
+            return False
 
         async def op(conn: AsyncConnection[Any]) -> bool:
             cur = await conn.execute(f"DELETE FROM {layout.table} WHERE id = %s", (embedding_id,))
@@ -627,7 +746,9 @@ class PostgresVectors(EmbeddingStoreMixin):
         return await self.run(op)
 
     async def _delete_embeddings(self, embedding_ids: list[str]) -> int:
-        layout = self._vectors()
+        layout = await self._pending_layout()
+        if layout is None:  # no table yet
+            return 0
 
         async def op(conn: AsyncConnection[Any]) -> int:
             cur = await conn.execute(f"DELETE FROM {layout.table} WHERE id = ANY(%s)", (embedding_ids,))
@@ -636,7 +757,9 @@ class PostgresVectors(EmbeddingStoreMixin):
         return await self.run(op)
 
     async def _delete_by_filter(self, flt: DeletionFilter) -> int:
-        layout = self._vectors()
+        layout = await self._pending_layout()
+        if layout is None:  # no table yet
+            return 0
         where, params = deletion_filter_sql(flt)
 
         async def op(conn: AsyncConnection[Any]) -> int:
@@ -646,7 +769,9 @@ class PostgresVectors(EmbeddingStoreMixin):
         return await self.run(op)
 
     async def _get_by_sources(self, source_ids: list[str]) -> list[Embedding]:
-        layout = self._vectors()
+        layout = await self._pending_layout()
+        if layout is None:  # no table yet
+            return []
 
         async def op(conn: AsyncConnection[Any]) -> list[Embedding]:
             cur = await conn.execute(
@@ -660,7 +785,6 @@ class PostgresVectors(EmbeddingStoreMixin):
 __all__ = [
     "ANALYZE_GROWTH",
     "ANALYZE_MIN_ROWS",
-    "DEFAULT_DIMENSIONS",
     "HALFVEC_INDEX_MAX",
     "PGVECTOR_MAX",
     "TSQUERY_CHUNK",
