@@ -3,67 +3,36 @@ a real SQLite memory, asking for a token as ``serve`` does: the token taken from
 items linked to their quotes, file diffs, search, stored markup shown as text and never run, and
 clicks that really forget.
 
-Chromium is found at ``$COGMEM_TEST_CHROMIUM`` (default ``/usr/bin/chromium``); screenshots go to
-``$COGMEM_TEST_ARTIFACTS`` (default ``test-artifacts/``) under ``inspector/``.
+Chromium, the server and screenshots: see ``browser_helpers``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import os
-import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from browser_helpers import chromium, serving, shot, watch_errors
 
 from cogitator_memory import unwrap
 from cogitator_memory.runtime.memory import Memory
-from cogitator_memory.server.rest import create_app
 
-CHROMIUM = os.environ.get("COGMEM_TEST_CHROMIUM", "/usr/bin/chromium")
-ARTIFACTS = Path(os.environ.get("COGMEM_TEST_ARTIFACTS", "test-artifacts")) / "inspector"
 SCRIPT = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
 TOKEN = "an-inspector-test-token-0123456789"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture
 async def served(tmp_path: Path) -> AsyncIterator[tuple[str, Memory]]:
-    uvicorn = pytest.importorskip("uvicorn")
     config = {"adapter": "sqlite", "path": str(tmp_path / "memory.db"), "embedding": {"provider": "hashing"}}
-    async with Memory(config) as memory:
-        port = _free_port()
-        app = create_app(memory, token=TOKEN)
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-        task = asyncio.create_task(server.serve())
-        while not server.started:
-            await asyncio.sleep(0.02)
-        try:
-            yield f"http://127.0.0.1:{port}", memory
-        finally:
-            server.should_exit = True
-            await task
+    async with Memory(config) as memory, serving(memory, TOKEN) as url:
+        yield url, memory
 
 
 @pytest.fixture
 async def browser() -> AsyncIterator[Any]:
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set COGMEM_TEST_CHROMIUM)")
-    playwright_api = pytest.importorskip("playwright.async_api")
-    async with playwright_api.async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
-        try:
-            yield launched
-        finally:
-            await launched.close()
+    async with chromium() as launched:
+        yield launched
 
 
 async def _seed(memory: Memory) -> dict[str, Any]:
@@ -119,17 +88,11 @@ async def _seed(memory: Memory) -> dict[str, Any]:
     }
 
 
-async def _shot(page: Any, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    await page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
-
-
 async def test_the_inspector_shows_and_forgets(served: tuple[str, Memory], browser: Any) -> None:
     url, memory = served
     seeded = await _seed(memory)
     page = await browser.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    errors = watch_errors(page)
     await page.goto(f"{url}/?token={TOKEN}")
     await page.fill("#user", "ada")
     await page.click("#filters button[type=submit]")
@@ -157,7 +120,7 @@ async def test_the_inspector_shows_and_forgets(served: tuple[str, Memory], brows
     await page.wait_for_selector(f"[data-item='{seeded['item']}']")
     await page.click(f"[data-item='{seeded['item']}'] .quote")
     await page.wait_for_selector(f"#entry-{seeded['ids'][0]}.highlight")
-    await _shot(page, "thread-and-items")
+    await shot(page, "thread-and-items")
     # File versions with their diff, the markup in it as text.
     await page.click("[data-tab=files]")
     await page.click("[data-path='/memories/ada.md']")
@@ -165,7 +128,7 @@ async def test_the_inspector_shows_and_forgets(served: tuple[str, Memory], brows
     diffs = await page.locator("#versions .diff").all_text_contents()
     assert any("+note: <script>" in d for d in diffs)
     assert await page.evaluate("window.__pwned") is None
-    await _shot(page, "file-versions")
+    await shot(page, "file-versions")
     # Search.
     await page.fill("#search", "where does Maria live")
     await page.click("#search-form button")
@@ -174,7 +137,7 @@ async def test_the_inspector_shows_and_forgets(served: tuple[str, Memory], brows
     await page.click(f"[data-forget='{seeded['ids'][4]}']")
     await page.wait_for_selector("#confirm[open]")
     assert "entries of" in (await page.locator("#confirm-list").text_content() or "")
-    await _shot(page, "forget-preview")
+    await shot(page, "forget-preview")
     await page.click("#confirm-go")
     await page.wait_for_selector(f"#entry-{seeded['ids'][4]}", state="detached")
     assert unwrap(await memory.adapter.get_entry(seeded["ids"][4])) is None
@@ -189,7 +152,10 @@ async def test_the_inspector_shows_and_forgets(served: tuple[str, Memory], brows
     await page.wait_for_selector("#confirm[open]")
     await page.click("#confirm-go")
     await page.wait_for_selector(f"[data-thread='{seeded['thread']}']", state="detached")
-    await _shot(page, "user-forgotten")
+    # Nothing read before the forget stays on screen: not the thread, not her items.
+    assert await page.locator("#items li").count() == 0 and await page.locator("#entries li").count() == 0
+    assert "Maria" not in (await page.locator("body").text_content() or "")
+    await shot(page, "user-forgotten")
     assert unwrap(await memory.adapter.get_thread(seeded["thread"])) is None
     assert unwrap(await memory.adapter.get_thread(seeded["other"])) is not None
     assert errors == []

@@ -382,6 +382,8 @@ function confirmForget(title, plan) {
   return new Promise((resolve) => {
     const done = (answer) => {
       dialog.close();
+      list.replaceChildren(); // what the plan named does not stay in the page
+      $("confirm-title").textContent = "Forget";
       $("confirm-go").onclick = null;
       $("confirm-cancel").onclick = null;
       resolve(answer);
