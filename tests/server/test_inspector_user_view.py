@@ -114,7 +114,11 @@ async def test_the_user_view_shows_beliefs_the_next_context_and_a_forget_that_ta
     await expect(page.locator(f"#entities [data-node='{seeded['maria']}'] .quote")).to_have_text(
         "“my sister Maria lives there”"
     )
-    # Bob is nowhere.
+    await expect(page.locator(f"#entities [data-node='{seeded['porto_node']}'] .about")).to_have_text(
+        "memory items about it: Ada · lives in = Porto"
+    )
+    # The agent's shared memory shows, marked; Bob is nowhere.
+    await expect(page.locator("#user-items [data-slot='Office · opens at'] .slot .badge")).to_have_text("shared")
     body = await page.locator("#user-view").text_content() or ""
     assert "Berlin" not in body and "cello" not in body
     # The next context for a typed question: what build_context sends, core facts in its system message.
@@ -166,7 +170,11 @@ async def test_the_user_view_shows_beliefs_the_next_context_and_a_forget_that_ta
     everything = await page.locator("body").text_content() or ""
     for trace in ("Lisbon", "Porto", "peanuts", "Maria", seeded["thread"], "allergic"):
         assert trace not in everything, trace
-    await expect(page.locator("#user-items")).to_have_text("No memory items.")
+    # What is left is the agent's shared memory, which was never hers.
+    await expect(page.locator("#user-items [data-slot]")).to_have_count(1)
+    await expect(page.locator("#user-items [data-slot='Office · opens at']")).to_be_visible()
+    await expect(page.locator("#core-facts")).to_have_text("No core facts.")
+    await expect(page.locator("#entities")).to_have_text("No entities.")
     assert await page.locator("#context-q").input_value() == ""
     await page.click("[data-view=threads]")
     assert await page.locator("#items li").count() == 0 and await page.locator("#entries li").count() == 0

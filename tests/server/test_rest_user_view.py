@@ -95,11 +95,16 @@ async def test_a_users_view_holds_nothing_of_another_user_and_needs_the_token(me
     for other in ("Lisbon", "Porto", "peanuts", seeded["thread"], '"ada"'):
         assert other not in bob_text
     assert [s["states"][0]["item"]["value"] for s in bob["core_facts"]["slots"]] == ["Berlin"]
+    # The agent's shared memory shows in both, marked shared.
+    for view in (ada, bob):
+        office = _slot(view["agents"][0]["items"]["slots"], "opens at")
+        assert office["shared"] and office["states"][0]["item"]["id"] == seeded["shared"]
     # Someone memory holds nothing about: an empty view, not an error.
     async with _client(memory) as client:
         nobody = (await client.get("/api/users/nobody")).json()
     assert nobody["threads"] == [] and nobody["core_facts"]["slots"] == []
-    assert nobody["agents"][0]["items"]["slots"] == [] and nobody["agents"][0]["graph"]["facts"] == []
+    assert [s["attribute"] for s in nobody["agents"][0]["items"]["slots"]] == ["opens at"]
+    assert nobody["agents"][0]["graph"]["facts"] == []
     # The token: asked of the new routes as of every other.
     async with _client(memory, token=None) as client:
         for path in ("/api/users/ada", "/api/items/states"):
@@ -172,8 +177,10 @@ async def test_the_forget_plan_names_everything_the_forget_then_takes(memory: Me
     assert counts["vectors"] == done["vectors"]
     assert (counts["file_versions"], counts["files"]) == (done["file_versions"], done["files"])
     # Nothing of Ada is left to show; Bob's view is as it was.
+    assert seeded["shared"] not in plan_text
     assert after["threads"] == [] and after["core_facts"]["slots"] == []
-    assert after["agents"][0]["items"]["slots"] == [] and after["agents"][0]["graph"]["entities"] == []
+    assert [s["attribute"] for s in after["agents"][0]["items"]["slots"]] == ["opens at"]  # shared: kept
+    assert after["agents"][0]["graph"]["entities"] == [] and after["agents"][0]["graph"]["facts"] == []
     assert bob_after == bob_before
 
 
@@ -190,6 +197,25 @@ async def test_the_plan_of_an_entry_names_the_memory_standing_on_it(memory: Memo
     assert plan["counts"]["items"] == done["items"]["purged"] == 1
     assert plan["counts"]["vectors"] == done["vectors"]
     assert plan["counts"]["entries"] == done["entries"]["deleted"] == 2
+
+
+async def test_the_plan_of_a_thread_names_what_stands_on_it(memory: Memory) -> None:
+    seeded = await seed(memory)
+    async with _client(memory) as client:
+        plan = (await client.post("/api/forget/preview", json={"thread_id": seeded["thread"]})).json()
+        done = (await client.post("/api/forget", json={"thread_id": seeded["thread"]})).json()["counts"]
+    assert plan["threads"] == [seeded["thread"]] and plan["recall_index"] is False
+    # Lisbon and Porto stand only on the thread's entries; the core facts and remember's fact do not.
+    assert {r["id"] for r in plan["items"]} == {seeded["lisbon"], seeded["porto"]}
+    assert plan["core_facts"] == [] and plan["facts"] == []
+    assert {n["id"] for n in plan["graph_nodes"]} == {seeded["maria"], seeded["porto_node"]}
+    assert [e["id"] for e in plan["graph_edges"]] == [seeded["edge"]]
+    counts = plan["counts"]
+    assert (counts["threads"], counts["entries"]) == (done["threads"], done["entries"]["deleted"])
+    assert counts["items"] == done["items"]["purged"] == 2
+    assert (counts["graph_nodes"], counts["graph_edges"]) == (done["graph"]["nodes"], done["graph"]["edges"]) == (2, 1)
+    assert counts["vectors"] == done["vectors"]
+    assert (counts["file_versions"], counts["files"]) == (done["file_versions"], done["files"]) == (0, 0)
 
 
 @pytest.mark.parametrize(

@@ -123,8 +123,20 @@ async def seed(memory: Memory) -> dict[str, Any]:
     await (await memory.core_facts(user_id="bob")).set("city", "Berlin")
     await memory.remember("Bob plays the cello", user_id="bob")
     await memory.files.put({"scope": bob_scope, "author": "user"}, "/memories/bob.md", "likes: coffee\n")
+    # The agent's shared memory: every user's view shows it, marked shared; no user's forget takes it.
+    shared = await memory.items.add(
+        {
+            "kind": "instruction",
+            "subject": "Office",
+            "attribute": "opens at",
+            "value": "9am",
+            "trust": "system",
+            "scope": {"agent_id": memory.agent_id},
+        }
+    )
     await memory.flush()
     return {
+        "shared": shared.id,
         "thread": thread,
         "ids": ids,
         "lisbon": lisbon.id,

@@ -82,7 +82,26 @@ function graphRecordMeta(record) {
   return el("div", { class: "meta" }, notes.join(" · "));
 }
 
+// The items held now that are about each entity (its id as the item's entity or a related one).
+function itemsAbout(data) {
+  const about = new Map();
+  for (const agent of data.agents) {
+    for (const slot of agent.items.slots) {
+      for (const { item, held_now } of slot.states) {
+        if (!held_now) continue;
+        for (const id of [item.entity_id, ...(item.related_entity_ids || [])]) {
+          if (!id) continue;
+          if (!about.has(id)) about.set(id, []);
+          about.get(id).push(`${item.subject}${item.attribute ? ` · ${item.attribute}` : ""} = ${item.value}`);
+        }
+      }
+    }
+  }
+  return about;
+}
+
 function renderGraph(data) {
+  const about = itemsAbout(data);
   const facts = $("graph-facts");
   const entities = $("entities");
   if (!data.graph_enabled) {
@@ -122,6 +141,7 @@ function renderGraph(data) {
           el("div", { class: "slot" }, node.name, el("span", { class: "badge" }, node.type)),
           node.description ? el("div", {}, node.description) : null,
           node.aliases && node.aliases.length ? el("div", { class: "meta" }, `also ${node.aliases.join(", ")}`) : null,
+          about.has(node.id) ? el("div", { class: "about" }, `memory items about it: ${about.get(node.id).join("; ")}`) : null,
           graphRecordMeta(node),
           ...quoteLinks(node.evidence),
         ),
