@@ -170,7 +170,7 @@ async def test_the_guard(memory: Memory) -> None:
     async with _client(memory, token=TOKEN) as client:
         assert (await client.get("/health")).json() == {"status": "ok"}
         # The page's own files and the API's description hold no memory; everything else asks.
-        for path in ("/", "/inspector/inspector.js", "/openapi.json"):
+        for path in ("/", "/inspector/inspector.js", "/inspector/user-view.js", "/openapi.json"):
             assert (await client.get(path)).status_code == 200, path
         page = await client.get("/", params={"token": TOKEN})
         assert page.headers["referrer-policy"] == "no-referrer"
