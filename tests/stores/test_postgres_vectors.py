@@ -89,6 +89,9 @@ def test_filter_translation() -> None:
     sql, params = search_filter_sql(EmbeddingFilter(agent_id="a", source_type="doc", metadata={"page": 3}))
     assert "metadata->>'agent_id' IS NULL OR metadata->>'agent_id' = %(f_agent_id)s" in sql
     assert params == {"f_source_type": "doc", "f_agent_id": "a", "f_metadata": '{"page":3}'}
+    sql, params = search_filter_sql(EmbeddingFilter(metadata={"index": "items", "page": 3}))
+    assert sql == "metadata->>'index' = %(f_indexed0)s AND metadata @> %(f_metadata)s::jsonb"
+    assert params == {"f_indexed0": "items", "f_metadata": '{"index":"items","page":3}'}
     sql, params = deletion_filter_sql(DeletionFilter(agent_id="a", metadata={"k": True}))
     assert sql == "metadata @> %(f_metadata)s::jsonb"
     assert params == {"f_metadata": '{"k":true,"agent_id":"a"}'}
@@ -180,7 +183,7 @@ async def test_without_a_size_no_table_is_made_until_the_first_vectors(pg_url: s
                 "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND tablename = 'embeddings'", (schema,)
             )
             names = {row[0] for row in await cur.fetchall()}
-        assert {"embeddings_hnsw", "embeddings_by_user", "embeddings_by_thread"} <= names
+        assert {"embeddings_hnsw", "embeddings_by_user", "embeddings_by_thread", "embeddings_by_index"} <= names
     async with PostgresAdapter(url=pg_url, schema=schema) as adopter:
         assert adopter.dimensions == 5
 
@@ -221,7 +224,7 @@ async def test_an_existing_table_of_another_size_fails_the_connect(pg_url: str, 
         assert await cur.fetchone() == (1,), "the refused adapter changed nothing"
 
 
-async def test_an_older_table_gets_its_scope_indexes_at_connect(pg_url: str, schema: str) -> None:
+async def test_an_older_table_gets_its_filter_indexes_at_connect(pg_url: str, schema: str) -> None:
     async with PostgresAdapter(url=pg_url, schema=schema, dimensions=8) as first:
         unwrap(
             await first.add_embedding(
@@ -235,7 +238,9 @@ async def test_an_older_table_gets_its_scope_indexes_at_connect(pg_url: str, sch
             )
         )
     async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
-        await conn.execute(f'DROP INDEX "{schema}".embeddings_by_user, "{schema}".embeddings_by_thread')
+        await conn.execute(
+            f'DROP INDEX "{schema}".embeddings_by_user, "{schema}".embeddings_by_thread, "{schema}".embeddings_by_index'
+        )
     async with PostgresAdapter(url=pg_url, schema=schema) as memory:
         hits = unwrap(await memory.search(axis_vector(0), filter={"user_id": "u"}))
         assert [h.source_id for h in hits] == ["s"]
@@ -243,7 +248,8 @@ async def test_an_older_table_gets_its_scope_indexes_at_connect(pg_url: str, sch
         cur = await conn.execute(
             "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND tablename = 'embeddings'", (schema,)
         )
-        assert {"embeddings_by_user", "embeddings_by_thread"} <= {row[0] for row in await cur.fetchall()}
+        names = {row[0] for row in await cur.fetchall()}
+        assert {"embeddings_by_user", "embeddings_by_thread", "embeddings_by_index"} <= names
 
 
 # --- search behaviour ------------------------------------------------------------------------
@@ -285,6 +291,76 @@ async def test_filtered_search_finds_every_matching_row_through_the_index(pg_url
         assert "embeddings_hnsw" in plan, plan
         cur = await conn.execute(sql, (query,))
         assert len(await cur.fetchall()) < 100
+
+
+async def test_a_users_search_goes_through_hnsw_and_a_rare_index_key_through_its_btree(
+    pg_url: str, schema: str
+) -> None:
+    """One user's 3,000 turn vectors and 5 item vectors: the user's search of the turns walks the
+    HNSW index (the planner knows the user's filter keeps every row), the items' search and a
+    thread's read their few rows by index; none compares every vector."""
+    rng = random.Random(11)
+    async with PostgresAdapter(url=pg_url, schema=schema, dimensions=16) as memory:
+        rows = [
+            {
+                "source_id": f"e{i}",
+                "source_type": "message",
+                "content": f"turn {i}",
+                "vector": _rand(rng, 16),
+                "metadata": {"index": "messages", "user_id": "ana", "agent_id": "a", "thread_id": f"t{i // 50}"},
+            }
+            for i in range(3000)
+        ]
+        rows += [
+            {
+                "source_id": f"i{i}",
+                "source_type": "item",
+                "content": f"item {i}",
+                "vector": _rand(rng, 16),
+                "metadata": {"index": "items", "user_id": "ana", "agent_id": "a"},
+            }
+            for i in range(5)
+        ]
+        rows.append(  # the same key holding a number: not an item vector
+            {"source_id": "n", "source_type": "x", "content": "n", "vector": _rand(rng, 16), "metadata": {"index": 7}}
+        )
+        for start in range(0, len(rows), 500):
+            unwrap(await memory.add_embeddings(rows[start : start + 500]))
+        query = _rand(rng, 16)
+        scope = {"user_id": "ana", "agent_id": "a"}
+        turns = unwrap(
+            await memory.search(query, limit=200, threshold=-1.0, filter={**scope, "metadata": {"index": "messages"}})
+        )
+        items = unwrap(
+            await memory.search(query, limit=200, threshold=-1.0, filter={**scope, "metadata": {"index": "items"}})
+        )
+        thread = unwrap(
+            await memory.search(
+                query, limit=200, threshold=-1.0, filter={"thread_id": "t3", "metadata": {"index": "messages"}}
+            )
+        )
+        assert len(turns) == 200 and {h.source_id for h in items} == {f"i{i}" for i in range(5)}
+        assert {h.source_id for h in thread} == {f"e{i}" for i in range(150, 200)}
+        assert unwrap(await memory.search(query, limit=5, threshold=-1.0, filter={"metadata": {"index": "7"}})) == []
+
+    plans = {}
+    async with await psycopg.AsyncConnection.connect(pg_url) as conn:
+        await conn.execute("SET hnsw.iterative_scan = relaxed_order")
+        for name, flt in (
+            ("turns", EmbeddingFilter(user_id="ana", agent_id="a", metadata={"index": "messages"})),
+            ("items", EmbeddingFilter(user_id="ana", agent_id="a", metadata={"index": "items"})),
+            ("thread", EmbeddingFilter(thread_id="t3", metadata={"index": "messages"})),
+        ):
+            where, params = search_filter_sql(flt)
+            params["q"] = str(query)
+            cur = await conn.execute(
+                f'EXPLAIN SELECT id FROM "{schema}".embeddings WHERE {where} ORDER BY embedding <=> %(q)s::vector LIMIT 200',
+                params,
+            )
+            plans[name] = "\n".join(row[0] for row in await cur.fetchall())
+    assert "embeddings_hnsw" in plans["turns"], plans["turns"]
+    assert "embeddings_by_index" in plans["items"] and "Seq Scan" not in plans["items"], plans["items"]
+    assert "embeddings_by_thread" in plans["thread"] and "Seq Scan" not in plans["thread"], plans["thread"]
 
 
 async def test_keyword_search_uses_full_text_ranking(pg_url: str, schema: str) -> None:

@@ -16,10 +16,11 @@ the embedder). An existing table of another size than configured fails the conne
 pgvector cannot be had, the store still connects: threads and entries work, every embedding call
 returns a failed result naming the reason, and :meth:`vector_status` says why.
 
-The table has btree indexes on the scope keys searches filter by (``metadata->>'user_id'``,
-``->>'thread_id'``, ``->>'agent_id'``), added to an older table at connect: their statistics tell
-the planner how many rows a scope keeps, so a user's search goes through the HNSW index (without
-them it guessed 1% and compared every vector of the user), and a thread's reads its rows by index.
+The table has btree indexes on the metadata keys searches filter by (``metadata->>'user_id'``,
+``->>'thread_id'``, ``->>'agent_id'``, ``->>'index'``), added to an older table at connect: their
+statistics tell the planner how many rows a filter keeps, so a user's search goes through the
+HNSW index (without them it guessed 1% and compared every vector of the user), and a thread's, or
+the item vectors' among many turns', reads its rows by index.
 
 After a large write the table is analysed (``ANALYZE``) at once: when the rows this adapter
 added since the last analyse reach :data:`ANALYZE_MIN_ROWS` and a fifth of the table. Until a
@@ -77,9 +78,18 @@ TSQUERY_CHUNK = 2000
 #: many and :data:`ANALYZE_GROWTH` of the rows the table had then (see ``_analyze_if_grown``).
 ANALYZE_MIN_ROWS = 1000
 ANALYZE_GROWTH = 0.2
-#: The scope indexes of the embeddings table (name -> metadata key), made with a new table and
-#: added to an older one at connect (see :meth:`VectorLayout.scope_index_statements`).
-SCOPE_INDEXES: dict[str, str] = {"embeddings_by_user": "user_id", "embeddings_by_thread": "thread_id"}
+#: The filter indexes of the embeddings table (name -> metadata key): the scope keys a search
+#: filters by, and ``index`` (which of the product's indexes a vector belongs to: a turn's of the
+#: message index, an item's); made with a new table and added to an older one at connect (see
+#: :meth:`VectorLayout.filter_index_statements`).
+FILTER_INDEXES: dict[str, str] = {
+    "embeddings_by_user": "user_id",
+    "embeddings_by_thread": "thread_id",
+    "embeddings_by_index": "index",
+}
+#: The metadata keys of :data:`FILTER_INDEXES` besides the scope keys: a filter on one of them with
+#: a text value is also written as ``metadata->>key = value``, which those indexes serve.
+INDEXED_METADATA_KEYS = frozenset({"index"})
 
 Storage = Literal["vector", "halfvec"]
 
@@ -167,22 +177,23 @@ class VectorLayout:
             f"CREATE INDEX embeddings_by_source ON {s}.embeddings (source_id)",
             f"CREATE INDEX embeddings_by_agent ON {s}.embeddings ((metadata->>'agent_id'))",
             f"CREATE INDEX embeddings_terms ON {s}.embeddings USING gin (terms)",
-            *self.scope_index_statements(),
+            *self.filter_index_statements(),
         ]
         if self.indexed:
             statements.append(self.index_statement())
         return statements
 
-    def scope_index_statements(self, names: Sequence[str] | None = None) -> list[str]:
-        """The btree indexes on the scope keys a search filters by (``user_id``, ``thread_id``).
+    def filter_index_statements(self, names: Sequence[str] | None = None) -> list[str]:
+        """The btree indexes on the metadata keys searches filter by (:data:`FILTER_INDEXES`).
 
         They give the planner the statistics of those keys: without them it guessed that a
         user's filter keeps 1% of the rows and searched them exactly (every vector of the user
         compared, linear in history) instead of through the HNSW index; and a filter that does
-        keep few rows (a thread, a small user in a large table) reads them by index."""
+        keep few rows (a thread, a small user in a large table, the item vectors among a million
+        turns') reads them by index instead of filtering every row."""
         return [
-            f"CREATE INDEX IF NOT EXISTS {name} ON {self.table} ((metadata->>'{SCOPE_INDEXES[name]}'))"
-            for name in (SCOPE_INDEXES if names is None else names)
+            f"CREATE INDEX IF NOT EXISTS {name} ON {self.table} ((metadata->>'{FILTER_INDEXES[name]}'))"
+            for name in (FILTER_INDEXES if names is None else names)
         ]
 
     def index_statement(self) -> str:
@@ -272,7 +283,9 @@ def search_filter_sql(flt: EmbeddingFilter) -> tuple[str, dict[str, Any]]:
     """A WHERE fragment (``true`` when empty) and its parameters for a search filter.
 
     Scope keys let through embeddings of that owner and shared ones (no owner or ``null``);
-    ``metadata`` values match exactly by jsonb containment.
+    ``metadata`` values match exactly by jsonb containment; a text value of a key of
+    :data:`INDEXED_METADATA_KEYS` is also compared as ``metadata->>key`` (the same rows), which
+    its btree index serves and estimates.
     """
     parts: list[str] = []
     params: dict[str, Any] = {}
@@ -285,6 +298,10 @@ def search_filter_sql(flt: EmbeddingFilter) -> tuple[str, dict[str, Any]]:
             parts.append(f"(metadata->>'{key}' IS NULL OR metadata->>'{key}' = %(f_{key})s)")
             params[f"f_{key}"] = value
     if flt.metadata:
+        for i, (key, value) in enumerate(sorted(flt.metadata.items())):
+            if key in INDEXED_METADATA_KEYS and isinstance(value, str):  # for the index (see FILTER_INDEXES)
+                parts.append(f"metadata->>'{key}' = %(f_indexed{i})s")
+                params[f"f_indexed{i}"] = value
         parts.append("metadata @> %(f_metadata)s::jsonb")
         params["f_metadata"] = _json(flt.metadata)
     return (" AND ".join(parts) or "true"), params
@@ -466,7 +483,7 @@ class PostgresVectors(EmbeddingStoreMixin):
                     await conn.execute(wanted.index_statement().replace("CREATE INDEX", "CREATE INDEX IF NOT EXISTS"))
                 existing = wanted
         self._check_size(existing, self._configured_dimensions)
-        await self._add_scope_indexes(conn, existing)
+        await self._add_filter_indexes(conn, existing)
         self._adopt_layout(existing)
         self._rows_at_analyze = await self._analyzed_rows(conn, existing)
 
@@ -502,19 +519,19 @@ class PostgresVectors(EmbeddingStoreMixin):
                 await conn.execute(statement)
         return planned
 
-    async def _add_scope_indexes(self, conn: AsyncConnection[Any], layout: VectorLayout) -> None:
-        """Give a table made before the scope indexes existed its missing ones (under the
+    async def _add_filter_indexes(self, conn: AsyncConnection[Any], layout: VectorLayout) -> None:
+        """Give a table made before the filter indexes existed its missing ones (under the
         schema's advisory lock), then analyse it so the planner has their statistics at once."""
         cur = await conn.execute(
             "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND tablename = 'embeddings'", (self.schema,)
         )
         have = {str(row[0]) for row in await cur.fetchall()}
-        missing = [name for name in SCOPE_INDEXES if name not in have]
+        missing = [name for name in FILTER_INDEXES if name not in have]
         if not missing:
             return
         async with conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (ADVISORY_LOCK_CLASS, self.schema))
-            for statement in layout.scope_index_statements(missing):
+            for statement in layout.filter_index_statements(missing):
                 await conn.execute(statement)
         await conn.execute(f"ANALYZE {layout.table}")
 
@@ -682,7 +699,8 @@ class PostgresVectors(EmbeddingStoreMixin):
         )
         params.update({"q": vector_literal(vector), "limit": limit, "threshold": threshold})
         # the session's ef_search (set on each pooled connection) serves limits up to it; a larger
-        # limit raises it for this one transaction
+        # limit raises it for this one transaction, sent in a pipeline (BEGIN, the setting and the
+        # search in one round trip, not one each)
         raise_ef = layout.indexed and limit > self.ef_search
         ef = str(min(MAX_EF_SEARCH, limit))
 
@@ -690,7 +708,7 @@ class PostgresVectors(EmbeddingStoreMixin):
             if not raise_ef:
                 cur = await conn.execute(sql, params)
                 return [scored_from_row(row, cosine=True) for row in await cur.fetchall()]
-            async with conn.transaction():
+            async with conn.pipeline(), conn.transaction():
                 await conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (ef,))
                 cur = await conn.execute(sql, params)
                 return [scored_from_row(row, cosine=True) for row in await cur.fetchall()]
