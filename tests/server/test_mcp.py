@@ -23,7 +23,7 @@ from server_helpers import clean_env, free_port, running
 from cogitator_memory.runtime.memory import Memory
 from cogitator_memory.server.mcp import create_server
 
-TOOLS = {"remember", "recall", "forget", "search_memory", "build_context", "memory"}
+TOOLS = {"save_conversation", "remember", "recall", "forget", "search_memory", "build_context", "memory"}
 
 
 def _text(result: Any) -> str:

@@ -6,7 +6,8 @@ the filters and what engines receive), :mod:`.paths` the path rules and limits (
 :mod:`.base` the ``MemoryFileAdapter`` protocol and the ``MemoryFileStoreMixin`` engines mix
 into their adapter class, :mod:`.access` who reads and writes (``FileAccess``), :mod:`.answers`
 the texts of the memory tool, :mod:`.service` ``MemoryFiles``, and :mod:`.tools` the tool
-definitions (Anthropic's native ``memory_20250818`` and a generic function tool). Engines
+definitions (Anthropic's native ``memory_20250818`` and a generic function tool) and
+``MemoryFileTool``, the memory tool of one caller, which sends the SHA-256 it last read. Engines
 implement the store in ``cogitator_memory.engines.<engine>.files``; nothing here imports an
 engine. See ``docs/files.md``.
 """
@@ -31,7 +32,7 @@ from .records import (
     MemoryFileVersion,
 )
 from .service import UNSET, MemoryFiles
-from .tools import MEMORY_TOOL_NAME, memory_function_tool, native_memory_tool, run_memory_tool
+from .tools import MEMORY_TOOL_NAME, MemoryFileTool, memory_function_tool, native_memory_tool, run_memory_tool
 
 __all__ = [
     "MAX_CHANGE_BYTES",
@@ -54,6 +55,7 @@ __all__ = [
     "MemoryFileError",
     "MemoryFilePlace",
     "MemoryFileStoreMixin",
+    "MemoryFileTool",
     "MemoryFileVersion",
     "MemoryFiles",
     "is_memory_file_adapter",

@@ -1,12 +1,20 @@
 """The MCP server: the memory as tools any MCP client (Claude Desktop, IDEs, agents) can call.
 
 Built on the official ``mcp`` SDK (the ``[server]`` extra). :func:`create_server` exposes a
-connected :class:`~cogitator_memory.runtime.Memory` as the tools ``remember``, ``recall``,
-``forget``, ``search_memory``, ``build_context`` and ``memory`` (the memory file tool);
-:func:`serve` opens the memory of a config and runs the server over stdio (what a desktop client
-starts) or streamable HTTP (loopback by default, a bearer token asked unless told ``no_auth``).
-Wrong arguments and refused calls come back as tool errors (``isError``), never as a stopped
-server.
+connected :class:`~cogitator_memory.runtime.Memory` as the tools ``save_conversation`` (what
+was said, through :meth:`Memory.add`), ``remember``, ``recall``, ``forget``, ``search_memory``,
+``build_context`` and ``memory`` (the memory file tool), each with its annotations (read-only,
+destructive, idempotent; none open-world), under the package's version; :func:`serve` opens the
+memory of a config and runs the server over stdio (what a desktop client starts) or streamable
+HTTP (loopback by default, a bearer token asked unless told ``no_auth``). Wrong arguments and
+refused calls come back as tool errors (``isError``), never as a stopped server.
+
+Every tool reads the one memory: what ``save_conversation`` and ``remember`` write,
+``search_memory`` finds (the store's recall index) and ``build_context`` sends. The ``memory``
+tool of a server keeps the SHA-256 of each file as it last showed or wrote it (a
+:class:`~cogitator_memory.files.tools.MemoryFileTool`), so an edit of a file another writer
+changed since is refused (the protocol's calls carry no session to tell a server's clients apart
+by: they share it); ``build_context`` lists the memory files in the system message.
 
 A server serves one user: the one it was started for (``user_id``; none is the shared memory). A
 call naming another ``user_id``, or a ``thread_id`` of another user's thread, is refused, and
@@ -18,11 +26,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Mapping
+from datetime import datetime
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
+from .. import __version__
 from ..errors import InvalidArgumentError, MemoryStoreError
+from ..files.tools import MemoryFileTool
 from ..models.convert import to_openai_messages
 from ..result import unwrap
 from ..runtime.config import MemoryConfig
@@ -35,6 +46,7 @@ try:
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.server.transport_security import TransportSecuritySettings
+    from mcp.types import ToolAnnotations
 except ModuleNotFoundError as exc:  # pragma: no cover - depends on the install
     raise ModuleNotFoundError(
         "the MCP server needs the mcp package: pip install 'cogitator-memory[server]'", name=exc.name
@@ -47,14 +59,36 @@ DEFAULT_PORT = MCP_PORT
 #: The path the streamable HTTP endpoint is served at.
 HTTP_PATH = "/mcp"
 
+#: The most messages one ``save_conversation`` call takes.
+MAX_SAVED_MESSAGES = 500
+
 T = TypeVar("T")
 
 _INSTRUCTIONS = (
-    "Long-term memory. Call recall before answering questions about the user, remember to save "
-    "facts worth keeping (is_core_fact with core_fact_key for the few that always matter: name, "
-    "time zone), forget when asked to. search_memory finds past conversation turns and extracted "
-    "facts; memory reads and writes notes under /memories."
+    "Long-term memory. Call save_conversation with what the user said (and your replies) so later "
+    "conversations can find it; keep the thread_id it answers and pass it on the next call of the "
+    "same conversation. Call recall or search_memory before answering questions about the user, "
+    "remember to save facts worth keeping (is_core_fact with core_fact_key for the few that always "
+    "matter: name, time zone), forget when asked to. search_memory finds saved conversation turns, "
+    "extracted memory items and remembered facts; build_context gives a conversation's next "
+    "messages with what memory holds for them; memory reads and writes notes under /memories."
 )
+
+
+class SaidMessage(BaseModel):
+    """One message of what was said, as ``save_conversation`` takes it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["user", "assistant", "system"] = Field(description="Who said it.")
+    content: str = Field(min_length=1, description="What was said.")
+
+
+def _annotations(*, read_only: bool = False, destructive: bool = False, idempotent: bool = False) -> ToolAnnotations:
+    """A tool's MCP annotations; no memory tool reaches beyond the memory (not open-world)."""
+    return ToolAnnotations(
+        read_only_hint=read_only, destructive_hint=destructive, idempotent_hint=idempotent, open_world_hint=False
+    )
 
 
 async def _guard(call: Awaitable[T]) -> T:
@@ -75,8 +109,10 @@ def create_server(
     search hits from another user's threads are left out. ``any_user=True`` lets calls name any
     user and thread (a user's own ``user_id`` argument then picks whose memory)."""
 
-    server = MCPServer(SERVER_NAME, instructions=_INSTRUCTIONS, log_level="WARNING")
+    server = MCPServer(SERVER_NAME, version=__version__, instructions=_INSTRUCTIONS, log_level="WARNING")
     served = "the shared memory (no user)" if user_id is None else f"user {user_id!r}"
+    #: The memory file tool of this server (what it last showed or wrote of each file).
+    made: list[MemoryFileTool] = []
 
     def who(user: str | None) -> dict[str, Any]:
         if user is not None and user != user_id and not any_user:
@@ -102,6 +138,63 @@ def create_server(
         owner = await owner_of(thread_id, {})
         if owner is not None and owner != user:
             raise ToolError(f"invalid argument 'thread_id': {thread_id} is another user's thread ({served} here)")
+
+    def file_tool() -> MemoryFileTool:
+        """The memory file tool of this server, in its user's files (made at its first use)."""
+        assert memory.files is not None
+        if not made:
+            scope: dict[str, Any] = {"agent_id": agent_id if agent_id is not None else memory.agent_id}
+            if user_id is not None:
+                scope["user_id"] = user_id
+            made.append(MemoryFileTool(memory.files, {"scope": scope}))
+        return made[0]
+
+    async def save_conversation(
+        messages: Annotated[
+            list[SaidMessage],
+            Field(
+                min_length=1,
+                max_length=MAX_SAVED_MESSAGES,
+                description="What was said, in order: one message or a whole exchange.",
+            ),
+        ],
+        thread_id: Annotated[
+            str | None,
+            Field(
+                min_length=1,
+                description="The conversation to add to (made when it does not exist); "
+                "leave it out to start a new one, and reuse the thread_id answered.",
+            ),
+        ] = None,
+        user_id: Annotated[str | None, Field(description="Whose memory (default: the server's user).")] = None,
+        idempotency_key: Annotated[
+            str | None,
+            Field(
+                min_length=1,
+                description="With thread_id: a key of this save, so a retry of it writes nothing twice.",
+            ),
+        ] = None,
+    ) -> dict[str, Any]:
+        """Save what was said (a message, or several of a conversation) to long-term memory, in
+        a new conversation or the one thread_id names; search_memory and build_context find it
+        afterwards."""
+        scope = who(user_id)
+        await check_thread(thread_id, scope["user_id"])
+        added = await _guard(
+            memory.add(
+                [m.model_dump() for m in messages], thread_id=thread_id, idempotency_key=idempotency_key, **scope
+            )
+        )
+        answer: dict[str, Any] = {
+            "thread_id": added.thread_id,
+            "saved": len(added.entries),
+            "entry_ids": [e.id for e in added.entries],
+        }
+        if added.replayed:
+            answer["replayed"] = True
+        if added.errors:
+            answer["warnings"] = [f"{e.stage} failed (the messages are saved): {e.message}" for e in added.errors]
+        return answer
 
     async def remember(
         fact: Annotated[str, Field(min_length=1, description="The fact to save, as a sentence.")],
@@ -157,27 +250,69 @@ def create_server(
         thread_id: Annotated[str, Field(min_length=1, description="The conversation.")],
         current_input: Annotated[str | None, Field(description="The message being answered.")] = None,
         system_prompt: Annotated[str | None, Field(description="The system prompt to build around.")] = None,
-        max_tokens: Annotated[int | None, Field(ge=1, description="The token budget.")] = None,
+        max_tokens: Annotated[int | None, Field(ge=1, description="The token budget (default the config's).")] = None,
         user_id: Annotated[str | None, Field(description="Whose memory (default: the server's user).")] = None,
+        reserve_tokens: Annotated[
+            int | None, Field(ge=0, description="Tokens kept free for the reply (default 10% of max_tokens).")
+        ] = None,
+        pinned: Annotated[
+            list[str] | None, Field(description="Texts always sent in the system message, after the prompt.")
+        ] = None,
+        leaf_id: Annotated[
+            str | None, Field(min_length=1, description="Build from this entry's branch instead of the active one.")
+        ] = None,
+        as_of: Annotated[
+            datetime | None,
+            Field(description="The moment the turn is read at, ISO 8601 with its offset (default now)."),
+        ] = None,
+        time_zone: Annotated[
+            str | None, Field(description="The IANA time zone times are read in (default the config's).")
+        ] = None,
+        brief: Annotated[str | None, Field(description="A brief block to send with the memory context.")] = None,
+        strategy: Annotated[
+            Literal["recent", "relevant", "hybrid"] | None,
+            Field(
+                description="How the history is chosen: recent, relevant (by meaning) or hybrid "
+                "(recent plus recall of older turns and memory items); default the config's."
+            ),
+        ] = None,
     ) -> dict[str, Any]:
-        """The messages for the next model call of a conversation, within a token budget."""
+        """The messages for the next model call of a conversation, within a token budget: the
+        system message with core facts and the list of memory files, the history, and what
+        memory recalls for current_input."""
         scope = who(user_id)
         await check_thread(thread_id, scope["user_id"])
+        pins = list(pinned or [])
+        if memory.files is not None:
+            listing = await _guard(file_tool().index())
+            if listing:
+                pins.append(listing)
         built = await _guard(
             memory.build_context(
                 thread_id,
                 current_input=current_input,
                 system_prompt=system_prompt,
                 max_tokens=max_tokens,
+                reserve_tokens=reserve_tokens,
+                pinned=pins or None,
+                leaf_id=leaf_id,
+                as_of=as_of,
+                time_zone=time_zone,
+                brief=brief,
+                strategy=strategy,
                 **scope,
             )
         )
-        return {
+        answer: dict[str, Any] = {
             "messages": to_openai_messages(built.messages),
             "token_count": built.token_count,
             "truncated": built.truncated,
+            "strategy": built.strategy,
             "warnings": list(built.warnings),
         }
+        if built.errors:
+            answer["errors"] = [{"source": e.source, "message": e.message} for e in built.errors]
+        return answer
 
     async def memory_files(
         command: Annotated[
@@ -207,22 +342,24 @@ def create_server(
             "old_path": old_path,
             "new_path": new_path,
         }
-        answer = await _guard(memory.memory_file_tool({k: v for k, v in given.items() if v is not None}, **who(None)))
+        answer = await _guard(file_tool().run({k: v for k, v in given.items() if v is not None}))
         if answer.is_error:
             raise ToolError(answer.content)
         return answer.content
 
-    tools: list[tuple[Callable[..., Awaitable[Any]], str]] = [
-        (remember, "remember"),
-        (recall, "recall"),
-        (forget, "forget"),
-        (search_memory, "search_memory"),
-        (build_context, "build_context"),
+    tools: list[tuple[Callable[..., Awaitable[Any]], str, ToolAnnotations]] = [
+        (save_conversation, "save_conversation", _annotations()),
+        (remember, "remember", _annotations(idempotent=True)),
+        (recall, "recall", _annotations(read_only=True, idempotent=True)),
+        (forget, "forget", _annotations(destructive=True, idempotent=True)),
+        (search_memory, "search_memory", _annotations(read_only=True, idempotent=True)),
+        (build_context, "build_context", _annotations(read_only=True, idempotent=True)),
     ]
     if memory.files is not None:
-        tools.append((memory_files, "memory"))
-    for fn, name in tools:
-        server.add_tool(fn, name=name)
+        # view reads, create adds, str_replace/insert edit, delete/rename take files away
+        tools.append((memory_files, "memory", _annotations(destructive=True)))
+    for fn, name, hints in tools:
+        server.add_tool(fn, name=name, annotations=hints)
     return server
 
 
@@ -276,4 +413,4 @@ async def serve(
         await run_app(app, name="mcp", host=host, port=port, token=settled, path=HTTP_PATH, token_in_url=False, say=say)
 
 
-__all__ = ["DEFAULT_PORT", "HTTP_PATH", "SERVER_NAME", "create_server", "serve"]
+__all__ = ["DEFAULT_PORT", "HTTP_PATH", "MAX_SAVED_MESSAGES", "SERVER_NAME", "SaidMessage", "create_server", "serve"]
