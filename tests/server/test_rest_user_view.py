@@ -184,6 +184,39 @@ async def test_the_forget_plan_names_everything_the_forget_then_takes(memory: Me
     assert bob_after == bob_before
 
 
+@pytest.mark.parametrize("engine", ["memory", "postgres", "redis", "mongodb"])
+async def test_on_every_engine_the_view_shows_lisbon_and_the_plan_counts_what_the_forget_takes(
+    tmp_path: Path, engine: str
+) -> None:
+    async with Memory(config(tmp_path, engine)) as memory:
+        seeded = await seed(memory)
+        async with _client(memory) as client:
+            view = (await client.get("/api/users/ada")).json()
+            plan = (await client.post("/api/forget/preview", json={"user_id": "ada"})).json()
+            done = (await client.post("/api/forget", json={"user_id": "ada"})).json()["counts"]
+            after = (await client.get("/api/users/ada")).json()
+            bob = (await client.get("/api/users/bob")).json()
+    lives = _slot(view["agents"][0]["items"]["slots"], "lives in")
+    assert [(s["item"]["id"], s["held_now"]) for s in lives["states"]] == [
+        (seeded["porto"], True),
+        (seeded["lisbon"], False),
+    ]
+    assert lives["states"][1]["replaced_by"]["value"] == "Porto"
+    counts = plan["counts"]
+    assert counts["items"] == 2 and counts["core_facts"] == 3 and counts["files"] == 1
+    assert (
+        counts["items"] + counts["core_facts"] + counts["facts"] == done["items"]["purged"] + done["facts"]["deleted"]
+    )
+    assert (counts["threads"], counts["entries"]) == (done["threads"], done["entries"]["deleted"]) == (1, 4)
+    assert (counts["graph_nodes"], counts["graph_edges"]) == (done["graph"]["nodes"], done["graph"]["edges"])
+    assert counts["graph_nodes"] == (3 if memory.graph is not None else 0)
+    assert counts["vectors"] == done["vectors"] and counts["vectors"] >= 4
+    assert (counts["file_versions"], counts["files"]) == (done["file_versions"], done["files"])
+    assert after["threads"] == [] and after["core_facts"]["slots"] == []
+    assert [s["attribute"] for s in after["agents"][0]["items"]["slots"]] == ["opens at"]
+    assert [s["states"][0]["item"]["value"] for s in bob["core_facts"]["slots"]] == ["Berlin"]
+
+
 async def test_the_plan_of_an_entry_names_the_memory_standing_on_it(memory: Memory) -> None:
     seeded = await seed(memory)
     first = seeded["ids"][0]  # "I live in Lisbon." and its reply: Lisbon stands only on it

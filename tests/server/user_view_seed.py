@@ -11,17 +11,13 @@ from typing import Any
 
 from cogitator_memory import unwrap
 from cogitator_memory.runtime.memory import Memory
+from engine_configs import memory_config
 
 
-def config(tmp_path: Path) -> dict[str, Any]:
-    """A SQLite memory with hashing embeddings (vectors for every turn), the graph and files on."""
-    return {
-        "adapter": "sqlite",
-        "path": str(tmp_path / "memory.db"),
-        "embedding": {"provider": "hashing"},
-        "knowledge_graph": True,
-        "files": {"enabled": True},
-    }
+def config(tmp_path: Path, engine: str = "sqlite") -> dict[str, Any]:
+    """A memory on ``engine`` with hashing embeddings (vectors for every turn) and files on, and
+    the graph where the engine keeps one (SQLite, PostgreSQL, in memory)."""
+    return memory_config(engine, tmp_path, "uv") | {"embedding": {"provider": "hashing"}, "files": {"enabled": True}}
 
 
 async def seed(memory: Memory) -> dict[str, Any]:
@@ -51,39 +47,41 @@ async def seed(memory: Memory) -> dict[str, Any]:
             "scope": scope,
         }
     )
-    maria = unwrap(
-        await memory.graph.add_node(
-            {
-                "type": "person",
-                "name": "Maria",
-                "description": "Ada's sister",
-                "scope": scope,
-                "evidence": [{"entry_id": ids[2], "thread_id": thread, "quote": "my sister Maria lives there"}],
-            }
+    maria = porto_node = edge = None
+    if memory.graph is not None:
+        maria = unwrap(
+            await memory.graph.add_node(
+                {
+                    "type": "person",
+                    "name": "Maria",
+                    "description": "Ada's sister",
+                    "scope": scope,
+                    "evidence": [{"entry_id": ids[2], "thread_id": thread, "quote": "my sister Maria lives there"}],
+                }
+            )
         )
-    )
-    porto_node = unwrap(
-        await memory.graph.add_node(
-            {
-                "type": "location",
-                "name": "Porto",
-                "scope": scope,
-                "evidence": [{"entry_id": ids[2], "thread_id": thread, "quote": "I moved to Porto"}],
-            }
+        porto_node = unwrap(
+            await memory.graph.add_node(
+                {
+                    "type": "location",
+                    "name": "Porto",
+                    "scope": scope,
+                    "evidence": [{"entry_id": ids[2], "thread_id": thread, "quote": "I moved to Porto"}],
+                }
+            )
         )
-    )
-    edge = unwrap(
-        await memory.graph.add_edge(
-            {
-                "source_id": maria.id,
-                "target_id": porto_node.id,
-                "type": "located_in",
-                "label": "lives in",
-                "scope": scope,
-                "evidence": [{"entry_id": ids[2], "thread_id": thread, "quote": "my sister Maria lives there"}],
-            }
+        edge = unwrap(
+            await memory.graph.add_edge(
+                {
+                    "source_id": maria.id,
+                    "target_id": porto_node.id,
+                    "type": "located_in",
+                    "label": "lives in",
+                    "scope": scope,
+                    "evidence": [{"entry_id": ids[2], "thread_id": thread, "quote": "my sister Maria lives there"}],
+                }
+            )
         )
-    )
     porto = await memory.items.add(
         {
             "kind": "fact",
@@ -92,7 +90,7 @@ async def seed(memory: Memory) -> dict[str, Any]:
             "value": "Porto",
             "valid_from": datetime(2025, 6, 1, tzinfo=UTC),
             "evidence": [{"entry_id": ids[2], "thread_id": thread, "quote": "I moved to Porto last June"}],
-            "related_entity_ids": [porto_node.id],
+            "related_entity_ids": [porto_node.id] if porto_node is not None else None,
             "trust": "user",
             "verified": True,
             "scope": scope,
@@ -102,7 +100,8 @@ async def seed(memory: Memory) -> dict[str, Any]:
     await core.set("city", "Lisbon")
     await core.set("city", "Porto")
     await core.set("name", "Ada")
-    await memory.remember("Ada is allergic to peanuts", user_id="ada")
+    if memory.graph is not None:
+        await memory.remember("Ada is allergic to peanuts", user_id="ada")
     assert memory.files is not None
     await memory.files.put({"scope": scope, "author": "user"}, "/memories/ada.md", "likes: tea\n")
     # Bob: his own thread, item, core fact, graph fact and file.
@@ -121,7 +120,8 @@ async def seed(memory: Memory) -> dict[str, Any]:
         }
     )
     await (await memory.core_facts(user_id="bob")).set("city", "Berlin")
-    await memory.remember("Bob plays the cello", user_id="bob")
+    if memory.graph is not None:
+        await memory.remember("Bob plays the cello", user_id="bob")
     await memory.files.put({"scope": bob_scope, "author": "user"}, "/memories/bob.md", "likes: coffee\n")
     # The agent's shared memory: every user's view shows it, marked shared; no user's forget takes it.
     shared = await memory.items.add(
@@ -141,9 +141,9 @@ async def seed(memory: Memory) -> dict[str, Any]:
         "ids": ids,
         "lisbon": lisbon.id,
         "porto": porto.id,
-        "maria": maria.id,
-        "porto_node": porto_node.id,
-        "edge": edge.id,
+        "maria": maria.id if maria is not None else None,
+        "porto_node": porto_node.id if porto_node is not None else None,
+        "edge": edge.id if edge is not None else None,
         "bob_thread": bob.thread_id,
         "bob_item": bob_item.id,
     }
