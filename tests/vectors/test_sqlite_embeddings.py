@@ -110,9 +110,10 @@ async def test_a_search_finding_nothing_on_a_stale_matrix_looks_again(tmp_path: 
         assert unwrap(await two.search(axis_vector(2), threshold=0.5)) == []
 
 
-async def test_a_warm_search_is_one_statement(tmp_path: Path) -> None:
-    """Once a scope's matrix is built, a search reads its hits and the file's generation in one
-    statement (each statement starts a read of the file; the generation's own cost about 20 us)."""
+async def test_a_warm_search_is_three_statements(tmp_path: Path) -> None:
+    """Once a scope's codes are held, a search reads the file's generation, the shortlist's
+    vectors and its hits' rows: three statements (each starts a read of the file), none of them
+    a read of the codes again."""
     async with SQLiteEmbeddingAdapter(path=tmp_path / "one.db") as store:
         unwrap(await store.add_embeddings([_doc(f"d{i}", seeded_vector(i), agent_id="a") for i in range(20)]))
         cold = unwrap(await store.search(seeded_vector(3), limit=5, filter={"agent_id": "a"}))
@@ -125,7 +126,8 @@ async def test_a_warm_search_is_one_statement(tmp_path: Path) -> None:
             )
         finally:
             store.connection.set_trace_callback(None)
-        assert len(statements) == 2, statements
+        assert len(statements) == 6, statements
+        assert not [sql for sql in statements if 'embedding_codes' in sql], statements
         assert warm == cold
         assert [h.model_copy(update={"vector": []}) for h in warm] == bare
 

@@ -275,6 +275,16 @@ def _m011_recall_index(db: sqlite3.Connection) -> None:
         db.execute(statement)
 
 
+def _m012_embedding_codes(db: sqlite3.Connection) -> None:
+    """The binary codes the embedding store's vector search scans
+    (:mod:`cogitator_memory.engines.sqlite.codes`), written for the embeddings already stored."""
+    from .codes import CODES_TABLES, code_all
+
+    for statement in CODES_TABLES:
+        db.execute(statement)
+    code_all(db)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "m001_initial", _m001_initial),
     Migration(2, "m002_embeddings", _m002_embeddings),
@@ -287,6 +297,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(9, "m009_graph_node_text", _m009_graph_node_text),
     Migration(10, "m010_graph_evidence", _m010_graph_evidence),
     Migration(11, "m011_recall_index", _m011_recall_index),
+    Migration(12, "m012_embedding_codes", _m012_embedding_codes),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
