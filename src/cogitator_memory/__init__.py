@@ -72,11 +72,13 @@ from .engines.memory.threads import InMemoryAdapter
 from .engines.memory.vectors import InMemoryEmbeddingAdapter
 from .engines.mongodb.adapter import MongoDBAdapter
 from .engines.postgres.adapter import PostgresAdapter
+from .engines.postgres.graph_adapter import PostgresGraphAdapter
 from .engines.qdrant.vectors import QdrantAdapter
 from .engines.redis.threads import RedisAdapter
 from .engines.sqlite.core_facts import (
     CoreFactsStore,
 )
+from .engines.sqlite.graph_adapter import SQLiteGraphAdapter
 from .engines.sqlite.threads import SQLiteAdapter
 from .engines.sqlite.vectors import SQLiteEmbeddingAdapter
 from .errors import (
@@ -136,7 +138,6 @@ from .graph import (
     parse_graph_extraction,
     run_inference,
 )
-from .graph.adapters import PostgresGraphAdapter, SQLiteGraphAdapter
 from .http import (
     RetryPolicy,
 )
