@@ -190,6 +190,14 @@ async def test_bad_input_is_refused_by_name_and_writes_nothing(memory: Memory) -
         ),
         ("messages[0]", m0.add(["just text"], user_id="a", infer=False)),
         ("messages", m0.add(42, user_id="a", infer=False)),
+        (
+            "messages[1].content",
+            m0.add(
+                [{"role": "user", "content": "ok"}, {"role": "user", "content": "x" * 10_001}], user_id="a", infer=False
+            ),
+        ),
+        ("messages[0].content", m0.add("nul \x00 byte", user_id="a", infer=False)),
+        ("messages[0].role", m0.add([{"role": "", "content": "x"}], user_id="a", infer=False)),
         ("metadata.user_id", m0.add("x", user_id="a", metadata={"user_id": "b"}, infer=False)),
         ("timestamp", m0.add("x", user_id="a", timestamp=1700000000, infer=False)),
         ("expiration_date", m0.add("x", user_id="a", expiration_date="2030-01-01", infer=False)),
@@ -209,6 +217,7 @@ async def test_bad_input_is_refused_by_name_and_writes_nothing(memory: Memory) -
         ("top_k", m0.get_all(user_id="a", top_k=1000)),
         ("memory_id", m0.get("")),
         ("text", m0.update("mem_x")),
+        ("text", m0.update("mem_x", "y" * 10_001)),
         ("expiration_date", m0.update("mem_x", "y", expiration_date="2030-01-01")),
         ("data", m0.update("mem_x", "y", data="z")),
     ]

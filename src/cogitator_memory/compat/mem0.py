@@ -32,12 +32,13 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 
 from ..errors import InvalidArgumentError, MemoryStoreError, NotFoundError
 from ..ids import new_id
-from ..items.records import MAX_BATCH, ItemUpdate, MemoryItem, MemoryScope, NewMemoryItem
+from ..items.records import MAX_BATCH, MAX_VALUE_CHARS, ItemUpdate, MemoryItem, MemoryScope, NewMemoryItem
 from ..items.service import MemoryItems
 from ..recall.item_vectors import item_vector_id, item_vectors
 from ..result import unwrap
 from ..threads import tree
 from ..threads.records import ACTIVATED_AT_KEY, STALE_BECAUSE_KEY
+from ..threads.values import has_surrogate
 from .mem0_filters import CompiledFilter, compile_filters
 
 if TYPE_CHECKING:
@@ -157,6 +158,17 @@ def _pick_top_k(top_k: int | None, limit: int | None, default: int) -> int:
     return _check_top_k("top_k", default if top_k is None else top_k)
 
 
+def _check_text(name: str, text: object) -> str:
+    """A memory's text: non-empty, at most :data:`MAX_VALUE_CHARS` characters, no NUL or lone surrogate."""
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidArgumentError(name, "must be non-empty text")
+    if len(text) > MAX_VALUE_CHARS:
+        raise InvalidArgumentError(name, f"must be at most {MAX_VALUE_CHARS} characters, got {len(text)}")
+    if "\x00" in text or has_surrogate(text):
+        raise InvalidArgumentError(name, "must not contain NUL characters or lone surrogates")
+    return text
+
+
 def _messages(messages: object) -> list[tuple[str, str, str | None]]:
     """mem0's messages (text, one message, or a list) as (role, content, actor) to store: system
     messages are left out, as mem0 does; anything malformed raises naming the message."""
@@ -177,8 +189,7 @@ def _messages(messages: object) -> list[tuple[str, str, str | None]]:
             raise InvalidArgumentError(f"{where}.role", "must be a role such as 'user' or 'assistant'")
         if role == "system":
             continue
-        if not isinstance(content, str) or not content.strip():
-            raise InvalidArgumentError(f"{where}.content", "must be non-empty text")
+        content = _check_text(f"{where}.content", content)
         actor = tree.check_optional_id(f"{where}.name", message.get("name"))
         out.append((role, content, actor))
     return out
@@ -477,8 +488,8 @@ class Mem0Compat:
             if text is not None:
                 raise InvalidArgumentError("data", "is mem0 1.x's name of text: give one of them")
             text = data
-        if text is not None and (not isinstance(text, str) or not text.strip()):
-            raise InvalidArgumentError("text", "must be non-empty text")
+        if text is not None:
+            text = _check_text("text", text)
         extra = _check_metadata(metadata) if metadata is not None else None
         if text is None and extra is None:
             raise InvalidArgumentError("text", "give the new text, metadata, or both")
