@@ -31,8 +31,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)
-def _no_db_env(monkeypatch: pytest.MonkeyPatch) -> None:
+def _no_db_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("COGITATOR_MEMORY_DB", raising=False)
+    monkeypatch.delenv("COGITATOR_CONFIG", raising=False)
+    monkeypatch.setenv("COGITATOR_HOME", str(tmp_path / "home"))  # the default store, never the real one
     monkeypatch.setenv("COLUMNS", "100")
 
 
@@ -109,17 +111,20 @@ def test_demo_writes_a_branch_and_a_fork_and_prints_the_tree(
     monkeypatch.chdir(tmp_path)
     code, out, err = cli(capsys, "demo")
     assert (code, err) == (0, "")
-    assert (tmp_path / "cogitator-memory.db").exists(), "the default file in the current folder"
-    thread, entries = tree_of(tmp_path / "cogitator-memory.db", "demo-trip")
+    default = tmp_path / "home" / "memory.db"
+    assert default.exists(), "the default store: memory.db in $COGITATOR_HOME (~/.cogitator)"
+    assert not (tmp_path / "cogitator-memory.db").exists(), "nothing in the current folder"
+    assert f"Wrote a demo conversation to {default}.\n" in out
+    thread, entries = tree_of(default, "demo-trip")
     assert len(entries) == 9
     leaves = [e for e in entries if e.id not in {x.parent_id for x in entries}]
     assert len(leaves) == 2
-    path = on_store(tmp_path / "cogitator-memory.db", lambda s: s.get_path(thread_id="demo-trip", types="all")).unwrap()
+    path = on_store(default, lambda s: s.get_path(thread_id="demo-trip", types="all")).unwrap()
     assert [e.id for e in path][-1] == thread.active_leaf_id
     off_path = [e for e in entries if e.id not in {p.id for p in path}]
     assert len(off_path) == 1 and off_path[0].message is not None and "Vatican" in off_path[0].message.text
     assert any(e.type == "label" for e in path), "an event on the active path"
-    fork, fork_entries = tree_of(tmp_path / "cogitator-memory.db", "demo-trip-vatican")
+    fork, fork_entries = tree_of(default, "demo-trip-vatican")
     assert fork.metadata["forked_from"]["thread_id"] == "demo-trip"
     assert thread.metadata["memory_forks"] == ["demo-trip-vatican"]
     assert [e.message.text for e in fork_entries if e.message][-2].startswith("Let's do the Vatican plan")
@@ -135,7 +140,7 @@ def test_demo_writes_a_branch_and_a_fork_and_prints_the_tree(
     assert any("● event" in line and "label: plan v1" in line for line in tree), "events shown as events"
     assert '→ get_weather(city="Rome", day="Saturday")' in out
     assert "Thread demo-trip-vatican" in out and "cogitator-memory show demo-trip" in out
-    assert all(len(line) <= 100 for line in lines), "lines fit the terminal width"
+    assert all(len(line) <= 100 for line in lines[1:]), "lines fit the terminal width (the store's path is not cut)"
     assert "--db" not in out, "no --db in the hints when the default file is used"
 
 

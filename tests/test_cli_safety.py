@@ -38,8 +38,10 @@ PREFIX = "cogitator-memory: error: "
 
 
 @pytest.fixture(autouse=True)
-def _plain_env(monkeypatch: pytest.MonkeyPatch) -> None:
+def _plain_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("COGITATOR_MEMORY_DB", raising=False)
+    monkeypatch.delenv("COGITATOR_CONFIG", raising=False)
+    monkeypatch.setenv("COGITATOR_HOME", str(tmp_path / "home"))  # the default store, never the real one
     monkeypatch.setenv("COLUMNS", "100")
 
 

@@ -71,12 +71,14 @@ def test_dry_run_lists_and_changes_nothing(capsys: pytest.CaptureFixture[str], t
     ids = _seed(db)
     code, out, err = cli(capsys, "forget", "entries", ids["said"], "--db", str(db), "--dry-run", "--json")
     assert (code, err) == (0, "")
-    assert json.loads(out) == {
+    plan = json.loads(out)
+    assert {k: plan[k] for k in ("dry_run", "threads", "entries", "skipped")} == {
         "dry_run": True,
         "threads": [],
         "entries": {"thread_ana": sorted([ids["said"], ids["reply"]])},
         "skipped": [],
     }
+    assert [(r["id"], r["action"]) for r in plan["items"] + plan["facts"]] == [(ids["item"], "delete")]
     code, out, _ = cli(capsys, "forget", "user", "ana", "--db", str(db), "--dry-run")
     assert code == 0 and "thread thread_ana (whole)" in out and "Nothing was changed." in out and "thread_bo" not in out
 

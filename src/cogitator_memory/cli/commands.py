@@ -1,8 +1,8 @@
 """The commands of ``cogitator-memory``: parsing, running them on the store, errors.
 
-The thread commands work on one SQLite file: ``--db PATH``, else ``$COGITATOR_MEMORY_DB``, else
-``cogitator-memory.db`` in the current folder; or, with ``--config FILE``, on the store that memory
-config names, any engine. A user error prints one line starting with
+Every command works on the same store, resolved in one place (:mod:`.where`): ``--db PATH``, else
+``--config FILE``, else ``$COGITATOR_MEMORY_DB``, else the store of ``$COGITATOR_CONFIG`` or
+``./cogitator.yml``, else SQLite at ``~/.cogitator/memory.db``. A user error prints one line starting with
 ``cogitator-memory: error:`` and exits 1 (2 for a bad command line), without a traceback.
 """
 
@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 from .. import __version__
-from ..engines.sqlite.threads import DEFAULT_PATH
 from ..ids import thread_id as new_thread_id
 from ..threads.records import NewMemoryEntry
 from . import memory_commands, render
@@ -33,7 +32,8 @@ from .importing import ImportResult, import_export, import_messages
 from .progress import Progress
 from .reindex import register as register_reindex
 from .serve import register as register_serve
-from .store import DB_ENV, DEFAULT_AGENT, PROG, all_entries, need, require_thread
+from .store import DEFAULT_AGENT, PROG, all_entries, need, require_thread
+from .where import DB_ENV, DEFAULT_STORE, add_db_flag, store_label, where_flags
 
 DEBUG_ENV = "COGITATOR_MEMORY_DEBUG"
 
@@ -50,20 +50,9 @@ class _Parser(argparse.ArgumentParser):
 # --- plumbing -----------------------------------------------------------------------------
 
 
-def db_path(args: argparse.Namespace) -> str:
-    """The database file: ``--db``, else ``$COGITATOR_MEMORY_DB``, else the default file."""
-    chosen = getattr(args, "db", None)
-    if chosen:
-        return str(chosen)
-    return os.environ.get(DB_ENV) or DEFAULT_PATH
-
-
 def command_hint(args: argparse.Namespace, *words: str) -> str:
-    """A command line to run next, with ``--db`` when the user gave one."""
-    parts = [PROG, *words]
-    if getattr(args, "db", None):
-        parts += ["--db", str(args.db)]
-    return shlex.join(parts)
+    """A command line to run next, with the ``--db`` / ``--config`` the user gave."""
+    return shlex.join([PROG, *words, *where_flags(args)])
 
 
 def parse_meta(items: Sequence[str] | None) -> dict[str, Any]:
@@ -119,10 +108,9 @@ def progress_of(args: argparse.Namespace) -> Progress:
 
 async def cmd_demo(args: argparse.Namespace) -> int:
     """``demo``: write the demo conversation and print its tree and active path."""
-    path = db_path(args)
-    where = memory_commands.store_label(args, path)
+    where = store_label(args)
     g, width = render.glyphs_for(sys.stdout), render.terminal_width()
-    async with memory_commands.open_command_store(args, path, create=True) as store:
+    async with memory_commands.open_command_store(args, create=True) as store:
         demo = await write_demo(store)
         entries = await all_entries(store, DEMO_THREAD)
         fork_entries = await all_entries(store, DEMO_FORK)
@@ -130,7 +118,7 @@ async def cmd_demo(args: argparse.Namespace) -> int:
     again = " (replacing the demo threads of an earlier run)" if demo.replaced else ""
     tail = render.short_ids(e.id for e in entries)[demo.alternative.id]
     lines = [
-        f"Wrote a demo conversation to {where}{again}.",
+        f"Wrote a demo conversation to {where}{again}.",  # a long path is not cut
         "",
         *render.thread_header(demo.thread, entries, g, width),
         "",
@@ -163,9 +151,8 @@ async def cmd_demo(args: argparse.Namespace) -> int:
 
 async def cmd_threads(args: argparse.Namespace) -> int:
     """``threads``: one page of threads, the most recently updated first."""
-    path = db_path(args)
     wanted = parse_meta(args.meta)
-    async with memory_commands.open_command_store(args, path) as store:
+    async with memory_commands.open_command_store(args) as store:
         page = need(
             await store.list_threads(agent_id=args.agent, metadata=wanted or None, limit=args.limit, cursor=args.cursor)
         )
@@ -175,7 +162,7 @@ async def cmd_threads(args: argparse.Namespace) -> int:
     g, width = render.glyphs_for(sys.stdout), render.terminal_width()
     if not page.threads:
         filtered = args.agent is not None or bool(wanted) or args.cursor is not None
-        where = memory_commands.store_label(args, path)
+        where = store_label(args)
         render.write_lines([f"No threads {'match' if filtered else 'yet'} in {where}."])
         return 0
     lines = render.threads_table(page.threads, g, width)
@@ -194,10 +181,9 @@ async def cmd_threads(args: argparse.Namespace) -> int:
 
 async def cmd_show(args: argparse.Namespace) -> int:
     """``show THREAD``: the tree of a thread, every branch, the active path marked."""
-    path = db_path(args)
     progress = progress_of(args)
-    async with memory_commands.open_command_store(args, path) as store:
-        thread = await require_thread(store, args.thread, memory_commands.store_label(args, path))
+    async with memory_commands.open_command_store(args) as store:
+        thread = await require_thread(store, args.thread, store_label(args))
         progress.start(f"reading thread {render.one_line(thread.id)}")
         entries = await all_entries(store, thread.id)
     progress.update(len(entries))
@@ -228,10 +214,9 @@ async def cmd_export(args: argparse.Namespace) -> int:
     To a file, the text goes to a temporary file beside it that replaces the target at the end,
     so a failed or interrupted export never leaves a cut file behind.
     """
-    path = db_path(args)
     progress = progress_of(args)
-    async with memory_commands.open_command_store(args, path) as store:
-        thread = await require_thread(store, args.thread, memory_commands.store_label(args, path))
+    async with memory_commands.open_command_store(args) as store:
+        thread = await require_thread(store, args.thread, store_label(args))
         progress.start(f"reading thread {render.one_line(thread.id)}")
         entries = await all_entries(store, thread.id)
     progress.update(len(entries))
@@ -271,7 +256,6 @@ def cmd_import(args: argparse.Namespace) -> int:
     The file is read, checked and converted before the event loop starts (Ctrl-C stops that at
     once), then written in one transaction (see :mod:`cogitator_memory.cli.importing`).
     """
-    path = db_path(args)
     progress = progress_of(args)
     name = "stdin" if args.file == "-" else args.file
     progress.start(f"reading {name}")
@@ -280,17 +264,27 @@ def cmd_import(args: argparse.Namespace) -> int:
     if loaded.messages is not None:
         thread_id = args.thread or new_thread_id()
         entries = messages_to_entries(name, loaded, thread_id, args.format)
-        done = run(_write_messages(path, entries, thread_id, args, progress))
+        done = run(_write_messages(entries, thread_id, args, progress))
     elif loaded.export is not None:
         thread_id = args.thread or loaded.export.thread.id
-        done = run(_write_export(path, loaded, thread_id, args, progress))
+        done = run(_write_export(loaded, thread_id, args, progress))
     else:  # read_import_file returns one or the other
         raise CliError(f"{name} holds neither messages nor an exported thread")
     thread, count, created = done.thread, done.count, done.created
     if args.json:
-        render.print_json({"thread_id": thread.id, "entries": count, "created": created, "agent_id": thread.agent_id})
+        render.print_json(
+            {
+                "thread_id": thread.id,
+                "entries": count,
+                "created": created,
+                "agent_id": thread.agent_id,
+                "user_id": (thread.metadata or {}).get("user_id"),
+            }
+        )
         return 0
-    how = f"a new thread of agent {thread.agent_id}" if created else "the end of the active branch"
+    owner = (thread.metadata or {}).get("user_id")
+    of_user = f" for user {owner}" if isinstance(owner, str) else ""
+    how = f"a new thread of agent {thread.agent_id}{of_user}" if created else "the end of the active branch"
     render.write_lines(
         [
             f"Imported {count} entr{'y' if count == 1 else 'ies'} into thread {thread.id} ({how}).",
@@ -301,19 +295,25 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 async def _write_messages(
-    path: str, entries: list[NewMemoryEntry], thread_id: str, args: argparse.Namespace, progress: Progress
+    entries: list[NewMemoryEntry], thread_id: str, args: argparse.Namespace, progress: Progress
 ) -> ImportResult:
-    async with memory_commands.open_command_store(args, path, create=True) as store:
-        return await import_messages(store, entries, thread_id, args.agent, progress)
+    async with memory_commands.open_command_store(args, create=True) as store:
+        return await import_messages(store, entries, thread_id, args.agent, progress, user=args.user)
 
 
 async def _write_export(
-    path: str, loaded: ImportFile, thread_id: str, args: argparse.Namespace, progress: Progress
+    loaded: ImportFile, thread_id: str, args: argparse.Namespace, progress: Progress
 ) -> ImportResult:
     assert loaded.export is not None
-    async with memory_commands.open_command_store(args, path, create=True) as store:
+    async with memory_commands.open_command_store(args, create=True) as store:
         return await import_export(
-            store, loaded.export, thread_id, args.agent, must_be_new=args.thread is None, progress=progress
+            store,
+            loaded.export,
+            thread_id,
+            args.agent,
+            must_be_new=args.thread is None,
+            progress=progress,
+            user=args.user,
         )
 
 
@@ -323,15 +323,11 @@ async def _write_export(
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every command."""
     db = _Parser(add_help=False)
-    db.add_argument(
-        "--db",
-        metavar="PATH",
-        default=argparse.SUPPRESS,
-        help=f"the SQLite file (default: ${DB_ENV}, else ./{DEFAULT_PATH})",
-    )
+    add_db_flag(db)
     parser = _Parser(
         prog=PROG,
-        description="Look into and move conversation threads of a cogitator-memory SQLite file.",
+        description="Look into, search, move and forget what cogitator-memory keeps; serve it over MCP and HTTP. "
+        f"Every command works on the same store: --db PATH, else --config FILE, else {DEFAULT_STORE}.",
         epilog=f"Start with '{PROG} demo'. Each command has --help.",
         parents=[db],
     )
@@ -341,7 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser(
         "demo", parents=[db], help="write a demo conversation with a branch and a fork, and print its tree"
     )
-    memory_commands.config_flag(demo, instead_of_db=True)
+    memory_commands.config_flag(demo)
     demo.set_defaults(handler=cmd_demo)
 
     threads = sub.add_parser("threads", parents=[db], help="list threads, the most recently updated first")
@@ -357,7 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     threads.add_argument("--cursor", metavar="CURSOR", help="the cursor a previous page printed, for the next page")
     threads.add_argument("--json", action="store_true", help="print JSON: {threads, next_cursor}")
-    memory_commands.config_flag(threads, instead_of_db=True)
+    memory_commands.config_flag(threads)
     threads.set_defaults(handler=cmd_threads)
 
     show = sub.add_parser("show", parents=[db], help="print the tree of a thread, the active path marked")
@@ -366,7 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--full", action="store_true", help="do not cut long lines to the terminal's width")
     show.add_argument("--json", action="store_true", help="print JSON: {thread, entries, active_path}")
     _progress_flag(show)
-    memory_commands.config_flag(show, instead_of_db=True)
+    memory_commands.config_flag(show)
     show.set_defaults(handler=cmd_show)
     register_forget(sub, db)
 
@@ -379,21 +375,28 @@ def build_parser() -> argparse.ArgumentParser:
         "--agent", metavar="ID", help=f"the agent of a new thread (default: {DEFAULT_AGENT}, or the exported one)"
     )
     imp.add_argument(
+        "--user",
+        metavar="ID",
+        help="the user the conversation is with: a new thread is theirs (metadata user_id), so 'search --user' "
+        "finds it and 'forget user' takes it; an existing thread must be theirs (default: the exported "
+        "thread's user, else none)",
+    )
+    imp.add_argument(
         "--format",
         choices=("openai", "anthropic"),
         help="the shape of chat messages (default: Anthropic's when the file has its blocks or a top-level "
         "'system', else OpenAI's)",
     )
-    imp.add_argument("--json", action="store_true", help="print JSON: {thread_id, entries, created, agent_id}")
+    imp.add_argument("--json", action="store_true", help="print JSON: {thread_id, entries, created, agent_id, user_id}")
     _progress_flag(imp)
-    memory_commands.config_flag(imp, instead_of_db=True)
+    memory_commands.config_flag(imp)
     imp.set_defaults(handler=cmd_import)
 
     exp = sub.add_parser("export", parents=[db], help="write a thread and its whole tree as JSON")
     exp.add_argument("thread", metavar="THREAD", help="the thread id")
     exp.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
     _progress_flag(exp)
-    memory_commands.config_flag(exp, instead_of_db=True)
+    memory_commands.config_flag(exp)
     exp.set_defaults(handler=cmd_export)
     memory_commands.register(sub, db)
     register_serve(sub, db)
@@ -469,4 +472,4 @@ def _quiet_stdout() -> None:
         pass
 
 
-__all__ = ["DB_ENV", "DEFAULT_AGENT", "PROG", "build_parser", "db_path", "main", "parse_meta"]
+__all__ = ["DB_ENV", "DEFAULT_AGENT", "PROG", "build_parser", "command_hint", "main", "parse_meta"]

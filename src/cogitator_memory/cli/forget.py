@@ -1,45 +1,118 @@
 """``cogitator-memory forget``: take a user, a thread or entries out of the store with what
-memory derived from them (:class:`~cogitator_memory.cascade.MemoryCascade`).
+memory derived from them.
 
 ``forget user USER``, ``forget thread THREAD`` and ``forget entries ID...`` (``--redact`` to
 redact them in place instead, ``--keep-replies`` to leave the replies of a user message).
-``--dry-run`` lists what would go and changes nothing. The cascade is the one every surface
-uses (:meth:`MemoryCascade.delete_user <cogitator_memory.cascade.MemoryCascade.delete_user>` for
-a user, their core facts included); on a SQLite file it turns ``secure_delete`` on and
-checkpoints the WAL itself, so the forgotten text does not stay in free pages of the file.
-``--config FILE`` forgets in the store a memory config names, any engine, through the cascade of
-:class:`~cogitator_memory.runtime.Memory`.
+
+One plan, shown then carried out: both ``--dry-run`` and the real run first compute the same
+plan (:func:`cogitator_memory.cascade.plan.forget_plan`: the threads, entries, memory items,
+core facts, facts, graph nodes and edges, entities, vectors and files the forget takes, with the
+cascade's own finders and rules) and print it; the dry run stops there, the real run then
+forgets through :class:`~cogitator_memory.runtime.Memory`, the one cascade every surface uses
+(:meth:`Memory.forget_user <cogitator_memory.runtime.Memory.forget_user>`, ``delete_thread``,
+``delete_entries``, ``redact_entries``), on the store every command works on (:mod:`.where`),
+any engine, and prints what it took. On a SQLite file the cascade turns ``secure_delete`` on
+and checkpoints the WAL, so the forgotten text does not stay in free pages of the file.
 """
 
 from __future__ import annotations
 
 import argparse
-from datetime import UTC, datetime
 from typing import Any
 
-from ..cascade import CascadeCounts, CascadePlan, MemoryCascade
-from ..engines.sqlite.vectors import SQLiteEmbeddingAdapter
+from .. import clock
+from ..cascade import CascadeCounts
+from ..cascade.plan import forget_plan
 from ..errors import InvalidArgumentError, MemoryStoreError
-from ..threads.base import BaseMemoryAdapter
+from ..runtime.memory import Memory
 from . import render
 from .formats import CliError
 from .memory_commands import config_flag, memory_config, open_memory
-from .store import PROG, CliStore, need, open_store
+from .store import PROG, check_database_file, need
+from .where import store_label
+
+#: The parts of a plan, in the order they are printed: (key of ``counts``, one, many).
+_PARTS = (
+    ("summaries", "summary", "summaries"),
+    ("items", "memory item", "memory items"),
+    ("items_trimmed", "memory item losing quotes", "memory items losing quotes"),
+    ("core_facts", "core fact", "core facts"),
+    ("facts", "fact", "facts"),
+    ("facts_trimmed", "fact losing quotes", "facts losing quotes"),
+    ("graph_nodes", "graph node", "graph nodes"),
+    ("graph_edges", "graph edge", "graph edges"),
+    ("graph_trimmed", "graph record losing quotes", "graph records losing quotes"),
+    ("entities", "entity", "entities"),
+    ("vectors", "vector", "vectors"),
+    ("file_versions", "memory file version", "memory file versions"),
+    ("files", "memory file", "memory files"),
+)
 
 
-def _plan_lines(plan: CascadePlan, what: str) -> list[str]:
-    lines = [f"Dry run: forgetting {what} would take:"]
-    if not plan.threads and not plan.entries:
-        return [f"Dry run: nothing to forget for {what}.", *(f"Skipped: {s}" for s in plan.skipped)]
-    for thread_id in plan.threads:
+class NoEmbedder:
+    """The embedding service ``forget`` opens a SQLite file with: the vectors in the file are
+    found and deleted whatever embedder wrote them (of any dimensions, so a config whose
+    embedder differs does not stop a forget), and nothing is embedded."""
+
+    dimensions: int | None = None
+
+    async def embed(self, text: str) -> list[float]:
+        """Refused: a forget embeds nothing."""
+        raise MemoryStoreError("forget embeds nothing")
+
+    async def embed_batch(self, texts: list[str]) -> list[list[float]]:
+        """Refused: a forget embeds nothing."""
+        raise MemoryStoreError("forget embeds nothing")
+
+
+def _what(args: argparse.Namespace) -> str:
+    if args.target == "entries":
+        return f"{len(args.ids)} entr{'y' if len(args.ids) == 1 else 'ies'}"
+    return f"{args.target} {args.id}"
+
+
+def is_empty(plan: dict[str, Any]) -> bool:
+    """Whether the plan takes nothing at all."""
+    return not plan["threads"] and not plan["entries"] and not any(plan["counts"].values())
+
+
+def plan_lines(plan: dict[str, Any], what: str, *, dry_run: bool) -> list[str]:
+    """The plan as text: what goes, thread by thread, then what memory derived from it."""
+    if is_empty(plan):
+        head = "Dry run: nothing" if dry_run else "Nothing"
+        return [f"{head} to forget for {what}.", *(f"Skipped: {s}" for s in plan["skipped"])]
+    lines = [f"Dry run: forgetting {what} would take:" if dry_run else f"Forgetting {what} takes:"]
+    for thread_id in plan["threads"]:
         lines.append(f"  thread {thread_id} (whole)")
-    for thread_id, ids in plan.entries.items():
+    for thread_id, ids in plan["entries"].items():
         lines.append(f"  {len(ids)} entr{'y' if len(ids) == 1 else 'ies'} of thread {thread_id}:")
         lines.extend(f"    {entry_id}" for entry_id in ids)
-    lines.append("with the summaries, items, facts, graph, vectors and memory file versions standing on them.")
-    lines.extend(f"Skipped: {s}" for s in plan.skipped)
-    lines.append("Nothing was changed.")
+    counts = plan["counts"]
+    for key, one, many in _PARTS:
+        number = counts.get(key, 0)
+        if number:
+            lines.append(f"  {number} {one if number == 1 else many}{_examples(plan, key)}")
+    if plan.get("recall_index"):
+        lines.append("  and the user's records in the recall index")
+    lines.extend(f"Skipped: {s}" for s in plan["skipped"])
+    if dry_run:
+        lines.append("Nothing was changed.")
     return lines
+
+
+def _examples(plan: dict[str, Any], key: str) -> str:
+    """A few of the things of a part, by name (core fact keys, fact texts, graph node names)."""
+    rows: list[str] = []
+    if key == "core_facts":
+        rows = [f"{r['core_key']}={r['value']}" for r in plan["core_facts"] if r["action"] == "delete"]
+    elif key in ("facts", "items"):
+        rows = [str(r["value"]) for r in plan[key] if r["action"] == "delete"]
+    elif key == "graph_nodes":
+        rows = [str(n["name"]) for n in plan["graph_nodes"]]
+    if not rows:
+        return ""
+    shown = ", ".join(render.one_line(r)[:60] for r in rows[:3])
+    return f": {shown}{', ...' if len(rows) > 3 else ''}"
 
 
 def _count_lines(counts: CascadeCounts, what: str) -> list[str]:
@@ -59,98 +132,118 @@ def _count_lines(counts: CascadeCounts, what: str) -> list[str]:
     return [f"Forgot {what}:", *(f"  {p}" for p in parts), *skipped]
 
 
-async def _sqlite_forget(args: argparse.Namespace, store: CliStore) -> tuple[CascadePlan | CascadeCounts, str]:
-    """:func:`_forget` on a SQLite file: its threads, graph and vectors."""
-    vectors = SQLiteEmbeddingAdapter(store=store)
-    opened = await vectors.connect()
-    if not opened.success:
-        raise CliError(opened.error or "cannot open the vectors of the store")
-    try:
-        cascade = MemoryCascade(memory=store, graph=store, embeddings=vectors, reason=args.reason)
-        return await _forget(args, store, cascade)
-    finally:
-        await vectors.disconnect()
+def _agents(args: argparse.Namespace, memory: Memory) -> list[str]:
+    """The agents the forget goes through besides those of the threads it touches: the config's
+    (as :class:`Memory`'s own calls have it) and every ``--agent``."""
+    return list(dict.fromkeys([memory.agent_id, *(args.agent or [])]))
 
 
-async def _forget(
-    args: argparse.Namespace, store: BaseMemoryAdapter, cascade: MemoryCascade, agents: list[str] | None = None
-) -> tuple[CascadePlan | CascadeCounts, str]:
-    """The plan (``--dry-run``) or the counts of forgetting what ``args`` names; and its name.
-    ``agents``: searched besides ``--agent`` and the agents of the threads touched."""
-    who = {"agent_ids": list(dict.fromkeys([*(args.agent or []), *(agents or [])]))}
-    if args.target == "user":
-        what = f"user {args.id}"
-        if args.dry_run:
-            return await cascade.plan_user(args.id), what
-        return await cascade.delete_user(args.id, who), what
-    if args.target == "thread":
-        what = f"thread {args.id}"
-        if need(await store.get_thread(args.id)) is None:
-            raise CliError(f"thread not found: {args.id} (list the threads with '{PROG} threads')")
-        if args.dry_run:
-            return await cascade.plan_thread(args.id), what
-        return await cascade.delete_thread(args.id, who), what
-    ids = list(args.ids)
-    for entry_id in ids:
-        if need(await store.get_entry(entry_id)) is None:
-            raise CliError(f"entry not found: {entry_id} (see the entry ids with '{PROG} show THREAD')")
-    what = f"{len(ids)} entr{'y' if len(ids) == 1 else 'ies'}"
-    if args.dry_run:
-        return await cascade.plan_entries(ids, keep_replies=args.keep_replies), what
-    if args.redact:
-        redaction = {"at": datetime.now(UTC), "reason": args.reason}
-        return await cascade.redact_entries(ids, redaction, who, keep_replies=args.keep_replies), what
-    return await cascade.delete_entries(ids, who, keep_replies=args.keep_replies), what
+async def _check_target(args: argparse.Namespace, memory: Memory) -> None:
+    """A thread or entry the command names must be there (a user need not have a thread)."""
+    if args.target == "thread" and need(await memory.adapter.get_thread(args.id)) is None:
+        raise CliError(f"thread not found: {args.id} (list the threads with '{PROG} threads')")
+    if args.target == "entries":
+        for entry_id in args.ids:
+            if need(await memory.adapter.get_entry(entry_id)) is None:
+                raise CliError(f"entry not found: {entry_id} (see the entry ids with '{PROG} show THREAD')")
 
 
-async def _configured_forget(args: argparse.Namespace) -> tuple[CascadePlan | CascadeCounts, str]:
-    """:func:`_forget` on the store of ``--config`` (not SQLite), with the memory's cascade."""
-    memory = await open_memory(args)
-    try:
+async def make_plan(args: argparse.Namespace, memory: Memory) -> dict[str, Any]:
+    """The plan of the forget ``args`` names (the dry run's and the real run's, the same call)."""
+    await memory.flush()  # what was queued is in the indexes, as the forget itself sees them
+    cascade = memory.cascade
+    if cascade is None:  # Memory.open raises when the store is out of reach; a guard for mypy
+        raise CliError("memory is disabled: its store could not be reached")
+    await _check_target(args, memory)
+    target, value = {
+        "user": ("user_id", getattr(args, "id", None)),
+        "thread": ("thread_id", getattr(args, "id", None)),
+    }.get(args.target, ("entry_ids", list(getattr(args, "ids", []))))
+    return await forget_plan(
+        cascade,
+        target,
+        value,
+        agent_id=_agents(args, memory),
+        keep_replies=args.keep_replies,
+        recall_index=memory.indexer is not None,
+    )
+
+
+async def carry_out(args: argparse.Namespace, memory: Memory) -> CascadeCounts:
+    """Forget what ``args`` names through :class:`Memory` (its calls take one agent, the
+    config's). With ``--agent``, the same cascade is first run with every agent of
+    :func:`_agents` (as Memory's own call, after its indexes are flushed), and a user is then
+    forgotten through :meth:`Memory.forget_user` as well, which finds nothing more in the
+    cascade and clears the user's records in the recall index."""
+    agents = _agents(args, memory)
+    reason = args.reason
+    if memory.cascade is not None:
+        memory.cascade.reason = reason
+    counts = CascadeCounts()
+    if len(agents) > 1 and memory.cascade is not None:
+        await memory.flush()
+        who = {"agent_ids": agents}
         cascade = memory.cascade
-        if cascade is None:  # Memory.open raises when the store is out of reach; a guard for mypy
-            raise CliError("memory is disabled: its store could not be reached")
-        cascade.reason = args.reason
-        try:  # the config's agent too, as Memory's own cascade calls have it
-            return await _forget(args, memory.adapter, cascade, [memory.agent_id])
+        if args.target == "user":
+            counts.add(await cascade.delete_user(args.id, who))
+        elif args.target == "thread":
+            return await cascade.delete_thread(args.id, who)
+        elif args.redact:
+            redaction = {"at": clock.now(), "reason": reason}
+            return await cascade.redact_entries(args.ids, redaction, who, keep_replies=args.keep_replies)
+        else:
+            return await cascade.delete_entries(args.ids, who, keep_replies=args.keep_replies)
+    if args.target == "user":
+        counts.add(await memory.forget_user(args.id))
+        return counts
+    if args.target == "thread":
+        return await memory.delete_thread(args.id)
+    if args.redact:
+        return await memory.redact_entries(args.ids, reason=reason, keep_replies=args.keep_replies)
+    return await memory.delete_entries(args.ids, keep_replies=args.keep_replies)
+
+
+async def cmd_forget(args: argparse.Namespace) -> int:
+    """``forget user|thread|entries``: the plan, then (unless ``--dry-run``) the forget itself."""
+    config = memory_config(args)
+    if config.adapter == "sqlite":
+        check_database_file(config.sqlite_path(), create=False)  # forget never makes a store
+    what = _what(args)
+    keeps_vectors_in_file = config.adapter == "sqlite" and config.vectors is None
+    memory = await open_memory(args, embedding_service=NoEmbedder() if keeps_vectors_in_file else None)
+    try:
+        try:
+            plan = await make_plan(args, memory)
+            if args.dry_run:
+                return _report_plan(args, plan, what)
+            if not args.json:
+                _write(plan_lines(plan, what, dry_run=False))
+            counts = await carry_out(args, memory)
         except (InvalidArgumentError, MemoryStoreError) as exc:
             raise CliError(str(exc)) from None
     finally:
         await memory.close()
-
-
-async def cmd_forget(args: argparse.Namespace) -> int:
-    """``forget user|thread|entries``: a cascade on the store, or its dry run."""
-    from .commands import db_path
-
-    path = db_path(args)
-    if getattr(args, "config", None):
-        config = memory_config(args)
-        if config.adapter == "sqlite":
-            path = config.sqlite_path()
-        else:
-            return _report(args, *await _configured_forget(args))
-    async with open_store(path, create=False) as store:
-        try:
-            outcome, what = await _sqlite_forget(args, store)
-        except (InvalidArgumentError, MemoryStoreError) as exc:
-            raise CliError(str(exc)) from None
-    return _report(args, outcome, what)
-
-
-def _report(args: argparse.Namespace, outcome: CascadePlan | CascadeCounts, what: str) -> int:
-    if isinstance(outcome, CascadePlan):
-        if args.json:
-            render.print_json(
-                {"dry_run": True, "threads": outcome.threads, "entries": outcome.entries, "skipped": outcome.skipped}
-            )
-        else:
-            render.write_lines([render.one_line(line) for line in _plan_lines(outcome, what)])
-        return 0
     if args.json:
-        render.print_json({"dry_run": False, **outcome.dump()})
+        render.print_json({"dry_run": False, "store": store_label(args, config), "plan": plan, **counts.dump()})
     else:
-        render.write_lines([render.one_line(line) for line in _count_lines(outcome, what)])
+        _write(_count_lines(counts, what))
+    return 0
+
+
+def _write(lines: list[str]) -> None:
+    """Print ``lines``, each made safe for the terminal on one line, its indentation kept."""
+    out = []
+    for line in lines:
+        indent = len(line) - len(line.lstrip(" "))
+        out.append(" " * indent + render.one_line(line))
+    render.write_lines(out)
+
+
+def _report_plan(args: argparse.Namespace, plan: dict[str, Any], what: str) -> int:
+    if args.json:
+        render.print_json({"dry_run": True, **plan})
+    else:
+        _write(plan_lines(plan, what, dry_run=True))
     return 0
 
 
@@ -181,8 +274,8 @@ def register(sub: Any, db: argparse.ArgumentParser) -> None:
     entries.add_argument("--redact", action="store_true", help="redact them in place instead of deleting them")
     entries.add_argument("--keep-replies", action="store_true", help="leave the replies of a user message")
     for parser in (user, thread, entries):
-        config_flag(parser, instead_of_db=True)
+        config_flag(parser)
         parser.set_defaults(handler=cmd_forget, redact=False, keep_replies=False)
 
 
-__all__ = ["cmd_forget", "register"]
+__all__ = ["carry_out", "cmd_forget", "is_empty", "make_plan", "plan_lines", "register"]

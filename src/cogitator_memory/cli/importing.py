@@ -18,13 +18,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..clock import frozen_clock
 from ..index.base import is_recall_index
 from ..index.indexer import RecallIndexer
 from ..threads import tree
 from ..threads.base import BaseMemoryAdapter
-from ..threads.records import NewMemoryEntry, Thread
+from ..threads.records import USER_ID_KEY, NewMemoryEntry, Thread
 from .formats import CliError, ExportedThread
 from .progress import Progress
 from .store import DEFAULT_AGENT, CliStore, need
@@ -65,12 +66,24 @@ class _Written:
     ids: list[str] = field(default_factory=list)
 
 
-async def _target(store: BaseMemoryAdapter, thread_id: str, agent: str | None) -> Thread | None:
-    """The existing thread ``thread_id`` (checked against ``agent`` when given), or ``None``."""
+async def _target(store: BaseMemoryAdapter, thread_id: str, agent: str | None, user: str | None) -> Thread | None:
+    """The existing thread ``thread_id`` (checked against ``agent`` and ``user`` when given), or ``None``."""
     thread = need(await store.get_thread(thread_id))
     if thread is not None and agent is not None and thread.agent_id != agent:
         raise CliError(f"thread {thread_id} belongs to agent {thread.agent_id}, not {agent}")
+    if thread is not None and user is not None:
+        owner = (thread.metadata or {}).get(USER_ID_KEY)
+        if owner != user:
+            whose = f"user {owner}'s" if owner is not None else "of no user"
+            raise CliError(f"thread {thread_id} is {whose}, not user {user}'s: import into a new thread")
     return thread
+
+
+def _with_user(metadata: dict[str, Any] | None, user: str | None) -> dict[str, Any] | None:
+    """The metadata of a thread the import creates: ``user_id`` set to ``user`` when given."""
+    if user is None:
+        return metadata
+    return {**(metadata or {}), USER_ID_KEY: user}
 
 
 async def _take_back(store: BaseMemoryAdapter, before: _Before, thread_id: str, written: _Written) -> None:
@@ -138,18 +151,28 @@ def _changed(before: Thread, now: Thread, *, exact: bool) -> bool:
 
 
 async def import_messages(
-    store: BaseMemoryAdapter, entries: list[NewMemoryEntry], thread_id: str, agent: str | None, progress: Progress
+    store: BaseMemoryAdapter,
+    entries: list[NewMemoryEntry],
+    thread_id: str,
+    agent: str | None,
+    progress: Progress,
+    *,
+    user: str | None = None,
 ) -> ImportResult:
     """Append ``entries`` (made for ``thread_id``) after the active leaf of the thread, created
-    for ``agent`` (default :data:`~cogitator_memory.cli.store.DEFAULT_AGENT`) when missing; one transaction."""
-    existing = await _target(store, thread_id, agent)
+    for ``agent`` (default :data:`~cogitator_memory.cli.store.DEFAULT_AGENT`) and ``user`` (its
+    ``metadata.user_id``, so the user's searches find it and forgetting the user takes it) when
+    missing; one transaction. An existing thread must be ``user``'s."""
+    existing = await _target(store, thread_id, agent, user)
     before = await _before(store, existing)
     written = _Written()
 
     async def steps() -> ImportResult:
         thread = existing
         if thread is None:
-            thread = need(await store.create_thread(agent or DEFAULT_AGENT, thread_id=thread_id))
+            thread = need(
+                await store.create_thread(agent or DEFAULT_AGENT, _with_user(None, user), thread_id=thread_id)
+            )
             written.created = True
         progress.start("importing", len(entries))
         for number, entry in enumerate(entries, start=1):
@@ -171,6 +194,7 @@ async def import_export(
     *,
     must_be_new: bool,
     progress: Progress,
+    user: str | None = None,
 ) -> ImportResult:
     """Recreate an exported tree in one transaction: every branch, the active leaf, the times of
     the records, and the entry ids when none of them is taken in the file.
@@ -179,10 +203,11 @@ async def import_export(
     (refused with ``must_be_new``). When an exported id is taken already (the file was imported
     before, or the thread was copied within the file) every entry gets a new id, and an event
     that names an entry written before it (a compaction's first kept entry, a label's target)
-    names its copy.
+    names its copy. ``user`` (when given) becomes the new thread's ``metadata.user_id``, and an
+    existing thread must be theirs.
     """
     source = exported.thread
-    existing = await _target(store, thread_id, agent)
+    existing = await _target(store, thread_id, agent, user)
     if existing is not None and must_be_new:
         raise CliError(
             f"thread {thread_id} already exists: pass --thread NEW_ID to import a copy, "
@@ -195,7 +220,11 @@ async def import_export(
         thread = existing
         if thread is None:
             with frozen_clock(source.created_at):
-                thread = need(await store.create_thread(agent or source.agent_id, source.metadata, thread_id=thread_id))
+                thread = need(
+                    await store.create_thread(
+                        agent or source.agent_id, _with_user(source.metadata, user), thread_id=thread_id
+                    )
+                )
             written.created = True
         keep = True
         for entry in exported.entries:

@@ -1,9 +1,9 @@
-"""The memory commands of ``cogitator-memory``: ``search``, ``remember``, ``facts`` and ``mcp``.
+"""The memory commands of ``cogitator-memory``: ``search``, ``recall``, ``remember``, ``facts`` and ``mcp``.
 
-They run on the store the memory config names (``--config FILE``, else ``$COGITATOR_CONFIG``,
-else ``./cogitator.yml``, else SQLite at ``~/.cogitator/memory.db``), any engine; ``--db PATH``
-picks a SQLite file instead. A bad config or an unreachable store is one error line naming the
-key, before anything is done.
+They run on the store every command resolves the same way (``--db PATH``, ``--config FILE``,
+``$COGITATOR_MEMORY_DB``, ``$COGITATOR_CONFIG`` or ``./cogitator.yml``, else SQLite at
+``~/.cogitator/memory.db``: :mod:`.where`), any engine. A bad config or an unreachable store is
+one error line naming the key, before anything is done.
 """
 
 from __future__ import annotations
@@ -14,37 +14,26 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from ..errors import InvalidArgumentError, MemoryStoreError
-from ..runtime.config import MemoryConfig, load_config
+from ..runtime.config import MemoryConfig
 from ..runtime.memory import Memory, create_store, store_key
 from . import render
 from .formats import CliError
 from .store import PROG, open_store
+from .where import add_config_flag, command_config, store_label
 
 
-def config_flag(parser: argparse.ArgumentParser, *, instead_of_db: bool = False) -> None:
-    """Add ``--config FILE`` (the memory config naming the store) to ``parser``; with
-    ``instead_of_db`` the command reads a config only when given one (else the ``--db`` file)."""
-    if instead_of_db:
-        words = "work on the store this cogitator.yml's 'memory' section names, any engine (default: the SQLite file of --db)"
-    else:
-        words = (
-            "the cogitator.yml whose 'memory' section names the store, any engine (default: $COGITATOR_CONFIG, "
-            "else ./cogitator.yml, else SQLite at ~/.cogitator/memory.db)"
-        )
-    parser.add_argument("--config", metavar="FILE", default=argparse.SUPPRESS, help=words)
+def config_flag(parser: argparse.ArgumentParser) -> None:
+    """Add ``--config FILE`` (the memory config naming the store) to ``parser``: the same flag,
+    with the same help, on every command (see :mod:`.where`)."""
+    add_config_flag(parser)
 
 
 @asynccontextmanager
-async def open_command_store(args: argparse.Namespace, path: str, *, create: bool = False) -> AsyncIterator[Any]:
+async def open_command_store(args: argparse.Namespace, *, create: bool = False) -> AsyncIterator[Any]:
     """The connected thread store a command (``threads``, ``show``, ``export``, ``import``,
-    ``demo``, ``forget``) works on: the one ``--config FILE`` names, any engine; without
-    ``--config``, the SQLite file ``path``. A SQLite file is opened as a
-    :class:`~cogitator_memory.cli.store.CliStore` (writes in one transaction); with
-    ``create=False`` a missing file is an error. Where it is: :func:`store_label`."""
-    if not getattr(args, "config", None):
-        async with open_store(path, create=create) as sqlite:
-            yield sqlite
-        return
+    ``demo``) works on, resolved as every command resolves it (:func:`.where.command_config`).
+    A SQLite file is opened as a :class:`~cogitator_memory.cli.store.CliStore` (writes in one
+    transaction); with ``create=False`` a missing file is an error. Where it is: :func:`store_label`."""
     async with open_config_store(memory_config(args), create=create) as store:
         yield store
 
@@ -73,33 +62,16 @@ async def open_config_store(config: MemoryConfig, *, create: bool = False) -> As
         await store.disconnect()
 
 
-def store_label(args: argparse.Namespace, path: str) -> str:
-    """How a command's messages name its store: the SQLite file, or the engine and the config
-    file naming it (never the connection string, which may hold a password)."""
-    if not getattr(args, "config", None):
-        return path
-    config = memory_config(args)
-    if config.adapter == "sqlite":
-        return config.sqlite_path()
-    return f"the {config.adapter} store of {args.config}"
-
-
 def memory_config(args: argparse.Namespace) -> MemoryConfig:
-    """The config of the command: ``--config`` (or the default file), with ``--db`` as the SQLite file."""
-    try:
-        config = load_config(getattr(args, "config", None))
-    except InvalidArgumentError as exc:
-        raise CliError(str(exc)) from None
-    db = getattr(args, "db", None)
-    if db:
-        config = config.model_copy(update={"adapter": "sqlite", "path": str(db), "connection_string": None})
-    return config
+    """The config of the command, its store resolved by the one rule of :mod:`.where`."""
+    return command_config(args)
 
 
-async def open_memory(args: argparse.Namespace) -> Memory:
-    """The connected memory of the command's config; a bad config or store is a :class:`CliError`."""
+async def open_memory(args: argparse.Namespace, *, embedding_service: Any = None) -> Memory:
+    """The connected memory of the command's config (``embedding_service`` replaces the
+    configured one); a bad config or store is a :class:`CliError`."""
     try:
-        return await Memory.open(memory_config(args))
+        return await Memory.open(memory_config(args), embedding_service=embedding_service)
     except (InvalidArgumentError, MemoryStoreError) as exc:
         raise CliError(str(exc)) from None
 
@@ -124,6 +96,32 @@ async def cmd_search(args: argparse.Namespace) -> int:
     for hit in hits:
         where = f"{hit.thread_id} " if hit.thread_id else ""
         print(f"{hit.score:.3f}  {hit.kind:<5} {where}{render.one_line(hit.text)}")
+    return 0
+
+
+async def cmd_recall(args: argparse.Namespace) -> int:
+    """``recall``: the facts ``remember`` saved whose text matches the query, and every core fact
+    (:meth:`Memory.recall <cogitator_memory.runtime.Memory.recall>`, the MCP ``recall`` tool)."""
+    memory = await open_memory(args)
+    try:
+        answer = await memory.recall(args.query, user_id=args.user, agent_id=args.agent)
+    except (InvalidArgumentError, MemoryStoreError) as exc:
+        raise CliError(str(exc)) from None
+    finally:
+        await memory.close()
+    if args.json:
+        render.print_json(answer)
+        return 0
+    results = answer.get("results") or []
+    core = answer.get("core_facts") or {}
+    if not results and not core:
+        print(f"nothing found (save a fact with '{PROG} remember FACT')")
+        return 0
+    for result in results:
+        fact = result.get("fact") if isinstance(result, dict) else result
+        print(render.one_line(str(fact)))
+    for key, value in core.items():
+        print(f"{render.one_line(str(key))}: {render.one_line(str(value))}")
     return 0
 
 
@@ -217,7 +215,7 @@ def port_number(text: str) -> int:
 
 
 def register(sub: Any, db: argparse.ArgumentParser) -> None:
-    """Add ``search``, ``remember``, ``facts`` and ``mcp`` to the subcommands ``sub`` (``db``:
+    """Add ``search``, ``recall``, ``remember``, ``facts`` and ``mcp`` to the subcommands ``sub`` (``db``:
     the parent parser holding ``--db``)."""
     config = argparse.ArgumentParser(add_help=False)
     config_flag(config)
@@ -232,6 +230,13 @@ def register(sub: Any, db: argparse.ArgumentParser) -> None:
     search.add_argument("--limit", type=_limit, default=10, metavar="N", help="at most N hits, 1 to 100 (default 10)")
     search.add_argument("--json", action="store_true", help="print JSON: {results}")
     search.set_defaults(handler=cmd_search)
+
+    recall = sub.add_parser(
+        "recall", parents=parents, help="the facts saved with 'remember' that match a query, and the core facts"
+    )
+    recall.add_argument("query", metavar="QUERY", help="what to look for")
+    recall.add_argument("--json", action="store_true", help="print the recall tool's answer: {results, core_facts}")
+    recall.set_defaults(handler=cmd_recall)
 
     remember = sub.add_parser("remember", parents=parents, help="save a fact in the knowledge graph")
     remember.add_argument("fact", metavar="FACT", help="the fact, as a sentence")
@@ -263,6 +268,7 @@ def register(sub: Any, db: argparse.ArgumentParser) -> None:
 __all__ = [
     "cmd_facts",
     "cmd_mcp",
+    "cmd_recall",
     "cmd_remember",
     "cmd_search",
     "config_flag",

@@ -1,9 +1,7 @@
 """``cogitator-memory reindex``: write the recall index again from every thread of the store.
 
 It runs :meth:`RecallIndexer.catch_up(full=True) <cogitator_memory.index.indexer.RecallIndexer.catch_up>`
-on the store the memory config names (``--config``, else ``$COGITATOR_CONFIG``, else
-``./cogitator.yml``, else SQLite at ``~/.cogitator/memory.db``; ``--db PATH`` picks a SQLite file),
-any engine that keeps a recall index. Each thread's records are written again from its turns, a
+on the store every command works on (:mod:`.where`), any engine that keeps a recall index. Each thread's records are written again from its turns, a
 page of threads at a time; the indexer keeps its place in the index after each page
 (:data:`~cogitator_memory.index.indexer.REINDEX_KEY`), so a run stopped by Ctrl-C or a kill goes
 on from the page it stopped in when run again (``--restart`` starts from the first thread).
@@ -19,23 +17,14 @@ from typing import Any
 
 from ..index.base import is_recall_index
 from ..index.indexer import REINDEX_KEY, CatchUpReport, RecallIndexer
-from ..runtime.config import MemoryConfig
 from .formats import CliError
 from .memory_commands import config_flag, memory_config, open_config_store
 from .progress import Progress
 from .store import PROG, need
+from .where import store_label
 
 #: Threads listed in one page when counting them for the progress line.
 COUNT_PAGE = 1000
-
-
-def _label(config: MemoryConfig, args: argparse.Namespace) -> str:
-    """The store in messages: the SQLite file, or the engine and the config naming it (never
-    the connection string, which may hold a password)."""
-    if config.adapter == "sqlite":
-        return config.sqlite_path()
-    source = getattr(args, "config", None)
-    return f"the {config.adapter} store" + (f" of {source}" if source else "")
 
 
 async def _count_threads(store: Any, cursor: str | None, progress: Progress) -> int | None:
@@ -91,7 +80,7 @@ async def cmd_reindex(args: argparse.Namespace) -> int:
     from .commands import progress_of  # the command module imports this one
 
     config = memory_config(args)
-    label = _label(config, args)
+    label = store_label(args, config)
     async with open_config_store(config) as store:
         report, resumed = await reindex(store, label, progress_of(args), restart=args.restart)
     if args.json:

@@ -9,7 +9,7 @@ from typing import Any
 from ..errors import InvalidArgumentError
 from ..server.access import SERVE_PORT, TOKEN_ENV, settle_token, token_from_env
 from .formats import CliError
-from .memory_commands import open_memory, port_number
+from .memory_commands import config_flag, open_memory, port_number
 
 DEFAULT_PORT = SERVE_PORT
 
@@ -63,7 +63,7 @@ async def cmd_serve(args: argparse.Namespace) -> int:
 def register(sub: Any, db: argparse.ArgumentParser) -> None:
     """Add ``serve`` to the subcommands ``sub`` (``db``: the parent parser holding ``--db``)."""
     serve = sub.add_parser("serve", parents=[db], help="serve the REST API and the memory inspector page")
-    serve.add_argument("--config", metavar="FILE", default=argparse.SUPPRESS, help="the cogitator.yml to use")
+    config_flag(serve)
     serve.add_argument("--host", default="127.0.0.1", help="the address to bind (default 127.0.0.1, loopback)")
     serve.add_argument("--port", type=port_number, default=DEFAULT_PORT, help=f"the port (default {DEFAULT_PORT})")
     auth_flags(serve)

@@ -13,11 +13,11 @@ from ..result import MemoryResult
 from ..threads.base import BaseMemoryAdapter
 from ..threads.records import MemoryEntry, Thread
 from .formats import CliError
+from .where import DB_ENV
 
 T = TypeVar("T")
 
 PROG = "cogitator-memory"
-DB_ENV = "COGITATOR_MEMORY_DB"
 #: The agent of a thread ``import`` creates for chat messages, unless ``--agent`` names one.
 DEFAULT_AGENT = "cli"
 _SAVEPOINT = "cogitator_cli_write"
@@ -78,6 +78,22 @@ class CliStore(SQLiteAdapter):
         db.execute("COMMIT")
 
 
+def check_database_file(path: str, *, create: bool) -> Path | None:
+    """The SQLite file ``path`` (``None`` for ``:memory:`` and ``file:`` URIs); a folder, or with
+    ``create=False`` a missing file, is a :class:`CliError` saying how to make or name one."""
+    if path == ":memory:" or path.startswith("file:"):
+        return None
+    file = Path(path).expanduser()
+    if file.is_dir():
+        raise CliError(f"{path} is a folder, not a database file (pass --db PATH)")
+    if not create and not file.exists():
+        raise CliError(
+            f"no database at {path}: create one with '{PROG} demo' or '{PROG} import FILE', "
+            f"or point to one with --db PATH, --config FILE or ${DB_ENV}"
+        )
+    return file
+
+
 @asynccontextmanager
 async def open_store(path: str, *, create: bool) -> AsyncIterator[CliStore]:
     """The connected SQLite store at ``path``; with ``create=False`` a missing file is an error.
@@ -86,16 +102,9 @@ async def open_store(path: str, *, create: bool) -> AsyncIterator[CliStore]:
     the command fails or is interrupted: a rejected ``import`` leaves no empty database behind."""
     target = path
     new_file: Path | None = None
-    if not (path == ":memory:" or path.startswith("file:")):
-        file = Path(path).expanduser()
+    file = check_database_file(path, create=create)
+    if file is not None:
         target = str(file)
-        if file.is_dir():
-            raise CliError(f"{path} is a folder, not a database file (pass --db PATH)")
-        if not create and not file.exists():
-            raise CliError(
-                f"no database at {path}: create one with '{PROG} demo' or '{PROG} import FILE', "
-                f"or point to one with --db PATH or ${DB_ENV}"
-            )
         if not file.exists():
             new_file = file
     store = CliStore(path=target)
@@ -140,4 +149,14 @@ async def all_entries(store: BaseMemoryAdapter, thread_id: str) -> list[MemoryEn
     return need(await store.get_entries(thread_id=thread_id, types="all", include_tool_calls=True))
 
 
-__all__ = ["DB_ENV", "DEFAULT_AGENT", "PROG", "CliStore", "all_entries", "need", "open_store", "require_thread"]
+__all__ = [
+    "DB_ENV",
+    "DEFAULT_AGENT",
+    "PROG",
+    "CliStore",
+    "all_entries",
+    "check_database_file",
+    "need",
+    "open_store",
+    "require_thread",
+]
