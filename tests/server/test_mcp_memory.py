@@ -79,6 +79,13 @@ async def test_what_was_said_is_saved_and_found(memory: Memory) -> None:
         )
         thread_id = saved["thread_id"]
         assert saved["saved"] == 2 and len(saved["entry_ids"]) == 2 and "replayed" not in saved
+        system = _body(
+            await client.call_tool(
+                "save_conversation",
+                {"messages": [{"role": "system", "content": "You plan trips."}, {"role": "user", "content": "Hi!"}]},
+            )
+        )
+        assert system["saved"] == 2 and system["thread_id"] != saved["thread_id"]  # a new thread each time
         more = _body(
             await client.call_tool(
                 "save_conversation",
@@ -122,6 +129,8 @@ async def test_a_bad_save_is_a_tool_error_and_writes_nothing(memory: Memory) -> 
             ({"messages": "hello"}, "messages"),
             ({"messages": [{"role": "user", "content": "hi"}], "thread_id": "bob-chat"}, "'thread_id'"),
             ({"messages": [{"role": "user", "content": "hi"}], "user_id": "bob"}, "'user_id'"),
+            ({"messages": [{"role": "user", "content": "x" * 600_000}] * 2}, "'messages'"),
+            ({"messages": [{"role": "user", "content": "hi"}] * 501}, "messages"),
         ]:
             refused = await client.call_tool("save_conversation", arguments)
             assert refused.is_error, (arguments, _text(refused))

@@ -61,6 +61,9 @@ HTTP_PATH = "/mcp"
 
 #: The most messages one ``save_conversation`` call takes.
 MAX_SAVED_MESSAGES = 500
+#: The most characters of text one ``save_conversation`` call takes, all messages together (as a
+#: REST body is at most 1 MiB).
+MAX_SAVED_CHARS = 1_000_000
 
 T = TypeVar("T")
 
@@ -179,6 +182,12 @@ def create_server(
         a new conversation or the one thread_id names; search_memory and build_context find it
         afterwards."""
         scope = who(user_id)
+        size = sum(len(m.content) for m in messages)
+        if size > MAX_SAVED_CHARS:
+            raise ToolError(
+                f"invalid argument 'messages': {size:,} characters of text, more than {MAX_SAVED_CHARS:,} "
+                "in one call: save the conversation in parts"
+            )
         await check_thread(thread_id, scope["user_id"])
         added = await _guard(
             memory.add(
@@ -413,4 +422,13 @@ async def serve(
         await run_app(app, name="mcp", host=host, port=port, token=settled, path=HTTP_PATH, token_in_url=False, say=say)
 
 
-__all__ = ["DEFAULT_PORT", "HTTP_PATH", "MAX_SAVED_MESSAGES", "SERVER_NAME", "SaidMessage", "create_server", "serve"]
+__all__ = [
+    "DEFAULT_PORT",
+    "HTTP_PATH",
+    "MAX_SAVED_CHARS",
+    "MAX_SAVED_MESSAGES",
+    "SERVER_NAME",
+    "SaidMessage",
+    "create_server",
+    "serve",
+]
