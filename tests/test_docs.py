@@ -61,6 +61,7 @@ RUNNABLE_PAGES = [
     "cascade.md",
     "runtime.md",
     "mcp.md",
+    "mem0.md",
 ]
 
 
@@ -70,6 +71,7 @@ EXPECTED_OUTPUT = {
     "server.md": ["404 NotFoundError", "would forget True"],
     "context.md": ["['system', 'user', 'assistant', 'user', 'assistant', 'user']", "Hotel Avenida"],
     "compaction.md": ["- Ana is vegan (unverified: its quote was not found in the conversation)", "- Go on May 3"],
+    "mem0.md": ["Hi, I'm Alex. I love basketball, gaming and chess.", "None ['ADD', 'UPDATE', 'DELETE']"],
     "recall-index.md": [
         "I'm allergic to peanuts.",
         "] user: I'm allergic to peanuts.",
