@@ -53,6 +53,14 @@ async def _exercise(client: Client) -> None:
     assert not context.is_error
     messages = json.loads(_text(context))["messages"]
     assert messages[0]["role"] == "system" and "user_name: Alex" in messages[0]["content"]
+    assert "/memories/a.md" in messages[0]["content"]  # the memory files, listed
+
+    said = [{"role": "user", "content": "I planted tomatoes in May."}, {"role": "assistant", "content": "Nice!"}]
+    saved = json.loads(_text(await client.call_tool("save_conversation", {"messages": said})))
+    found = json.loads(_text(await client.call_tool("search_memory", {"query": "tomatoes"})))["results"]
+    assert found[0]["thread_id"] == saved["thread_id"] and "tomatoes" in found[0]["text"]
+    fact = json.loads(_text(await client.call_tool("search_memory", {"query": "Luna"})))["results"]
+    assert [h["kind"] for h in fact] == ["fact"]  # what remember saved, found by search_memory
 
     forgotten = await client.call_tool("forget", {"query": "dog"})
     assert json.loads(_text(forgotten))["forgotten"] == 1
@@ -69,6 +77,7 @@ async def _exercise(client: Client) -> None:
         ("recall", {"query": 7}, "query"),
         ("remember", {"fact": "x", "is_core_fact": True}, "core_fact_key"),
         ("search_memory", {"query": "x", "limit": 0}, "limit"),
+        ("save_conversation", {"messages": [{"role": "robot", "content": "x"}]}, "role"),
         ("build_context", {"thread_id": "t", "max_tokens": "lots"}, "max_tokens"),
         ("memory", {"command": "view", "path": "/etc/passwd"}, "/memories"),
         ("memory", {"command": "explode"}, "command"),
