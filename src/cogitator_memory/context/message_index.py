@@ -10,9 +10,17 @@ The background work is one task per index with a bounded queue (``queue_size``).
 is full, the change listener hands the store a coroutine that waits for room (the store runs it
 as a task), and :meth:`MessageIndex.index_entry` waits for room itself: back-pressure, not an
 ever-growing backlog. Entries are embedded in batches; an embedding or store error is retried
-with exponential backoff (``max_retries``), and a batch that still fails is counted in
-``failed`` and logged, the index going on. :meth:`MessageIndex.flush` waits until everything
-queued so far is done.
+with exponential backoff (``max_retries``; not again when the embedding service retried the
+request itself), and a batch that still fails is counted in ``failed`` and logged, the index
+going on. :meth:`MessageIndex.flush` waits until everything queued so far is done.
+
+**Nothing is dropped when the embedding service is down.** Entries whose embedding (or storing)
+failed after the retries stay **waiting** (:attr:`MessageIndex.waiting`): their threads are
+kept in the thread store's recall-index state (:data:`WAITING_KEY`), so they outlive the
+process, and they are embedded later: by a search or a flush once :data:`RETRY_AFTER` seconds
+passed since the failure (:meth:`MessageIndex.retry_failed`), and by the first flush of the
+next process to open the store (the next start), which backfills the threads an earlier run
+left waiting. A flush that leaves entries waiting says so in a warning naming how many.
 
 ``vectors_kept`` bounds an index kept in the process (an :class:`InMemoryEmbeddingAdapter`) to
 about that many vectors, of the threads used lately: past it, the vectors of the thread used
@@ -30,10 +38,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +67,9 @@ MESSAGES_INDEX = "messages"
 MAX_EMBED_CHARS = 8000
 #: Seconds after a failure before :meth:`MessageIndex.retry_failed` asks the service again.
 RETRY_AFTER = 30.0
+#: The recall-index state (of the attached thread store) listing, as a JSON list, the threads
+#: whose entries wait for their vectors: what a later process backfills at its first flush.
+WAITING_KEY = "message_index.waiting_threads"
 
 
 def vector_id(entry_id: str) -> str:
@@ -151,6 +163,11 @@ class MessageIndex:
         self._waiting: set[asyncio.Future[Any]] = set()
         self._retry: set[str] = set()  # threads whose entries failed, to backfill later
         self._failed_at = 0.0
+        self._unembedded: dict[str, set[str]] = {}  # thread -> entries whose vectors failed
+        self._waiting_threads: set[str] = set()  # threads with entries waiting (kept in WAITING_KEY)
+        self._saved_waiting: set[str] | None = None  # what WAITING_KEY holds (None: not read yet)
+        self._resumed = False
+        self._told: tuple[int, int] = (0, 0)  # the waiting entries and threads last warned about
 
     # ----- wiring ----------------------------------------------------------------------------
 
@@ -173,6 +190,12 @@ class MessageIndex:
     def pending(self) -> int:
         """Jobs queued or running (entries to embed, vectors to delete)."""
         return self._jobs.pending
+
+    @property
+    def waiting(self) -> int:
+        """Entries whose embedding or storing failed after every retry, waiting to be embedded
+        later (kept, never dropped; see the module docs)."""
+        return sum(len(ids) for ids in self._unembedded.values())
 
     def _submit(self, job: _Job) -> Any:
         """Queue ``job``; when the queue is full, return the coroutine that waits for room."""
@@ -262,8 +285,95 @@ class MessageIndex:
         return await asyncio.shield(self._start_backfill(thread_id))
 
     async def flush(self) -> None:
-        """Wait until every job queued so far is done."""
+        """Wait until every job queued so far is done. The first flush of an index also
+        backfills the threads an earlier process left waiting (:data:`WAITING_KEY`), and a flush
+        retries the entries that failed :data:`RETRY_AFTER` seconds ago or more; entries still
+        waiting after it are named in a warning."""
+        await self._resume()
+        self.retry_failed()
         await self._jobs.flush()
+        told = (self.waiting, len(self._waiting_threads))
+        if self._waiting_threads and told != self._told:  # once for each change, not at every flush
+            self._told = told
+            logger.warning(
+                "message index: %d entries of %d threads are waiting for the embedding service (%s); they "
+                "are kept and embedded when it answers: at a search or flush %.0f s after the failure, or "
+                "at the next start",
+                self.waiting,
+                len(self._waiting_threads),
+                self.last_error,
+                RETRY_AFTER,
+            )
+
+    async def _resume(self) -> None:
+        """Once per index: backfill the threads :data:`WAITING_KEY` names (left waiting by an
+        earlier process, or by this one before)."""
+        if self._resumed or self._memory is None:
+            return
+        self._resumed = True
+        for thread_id in sorted(await self._read_waiting()):
+            self._waiting_threads.add(thread_id)
+            self._checked.discard(thread_id)
+            self._start_backfill(thread_id)
+
+    async def _read_waiting(self) -> set[str]:
+        """The threads :data:`WAITING_KEY` holds (empty on a store without a recall index)."""
+        if self._saved_waiting is None:
+            self._saved_waiting = set()
+            reader = getattr(self._memory, "get_recall_state", None)
+            if callable(reader):
+                try:
+                    text = unwrap(await reader(WAITING_KEY))
+                    found = json.loads(text) if text else []
+                    self._saved_waiting = {t for t in found if isinstance(t, str)} if isinstance(found, list) else set()
+                except Exception as exc:  # the index goes on; the threads stay listed
+                    logger.warning("message index: cannot read the threads waiting for vectors: %s", exc)
+        return set(self._saved_waiting)
+
+    async def _save_waiting(self) -> None:
+        """Keep :attr:`_waiting_threads` in :data:`WAITING_KEY` when it changed."""
+        writer = getattr(self._memory, "set_recall_state", None)
+        if not callable(writer):
+            return
+        saved = await self._read_waiting()
+        if not self._resumed:  # threads an earlier process left stay listed until resumed
+            self._waiting_threads |= saved
+        if saved == self._waiting_threads:
+            return
+        try:
+            unwrap(await writer(WAITING_KEY, json.dumps(sorted(self._waiting_threads))))
+            self._saved_waiting = set(self._waiting_threads)
+        except Exception as exc:
+            logger.warning("message index: cannot keep the threads waiting for vectors: %s", exc)
+
+    async def _waiting_on(self, entries: Sequence[MemoryEntry]) -> None:
+        """Note ``entries`` as waiting for their vectors (failed after every retry)."""
+        for entry in entries:
+            self._unembedded.setdefault(entry.thread_id, set()).add(entry.id)
+            self._waiting_threads.add(entry.thread_id)
+        self._later({e.thread_id for e in entries})
+        await self._save_waiting()
+
+    async def _embedded(self, done: Iterable[tuple[str, str]], *, whole_thread: str | None = None) -> None:
+        """Note the entries ``done`` (thread id, entry id) as waiting no more: stored or gone
+        (and every entry of ``whole_thread``, after its backfill or once it is deleted)."""
+        changed = False
+        for thread_id, entry_id in done:
+            ids = self._unembedded.get(thread_id)
+            if ids is not None and entry_id in ids:
+                ids.discard(entry_id)
+                if not ids:
+                    del self._unembedded[thread_id]
+                    if thread_id in self._waiting_threads:
+                        self._waiting_threads.discard(thread_id)
+                        changed = True
+        if whole_thread is not None:
+            self._unembedded.pop(whole_thread, None)
+            if whole_thread in self._waiting_threads:
+                self._waiting_threads.discard(whole_thread)
+                changed = True
+        if changed:
+            await self._save_waiting()
 
     async def close(self) -> None:
         """Detach, finish the queued work and stop the background task."""
@@ -350,8 +460,8 @@ class MessageIndex:
             except (InvalidArgumentError, ConflictError):
                 raise
             except Exception as exc:
-                retryable = not isinstance(exc, EmbeddingServiceError) or exc.retryable
-                if attempt >= self.max_retries or not retryable:
+                retryable = not isinstance(exc, EmbeddingServiceError) or (exc.retryable and exc.attempts <= 1)
+                if attempt >= self.max_retries or not retryable:  # a service that retried itself is not asked again
                     raise
                 attempt += 1
                 self.last_error = exc
@@ -388,8 +498,10 @@ class MessageIndex:
         except Exception as exc:
             self.failed += len(chosen)
             self.last_error = exc
-            self._later({e.thread_id for e, _ in chosen})
-            logger.error("message index: embedding %d entries failed (indexed later): %s", len(chosen), exc)
+            await self._waiting_on([e for e, _ in chosen])
+            logger.error(
+                "message index: embedding %d entries failed (%s); they wait and are embedded later", len(chosen), exc
+            )
             if raise_errors:
                 raise
             return 0
@@ -411,10 +523,12 @@ class MessageIndex:
         for record in stored:
             self._count(record["metadata"]["thread_id"], 1)
         self.indexed += len(stored)
+        kept = {record["source_id"] for record in stored}
+        await self._embedded((e.thread_id, e.id) for e, _ in chosen if e.id in kept)
         failed = len(records) - len(stored)
         if failed:
             self.failed += failed
-            self._later({e.thread_id for e, _ in chosen})
+            await self._waiting_on([e for e, _ in chosen if e.id not in kept])
         await self._evict()
         if failed and raise_errors and self.last_error is not None:
             raise self.last_error
@@ -489,10 +603,14 @@ class MessageIndex:
             unwrap(await self.store.delete_embedding(vector_id(job.entry_id)))
             if self._kept.get(job.thread_id):
                 self._kept[job.thread_id] -= 1
+            gone = self._unembedded.get(job.thread_id)
+            if gone is not None and job.entry_id in gone:  # no vector to wait for any more
+                await self._embedded([(job.thread_id, job.entry_id)])
         elif job.kind == "clear":
             await self._delete_thread_vectors(job.thread_id)
             self._kept.pop(job.thread_id, None)
             self._scopes.pop(job.thread_id, None)
+            await self._embedded([], whole_thread=job.thread_id)
         elif job.kind == "reindex":
             return await self._reindex(job.thread_id)
         return 0
@@ -511,7 +629,8 @@ class MessageIndex:
         added = 0
         for start in range(0, len(missing), self.batch_size):
             added += await self._add(missing[start : start + self.batch_size], raise_errors=True)
+        await self._embedded([], whole_thread=thread_id)  # every entry of the thread has its vector
         return added
 
 
-__all__ = ["MAX_EMBED_CHARS", "MESSAGES_INDEX", "MessageIndex", "entry_text", "vector_id"]
+__all__ = ["MAX_EMBED_CHARS", "MESSAGES_INDEX", "RETRY_AFTER", "WAITING_KEY", "MessageIndex", "entry_text", "vector_id"]
