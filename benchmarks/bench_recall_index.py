@@ -40,7 +40,10 @@ at most 100 MB from 10k to 1M. (``MemoryItems.add_many(500)`` beside a raw batch
 ``bench_add_many``.)
 
 Run: ``python -m benchmarks --only recall_index`` or ``python -m benchmarks.bench_recall_index
-[--sizes 10000 100000] [--huge] [--no-before] [--no-postgres] [--no-sqlite] [--profile PATH]``;
+[--sizes 10000 100000] [--huge] [--no-before] [--no-postgres] [--no-sqlite] [--profile PATH]
+[--same-load COMMIT]``; ``--same-load`` loads SQLite's files with ``COMMIT``'s code and measures them
+with it, then opens them once with this checkout (its migrations, timed) and measures them again:
+each size beside the code before, on the same file, in one run;
 ``--huge`` (or ``COGMEM_BENCH_HUGE=1``) adds 1,000,000 turns; ``--quick`` (the runner's) measures
 1,000 and 5,000 turns on SQLite without the baseline.
 """
@@ -314,11 +317,34 @@ def worker(task: dict[str, Any], src: Path | None = None) -> dict[str, Any]:
     return result
 
 
+async def open_once(store: dict[str, Any]) -> dict[str, Any]:
+    """Open ``Memory`` on the store and close it: the migrations a file written by older code
+    gets, timed (so that the measuring processes open a file already migrated)."""
+    from cogitator_memory import Memory
+
+    started = time.perf_counter()
+    memory = Memory(_config(store), embedding_service=_seeded_class()())
+    await memory.connect()
+    opened = time.perf_counter() - started
+    await memory.close()
+    return {"first open (migration) s": opened}
+
+
 def measure_size(
-    store: dict[str, Any], turns: int, *, src: Path | None = None, queries: int = QUERIES, profile: str | None = None
+    store: dict[str, Any],
+    turns: int,
+    *,
+    src: Path | None = None,
+    queries: int = QUERIES,
+    profile: str | None = None,
+    loaded: bool = False,
 ) -> dict[str, Any]:
-    """Load ``turns`` turns and measure them (each step a fresh process)."""
-    figures = worker({"do": "load", "store": store, "turns": turns}, src)
+    """Load ``turns`` turns (unless ``loaded``: then the file, written by older code, is opened
+    once, migrating it) and measure them (each step a fresh process)."""
+    if loaded:
+        figures = worker({"do": "open", "store": store}, src)
+    else:
+        figures = worker({"do": "load", "store": store, "turns": turns}, src)
     if store["adapter"] == "sqlite":
         figures["file MB"] = file_mb(Path(store["path"]))
     rounds = ROUNDS if turns <= 10_000 else 1
@@ -461,6 +487,42 @@ def rows_for(
     return rows
 
 
+def same_load_rows(
+    engine: str,
+    sizes: Sequence[int],
+    figures: dict[int, dict[str, Any]],
+    before: dict[int, dict[str, Any]],
+    commit: str,
+) -> list[Row]:
+    """Each size's figures beside those of ``commit``'s code on the same file."""
+    group = f"recall index ({engine}), beside {commit} on the same files"
+    rows: list[Row] = []
+    names = (
+        ("search p95 ms", "Memory.search p95", "ms"),
+        ("build p95 ms", "build_context(hybrid) p95", "ms"),
+        ("first search ms", "first search after a restart", "ms"),
+        ("first build ms", "first build_context after a restart", "ms"),
+        ("vector search p95 ms", "vector search of the user's messages alone p95", "ms"),
+        ("rss end MB", "process RSS after the warm rounds", "MB"),
+    )
+    for n in sizes:
+        for key, label, unit in names:
+            if key in figures[n] and key in before[n]:
+                rows.append(
+                    Row(
+                        group,
+                        f"{label}, {n:,} turns",
+                        figures[n][key],
+                        unit,
+                        baseline=before[n][key],
+                        baseline_name=f"{commit}, same file",
+                        ratio=figures[n][key] / before[n][key] if before[n][key] else None,
+                        extra={"before": before[n]} if key == "search p95 ms" else {},
+                    )
+                )
+    return rows
+
+
 def run_all(
     sizes: Sequence[int],
     *,
@@ -468,8 +530,11 @@ def run_all(
     with_postgres: bool = True,
     with_sqlite: bool = True,
     profile: str | None = None,
+    same_load: str | None = None,
 ) -> list[Row]:
-    """Every engine and size and the baseline; the rows of the table."""
+    """Every engine and size and the baseline; the rows of the table. With ``same_load`` (a
+    commit), SQLite's files are loaded and measured by that commit's code first, then measured
+    by this checkout's (after opening once: its migrations), each size beside the other."""
     rows: list[Row] = []
     folder = Path(tempfile.mkdtemp(prefix="bench-recall-index-"))
     engines: list[tuple[str, Any]] = []
@@ -481,11 +546,18 @@ def run_all(
     try:
         for engine, make in engines:
             figures: dict[int, dict[str, Any]] = {}
+            same = before_tree(same_load) if same_load and engine == "sqlite" else None
+            before_at: dict[int, dict[str, Any]] = {}
             for n in sizes:
                 store = make(n)
                 started = time.perf_counter()
                 try:
-                    figures[n] = measure_size(store, n, profile=profile if n == sizes[-1] else None)
+                    if same is not None:
+                        before_at[n] = measure_size(store, n, src=same)
+                        print(f"[recall_index] {same_load} {n:,}: {json.dumps(before_at[n])}", file=sys.stderr)
+                    figures[n] = measure_size(
+                        store, n, profile=profile if n == sizes[-1] else None, loaded=same is not None
+                    )
                 finally:
                     if engine == "postgres":
                         _drop_schema(store)
@@ -501,6 +573,9 @@ def run_all(
                 print(f"[recall_index] before {sizes[0]:,}: {json.dumps(before)}", file=sys.stderr)
                 shutil.rmtree(src.parent, ignore_errors=True)
             rows.extend(rows_for(engine, sizes, figures, before))
+            if same is not None:
+                rows.extend(same_load_rows(engine, sizes, figures, before_at, str(same_load)))
+                shutil.rmtree(same.parent, ignore_errors=True)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return rows
@@ -523,11 +598,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-sqlite", action="store_true")
     parser.add_argument("--profile", default=None, help="write cProfile stats of the largest size's warm rounds here")
     parser.add_argument("--json", default=None)
+    parser.add_argument(
+        "--same-load",
+        default=None,
+        metavar="COMMIT",
+        help="load SQLite's files with COMMIT's code, measure them with it, then with this checkout",
+    )
     args = parser.parse_args(argv)
     if args.worker:
         task = json.loads(args.worker)
         if task["do"] == "load":
             result = asyncio.run(load(task["store"], task["turns"]))
+        elif task["do"] == "open":
+            result = asyncio.run(open_once(task["store"]))
         else:
             result = asyncio.run(
                 measure(task["store"], task["first"], task["rounds"], task["queries"], task.get("profile"))
@@ -541,6 +624,7 @@ def main(argv: list[str] | None = None) -> int:
         with_postgres=not args.no_postgres,
         with_sqlite=not args.no_sqlite,
         profile=args.profile,
+        same_load=args.same_load,
     )
     for row in rows:
         print(json.dumps(row.as_dict()))

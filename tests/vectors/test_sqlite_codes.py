@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from cogitator_memory import unwrap
-from cogitator_memory.engines.sqlite.codes import CHUNK_ROWS
+from cogitator_memory.engines.sqlite.codes import CHUNK_ROWS, part_of
 from cogitator_memory.engines.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, migrate
 from cogitator_memory.errors import ConflictError
 from cogitator_memory.vectors import SQLiteEmbeddingAdapter
@@ -118,7 +118,10 @@ async def test_a_file_from_before_the_codes_is_coded_when_opened(tmp_path: Path)
     async with SQLiteEmbeddingAdapter(path=path) as store:
         with closing(sqlite3.connect(path)) as db:
             assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-            coded = sum(len(blob) // 8 for (blob,) in db.execute("SELECT rowids FROM embedding_codes WHERE part = 'u'"))
+            coded = sum(
+                len(blob) // 8
+                for (blob,) in db.execute("SELECT rowids FROM embedding_codes WHERE part = ?", (part_of("u", None),))
+            )
         assert coded == len(vectors)
         for q in range(5):
             assert await _ids(store, vectors[q]) == _exact(vectors, vectors[q], 10)
@@ -182,14 +185,42 @@ async def test_deletes_take_the_codes_with_them(tmp_path: Path) -> None:
             held = {
                 part: sum(
                     len(blob) // 8
-                    for (blob,) in db.execute("SELECT rowids FROM embedding_codes WHERE part = ?", (part,))
+                    for (blob,) in db.execute(
+                        "SELECT rowids FROM embedding_codes WHERE part = ?", (part_of(part, None),)
+                    )
                 )
                 for part in ("u", "w")
             }
         assert held == {"u": CHUNK_ROWS + 8, "w": 1}
         unwrap(await store.delete_by_filter(metadata={"user_id": "u"}))
         with closing(sqlite3.connect(path)) as db:
-            assert [r[0] for r in db.execute("SELECT DISTINCT part FROM embedding_codes")] == ["w"]
+            assert [r[0] for r in db.execute("SELECT DISTINCT part FROM embedding_codes")] == [part_of("w", None)]
         assert (
             unwrap(await store.search(_vectors(1)[0].tolist(), limit=5, threshold=-1.0, filter={"user_id": "u"})) == []
         )
+
+
+async def test_each_index_of_a_user_has_codes_of_its_own(tmp_path: Path) -> None:
+    """The items' vectors of a user holding thousands of turns are searched among the items'
+    codes only (a search of them reads no turn), and a search naming no index sees both."""
+    path = tmp_path / "i.db"
+    turns = _vectors(3000, seed=10)
+    items = _vectors(3, seed=11)
+    async with SQLiteEmbeddingAdapter(path=path) as store:
+        unwrap(await store.add_embeddings(_docs(turns, index="messages")))
+        unwrap(await store.add_embeddings(_docs(items, start=9000, index="items")))
+        statements: list[str] = []
+        store.connection.set_trace_callback(statements.append)
+        try:
+            got = await _ids(store, items[1], limit=10, metadata={"index": "items"})
+        finally:
+            store.connection.set_trace_callback(None)
+        order = np.argsort(-(items @ items[1]), kind="stable")
+        assert got == [f"emb_{9000 + i}" for i in order]
+        reads = [sql for sql in statements if "FROM embeddings WHERE" in sql]
+        assert reads and all("rowid IN" in sql for sql in reads), reads  # no scan of the user's rows
+        assert (await _ids(store, items[1], limit=1))[0] == "emb_9001"
+        assert (await _ids(store, turns[5], limit=1))[0] == "emb_5"
+        with closing(sqlite3.connect(path)) as db:
+            parts = dict(db.execute("SELECT part, count(*) FROM embedding_codes GROUP BY part").fetchall())
+        assert parts == {part_of("u", "messages"): 3, part_of("u", "items"): 1}

@@ -2,8 +2,10 @@
 
 Each embedding's vector is also kept as one bit per dimension (its sign), packed, in the table
 ``embedding_codes`` of the same file (migration ``m012_embedding_codes``), in chunks of up to
-:data:`CHUNK_ROWS` codes per *part* (the embeddings of one ``user_id``; ``""`` for those of no
-user). A chunk row holds the rowids of its embeddings (``int64``, ascending) and their codes,
+:data:`CHUNK_ROWS` codes per *part*: the embeddings of one ``user_id`` (none: shared) and one
+``index`` (the metadata value that names which of the package's indexes an embedding belongs
+to: the message index's turns, the items' vectors; none for other embeddings), so that a search
+of one index does not wade through another's codes. A chunk row holds the rowids of its embeddings (``int64``, ascending) and their codes,
 and the generation of the write that last changed it (``version``). Chunks are written in the
 same transaction as the embeddings they code: the file stays the one source of truth, and a
 crash leaves both or neither.
@@ -45,9 +47,35 @@ CODES_TABLES = (
 )
 
 
-def part_of(user_id: str | None) -> str:
-    """The part of an embedding of ``user_id``."""
-    return "" if user_id is None else user_id
+#: Between the user and the index of a part's name.
+SEPARATOR = "\x1f"
+#: The part of an embedding's row, in SQL (on ``embeddings``): the same as :func:`part_of`.
+PART_SQL = (
+    f"coalesce(user_id, '') || '{SEPARATOR}' ||"
+    " coalesce(CASE WHEN json_type(metadata, '$.index') = 'text' THEN json_extract(metadata, '$.index') END, '')"
+)
+
+
+def part_of(user_id: object, index: object) -> str:
+    """The part of an embedding of ``user_id`` (its ``user_id`` column) in ``index`` (its
+    metadata's ``index`` when a string)."""
+    user = "" if user_id is None else str(user_id)
+    return user + SEPARATOR + (index if isinstance(index, str) else "")
+
+
+def parts_for(user_id: str | None, index: object, every: Sequence[str]) -> list[str]:
+    """The parts a search scans: the user's and the shared ones (every user's when not scoped
+    by user), of ``index`` when the search asks for one (a string), of any otherwise; ``every``
+    lists the parts the file holds."""
+    if user_id is not None and isinstance(index, str):
+        return list(dict.fromkeys([part_of(user_id, index), part_of(None, index)]))
+    users = None if user_id is None else {"", user_id}
+    out = []
+    for part in every:
+        user, _, held = part.partition(SEPARATOR)
+        if (users is None or user in users) and (not isinstance(index, str) or held == index):
+            out.append(part)
+    return out
 
 
 def sign_codes(vectors: Any) -> Any:
@@ -152,11 +180,11 @@ def code_all(db: sqlite3.Connection, version: int = 0) -> None:
     last = 0
     while True:
         batch = db.execute(
-            "SELECT rowid, user_id, vector FROM embeddings WHERE rowid > ? ORDER BY rowid LIMIT 4096", (last,)
+            f"SELECT rowid, {PART_SQL}, vector FROM embeddings WHERE rowid > ? ORDER BY rowid LIMIT 4096", (last,)
         ).fetchall()
         if not batch:
             return
-        add_codes(db, [(r, part_of(u), np.frombuffer(v, dtype="<f4")) for r, u, v in batch], version)
+        add_codes(db, [(r, part, np.frombuffer(v, dtype="<f4")) for r, part, v in batch], version)
         last = int(batch[-1][0])
 
 
@@ -339,6 +367,7 @@ def nearest_rows(parts: Sequence[PartCodes], query: Any, count: int) -> list[int
 __all__ = [
     "CHUNK_ROWS",
     "CODES_TABLES",
+    "PART_SQL",
     "CodeCache",
     "PartCodes",
     "add_codes",
@@ -346,6 +375,7 @@ __all__ = [
     "drop_codes",
     "nearest_rows",
     "part_of",
+    "parts_for",
     "query_words",
     "sign_codes",
 ]

@@ -48,7 +48,7 @@ from ...vectors.records import (
     packed_embedding,
     without_vectors,
 )
-from .codes import CodeCache, add_codes, drop_codes, nearest_rows, part_of, query_words
+from .codes import PART_SQL, CodeCache, add_codes, drop_codes, nearest_rows, part_of, parts_for, query_words
 from .db import normalize_path, open_database, write_transaction
 from .schema import drop_embedding_terms, index_embedding_terms, migrate
 
@@ -270,8 +270,8 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
     @staticmethod
     def _drop_codes(db: sqlite3.Connection, where: str, args: Sequence[Any], version: int) -> None:
         """Take the embeddings matching ``where`` out of the binary codes (before they are deleted)."""
-        rows = db.execute(f"SELECT rowid, user_id FROM embeddings WHERE {where}", tuple(args)).fetchall()
-        drop_codes(db, [(r, part_of(u)) for r, u in rows], version)
+        rows = db.execute(f"SELECT rowid, {PART_SQL} FROM embeddings WHERE {where}", tuple(args)).fetchall()
+        drop_codes(db, rows, version)
 
     async def _stored_dimensions(self) -> int | None:
         row = self.connection.execute("SELECT value FROM embedding_state WHERE key = 'dimensions'").fetchone()
@@ -342,8 +342,8 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
                 )
                 assert cur.lastrowid is not None
                 indexed.append((cur.lastrowid, terms))
-                user = e.metadata.get("user_id")
-                coded.append((cur.lastrowid, part_of(None if user is None else str(user)), e.vector))
+                part = part_of(e.metadata.get("user_id"), e.metadata.get("index"))
+                coded.append((cur.lastrowid, part, e.vector))
             index_embedding_terms(db, indexed)
             add_codes(db, coded, version)
 
@@ -392,14 +392,17 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
         return self._search_codes(vector, limit, threshold, flt, include_vectors)
 
     def _parts(self, flt: EmbeddingFilter, generation: int) -> list[str]:
-        """The parts of the codes a search of ``flt`` scans: the user's and the shared one, or
-        every part for a search not scoped by user (read again when the generation moved)."""
-        if flt.user_id is not None:
-            return [flt.user_id, ""] if flt.user_id else [""]
-        if self._all_parts is None or self._all_parts[0] != generation:
-            parts = [r[0] for r in self.connection.execute("SELECT DISTINCT part FROM embedding_codes")]
-            self._all_parts = (generation, parts)
-        return self._all_parts[1]
+        """The parts of the codes a search of ``flt`` scans (:func:`parts_for`; the file's
+        parts listed again when the generation moved, and only when the search names no user
+        or no index)."""
+        index = (flt.metadata or {}).get("index")
+        every: list[str] = []
+        if flt.user_id is None or not isinstance(index, str):
+            if self._all_parts is None or self._all_parts[0] != generation:
+                parts = [r[0] for r in self.connection.execute("SELECT DISTINCT part FROM embedding_codes")]
+                self._all_parts = (generation, parts)
+            every = self._all_parts[1]
+        return parts_for(flt.user_id, index, every)
 
     def _rescore(self, rowids: list[int], query: Any, flt: EmbeddingFilter, into: dict[int, tuple[str, float]]) -> None:
         """The exact cosines of these embeddings that pass ``flt``, put in ``into`` (rowid -> (id, cosine))."""
