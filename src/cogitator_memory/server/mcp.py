@@ -272,7 +272,7 @@ def create_server(
         ] = None,
         as_of: Annotated[
             datetime | None,
-            Field(description="The moment the turn is read at, ISO 8601 with its offset (default now)."),
+            Field(description="The moment the turn is read at, ISO 8601 (UTC without an offset; default now)."),
         ] = None,
         time_zone: Annotated[
             str | None, Field(description="The IANA time zone times are read in (default the config's).")
