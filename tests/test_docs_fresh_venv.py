@@ -228,3 +228,66 @@ def test_test_files_run_under_pytest_on_a_fresh_install(page: str, venvs: Venvs,
     assert done.returncode == 0, f"{page}: pytest failed:\n{done.stdout[-4000:]}\n{done.stderr[-2000:]}"
     summary = done.stdout.strip().splitlines()[-1]
     assert re.search(r"\d+ passed", summary) and "skipped" not in summary, summary
+
+
+# --- the README: its Python blocks on exactly the install it names ----------------------------
+
+README = ROOT / "README.md"
+#: The README's installs: ``pip install -e .`` or ``pip install -e ".[extra,...]"``.
+README_INSTALL = re.compile(r"""pip install -e (?:"\.(\[[\w,]+\])"|'\.(\[[\w,]+\])'|\.(\[[\w,]+\])|\.(?=\s|$))""", re.M)
+#: What the README's Python blocks print, each on the install it names.
+README_OUTPUT = ["I'm allergic to peanuts.", "entries on every branch"]
+
+
+def readme_installs() -> list[tuple[str, ...]]:
+    """Every install the README's shell blocks run, as requirements of this tree's package
+    (``-e .`` is the package with no extra), in the order they appear."""
+    found: list[tuple[str, ...]] = []
+    shell = "\n".join(re.findall(r"```(?:bash|console|sh)\n(.*?)```", README.read_text(), re.S))
+    for match in README_INSTALL.finditer(shell):
+        extras = next((g for g in match.groups() if g), "")
+        reqs = (f"{PACKAGE}{extras}",)
+        if reqs not in found:
+            found.append(reqs)
+    return found
+
+
+def test_the_readme_names_its_installs() -> None:
+    installs = readme_installs()
+    assert (PACKAGE,) in installs, "the README's set up is `pip install -e .`"
+    assert all("local" not in r for reqs in installs for r in reqs), "no embedding model in the README's installs"
+
+
+@pytest.mark.parametrize("reqs", readme_installs(), ids=lambda reqs: " ".join(reqs))
+def test_the_readme_examples_run_on_the_readme_install(reqs: tuple[str, ...], venvs: Venvs, tmp_path: Path) -> None:
+    """Each of the README's Python blocks runs, on each install the README names (none brings an
+    embedding model), and prints what the README says: its headline search finds the allergy."""
+    venv = venvs.get(reqs)
+    no_model = subprocess.run(
+        [
+            str(_python(venv)),
+            "-c",
+            "from cogitator_memory.runtime.config import local_model_installed as f; print(f())",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=_clean_env(),
+    )
+    assert no_model.stdout.strip() == "False", f"{reqs} installs an embedding model: {no_model.stderr[-2000:]}"
+    blocks = BLOCK.findall(README.read_text())
+    assert len(blocks) >= 2, "the README shows Python"
+    env = {**_clean_env(), "HOME": str(tmp_path), "COGITATOR_HOME": str(tmp_path / "home")}
+    env.pop("COGITATOR_CONFIG", None)
+    env.pop("COGITATOR_MEMORY_DB", None)
+    out = []
+    for i, block in enumerate(blocks):
+        script = tmp_path / f"readme_{i}.py"
+        script.write_text(block)
+        done = subprocess.run(
+            [str(_python(venv)), script.name], capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env
+        )
+        assert done.returncode == 0, f"README block {i} failed on {reqs}:\n{block}\n{done.stderr[-4000:]}"
+        out.append(done.stdout)
+    for expected in README_OUTPUT:
+        assert expected in "".join(out), f"the README's examples should print {expected!r} on {reqs}"
