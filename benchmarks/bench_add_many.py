@@ -1,39 +1,65 @@
-"""``MemoryItems.add_many`` on SQLite beside a raw ``executemany`` of the same rows, same schema.
+"""``MemoryItems.add_many(500)`` on every store beside a raw batch insert of the same rows, same schema.
 
 Each round writes a batch of 500 items (a window of extraction: one user's new facts, each in a
 slot of its own, evidence quoting its entry) through ``MemoryItems.add_many`` into one store, and
-the same 500 rows (the items as ``add_many`` stored them, read back) through raw ``sqlite3``
-into a second file made by the same adapter (same tables and indexes): turning each item into
-its row (the JSON body) and one ``executemany`` for the rows and one for the evidence, in one
-transaction. Rounds alternate so both see the same load; the first round of each is a warm-up and
-not counted. A second figure writes batches whose every item supersedes the value its slot held
-(each slot read, the old state closed, the new one added). Target: ``add_many`` at least 0.5 of
-the raw insert's items/s.
+the same 500 items (as ``add_many`` stored them, read back, ids suffixed so they go in again)
+through the raw driver into a second store of the same schema, made by the same adapter, in one
+transaction, pipeline or bulk call: turning each item into its row or document (the JSON body
+made in the timed part) and one batched write. Rounds alternate so both see the same load; the
+first round of each is a warm-up and not counted. A second figure writes batches whose every item
+supersedes the value its slot held (each slot read, the old state closed, the new one added; the
+raw side still inserts the 500 new rows only).
+
+``add_many`` also writes each item's recall-index record (its text, stemmed terms and postings:
+see ``docs/recall-index.md``). On SQLite the raw side is measured twice: the item and evidence
+rows alone, and the same rows with the recall-index rows the store holds for them (the records,
+their postings, the terms' record counts and the totals), so both sides write the same rows. On
+PostgreSQL (``COGMEM_TEST_POSTGRES_URL``), Redis (``COGMEM_TEST_REDIS_URL``) and MongoDB
+(``COGMEM_TEST_MONGODB_URL``) the raw side writes the item rows, hashes and index entries, or
+documents only (the raw writers of ``bench_items_postgres``, ``bench_redis_items`` and
+``bench_mongodb_items``). Target: ``add_many`` at least 0.5 of the raw insert's items/s.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import sqlite3
 import tempfile
 import time
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from cogitator_memory import SQLiteAdapter, unwrap
 from cogitator_memory.clock import to_micros
+from cogitator_memory.index.records import RecallRecord
 from cogitator_memory.items import MemoryItem, MemoryItems
+from cogitator_memory.items.base import MemoryItemStoreMixin
 from cogitator_memory.items.records import scope_key
 
 from .common import Row
 
 AGENT = "bench"
 BATCH = 500
+#: What the raw side writes, by key: the name the row gives it.
+_RAW_NAMES = {
+    "items": "raw {driver} of the same {n} item rows, same schema, 1 tx",
+    "full": "raw sqlite3 executemany of the same {n} item rows and their recall-index rows, same schema, 1 tx",
+}
 
 _COLUMNS = (
     "id, agent_id, user_id, project_id, thread_id, scope_key, subject_key, slot_key, kind, status, start_us,"
     " valid_to_us, recorded_us, expired_us, times_retrieved, last_retrieved_us, version, body"
 )
 _BODY_EXCLUDE = {"times_retrieved", "last_retrieved_at", "version"}
+_RECALL_BODY = {"source_id", "role", "seq", "text", "valid_from", "valid_to", "lineage"}
+
+#: Writes the given items (ids suffixed with the string) the raw way, one batch; the seconds it took.
+RawWrite = Callable[[list[MemoryItem], str], Awaitable[float]]
 
 
 def _new(round_no: int, n: int, value: str) -> dict[str, Any]:
@@ -54,11 +80,17 @@ def _micros(value: Any) -> int | None:
     return None if value is None else to_micros(value)
 
 
-def _raw_insert(db: sqlite3.Connection, items: list[MemoryItem], suffix: str) -> None:
-    """The rows of ``items`` (ids suffixed, so the same items go in again) in one transaction."""
+def _renamed(items: list[MemoryItem], suffix: str) -> list[MemoryItem]:
+    return [item.model_copy(update={"id": f"{item.id}{suffix}"}) for item in items]
+
+
+# --- SQLite --------------------------------------------------------------------------------
+
+
+def _sqlite_item_rows(db: sqlite3.Connection, items: list[MemoryItem]) -> None:
     rows = [
         (
-            f"{item.id}{suffix}",
+            item.id,
             item.scope.agent_id,
             item.scope.user_id,
             item.scope.project_id,
@@ -79,26 +111,208 @@ def _raw_insert(db: sqlite3.Connection, items: list[MemoryItem], suffix: str) ->
         )
         for item in items
     ]
-    evidence = [(e.entry_id, f"{item.id}{suffix}") for item in items for e in item.evidence if e.entry_id]
-    db.execute("BEGIN IMMEDIATE")
+    evidence = [(e.entry_id, item.id) for item in items for e in item.evidence if e.entry_id]
     db.executemany(f"INSERT INTO memory_items ({_COLUMNS}) VALUES ({','.join('?' * 18)})", rows)
     db.executemany(
         "INSERT INTO memory_item_evidence (entry_id, rid) SELECT ?, rid FROM memory_items WHERE id = ?", evidence
     )
-    db.execute("COMMIT")
 
 
-async def _measure(folder: Path, rounds: int, supersede: bool) -> tuple[float, float]:
-    """Items/s of ``add_many`` and of the raw insert over ``rounds`` counted rounds."""
-    tag = "supersede" if supersede else "fresh"
-    async with SQLiteAdapter(path=folder / f"raw-{tag}.db"):
-        pass  # the same schema, made by the adapter's migrations
-    raw = sqlite3.connect(folder / f"raw-{tag}.db", isolation_level=None)
-    raw.execute("PRAGMA journal_mode=WAL")
-    raw.execute("PRAGMA synchronous=NORMAL")
+def _sqlite_recall_rows(db: sqlite3.Connection, records: list[RecallRecord]) -> None:
+    """The rows the SQLite recall index keeps for ``records`` (engines/sqlite/recall.py), written raw."""
+    rows = [
+        (
+            r.id,
+            r.kind,
+            r.agent_id,
+            r.user_id,
+            r.thread_id,
+            r.status,
+            to_micros(r.said_at),
+            _micros(r.time_start),
+            _micros(r.time_end),
+            len(r.terms),
+            " ".join(r.terms),
+            json.dumps(
+                r.model_dump(mode="json", include=_RECALL_BODY, exclude_none=True),
+                ensure_ascii=False,
+                separators=(",", ":"),
+            ),
+        )
+        for r in records
+    ]
+    db.executemany(
+        "INSERT INTO recall_records (id, kind, agent_id, user_id, thread_id, status, said_us, time_start_us,"
+        " time_end_us, term_count, terms, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+    ids = [r.id for r in records]
+    rids: dict[str, int] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        rids.update(db.execute(f"SELECT id, rid FROM recall_records WHERE id IN ({marks})", chunk).fetchall())
+    postings: list[tuple[str, int, int]] = []
+    held: Counter[str] = Counter()
+    for record in records:
+        counts = Counter(record.terms)
+        postings.extend((term, rids[record.id], tf) for term, tf in counts.items())
+        held.update(counts.keys())
+    postings.sort()
+    db.executemany("INSERT INTO recall_terms (term, rid, tf) VALUES (?, ?, ?)", postings)
+    db.executemany(
+        "INSERT INTO recall_df (term, n) VALUES (?, ?) ON CONFLICT (term) DO UPDATE SET n = n + excluded.n",
+        sorted(held.items()),
+    )
+    db.execute(
+        "UPDATE recall_stats SET records = records + ?, total = total + ? WHERE one = 1",
+        (len(records), sum(len(r.terms) for r in records)),
+    )
+
+
+@asynccontextmanager
+async def _sqlite(full: bool) -> AsyncIterator[tuple[MemoryItemStoreMixin, RawWrite]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        async with SQLiteAdapter(path=folder / "raw.db"):
+            pass  # the same schema, made by the adapter's migrations
+        raw = sqlite3.connect(folder / "raw.db", isolation_level=None)
+        raw.execute("PRAGMA journal_mode=WAL")
+        raw.execute("PRAGMA synchronous=NORMAL")
+        async with SQLiteAdapter(path=folder / "store.db") as store:
+
+            async def write(items: list[MemoryItem], suffix: str) -> float:
+                records: list[RecallRecord] = []
+                if full:  # read before the clock starts, as the items were
+                    ids = [f"item:{item.id}" for item in items]
+                    records = unwrap(await store.get_recall_records(ids))
+                    records = [r.model_copy(update={"id": f"{r.id}{suffix}"}) for r in records]
+                start = time.perf_counter()
+                renamed = _renamed(items, suffix)
+                raw.execute("BEGIN IMMEDIATE")
+                _sqlite_item_rows(raw, renamed)
+                if full:
+                    _sqlite_recall_rows(raw, records)
+                raw.execute("COMMIT")
+                return time.perf_counter() - start
+
+            yield store, write
+        raw.close()
+
+
+# --- PostgreSQL, Redis, MongoDB --------------------------------------------------------------
+
+
+@asynccontextmanager
+async def _postgres() -> AsyncIterator[tuple[MemoryItemStoreMixin, RawWrite]]:
+    import psycopg
+
+    from cogitator_memory.engines.postgres.adapter import PostgresAdapter
+    from cogitator_memory.engines.postgres.schema import migrate, quote_ident
+
+    from .bench_items_postgres import _RAW_INSERT, _database
+
+    with _database() as url:
+        async with (
+            PostgresAdapter(url=url, schema="bench_add_many", dimensions=8, pool_size=2) as store,
+            await psycopg.AsyncConnection.connect(url, autocommit=True) as conn,
+        ):
+            await migrate(conn, "bench_add_many_raw")
+            sql = _RAW_INSERT.format(t=f"{quote_ident('bench_add_many_raw')}.memory_items")
+
+            async def write(items: list[MemoryItem], suffix: str) -> float:
+                start = time.perf_counter()
+                rows = [
+                    (
+                        item.id,
+                        item.scope.agent_id,
+                        item.scope.user_id,
+                        item.scope.project_id,
+                        item.scope.thread_id,
+                        item.scope_key,
+                        item.subject_key,
+                        item.slot_key,
+                        item.kind,
+                        item.status,
+                        item.start,
+                        item.valid_to,
+                        item.recorded_at,
+                        item.expired_at,
+                        sorted({e.entry_id for e in item.evidence if e.entry_id}),
+                        item.times_retrieved,
+                        item.last_retrieved_at,
+                        item.version,
+                        item.model_dump_json(exclude_none=True, exclude=_BODY_EXCLUDE),
+                    )
+                    for item in _renamed(items, suffix)
+                ]
+                async with conn.transaction(), conn.cursor() as cur:
+                    await cur.executemany(sql, rows)
+                return time.perf_counter() - start
+
+            yield store, write
+
+
+@asynccontextmanager
+async def _redis() -> AsyncIterator[tuple[MemoryItemStoreMixin, RawWrite]]:
+    from cogitator_memory.engines.redis.threads import RedisAdapter
+
+    from .bench_redis_items import STANDALONE_URL, _raw_write
+
+    prefix = f"bench:am:{uuid.uuid4().hex[:10]}:"
+    async with RedisAdapter(url=STANDALONE_URL, key_prefix=prefix) as store:
+
+        async def write(items: list[MemoryItem], suffix: str) -> float:
+            start = time.perf_counter()
+            pipe = store.client.pipeline(transaction=True)
+            for item in _renamed(items, suffix):
+                _raw_write(pipe, f"{prefix}raw:", item)
+            await pipe.execute()
+            return time.perf_counter() - start
+
+        try:
+            yield store, write
+        finally:
+            keys = [k async for k in store.client.scan_iter(match=f"{prefix}*", count=5000)]
+            for start in range(0, len(keys), 5000):
+                await store.client.delete(*keys[start : start + 5000])
+
+
+@asynccontextmanager
+async def _mongodb() -> AsyncIterator[tuple[MemoryItemStoreMixin, RawWrite]]:
+    from cogitator_memory.engines.mongodb.adapter import MongoDBAdapter
+
+    from .bench_mongodb_items import _raw_document
+
+    url = os.environ.get("COGMEM_TEST_MONGODB_URL", "mongodb://127.0.0.1:27019/?directConnection=true")
+    name = uuid.uuid4().hex[:8]
+    ours = MongoDBAdapter(uri=url, database=f"bench_am_{name}", connect_timeout=120, socket_timeout=900)
+    raw = MongoDBAdapter(uri=url, database=f"bench_amraw_{name}", connect_timeout=120, socket_timeout=900)
+    async with ours, raw:
+        collection = raw.items_collection
+
+        async def write(items: list[MemoryItem], suffix: str) -> float:
+            start = time.perf_counter()
+            await collection.insert_many([_raw_document(item) for item in _renamed(items, suffix)], ordered=True)
+            return time.perf_counter() - start
+
+        try:
+            yield ours, write
+        finally:
+            for store in (ours, raw):
+                await store.client.drop_database(store.database)
+
+
+# --- the measure ---------------------------------------------------------------------------
+
+
+async def _measure(
+    opened: AbstractAsyncContextManager[tuple[MemoryItemStoreMixin, RawWrite]], rounds: int, supersede: bool
+) -> tuple[float, float]:
+    """Items/s of ``add_many`` and of the raw write over ``rounds`` counted rounds."""
     spent = {"add_many": 0.0, "raw": 0.0}
-    async with SQLiteAdapter(path=folder / f"store-{tag}.db") as store:
-        items = MemoryItems(adapter=store)
+    async with opened as (store, raw_write):
+        items = MemoryItems(adapter=store)  # type: ignore[arg-type]
         for round_no in range(rounds + 1):
             if supersede:  # every slot holds a value already (not timed)
                 await items.add_many([_new(round_no, n, "old") for n in range(BATCH)])
@@ -107,36 +321,47 @@ async def _measure(folder: Path, rounds: int, supersede: bool) -> tuple[float, f
             written = await items.add_many(batch)
             took = time.perf_counter() - start
             stored = unwrap(await store.get_items([i.id for i in written]))
-            start = time.perf_counter()
-            _raw_insert(raw, stored, f"_r{round_no}")
-            raw_took = time.perf_counter() - start
+            raw_took = await raw_write(stored, f"_r{round_no}")
             if round_no:  # the first round warms both up
                 spent["add_many"] += took
                 spent["raw"] += raw_took
-    raw.close()
     count = rounds * BATCH
     return count / spent["add_many"], count / spent["raw"]
+
+
+STORES: dict[str, tuple[str, Callable[[], AbstractAsyncContextManager[tuple[MemoryItemStoreMixin, RawWrite]]]]] = {
+    "PostgreSQL": ("psycopg executemany", _postgres),
+    "Redis": ("redis-py pipeline (MULTI)", _redis),
+    "MongoDB": ("pymongo insert_many", _mongodb),
+}
+
+
+def _row(store: str, what: str, rate: float, raw_rate: float, raw_name: str, rounds: int) -> Row:
+    return Row(
+        "item writes",
+        f"{store}, MemoryItems.add_many({BATCH}), {what}, items/s",
+        rate,
+        "items/s",
+        raw_rate,
+        raw_name,
+        rate / raw_rate,
+        ">= 0.5 of raw",
+        rate / raw_rate >= 0.5,
+        {"rounds": rounds},
+    )
 
 
 async def run(quick: bool) -> list[Row]:
     rounds = 5 if quick else 20
     rows: list[Row] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for supersede in (False, True):
-            rate, raw_rate = await _measure(Path(tmp), rounds, supersede)
-            what = "each superseding its slot's value" if supersede else "each in a new slot"
-            rows.append(
-                Row(
-                    "item writes",
-                    f"SQLite, MemoryItems.add_many({BATCH}), {what}, items/s",
-                    rate,
-                    "items/s",
-                    raw_rate,
-                    f"raw sqlite3 executemany of the same {BATCH} rows, same schema, 1 tx",
-                    rate / raw_rate,
-                    ">= 0.5 of raw",
-                    rate / raw_rate >= 0.5,
-                    {"rounds": rounds},
-                )
-            )
+    for supersede in (False, True):
+        what = "each superseding its slot's value" if supersede else "each in a new slot"
+        for full in (False, True):
+            rate, raw_rate = await _measure(_sqlite(full), rounds, supersede)
+            raw_name = _RAW_NAMES["full" if full else "items"].format(driver="sqlite3 executemany", n=BATCH)
+            rows.append(_row("SQLite", what, rate, raw_rate, raw_name, rounds))
+        for store, (driver, opened) in STORES.items():
+            rate, raw_rate = await _measure(opened(), max(2, rounds // 2), supersede)
+            raw_name = _RAW_NAMES["items"].format(driver=driver, n=BATCH)
+            rows.append(_row(store, what, rate, raw_rate, raw_name, max(2, rounds // 2)))
     return rows

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
@@ -206,25 +206,26 @@ class RecallIndexMixin(ABC):
         if thread_id is not None:
             await self._recall_delete_scope("thread_id", thread_id)
 
-    async def _recall_items(self, items: list[MemoryItem]) -> None:
-        """What the item store calls once items are written: their records written (or, for
-        items recall never shows, such as suggested ones, deleted). The items are stored by then:
-        a failure here is logged, not raised, and ``cogitator-memory reindex`` writes what is
-        missing."""
+    async def _recall_items(self, items: list[MemoryItem], *, fresh: Collection[str] = ()) -> None:
+        """What the item store calls once items are written: their records written in one
+        write (or, for items recall never shows, such as suggested ones, deleted). ``fresh``
+        names items added by this write: a hidden one of those has no record to delete. The
+        items are stored by then: a failure here is logged, not raised, and
+        ``cogitator-memory reindex`` writes what is missing."""
         try:
-            await self._recall_items_now(items)
+            await self._recall_items_now(items, fresh)
         except Exception as exc:
             logger.warning("recall index: %d items written but not indexed (%s); run reindex", len(items), exc)
 
-    async def _recall_items_now(self, items: list[MemoryItem]) -> None:
+    async def _recall_items_now(self, items: list[MemoryItem], fresh: Collection[str]) -> None:
         records: list[RecallRecord] = []
         hidden: list[str] = []
         for item in items:
             record = item_record(item)
-            if record is None:
-                hidden.append(item.id)
-            else:
+            if record is not None:
                 records.append(record)
+            elif item.id not in fresh:
+                hidden.append(item.id)
         if hidden:
             await self._recall_delete([record_id(k, i) for i in hidden for k in ITEM_KINDS])
         for start in range(0, len(records), MAX_RECORD_BATCH):

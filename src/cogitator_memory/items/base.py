@@ -20,6 +20,11 @@ result wrapping), and implements six underscore primitives:
   item and set ``last_retrieved_at`` to ``at`` unless it is later already; the version does
   not move (counting never conflicts with a layout); how many items were counted.
 
+One primitive is optional: ``_item_versions(query)``, the ``{id: version}`` of the items
+``_query_items`` would return (the default reads them whole); an engine that can read two
+columns instead of parsing every item overrides it. ``MemoryItems`` reads a batch's slots back
+this way to tell that no other writer changed them.
+
 Each primitive receives checked arguments and runs as one atomic operation on the engine.
 Returned items are the store's copies: changing one never changes the store, and the store
 never keeps an object it was handed.
@@ -27,15 +32,16 @@ never keeps an object it was handed.
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from .. import clock
-from ..errors import InvalidArgumentError
+from ..errors import ConflictError, InvalidArgumentError
 from ..lifecycle import Capability, StoreLifecycle
-from ..result import MemoryResult, ok
+from ..result import MemoryResult, ok, unwrap
 from ..threads import tree
 from .facts import FactStoreMixin
 from .records import (
@@ -166,8 +172,13 @@ class MemoryItemStoreMixin(FactStoreMixin, ABC):
     async def _count_retrieved(self, ids: list[str], at: datetime) -> int:
         """Atomically count one retrieval of each item at ``at`` (version unchanged); how many existed."""
 
-    async def _recall_items(self, items: list[MemoryItem]) -> None:
-        """What a store keeping a recall index does with items written: nothing here (see
+    async def _item_versions(self, query: ItemQuery) -> dict[str, int]:
+        """The ``{id: version}`` of the items ``_query_items(query)`` returns (``query.limit`` is 0)."""
+        return {item.id: item.version for item in await self._query_items(query)}
+
+    async def _recall_items(self, items: list[MemoryItem], *, fresh: Collection[str] = ()) -> None:
+        """What a store keeping a recall index does with items written (``fresh``: the ids of
+        those just added): nothing here (see
         :class:`~cogitator_memory.index.RecallIndexMixin`)."""
         return None
 
@@ -199,10 +210,60 @@ class MemoryItemStoreMixin(FactStoreMixin, ABC):
                 prepared.append(item)
             if prepared:
                 await self._add_items(prepared)  # first: an id another writer took fails here, unindexed
-                await self._recall_items(prepared)
+                await self._recall_items(prepared, fresh={item.id for item in prepared})
             return ok(prepared)  # fresh objects built by check_item: the store kept copies of its own
         except Exception as exc:
             return self._fail("add_items", exc)
+
+    async def _write_plan(
+        self, updates: list[ItemUpdate], adds: list[MemoryItem], undo: Callable[[], list[ItemUpdate]]
+    ) -> list[MemoryItem] | None:
+        """What :meth:`MemoryItems.add_many <cogitator_memory.items.service.MemoryItems.add_many>`
+        writes for one batch (the package's own call, not the contract's): ``updates`` then
+        ``adds``, all or nothing (when the adds fail, ``undo()`` sets the updates back), and the
+        recall-index records of every item written in one write.
+
+        Unlike ``update_items`` and ``add_items`` it does not check the records again:
+        ``MemoryItems`` built them from items it checked (each update through
+        :class:`ItemUpdate`'s checks, each new item from a checked
+        :class:`~cogitator_memory.items.records.NewMemoryItem`), with ids that do not repeat.
+        Returns the updated items (as the store returned them) and then the added ones, or
+        ``None`` when an update met another version than the one read (nothing is written: read
+        again and plan again). Any other failure raises the store's error, as ``unwrap`` of the
+        public call would."""
+        try:
+            self._require_connected()
+            try:
+                updated = await self._update_items(updates) if updates else []
+            except ConflictError:
+                return None
+            if adds:
+                try:
+                    await self._add_items(adds)  # an id another writer took fails here, unindexed
+                except Exception:
+                    if updates:
+                        await self._update_items(undo())
+                    raise
+            written = [*updated, *adds]
+            if written:
+                await self._recall_items(written, fresh={item.id for item in adds})
+            return written
+        except Exception as exc:
+            failed: MemoryResult[list[MemoryItem] | None] = self._fail("add_items", exc)
+            return unwrap(failed)
+
+    async def _read_versions(self, filter: ItemFilterInput) -> MemoryResult[dict[str, int]]:
+        """The ``{id: version}`` of the items passing ``filter`` (its ``limit`` aside): how
+        :class:`~cogitator_memory.items.service.MemoryItems` tells that the slots it wrote were
+        not changed by another writer, without reading them whole."""
+        try:
+            self._require_connected()
+            query = check_filter(filter)
+            if query.limit:
+                query = dataclasses.replace(query, limit=0)
+            return ok(await self._item_versions(query))
+        except Exception as exc:
+            return self._fail("query_items", exc)
 
     async def get_items(self, ids: Sequence[str]) -> MemoryResult[list[MemoryItem]]:
         """The items with these ids, in the order of ``ids``; ids with no item are left out."""

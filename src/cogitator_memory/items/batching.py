@@ -19,7 +19,7 @@ from typing import Any
 
 from ..ids import new_id
 from . import rules
-from .records import MUTABLE_FIELDS, TRUSTED, ItemUpdate, MemoryItem, NewMemoryItem, scope_key
+from .records import MUTABLE_FIELDS, ItemUpdate, MemoryItem, NewMemoryItem, scope_key
 
 #: A slot in one exact scope: (scope key, slot key).
 GroupKey = tuple[str, str]
@@ -44,6 +44,9 @@ class BatchPlan:
     laid_at: dict[GroupKey, datetime] = field(default_factory=dict)
     #: The stored items the updates change, as read (to set them back when the adds fail).
     originals: dict[str, MemoryItem] = field(default_factory=dict)
+    #: Every item of the slots touched as the batch leaves them (read, changed or new), by id;
+    #: a changed item's version is the store's to move (the one written back is the store's).
+    final: dict[str, MemoryItem] = field(default_factory=dict)
 
 
 def layout_now(items: Iterable[MemoryItem], now: datetime) -> datetime:
@@ -58,8 +61,8 @@ def new_item(new: NewMemoryItem, recorded: datetime, *, shadow: bool, activation
     """The stored form of ``new``, recorded at ``recorded``: ``active`` when it activates on its
     own (:func:`~cogitator_memory.items.rules.activates`, never with ``shadow``), else ``suggested``.
 
-    Its fields were checked in ``new``: they are not checked one by one again (``add_items``
-    checks every item it stores whole)."""
+    Its fields were checked in ``new``: they are not checked again (``MemoryItems`` hands the
+    items it builds to the store without a second check, see ``MemoryItemStoreMixin._write_plan``)."""
     active = not shadow and rules.activates(
         new.trust, new.verified, new.confidence, bool(new.evidence), activation_confidence
     )
@@ -72,7 +75,8 @@ def new_item(new: NewMemoryItem, recorded: datetime, *, shadow: bool, activation
         ends_at=own_end,
         recorded_at=recorded,
     )
-    return MemoryItem.model_validate(data, context=TRUSTED)
+    # Every field comes from the checked ``new`` or is made here: built without validating again.
+    return MemoryItem.model_construct(**data)
 
 
 def _apply(update: ItemUpdate, item: MemoryItem) -> MemoryItem:
@@ -144,8 +148,15 @@ def plan_batch(
         if change is not None:
             plan.updates.append(change)
             plan.originals[item_id] = original
-    plan.adds = [group[item_id] for item_id, group in created]
+    # A new item is stored at version 1, however many changes the batch made to it in memory.
+    plan.adds = [_first_version(group[item_id]) for item_id, group in created]
+    plan.final = {item.id: item for group in groups.values() for item in group.values()}
+    plan.final.update((item.id, item) for item in plan.adds)
     return plan
+
+
+def _first_version(item: MemoryItem) -> MemoryItem:
+    return item if item.version == 1 else item.model_copy(update={"version": 1})
 
 
 def undo_updates(plan: BatchPlan) -> list[ItemUpdate]:

@@ -16,6 +16,7 @@ so every engine indexes and filters items the same way.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -505,17 +506,20 @@ class MemoryItemFilter(Record):
 # --- keys every engine indexes by ------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=8192)
 def normalize_key_text(text: str) -> str:
     """Text as a key: runs of whitespace as one space, trimmed, case folded."""
     return " ".join(text.split()).casefold()
 
 
+@functools.lru_cache(maxsize=8192)
 def subject_key(subject: str, entity_id: str | None = None) -> str:
     """The key of a subject: ``e:<entity id>`` when linked to an entity, else ``s:`` and the
     subject's words, spacing and case aside."""
     return f"e:{entity_id}" if entity_id else f"s:{normalize_key_text(subject)}"
 
 
+@functools.lru_cache(maxsize=8192)
 def slot_key(subject: str, attribute: str | None, entity_id: str | None = None) -> str:
     """The key of a slot: the subject's key and the attribute's words (spacing and case aside).
     An item without an attribute has a key too, but no layout: its values do not replace each other."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import weakref
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -28,7 +29,7 @@ from ..result import MemoryResult, unwrap
 from ..threads import tree
 from ..threads.records import ACTIVATED_AT_KEY, STALE_BECAUSE_KEY
 from . import batching, rules
-from .base import MemoryItemAdapter, check_ids, is_memory_item_adapter
+from .base import MemoryItemAdapter, MemoryItemStoreMixin, check_ids, is_memory_item_adapter
 from .records import (
     ITEM_KINDS,
     ITEM_STATUSES,
@@ -239,6 +240,7 @@ class MemoryItems:
             recorded = [self._tick(states[new.scope.agent_id]) for new in news]
             now = self._now()
             nows = [max(now, at) for at in recorded]  # what _now_for gives right after each record
+            store = self.adapter if isinstance(self.adapter, MemoryItemStoreMixin) else None
             for _ in range(MAX_ROUNDS):
                 plan = batching.plan_batch(
                     await self._read_slots(slots.values()),
@@ -249,6 +251,15 @@ class MemoryItems:
                     shadow=shadow,
                     make_item=self._new_item,
                 )
+                if store is not None:  # one write, the records not checked again (they were built here)
+                    stored = await store._write_plan(
+                        plan.updates, plan.adds, functools.partial(batching.undo_updates, plan)
+                    )
+                    if stored is None:
+                        continue
+                    expected: dict[str, MemoryItem] | None = {**plan.final, **{i.id: i for i in stored}}
+                    break
+                expected = None
                 if plan.updates:
                     result = await self.adapter.update_items(plan.updates)
                     if _conflict(result):
@@ -262,7 +273,7 @@ class MemoryItems:
                 break
             else:
                 raise ConflictError(f"memory items of {len(slots)} slot(s) kept changing under this write")
-            laid = await self._settle(slots, plan.laid_at)
+            laid = await self._settle(slots, plan.laid_at, expected)
         out = []
         for written_id in plan.written:
             if written_id not in laid:
@@ -288,29 +299,71 @@ class MemoryItems:
                 found.extend(read)
         return found
 
+    async def _unchanged(self, slots: Iterable[tuple[MemoryScope, Slot]], expected: Mapping[str, MemoryItem]) -> bool:
+        """Whether the slots hold exactly the ``expected`` items at their versions (no writer
+        elsewhere changed them since this one wrote), read as ids and versions only."""
+        store = self.adapter
+        if not isinstance(store, MemoryItemStoreMixin):
+            return False
+        by_scope: dict[str, tuple[MemoryScope, list[Slot]]] = {}
+        for scope, slot in slots:
+            by_scope.setdefault(scope_key(scope), (scope, []))[1].append(slot)
+        versions: dict[str, int] = {}
+        for scope, scope_slots in by_scope.values():
+            for start in range(0, len(scope_slots), SLOTS_PER_READ):
+                chunk = scope_slots[start : start + SLOTS_PER_READ]
+                read: dict[str, int] = unwrap(await store._read_versions({"scope": scope, "slots": chunk}))
+                versions.update(read)
+        return len(versions) == len(expected) and all(
+            (item := expected.get(item_id)) is not None and item.version == version
+            for item_id, version in versions.items()
+        )
+
     async def _settle(
-        self, slots: Mapping[batching.GroupKey, tuple[MemoryScope, Slot]], laid_at: Mapping[batching.GroupKey, datetime]
+        self,
+        slots: Mapping[batching.GroupKey, tuple[MemoryScope, Slot]],
+        laid_at: Mapping[batching.GroupKey, datetime],
+        expected: Mapping[str, MemoryItem] | None = None,
     ) -> dict[str, MemoryItem]:
         """Read the slots back and lay out any a writer elsewhere changed in between, until a fresh
-        read needs no change (each change at the version read); the items of that last read."""
+        read needs no change (each change at the version read); the items of that last read.
+
+        ``expected`` is every item of the slots as this writer left them: when the store holds
+        exactly those ids at those versions and their layout needs no change, they are the read
+        (the slots are read as ids and versions only, not whole)."""
+        if (
+            expected is not None
+            and not self._layout_changes(expected.values(), slots, laid_at)
+            and await self._unchanged(slots.values(), expected)
+        ):
+            return dict(expected)
         for _ in range(MAX_ROUNDS):
             items = await self._read_slots(slots.values())
-            groups: dict[batching.GroupKey, list[MemoryItem]] = defaultdict(list)
-            for item in items:
-                groups[batching.group_key(item)].append(item)
-            updates = [
-                update
-                for key, group in groups.items()
-                for update in rules.layout_updates(
-                    group, batching.layout_now(group, laid_at[key]), slotted=slots[key][1].attribute is not None
-                )
-            ]
+            updates = self._layout_changes(items, slots, laid_at)
             if not updates:
                 return {item.id: item for item in items}
             result = await self.adapter.update_items(updates)
             if not _conflict(result):
                 unwrap(result)
         raise ConflictError(f"memory items of {len(slots)} slot(s) kept changing while they were laid out")
+
+    @staticmethod
+    def _layout_changes(
+        items: Iterable[MemoryItem],
+        slots: Mapping[batching.GroupKey, tuple[MemoryScope, Slot]],
+        laid_at: Mapping[batching.GroupKey, datetime],
+    ) -> list[ItemUpdate]:
+        """The changes laying the slots out again at the times they were laid out at would make."""
+        groups: dict[batching.GroupKey, list[MemoryItem]] = defaultdict(list)
+        for item in items:
+            groups[batching.group_key(item)].append(item)
+        return [
+            update
+            for key, group in groups.items()
+            for update in rules.layout_updates(
+                group, batching.layout_now(group, laid_at[key]), slotted=slots[key][1].attribute is not None
+            )
+        ]
 
     async def _slot_items(self, scope: MemoryScope, slot: Slot) -> list[MemoryItem]:
         return unwrap(await self.adapter.query_items({"scope": scope, "slot": slot}))

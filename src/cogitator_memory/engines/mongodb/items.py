@@ -14,13 +14,15 @@ Atomicity:
 
 - ``count_retrieved`` is one ``update_many`` (``$inc`` the count, ``$max`` the time), atomic on
   each document; it never moves the version, so it never conflicts with an update.
-- ``update_items`` writes each item with ``find_one_and_update({_id, version: expected})``, so a
-  version check and its write cannot be split, and writes only the fields an update changes
-  (the counters only when it carries them), so a count made meanwhile stays.
+- ``update_items`` writes every item in one ``bulk_write`` of ``update_one({_id, version:
+  expected})``, so a version check and its write cannot be split, and writes only the fields an
+  update changes (the counters only when it carries them), so a count made meanwhile stays; each
+  write marks its document with the batch's ``write_id``, which tells the writes that matched
+  when some did not. The counters are read back in the same round of the session.
 - A batch (``add_items``, ``update_items``) runs in a multi-document transaction when the
-  adapter uses them (see ``MongoDBAdapter.uses_transactions``). Without them the items are
-  written one after the other, and a batch that fails part way undoes what it wrote before
-  raising: the items it inserted are deleted, the items it updated are set back (each only if
+  adapter uses them (see ``MongoDBAdapter.uses_transactions``). Without them a batch's
+  documents are written one by one by the server (one ``insert_many`` or ``bulk_write``), and a
+  batch that fails part way undoes what it wrote before raising: the items it inserted are deleted, the items it updated are set back (each only if
   still at the version it wrote). A reader may see the middle of a batch; a failed batch leaves
   nothing.
 """
@@ -35,6 +37,7 @@ from pydantic import ValidationError
 
 from ...clock import from_micros, to_micros
 from ...errors import ConflictError, NotFoundError
+from ...ids import new_id
 from ...items.base import MemoryItemStoreMixin
 from ...items.records import TRUSTED, ItemQuery, ItemUpdate, MemoryItem, scope_key
 from ...threads import tree
@@ -54,6 +57,9 @@ _COUNTER_FIELDS = {"times_retrieved", "last_retrieved_at", "version"}
 _COUNTERS = frozenset({"times_retrieved", "last_retrieved_at"})
 #: What a read fetches of a document.
 _READ: Doc = {"_id": 0, "body": 1, "times_retrieved": 1, "last_retrieved_us": 1, "version": 1}
+#: The field an ``update_items`` write marks the documents it changed with (its own id), so the
+#: writes of a batch that matched are known when some did not.
+_WRITE_MARK = "write_id"
 #: The largest limit sent to the server (a larger one reads all: the mixin cuts).
 _MAX_LIMIT = 2**31 - 1
 #: The indexes of ``<prefix>items``: name and keys.
@@ -276,12 +282,13 @@ class MongoDBItems(MemoryItemStoreMixin):
         return [item_from_document(doc) for doc in await cursor.to_list()]
 
     async def _update_items(self, updates: list[ItemUpdate]) -> list[MemoryItem]:
-        from pymongo import ReturnDocument
+        from pymongo import UpdateOne
 
         collection = self.items_collection
 
         async def work(session: AsyncClientSession | None) -> list[MemoryItem]:
-            cursor = collection.find({"_id": {"$in": [u.id for u in updates]}}, _READ, session=session)
+            ids = [u.id for u in updates]
+            cursor = collection.find({"_id": {"$in": ids}}, _READ, session=session)
             current = {item.id: item for item in map(item_from_document, await cursor.to_list())}
             planned: list[tuple[ItemUpdate, MemoryItem, MemoryItem, bool]] = []
             for update in updates:
@@ -295,36 +302,49 @@ class MongoDBItems(MemoryItemStoreMixin):
                 except ValidationError as exc:
                     raise tree.validation_error("updates", exc) from None
                 planned.append((update, item, new, bool(update.model_fields_set & _COUNTERS)))
-            written: list[tuple[MemoryItem, MemoryItem, bool]] = []
-            results: list[MemoryItem] = []
-            try:
-                for update, old, new, counters in planned:
-                    doc = await collection.find_one_and_update(
-                        {"_id": update.id, "version": update.expected_version},
-                        {"$set": _changed_fields(new, counters)},
-                        projection={"_id": 0, "times_retrieved": 1, "last_retrieved_us": 1},
-                        return_document=ReturnDocument.AFTER,
-                        session=session,
-                    )
-                    if doc is None:  # moved on (or deleted) since it was read
-                        raise await self._update_failure(update, session)
-                    written.append((old, new, counters))
-                    last = doc.get("last_retrieved_us")
-                    results.append(
-                        new.model_copy(
-                            update={
-                                "times_retrieved": int(doc["times_retrieved"]),
-                                "last_retrieved_at": None if last is None else from_micros(last),
-                            }
-                        )
-                    )
-            except BaseException:
+            # One round trip: each write conditioned on the version read, marked with this write's
+            # id so that the ones that matched are known when some did not.
+            mark = new_id("w_")
+            writes = [
+                UpdateOne(
+                    {"_id": update.id, "version": update.expected_version},
+                    {"$set": {**_changed_fields(new, counters), _WRITE_MARK: mark}},
+                )
+                for update, _old, new, counters in planned
+            ]
+            result = await collection.bulk_write(writes, ordered=True, session=session)
+            read = collection.find(
+                {"_id": {"$in": ids}},
+                {"_id": 1, "times_retrieved": 1, "last_retrieved_us": 1, _WRITE_MARK: 1},
+                session=session,
+            )
+            after = {str(doc["_id"]): doc for doc in await read.to_list()}
+            if int(result.matched_count) != len(planned):  # some moved on (or went) since they were read
+                missed = next(u for u, *_ in planned if after.get(u.id, {}).get(_WRITE_MARK) != mark)
                 if session is None:
-                    await self._undo_updates(written)
-                raise
+                    await self._undo_updates(
+                        [(old, new, c) for u, old, new, c in planned if after.get(u.id, {}).get(_WRITE_MARK) == mark]
+                    )
+                raise await self._update_failure(missed, session)
+            results: list[MemoryItem] = []
+            for update, _old, new, _counters in planned:
+                doc = after.get(update.id, {})  # counts made meanwhile are the store's: read back
+                last = doc.get("last_retrieved_us")
+                results.append(
+                    new.model_copy(
+                        update={
+                            "times_retrieved": int(doc.get("times_retrieved", new.times_retrieved)),
+                            "last_retrieved_at": None if last is None else from_micros(last),
+                        }
+                    )
+                )
             return results
 
         return await self._atomic(work)
+
+    async def _item_versions(self, query: ItemQuery) -> dict[str, int]:
+        cursor = self.items_collection.find(item_filter(query), {"_id": 1, "version": 1}).hint(item_index(query))
+        return {str(doc["_id"]): int(doc["version"]) for doc in await cursor.to_list()}
 
     async def _update_failure(self, update: ItemUpdate, session: AsyncClientSession | None) -> Exception:
         """Why a conditional write of ``update`` matched nothing: the item is gone, or moved on."""

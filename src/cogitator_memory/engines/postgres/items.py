@@ -137,8 +137,9 @@ def _item(row: Sequence[Any]) -> MemoryItem:
     return MemoryItem.model_validate_json(f"{body[:-1]}{extra}}}", context=TRUSTED)
 
 
-def _query_sql(table: str, query: ItemQuery) -> tuple[str, list[Any]]:
-    """The SELECT of ``query`` and its parameters: every condition on an indexed column."""
+def _query_sql(table: str, query: ItemQuery, columns: str = _READ) -> tuple[str, list[Any]]:
+    """The SELECT of ``columns`` (default: the items whole) for ``query`` and its parameters:
+    every condition on an indexed column."""
     where: list[str] = []
     params: list[Any] = []
     if query.scope_keys is not None:
@@ -179,7 +180,7 @@ def _query_sql(table: str, query: ItemQuery) -> tuple[str, list[Any]]:
     if query.recorded_after is not None:
         where.append("recorded_at > %s")
         params.append(query.recorded_after)
-    sql = f"SELECT {_READ} FROM {table} WHERE {' AND '.join(where)}"
+    sql = f"SELECT {columns} FROM {table} WHERE {' AND '.join(where)}"
     if query.limit:
         params.append(query.limit)
         return f"{sql} ORDER BY recorded_at DESC, id DESC LIMIT %s", params
@@ -261,6 +262,15 @@ class PostgresItems(MemoryItemStoreMixin):
         if query.limit:
             rows.reverse()
         return list(map(_item, rows))
+
+    async def _item_versions(self, query: ItemQuery) -> dict[str, int]:
+        sql, params = _query_sql(self._items_sql.table, query, "id, version")
+
+        async def op(conn: AsyncConnection[Any]) -> list[Any]:
+            cur = await conn.execute(sql, params)
+            return await cur.fetchall()
+
+        return {str(item_id): int(version) for item_id, version in await self.run(op)}
 
     async def _update_items(self, updates: list[ItemUpdate]) -> list[MemoryItem]:
         sql = self._items_sql

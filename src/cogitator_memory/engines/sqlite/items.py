@@ -92,6 +92,57 @@ def _entry_rows(rid: int, item: MemoryItem) -> list[tuple[str, int]]:
     return [(entry_id, rid) for entry_id in _entry_ids(item)]
 
 
+def _where(query: ItemQuery) -> tuple[list[str], list[Any]]:
+    """The SQL conditions (and their parameters) of ``query``, every one but its limit."""
+    where: list[str] = []
+    params: list[Any] = []
+    if query.scope_keys is not None:
+        keys = sorted(query.scope_keys)
+        where.append(f"scope_key IN ({_marks(len(keys))})")
+        params.extend(keys)
+    else:
+        where.append("agent_id = ?")
+        params.append(query.agent_id)
+        within = query.within
+        assert within is not None
+        for column, value in (
+            ("user_id", within.user_id),
+            ("project_id", within.project_id),
+            ("thread_id", within.thread_id),
+        ):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+    for column, values in (("status", query.statuses), ("kind", query.kinds)):
+        if values is not None:
+            ordered = sorted(values)
+            where.append(f"{column} IN ({_marks(len(ordered))})")
+            params.extend(ordered)
+    if query.slot_keys is not None:
+        slots = sorted(query.slot_keys)
+        where.append(f"slot_key IN ({_marks(len(slots))})")
+        params.extend(slots)
+    if query.subject_key is not None:
+        where.append("subject_key = ?")
+        params.append(query.subject_key)
+    if query.entry_ids is not None:
+        entries = sorted(query.entry_ids)
+        where.append(f"rid IN (SELECT rid FROM memory_item_evidence WHERE entry_id IN ({_marks(len(entries))}))")
+        params.extend(entries)
+    if query.as_of is not None:
+        at = to_micros(query.as_of)
+        where.append("start_us <= ? AND (valid_to_us IS NULL OR valid_to_us > ?)")
+        params.extend((at, at))
+    if query.known_at is not None:
+        at = to_micros(query.known_at)
+        where.append("recorded_us <= ? AND (expired_us IS NULL OR expired_us > ?)")
+        params.extend((at, at))
+    if query.recorded_after is not None:
+        where.append("recorded_us > ?")
+        params.append(to_micros(query.recorded_after))
+    return where, params
+
+
 class SQLiteItems(MemoryItemStoreMixin):
     """The item half of :class:`~cogitator_memory.engines.sqlite.threads.SQLiteAdapter`."""
 
@@ -131,52 +182,7 @@ class SQLiteItems(MemoryItemStoreMixin):
         return found
 
     async def _query_items(self, query: ItemQuery) -> list[MemoryItem]:
-        where: list[str] = []
-        params: list[Any] = []
-        if query.scope_keys is not None:
-            keys = sorted(query.scope_keys)
-            where.append(f"scope_key IN ({_marks(len(keys))})")
-            params.extend(keys)
-        else:
-            where.append("agent_id = ?")
-            params.append(query.agent_id)
-            within = query.within
-            assert within is not None
-            for column, value in (
-                ("user_id", within.user_id),
-                ("project_id", within.project_id),
-                ("thread_id", within.thread_id),
-            ):
-                if value is not None:
-                    where.append(f"{column} = ?")
-                    params.append(value)
-        for column, values in (("status", query.statuses), ("kind", query.kinds)):
-            if values is not None:
-                ordered = sorted(values)
-                where.append(f"{column} IN ({_marks(len(ordered))})")
-                params.extend(ordered)
-        if query.slot_keys is not None:
-            slots = sorted(query.slot_keys)
-            where.append(f"slot_key IN ({_marks(len(slots))})")
-            params.extend(slots)
-        if query.subject_key is not None:
-            where.append("subject_key = ?")
-            params.append(query.subject_key)
-        if query.entry_ids is not None:
-            entries = sorted(query.entry_ids)
-            where.append(f"rid IN (SELECT rid FROM memory_item_evidence WHERE entry_id IN ({_marks(len(entries))}))")
-            params.extend(entries)
-        if query.as_of is not None:
-            at = to_micros(query.as_of)
-            where.append("start_us <= ? AND (valid_to_us IS NULL OR valid_to_us > ?)")
-            params.extend((at, at))
-        if query.known_at is not None:
-            at = to_micros(query.known_at)
-            where.append("recorded_us <= ? AND (expired_us IS NULL OR expired_us > ?)")
-            params.extend((at, at))
-        if query.recorded_after is not None:
-            where.append("recorded_us > ?")
-            params.append(to_micros(query.recorded_after))
+        where, params = _where(query)
         sql = f"{_SELECT} WHERE {' AND '.join(where)}"
         if query.limit:
             rows = self.connection.execute(
@@ -189,6 +195,11 @@ class SQLiteItems(MemoryItemStoreMixin):
             # whole scope.
             rows = self.connection.execute(sql, params).fetchall()
         return list(map(_item, rows))
+
+    async def _item_versions(self, query: ItemQuery) -> dict[str, int]:
+        where, params = _where(query)
+        rows = self.connection.execute(f"SELECT id, version FROM memory_items WHERE {' AND '.join(where)}", params)
+        return {str(item_id): int(version) for item_id, version in rows}
 
     async def _update_items(self, updates: list[ItemUpdate]) -> list[MemoryItem]:
         with self._write() as db:
