@@ -9,6 +9,11 @@ recursive query over ``graph_adjacency`` (see :data:`WALK_SQL`); a traversal is 
 more reading the bodies it keeps (:data:`NEIGHBOURHOOD_SQL`); every write is one
 ``BEGIN IMMEDIATE`` transaction.
 
+A node's ``embedding`` is not kept in its JSON body but packed in the column ``embedding``
+(migration ``m013_graph_node_vectors``, :func:`pack_vector`): float32 when every value is one
+exactly (what embedding models give), float64 otherwise, so a vector reads back as it was
+written; 384 floats take 1,537 bytes instead of about 8 KB of JSON text.
+
 Migration ``m009_graph_node_text`` adds ``graph_node_text``, an FTS5 table with the trigram
 tokenizer (:data:`NODE_TEXT_TABLES`) holding the casefolded text the
 ``text`` filter searches (:func:`~cogitator_memory.graph.rules.node_haystack`). A ``text`` of three characters or more is
@@ -21,7 +26,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
+import struct
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from itertools import zip_longest
 from typing import TYPE_CHECKING, Any
@@ -83,10 +89,13 @@ WITH RECURSIVE w(node, hops, prev, edge) AS (
 #: The steps of a walk.
 WALK_SQL = WALK_CTE + "\nSELECT node, hops, prev, edge FROM w"
 #: The bodies a traversal returns, as two JSON arrays (one parse each; NULL for none): of the
-#: nodes and of the edges whose ids are in two JSON lists, each looked up by its primary key.
+#: nodes and of the edges whose ids are in two JSON lists, each looked up by its primary key;
+#: and the nodes' packed vectors, as a JSON array of ``[id, hex]``.
 NEIGHBOURHOOD_SQL = """SELECT
-    (SELECT '[' || group_concat(n.body, ',') || ']' FROM graph_nodes AS n WHERE n.id IN (SELECT value FROM json_each(?))),
-    (SELECT '[' || group_concat(g.body, ',') || ']' FROM graph_edges AS g WHERE g.id IN (SELECT value FROM json_each(?)))"""
+    (SELECT '[' || group_concat(n.body, ',') || ']' FROM graph_nodes AS n WHERE n.id IN (SELECT value FROM json_each(?1))),
+    (SELECT '[' || group_concat(g.body, ',') || ']' FROM graph_edges AS g WHERE g.id IN (SELECT value FROM json_each(?2))),
+    (SELECT json_group_array(json_array(v.id, hex(v.embedding))) FROM graph_nodes AS v
+        WHERE v.id IN (SELECT value FROM json_each(?1)) AND v.embedding IS NOT NULL)"""
 
 #: The trigram index of the nodes' text (migration ``m009_graph_node_text``), and which node each
 #: of its rows is of (its own rowids: those of ``graph_nodes`` may change on ``VACUUM``).
@@ -130,6 +139,9 @@ BY_EVIDENCE_SQL = (
     " (SELECT record_id FROM graph_evidence WHERE edge = ? AND entry_id IN (SELECT value FROM json_each(?)))"
 )
 
+#: The node rows queries read: the body and the packed vector.
+_NODE_COLUMNS = "body, embedding"
+
 _CHUNK = 500
 #: An edge's scope key (:func:`~cogitator_memory.items.records.scope_key`) read from its body.
 _EDGE_SCOPE_KEY = " || char(31) || ".join(
@@ -141,6 +153,55 @@ _EDGE_SCOPE_KEY = " || char(31) || ".join(
 def _chunks(values: Sequence[str]) -> Iterator[Sequence[str]]:
     for start in range(0, len(values), _CHUNK):
         yield values[start : start + _CHUNK]
+
+
+def pack_vector(values: Sequence[float]) -> bytes:
+    """``values`` packed little-endian after one byte giving the size of a float: 4 (float32)
+    when every value is a float32 exactly, else 8 (float64), so the vector unpacks as it was."""
+    count = len(values)
+    single = struct.pack(f"<{count}f", *values)
+    if struct.unpack(f"<{count}f", single) == tuple(values):
+        return b"\x04" + single
+    return b"\x08" + struct.pack(f"<{count}d", *values)
+
+
+def unpack_vector(blob: bytes) -> list[float]:
+    """The floats :func:`pack_vector` packed."""
+    size = blob[0]
+    return list(struct.unpack(f"<{(len(blob) - 1) // size}{'f' if size == 4 else 'd'}", blob[1:]))
+
+
+def _node_body(node: GraphNode) -> str:
+    """A node's JSON body: every field but its vector (kept packed, see :func:`pack_vector`)."""
+    return node.model_dump_json(exclude_none=True, exclude={"embedding"})
+
+
+def _node(body: str, blob: bytes | None) -> GraphNode:
+    node = GraphNode.model_validate_json(body, context=TRUSTED)
+    if blob is not None:
+        node.embedding = unpack_vector(blob)
+    return node
+
+
+def _nodes(rows: Iterable[Sequence[Any]]) -> list[GraphNode]:
+    """The nodes of ``(body, embedding)`` rows."""
+    return [_node(body, blob) for body, blob in rows]
+
+
+def pack_node_vectors(db: sqlite3.Connection) -> None:
+    """Add the column ``embedding`` to ``graph_nodes`` and move the vectors of the nodes written
+    before into it, packed (migration ``m013_graph_node_vectors``; it may run again)."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(graph_nodes)")}
+    if "embedding" not in columns:  # it may run again on a file that has it
+        db.execute("ALTER TABLE graph_nodes ADD COLUMN embedding BLOB")
+    rows = db.execute("SELECT id, body FROM graph_nodes WHERE json_extract(body, '$.embedding') IS NOT NULL")
+    for node_id, body in rows.fetchall():
+        data = json.loads(body)
+        vector = data.pop("embedding")
+        db.execute(
+            "UPDATE graph_nodes SET body = ?, embedding = ? WHERE id = ?",
+            (json.dumps(data, ensure_ascii=False, separators=(",", ":")), pack_vector(vector), node_id),
+        )
 
 
 def text_match(text: str) -> str | None:
@@ -240,9 +301,18 @@ class SQLiteGraph(GraphStoreMixin):
 
     def _put_node(self, db: sqlite3.Connection, node: GraphNode) -> None:
         db.execute(
-            "INSERT OR REPLACE INTO graph_nodes (id, agent_id, scope_key, type, confidence, origin, body)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (node.id, node.agent_id, node.scope_key, node.type, node.confidence, node.origin, node.dump_json()),
+            "INSERT OR REPLACE INTO graph_nodes (id, agent_id, scope_key, type, confidence, origin, body, embedding)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                node.id,
+                node.agent_id,
+                node.scope_key,
+                node.type,
+                node.confidence,
+                node.origin,
+                _node_body(node),
+                None if node.embedding is None else pack_vector(node.embedding),
+            ),
         )
         if self._has_text_index(db):
             _index_text(db, node)
@@ -316,12 +386,12 @@ class SQLiteGraph(GraphStoreMixin):
         return [row[0] for row in self.connection.execute(sql, params)]
 
     async def _get_nodes(self, ids: list[str]) -> list[GraphNode]:
-        bodies = [
-            b
+        db = self.connection
+        return [
+            node
             for c in _chunks(ids)
-            for b in self._read(f"SELECT body FROM graph_nodes WHERE id IN ({_marks(len(c))})", c)
+            for node in _nodes(db.execute(f"SELECT {_NODE_COLUMNS} FROM graph_nodes WHERE id IN ({_marks(len(c))})", c))
         ]
-        return [GraphNode.model_validate_json(b, context=TRUSTED) for b in bodies]
 
     async def _get_edges(self, ids: list[str]) -> list[GraphEdge]:
         bodies = [
@@ -351,8 +421,9 @@ class SQLiteGraph(GraphStoreMixin):
                 " ON i.text_rowid = f.rowid WHERE f.hay MATCH ?)"
             )
             params.append(match)
-        bodies = self._read(f"SELECT body FROM graph_nodes WHERE {' AND '.join(where)}", params)
-        nodes = [GraphNode.model_validate_json(b, context=TRUSTED) for b in bodies]
+        nodes = _nodes(
+            self.connection.execute(f"SELECT {_NODE_COLUMNS} FROM graph_nodes WHERE {' AND '.join(where)}", params)
+        )
         return [n for n in nodes if query.matches(n)] if query.text is not None else nodes
 
     async def _query_edges(self, query: EdgeQuery) -> list[GraphEdge]:
@@ -398,24 +469,25 @@ class SQLiteGraph(GraphStoreMixin):
         edges: list[GraphEdge] = []
         # in chunks, so that no array nears SQLite's longest string (large bodies, many of them)
         for node_ids, edge_chunk in zip_longest(_chunks(kept), _chunks(edge_ids), fillvalue=()):
-            node_array, edge_array = db.execute(
+            node_array, edge_array, vectors = db.execute(
                 NEIGHBOURHOOD_SQL, (json.dumps(list(node_ids)), json.dumps(list(edge_chunk)))
             ).fetchone()
             found.update((n.id, n) for n in stored_nodes(node_array))
             edges.extend(stored_edges(edge_array))
+            for node_id, packed in json.loads(vectors):
+                if node_id in found:
+                    found[node_id].embedding = unpack_vector(bytes.fromhex(packed))
         nodes = [found[n] for n in kept if n in found]
         edges.sort(key=lambda e: e.id)
         return TraversalResult(nodes=nodes, edges=edges, depths={n.id: depths[n.id] for n in nodes})
 
     async def _by_evidence(self, agent_id: str, entry_ids: frozenset[str]) -> tuple[list[GraphNode], list[GraphEdge]]:
         entries = json.dumps(sorted(entry_ids))
-        found = []
-        for table, edge in (("graph_nodes", 0), ("graph_edges", 1)):
-            found.append(self._read(BY_EVIDENCE_SQL.format(table=table), (agent_id, edge, entries)))
-        return (
-            [GraphNode.model_validate_json(b, context=TRUSTED) for b in found[0]],
-            [GraphEdge.model_validate_json(b, context=TRUSTED) for b in found[1]],
-        )
+        db = self.connection
+        node_sql = BY_EVIDENCE_SQL.format(table="graph_nodes").replace("SELECT body", f"SELECT {_NODE_COLUMNS}", 1)
+        nodes = db.execute(node_sql, (agent_id, 0, entries))
+        edges = self._read(BY_EVIDENCE_SQL.format(table="graph_edges"), (agent_id, 1, entries))
+        return _nodes(nodes), [GraphEdge.model_validate_json(b, context=TRUSTED) for b in edges]
 
     async def _clear_graph(self, agent_id: str) -> tuple[int, int]:
         with self._write() as db:
@@ -445,6 +517,9 @@ __all__ = [
     "WALK_SQL",
     "SQLiteGraph",
     "index_node_texts",
+    "pack_node_vectors",
+    "pack_vector",
     "text_match",
+    "unpack_vector",
     "walk_filter",
 ]

@@ -285,6 +285,14 @@ def _m012_embedding_codes(db: sqlite3.Connection) -> None:
     code_all(db)
 
 
+def _m013_graph_node_vectors(db: sqlite3.Connection) -> None:
+    """Graph nodes keep their vectors packed in a column of their own, out of the JSON body
+    (:func:`~cogitator_memory.engines.sqlite.graph.pack_node_vectors`)."""
+    from .graph import pack_node_vectors
+
+    pack_node_vectors(db)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "m001_initial", _m001_initial),
     Migration(2, "m002_embeddings", _m002_embeddings),
@@ -298,6 +306,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(10, "m010_graph_evidence", _m010_graph_evidence),
     Migration(11, "m011_recall_index", _m011_recall_index),
     Migration(12, "m012_embedding_codes", _m012_embedding_codes),
+    Migration(13, "m013_graph_node_vectors", _m013_graph_node_vectors),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
