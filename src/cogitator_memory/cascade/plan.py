@@ -1,5 +1,5 @@
 """What a forget would take, named, found without changing anything: the plan every surface shows
-before it forgets (the CLI's ``forget --dry-run`` and the real run, the inspector's dialog).
+before it forgets (the inspector's forget dialog, the CLI's ``forget --dry-run`` and its real run).
 
 The cascade's own dry run (:meth:`MemoryCascade.plan_user <cogitator_memory.cascade.MemoryCascade.plan_user>`,
 ``plan_thread``, ``plan_entries``) names the threads and entries that go, not what memory derived
@@ -176,13 +176,26 @@ async def _graph(graph: Any, found: _Found) -> tuple[list[Any], list[Any], int]:
     if graph is None:
         return [], [], 0
     gone = frozenset(found.entry_ids | found.summaries)
+    if not gone and found.user_id is None:
+        return [], [], 0
     nodes_out: list[Any] = []
     edges_out: list[Any] = []
     trimmed = 0
+    # as the cascade's sweep_graph reads: through the evidence index when only entries go
+    indexed = found.user_id is None and callable(getattr(graph, "find_by_evidence", None))
     for agent in found.agents:
-        nodes = unwrap(await graph.query_nodes({"agent_id": agent}))
-        edges = unwrap(await graph.query_edges({"agent_id": agent}))
-        doomed = {n.id for n in nodes if _goes(n, gone, found.user_id)}
+        if indexed:
+            nodes, edges = unwrap(await graph.find_by_evidence(agent, sorted(gone)))
+            doomed = {n.id for n in nodes if _goes(n, gone, None)}
+            seen = {e.id for e in edges}
+            for part in chunks(sorted(doomed)):
+                touching = unwrap(await graph.query_edges({"agent_id": agent, "node_ids": part}))
+                edges += [e for e in touching if e.id not in seen]
+                seen.update(e.id for e in touching)
+        else:
+            nodes = unwrap(await graph.query_nodes({"agent_id": agent}))
+            edges = unwrap(await graph.query_edges({"agent_id": agent}))
+            doomed = {n.id for n in nodes if _goes(n, gone, found.user_id)}
         for edge in edges:
             if _goes(edge, gone, found.user_id) or edge.source_id in doomed or edge.target_id in doomed:
                 edges_out.append(edge)
