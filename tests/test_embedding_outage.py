@@ -153,3 +153,38 @@ def test_cli_search_falls_back_to_keywords_with_a_warning(tmp_path: Path) -> Non
     assert [h["text"] for h in json.loads(run.stdout)["results"]][:1] == ["I'm allergic to peanuts."]
     assert "the embedding service failed" in run.stderr and "searching by keywords" in run.stderr
     assert "Traceback" not in run.stderr and "EmbeddingServiceError" not in run.stderr
+
+
+def test_cli_forget_leaves_waiting_entries_to_a_process_that_embeds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """``forget`` embeds nothing (it reads and deletes the vectors as stored): the entries another
+    thread waits with stay waiting, and a forgotten thread waits no more."""
+    from cogitator_memory.cli import main
+
+    db = tmp_path / "m.db"
+
+    async def outage() -> str:
+        with ScriptedServer() as server:
+            _down(server)
+            async with Memory(_config(server, db)) as memory:
+                ana = await memory.add(SAID, user_id="ana")
+                await memory.add([{"role": "user", "content": "chess on Sunday"}], user_id="bo")
+                await memory.flush()
+                return ana.thread_id
+
+    async def waiting() -> list[str]:
+        async with Memory({"path": str(db), "embedding": {"provider": "none"}}) as memory:
+            found: list[str] = json.loads(unwrap_state(await memory.adapter.get_recall_state(WAITING_KEY)))
+            return found
+
+    ana_thread = asyncio.run(outage())
+    assert len(asyncio.run(waiting())) == 2
+    caplog.clear()
+    caplog.set_level(logging.WARNING, logger="cogitator_memory")
+    assert main(["forget", "user", "bo", "--db", str(db)]) == 0
+    assert not [r for r in caplog.records if "embedding" in r.getMessage() and "failed" in r.getMessage()]
+    assert asyncio.run(waiting()) == [ana_thread], "bo's thread went; ana's entries still wait"
+    assert main(["forget", "user", "ana", "--db", str(db)]) == 0
+    assert asyncio.run(waiting()) == []
+    capsys.readouterr()

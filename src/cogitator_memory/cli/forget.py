@@ -55,6 +55,8 @@ class NoEmbedder:
     embedder differs does not stop a forget), and nothing is embedded."""
 
     dimensions: int | None = None
+    #: Tells the message index not to embed what waits for a vector (another process will).
+    embeds = False
 
     async def embed(self, text: str) -> list[float]:
         """Refused: a forget embeds nothing."""

@@ -167,6 +167,7 @@ class MessageIndex:
         self._waiting_threads: set[str] = set()  # threads with entries waiting (kept in WAITING_KEY)
         self._saved_waiting: set[str] | None = None  # what WAITING_KEY holds (None: not read yet)
         self._resumed = False
+        self._cleared: set[str] = set()  # threads whose every entry has its vector, or that went
         self._told: tuple[int, int] = (0, 0)  # the waiting entries and threads last warned about
 
     # ----- wiring ----------------------------------------------------------------------------
@@ -190,6 +191,13 @@ class MessageIndex:
     def pending(self) -> int:
         """Jobs queued or running (entries to embed, vectors to delete)."""
         return self._jobs.pending
+
+    @property
+    def _embeds(self) -> bool:
+        """Whether the service embeds at all: one that says ``embeds = False`` (a process that
+        only reads and deletes vectors, such as the CLI's ``forget``) leaves waiting entries to
+        a process that embeds."""
+        return getattr(self.embedding, "embeds", True) is not False
 
     @property
     def waiting(self) -> int:
@@ -308,10 +316,10 @@ class MessageIndex:
     async def _resume(self) -> None:
         """Once per index: backfill the threads :data:`WAITING_KEY` names (left waiting by an
         earlier process, or by this one before)."""
-        if self._resumed or self._memory is None:
+        if self._resumed or self._memory is None or not self._embeds:
             return
         self._resumed = True
-        for thread_id in sorted(await self._read_waiting()):
+        for thread_id in sorted(await self._read_waiting() - self._cleared):
             self._waiting_threads.add(thread_id)
             self._checked.discard(thread_id)
             self._start_backfill(thread_id)
@@ -337,7 +345,7 @@ class MessageIndex:
             return
         saved = await self._read_waiting()
         if not self._resumed:  # threads an earlier process left stay listed until resumed
-            self._waiting_threads |= saved
+            self._waiting_threads |= saved - self._cleared
         if saved == self._waiting_threads:
             return
         try:
@@ -369,7 +377,8 @@ class MessageIndex:
                         changed = True
         if whole_thread is not None:
             self._unembedded.pop(whole_thread, None)
-            if whole_thread in self._waiting_threads:
+            self._cleared.add(whole_thread)
+            if whole_thread in self._waiting_threads or whole_thread in await self._read_waiting():
                 self._waiting_threads.discard(whole_thread)
                 changed = True
         if changed:
@@ -546,7 +555,7 @@ class MessageIndex:
         """Start, in the background, the backfill of the threads whose entries failed, when the
         last failure is at least ``after`` seconds old (a service still down is not asked again
         at every call); how many were started."""
-        if not self._retry or self._memory is None or time.monotonic() - self._failed_at < after:
+        if not self._retry or self._memory is None or not self._embeds or time.monotonic() - self._failed_at < after:
             return 0
         started = 0
         for thread_id in list(self._retry):
