@@ -208,3 +208,46 @@ async def test_a_newer_schema_is_refused(pg_url: str, schema: str) -> None:
     assert not result.success
     assert "version 99" in (result.error or "") and "upgrade" in (result.error or "")
     assert not memory.connected
+
+
+async def test_m010_recall_terms_text_keeps_every_record_searchable(pg_url: str, schema: str) -> None:
+    """Records written as m009 kept them (terms a ``text[]``) are read, searched and deleted the
+    same after m010 makes the terms one text."""
+    from cogitator_memory.index.terms import recall_terms
+
+    s = quote_ident(schema)
+    said = datetime(2026, 1, 1, tzinfo=UTC)
+    terms = recall_terms("I'm allergic to peanuts.")
+    async with await connect(pg_url) as conn:
+        await migrate(conn, schema, MIGRATIONS[:9])
+        cur = await conn.execute(
+            f"INSERT INTO {s}.recall_records (id, kind, agent_id, user_id, thread_id, status, said_at, term_count,"
+            " terms, body) VALUES ('turn:e1', 'turn', 'a', 'ana', 't1', 'active', %s, %s, %s::text[], %s) RETURNING rid",
+            (said, len(terms), terms, '{"source_id":"e1","role":"user","seq":1,"text":"I\'m allergic to peanuts."}'),
+        )
+        row = await cur.fetchone()
+        assert row is not None
+        for term in sorted(set(terms)):
+            await conn.execute(
+                f"INSERT INTO {s}.recall_terms (term, rid, tf, len) VALUES (%s, %s, %s, %s)",
+                (term, row[0], terms.count(term), len(terms)),
+            )
+            await conn.execute(f"INSERT INTO {s}.recall_df (term, df) VALUES (%s, 1)", (term,))
+        await conn.execute(f"UPDATE {s}.recall_stats SET records = 1, total = %s", (len(terms),))
+    async with PostgresAdapter(url=pg_url, schema=schema) as memory:
+        async with await connect(pg_url) as conn:
+            assert (await applied_migrations(conn, schema))[-1] == (10, "m010_recall_terms_text")
+            cur = await conn.execute(
+                "SELECT data_type FROM information_schema.columns"
+                " WHERE table_schema = %s AND table_name = 'recall_records' AND column_name = 'terms'",
+                (schema,),
+            )
+            assert await cur.fetchone() == ("text",)
+        [record] = unwrap(await memory.get_recall_records(["turn:e1"]))
+        assert record.terms == terms and record.text == "I'm allergic to peanuts." and record.said_at == said
+        found = unwrap(await memory.recall_keyword("allergies", filter={"user_id": "ana"}))
+        assert [c.record.id for c in found] == ["turn:e1"]
+        assert unwrap(await memory.delete_recall_records(["turn:e1"])) == 1
+        async with await connect(pg_url) as conn:
+            cur = await conn.execute(f"SELECT count(*) FROM {s}.recall_terms")
+            assert await cur.fetchone() == (0,), "the record's postings went with it"

@@ -4,7 +4,8 @@ as SQL, mixed into :class:`~cogitator_memory.engines.postgres.adapter.PostgresAd
 Tables (migration ``m009_recall_index``), in the store's schema:
 
 - ``recall_records``: one row per record, the fields searches filter by as columns (scope, kind,
-  status, ``said_at``, the named time) and the rest as JSON text (``body``). ``said_at`` is under
+  status, ``said_at``, the named time), its terms as one text joined by U+001F (``terms``,
+  since ``m010``: read back whole, not element by element) and the rest as JSON text (``body``). ``said_at`` is under
   a btree in the channel's order (``said_at DESC, id``); the named time under a GiST index of
   the closed range ``[time_start, coalesce(time_end, time_start)]`` (records naming a time only),
   so a time search reads the records said in the range and those whose named time meets it, not
@@ -83,16 +84,21 @@ RECALL_TABLES: tuple[str, ...] = (
     'CREATE TABLE IF NOT EXISTS {s}.recall_state (key text COLLATE "C" PRIMARY KEY, value text NOT NULL)',
 )
 
+#: Migration ``m010_recall_terms_text``: a record's terms as one text, joined by ``_TERM_SEP``,
+#: instead of a ``text[]``. Reading the candidates' terms back was most of a keyword search at
+#: 100,000 turns: 400 records of some 300 terms each, each array detoasted and written out
+#: element by element (``array_to_string``) took 49-63 ms of a 59 ms statement, one text 24-27 ms.
+RECALL_TERMS_TEXT: tuple[str, ...] = (
+    'ALTER TABLE {s}.recall_records ALTER COLUMN terms TYPE text COLLATE "C" USING array_to_string(terms, chr(31))',
+)
+
 #: The fields of a record kept in its JSON body (the others are columns).
 _BODY_FIELDS = frozenset({"source_id", "role", "seq", "text", "valid_from", "valid_to", "lineage"})
 #: Joins a record's terms into one array element on the way in (a term holding it is refused).
 _TERM_SEP = "\x1f"
-#: A record's columns as read back; its terms as one string joined by ``_TERM_SEP`` (split in one
-#: call: psycopg parses a ``text[]`` of a long turn's 500 terms element by element, which was the
-#: largest part of reading 400 candidates).
+#: A record's columns as read back (its terms one text, split in one call).
 _COLUMNS = (
-    "r.id, r.kind, r.agent_id, r.user_id, r.thread_id, r.status, r.said_at, r.time_start, r.time_end,"
-    " array_to_string(r.terms, chr(31)), r.body"
+    "r.id, r.kind, r.agent_id, r.user_id, r.thread_id, r.status, r.said_at, r.time_start, r.time_end, r.terms, r.body"
 )
 _SCOPE_KEYS = ("agent_id", "user_id", "thread_id")
 
@@ -120,7 +126,8 @@ def _drop_sql(s: str, where: str) -> str:
     return (
         f"WITH gone AS (DELETE FROM {s}.recall_records r WHERE {where} RETURNING r.rid, r.terms, r.term_count),"
         f" posts AS (DELETE FROM {s}.recall_terms p USING"
-        " (SELECT DISTINCT g.rid, u.term FROM gone g CROSS JOIN LATERAL unnest(g.terms) AS u(term)) x"
+        " (SELECT DISTINCT g.rid, u.term FROM gone g"
+        " CROSS JOIN LATERAL unnest(string_to_array(g.terms, chr(31))) AS u(term)) x"
         " WHERE p.term = x.term AND p.rid = x.rid RETURNING p.term),"
         f" freq AS (UPDATE {s}.recall_df d SET df = d.df - c.n"
         " FROM (SELECT term, count(*) AS n FROM posts GROUP BY term) c WHERE d.term = c.term RETURNING d.term, d.df),"
@@ -140,14 +147,15 @@ def _recall_sql(schema: str) -> _RecallSql:
             f"WITH ins AS (INSERT INTO {s}.recall_records (id, kind, agent_id, user_id, thread_id, status, said_at,"
             " time_start, time_end, term_count, terms, body)"
             " SELECT u.id, u.kind, u.agent_id, u.user_id, u.thread_id, u.status, u.said_at, u.time_start, u.time_end,"
-            " u.term_count, string_to_array(u.terms, chr(31)), u.body"
+            " u.term_count, u.terms, u.body"
             " FROM unnest(%b::text[], %b::text[], %b::text[], %b::text[], %b::text[], %b::text[],"
             " %b::timestamptz[], %b::timestamptz[], %b::timestamptz[], %b::int[], %b::text[], %b::text[])"
             " AS u(id, kind, agent_id, user_id, thread_id, status, said_at, time_start, time_end, term_count,"
             " terms, body)"
             " RETURNING rid, terms, term_count),"
             f" post AS (INSERT INTO {s}.recall_terms (term, rid, tf, len)"
-            " SELECT u.term, ins.rid, count(*), ins.term_count FROM ins CROSS JOIN LATERAL unnest(ins.terms) AS u(term)"
+            " SELECT u.term, ins.rid, count(*), ins.term_count"
+            " FROM ins CROSS JOIN LATERAL unnest(string_to_array(ins.terms, chr(31))) AS u(term)"
             " GROUP BY u.term, ins.rid, ins.term_count ORDER BY u.term, ins.rid RETURNING term),"
             f" freq AS (INSERT INTO {s}.recall_df AS d (term, df)"
             " SELECT term, count(*) FROM post GROUP BY term ORDER BY term"
@@ -425,4 +433,4 @@ class PostgresRecallIndex(RecallIndexMixin):
         await self.run(op)
 
 
-__all__ = ["RECALL_TABLES", "PostgresRecallIndex", "scope_where"]
+__all__ = ["RECALL_TABLES", "RECALL_TERMS_TEXT", "PostgresRecallIndex", "scope_where"]

@@ -21,6 +21,7 @@ Versions:
 5. to 8.: the knowledge graph (``m005_graph``), threads by user (``m006_user_threads``), graph
    node text (``m007_graph_node_text``) and evidence (``m008_graph_evidence``).
 9. ``m009_recall_index``: the recall index (:mod:`cogitator_memory.engines.postgres.recall`).
+10. ``m010_recall_terms_text``: a recall record's terms as one text (read back in one piece).
 
 The SQL here (the migrations, and :class:`ThreadSql`, the statements of the thread store) is
 plain text built from a quoted schema name; nothing in this module but :func:`migrate`,
@@ -247,6 +248,16 @@ def _recall_tables() -> tuple[str, ...]:
 #: schema held before is indexed by the indexer (``cogitator-memory reindex``, or its catch-up).
 M009_RECALL_INDEX = Migration(9, "m009_recall_index", _recall_tables())
 
+
+def _recall_terms_text() -> tuple[str, ...]:
+    from .recall import RECALL_TERMS_TEXT
+
+    return RECALL_TERMS_TEXT
+
+
+#: A recall record's terms as one text (see :data:`~cogitator_memory.engines.postgres.recall.RECALL_TERMS_TEXT`).
+M010_RECALL_TERMS_TEXT = Migration(10, "m010_recall_terms_text", _recall_terms_text())
+
 MIGRATIONS: tuple[Migration, ...] = (
     M001_INITIAL,
     M002_TREES,
@@ -257,6 +268,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     M007_GRAPH_NODE_TEXT,
     M008_GRAPH_EVIDENCE,
     M009_RECALL_INDEX,
+    M010_RECALL_TERMS_TEXT,
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
