@@ -400,11 +400,40 @@ class Racing(InMemoryAdapter):
 
     raced = False
 
-    async def update_node(self, node_id: str, changes: Any, *, expected_version: int | None = None) -> Any:
-        if expected_version is not None and not self.raced:
+    async def _update_records(self, nodes: Any, edges: Any) -> Any:
+        if nodes and not self.raced:
             self.raced = True
-            unwrap(await super().update_node(node_id, {"description": "changed meanwhile"}))
-        return await super().update_node(node_id, changes, expected_version=expected_version)
+            unwrap(await super().update_node(nodes[0][0], {"description": "changed meanwhile"}))
+        return await super()._update_records(nodes, edges)
+
+
+async def test_a_window_said_again_changes_its_stored_records_in_one_write(tmp_path: Path, model: Model) -> None:
+    from cogitator_memory import SQLiteAdapter
+
+    async with SQLiteAdapter(path=tmp_path / "graph.db") as store:
+        thread = await thread_of(store)
+        model.answer(honest)
+        await extractor(store, model).extract([await say(store, thread, SAID)], scope=ANA)
+        again = await say(store, thread, SAID)
+        model.answer(honest)
+        statements: list[str] = []
+        store.connection.set_trace_callback(statements.append)
+        try:
+            report = await extractor(store, model).extract([again], scope=ANA)
+        finally:
+            store.connection.set_trace_callback(None)
+        assert len(report.nodes) == 4 and len(report.edges) == 3, "every node and edge got the new quotes"
+        puts = [
+            s
+            for s in statements
+            if s.startswith(("INSERT OR REPLACE INTO graph_nodes", "INSERT OR REPLACE INTO graph_edges"))
+        ]
+        assert len(puts) == 7
+        first, last = statements.index(puts[0]), statements.index(puts[-1])
+        between = statements[first:last]
+        assert not [s for s in between if s.startswith(("BEGIN", "COMMIT"))], "the 4 nodes and 3 edges in one write"
+        nodes, _ = await graph_of(store, "concierge")
+        assert len(nodes["Ana"].evidence) == 2
 
 
 async def test_a_node_changed_meanwhile_fails_the_window_and_nothing_of_it_stays(model: Model) -> None:

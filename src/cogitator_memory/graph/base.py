@@ -328,6 +328,37 @@ class GraphStoreMixin(ABC):
         except Exception as exc:
             return self._fail("update_node", exc)
 
+    async def _update_records(
+        self,
+        nodes: Sequence[tuple[str, Mapping[str, Any], int]],
+        edges: Sequence[tuple[str, Mapping[str, Any], int]],
+    ) -> MemoryResult[tuple[list[GraphNode], list[GraphEdge]]]:
+        """Change nodes and edges, each ``(id, changes, version read)`` as :meth:`update_node` and
+        :meth:`update_edge` would, in one atomic write (graph extraction's changes of a window):
+        all or none, ``ConflictError`` when one moved on since it was read. The records changed,
+        in the order given. The package's own call, not the contract's."""
+        try:
+            self._require_connected()
+            found_nodes = {n.id: n for n in await self._get_nodes([i for i, _, _ in nodes])} if nodes else {}
+            found_edges = {e.id: e for e in await self._get_edges([i for i, _, _ in edges])} if edges else {}
+            put_nodes: list[GraphNode] = []
+            for node_id, changes, version in nodes:
+                node = found_nodes.get(node_id)
+                if node is None:
+                    raise NotFoundError(f"graph node not found: {node_id}")
+                put_nodes.append(_changed("changes", _at_version(node, version), changes))
+            put_edges: list[GraphEdge] = []
+            for edge_id, changes, version in edges:
+                edge = found_edges.get(edge_id)
+                if edge is None:
+                    raise NotFoundError(f"graph edge not found: {edge_id}")
+                put_edges.append(_changed("changes", _at_version(edge, version), changes))
+            if put_nodes or put_edges:
+                await self._commit_graph(GraphChanges(put_nodes=put_nodes, put_edges=put_edges))
+            return ok((put_nodes, put_edges))
+        except Exception as exc:
+            return self._fail("update_node", exc)
+
     async def delete_nodes(self, node_ids: Sequence[str]) -> MemoryResult[list[str]]:
         """Delete nodes and every edge touching them, in one atomic write; the ids that existed
         (in the order given)."""

@@ -28,9 +28,10 @@ An entity whose name (or an alias) is a node's of the same type in the same scop
 aliases and confidence to that node; others become nodes of ``origin="extracted"``. A relation
 already stored between the same nodes with the same type adds its quotes to that edge (an
 inferred one becomes extracted); a node or edge changed by someone else between the read and the
-write is a ``ConflictError`` (the window fails, nothing of it stays). A window's writes go
-through the public calls of
-:class:`~cogitator_memory.graph.base.GraphStoreMixin`; when one fails, what the window wrote
+write is a ``ConflictError`` (the window fails, nothing of it stays). A window is three writes of
+:class:`~cogitator_memory.graph.base.GraphStoreMixin`, whatever its size: its new nodes
+(``add_nodes``), its new edges (``add_edges``), and the changes of the nodes and edges it found
+stored (``_update_records``, one atomic write); when one fails, what the window wrote
 before it is taken back (nodes and edges added deleted, changed ones put back) and the error
 raised. Reading an answer and choosing what may be written is :mod:`.answers`. See
 ``docs/graph.md``.
@@ -403,12 +404,8 @@ class GraphExtractor:
             undo.added_nodes = [n.id for n in added]
             report.nodes.extend(added)
             stats.nodes_added = len(added)
-            for node, changes in node_changes:  # at the version read: a change made meanwhile is a ConflictError
-                updated = unwrap(await self.graph.update_node(node.id, changes, expected_version=node.version))
-                undo.changed_nodes.append((node.id, {k: getattr(node, k) for k in changes}, updated.version))
-                report.nodes.append(updated)
-                stats.nodes_updated += 1
-            await self._write_edges(chosen, scope, ids, existing, stats, report, undo)
+            edge_changes = await self._write_edges(chosen, scope, ids, existing, stats, report, undo)
+            await self._write_changes(node_changes, edge_changes, stats, report, undo)
         except BaseException:
             await self._undo(undo)
             raise
@@ -422,7 +419,8 @@ class GraphExtractor:
         stats: GraphWindowReport,
         report: GraphExtractionReport,
         undo: _Undo,
-    ) -> None:
+    ) -> list[tuple[GraphEdge, dict[str, Any]]]:
+        """Add the window's new edges; the changes of the edges it finds stored, to write."""
         new_edges: list[dict[str, Any]] = []
         edge_changes: list[tuple[GraphEdge, dict[str, Any]]] = []
         for source, relation, target in chosen.relations:
@@ -464,10 +462,30 @@ class GraphExtractor:
         undo.added_edges = [e.id for e in added]
         report.edges.extend(added)
         stats.edges_added = len(added)
-        for edge, changes in edge_changes:
-            updated = unwrap(await self.graph.update_edge(edge.id, changes, expected_version=edge.version))
-            undo.changed_edges.append((edge.id, {k: getattr(edge, k) for k in changes}, updated.version))
-            report.edges.append(updated)
+        return edge_changes
+
+    async def _write_changes(
+        self,
+        node_changes: list[tuple[GraphNode, dict[str, Any]]],
+        edge_changes: list[tuple[GraphEdge, dict[str, Any]]],
+        stats: GraphWindowReport,
+        report: GraphExtractionReport,
+        undo: _Undo,
+    ) -> None:
+        """Write the changes of the stored nodes and edges the window found, each at the version
+        read (a change made meanwhile is a ConflictError), in one write of the store."""
+        nodes, edges = unwrap(
+            await self.graph._update_records(
+                [(n.id, c, n.version) for n, c in node_changes], [(e.id, c, e.version) for e, c in edge_changes]
+            )
+        )
+        for (node, changes), updated_node in zip(node_changes, nodes, strict=True):
+            undo.changed_nodes.append((node.id, {k: getattr(node, k) for k in changes}, updated_node.version))
+            report.nodes.append(updated_node)
+            stats.nodes_updated += 1
+        for (edge, changes), updated_edge in zip(edge_changes, edges, strict=True):
+            undo.changed_edges.append((edge.id, {k: getattr(edge, k) for k in changes}, updated_edge.version))
+            report.edges.append(updated_edge)
             stats.edges_updated += 1
 
     async def _undo(self, undo: _Undo) -> None:
