@@ -212,18 +212,25 @@ class PartCodes:
         """64-bit words a code takes."""
         return (self.width + 7) // 8
 
-    def _slot(self) -> int:
+    def reserve(self, more: int) -> None:
+        """Make room for ``more`` new chunks at once (doubling at least)."""
         np = load_numpy("SQLiteEmbeddingAdapter")
+        needed = (self.slots + max(0, more - len(self.free))) * CHUNK_ROWS
+        held = 0 if self.rowids is None else len(self.rowids)
+        if needed <= held and self.words is not None:
+            return
+        grown = max(needed, 2 * held, 4 * CHUNK_ROWS)
+        words = np.zeros((self.nwords, grown), dtype="<u8")
+        rowids = np.zeros(grown, dtype="<i8")
+        if self.words is not None:
+            words[:, : self.words.shape[1]] = self.words
+            rowids[: len(self.rowids)] = self.rowids
+        self.words, self.rowids = words, rowids
+
+    def _slot(self) -> int:
         if self.free:
             return self.free.pop()
-        if self.words is None or self.slots * CHUNK_ROWS >= len(self.rowids):
-            grown = max(4, self.slots * 2) * CHUNK_ROWS
-            words = np.zeros((self.nwords, grown), dtype="<u8")
-            rowids = np.zeros(grown, dtype="<i8")
-            if self.words is not None:
-                words[:, : self.words.shape[1]] = self.words
-                rowids[: len(self.rowids)] = self.rowids
-            self.words, self.rowids = words, rowids
+        self.reserve(1)
         self.slots += 1
         return self.slots - 1
 
@@ -237,9 +244,13 @@ class PartCodes:
         self.rowids[base : base + CHUNK_ROWS] = 0
         self.rowids[base : base + len(ids)] = ids
         if len(ids):
-            packed = np.zeros((len(ids), self.nwords * 8), dtype=np.uint8)
-            packed[:, : self.width] = np.frombuffer(codes, dtype=np.uint8).reshape(len(ids), self.width)
-            self.words[:, base : base + len(ids)] = packed.view("<u8").T
+            if self.width % 8:
+                padded = np.zeros((len(ids), self.nwords * 8), dtype=np.uint8)
+                padded[:, : self.width] = np.frombuffer(codes, dtype=np.uint8).reshape(len(ids), self.width)
+                rows = padded.view("<u8")
+            else:
+                rows = np.frombuffer(codes, dtype="<u8").reshape(len(ids), self.nwords)
+            self.words[:, base : base + len(ids)] = rows.T
         self.chunks[chunk] = (version, slot)
         self.newest = max(self.newest, version)
 
@@ -317,13 +328,18 @@ class CodeCache:
             self._parts.popitem(last=False)
         if held.generation == generation:
             return held
-        changed = db.execute(
-            "SELECT chunk, version, rowids, codes FROM embedding_codes WHERE part = ? AND version > ?",
-            (part, held.newest),
-        ).fetchall()
-        for chunk, version, rowids, codes in changed:
-            held.put(int(chunk), int(version), rowids, codes)
-        self.chunks_read += len(changed)
+        fresh = db.execute(
+            "SELECT count(*) FROM embedding_codes WHERE part = ? AND version > ?", (part, held.newest)
+        ).fetchone()[0]
+        if fresh:
+            held.reserve(int(fresh))
+            # one chunk at a time (not fetchall: a million codes are 56 MB of blobs at once)
+            for chunk, version, rowids, codes in db.execute(
+                "SELECT chunk, version, rowids, codes FROM embedding_codes WHERE part = ? AND version > ?",
+                (part, held.newest),
+            ):
+                held.put(int(chunk), int(version), rowids, codes)
+                self.chunks_read += 1
         if held.chunks:
             present = {int(r[0]) for r in db.execute("SELECT chunk FROM embedding_codes WHERE part = ?", (part,))}
             for chunk in [c for c in held.chunks if c not in present]:

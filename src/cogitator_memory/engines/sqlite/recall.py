@@ -21,6 +21,8 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from pydantic_core import from_json
+
 from ...clock import from_micros, to_micros
 from ...index.base import RECALL_BM25, RecallIndexMixin, length_terms
 from ...index.records import RecallFilter, RecallRecord
@@ -116,7 +118,7 @@ _FIELDS = set(RecallRecord.model_fields)
 
 def _record(row: Sequence[Any]) -> RecallRecord:
     """A record read back (valid when written: built without validating it again)."""
-    body = json.loads(row[10])
+    body = from_json(row[10])  # pydantic-core's parser: about a quarter of json.loads' time on a turn's body
     fields = {
         "id": row[0],
         "kind": row[1],
