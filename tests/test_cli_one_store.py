@@ -111,6 +111,9 @@ def test_demo_then_every_command_sees_the_same_data_from_anywhere(
         _cli(capsys, "recall", "what is Ada allergic to?", "--user", "ada", "--agent", "travel-agent", "--json")
     )
     assert [r["fact"] for r in recalled["results"]] == ["Ada is allergic to peanuts"]
+    searched = json.loads(_cli(capsys, "search", "allergies", "--user", "ada", "--agent", "travel-agent", "--json"))
+    facts = [(h["kind"], h["text"]) for h in searched["results"] if h["kind"] == "fact"]
+    assert facts == [("fact", "Ada is allergic to peanuts")], "search reads remembered facts through the recall index"
 
     with _serving(second) as url:  # serve, started from yet another folder, shows the demo
         answer = httpx.get(f"{url}/api/threads", headers={"authorization": f"Bearer {TOKEN}"}, timeout=30)
