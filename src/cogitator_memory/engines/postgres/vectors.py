@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict, TypeVar
 
 from ...errors import ConflictError, InvalidArgumentError, StoreUnavailableError
 from ...search.tokenizer import index_terms
+from ...threads.records import built_record
 from ...vectors.base import EmbeddingStoreMixin
 from ...vectors.records import SCOPE_KEYS, DeletionFilter, Embedding, EmbeddingFilter, ScoredEmbedding
 from .schema import ADVISORY_LOCK_CLASS, quote_ident
@@ -326,32 +327,31 @@ _EMB_COLS = "id, source_id, source_type, content, embedding::float4[], metadata,
 _EMB_COLS_NO_VECTOR = "id, source_id, source_type, content, '{}'::float4[] AS embedding, metadata, created_at"
 
 
+def _fields(row: Sequence[Any]) -> dict[str, Any]:
+    return {
+        "id": row[0],
+        "source_id": row[1],
+        "source_type": row[2],
+        "content": row[3],
+        "vector": row[4],
+        "metadata": row[5],
+        "created_at": row[6],
+    }
+
+
 def embedding_from_row(row: Sequence[Any]) -> Embedding:
-    """An :class:`Embedding` from a row in ``_EMB_COLS`` order."""
-    return Embedding(
-        id=row[0],
-        source_id=row[1],
-        source_type=row[2],
-        content=row[3],
-        vector=row[4],
-        metadata=row[5],
-        created_at=row[6],
-    )
+    """An :class:`Embedding` from a row in ``_EMB_COLS`` order (valid when written: built
+    without validating it again)."""
+    return built_record(Embedding, _fields(row))
 
 
 def scored_from_row(row: Sequence[Any], *, cosine: bool) -> ScoredEmbedding:
     """A :class:`ScoredEmbedding` from a row in ``_EMB_COLS`` order plus the score (a cosine is
-    clamped to [-1, 1], which float32 rounding may overshoot)."""
-    return ScoredEmbedding(
-        id=row[0],
-        source_id=row[1],
-        source_type=row[2],
-        content=row[3],
-        vector=row[4],
-        metadata=row[5],
-        created_at=row[6],
-        score=max(-1.0, min(1.0, float(row[7]))) if cosine else float(row[7]),
-    )
+    clamped to [-1, 1], which float32 rounding may overshoot), built as
+    :func:`embedding_from_row` is (a search reads hundreds)."""
+    fields = _fields(row)
+    fields["score"] = max(-1.0, min(1.0, float(row[7]))) if cosine else float(row[7])
+    return built_record(ScoredEmbedding, fields)
 
 
 class PostgresVectors(EmbeddingStoreMixin):
