@@ -62,11 +62,15 @@ RUNNABLE_PAGES = [
     "runtime.md",
     "mcp.md",
     "mem0.md",
+    "langgraph.md",
+    "openai-agents.md",
 ]
 
 
 #: Text a page's examples must print, where they print something worth checking.
 EXPECTED_OUTPUT = {
+    "langgraph.md": ["['I am allergic to peanuts']", "['item']"],
+    "openai-agents.md": ["Hello Ana! | You said before: I'm Ana, I love trains.", "ana-chat I'm Ana, I love trains."],
     "upkeep.md": ["['No peanuts in anything.']", "['Ask about allergies before suggesting food.']"],
     "server.md": ["404 NotFoundError", "would forget True"],
     "context.md": ["['system', 'user', 'assistant', 'user', 'assistant', 'user']", "Hotel Avenida"],
