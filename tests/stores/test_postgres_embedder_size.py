@@ -79,7 +79,13 @@ def test_an_embedder_of_another_size_than_the_table_fails_at_connect(pg_url: str
             pass
 
     asyncio.run(make_table())
-    config = _config(tmp_path / "cogitator.yml", pg_url, schema, embedding={"provider": "hashing", "dimensions": 256})
+    config = _config(
+        tmp_path / "cogitator.yml",
+        pg_url,
+        schema,
+        embedding={"provider": "hashing", "dimensions": 256},
+        on_error="raise",  # a store that cannot be used raises at connect instead of turning memory off
+    )
 
     async def connect() -> None:
         memory = Memory(str(config))

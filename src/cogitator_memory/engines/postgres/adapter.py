@@ -55,7 +55,7 @@ from .files import PostgresFiles
 from .graph import PostgresGraph
 from .items import PostgresItems
 from .recall import PostgresRecallIndex
-from .threads import PostgresThreads
+from .threads import EntryReads, PostgresThreads
 
 logger = logging.getLogger("cogitator_memory")
 
@@ -170,6 +170,7 @@ class PostgresAdapter(
         self.connect_timeout = float(connect_timeout)
         self.command_timeout = float(command_timeout)
         self._sql = ThreadSql(self.schema)
+        self._entry_reads = EntryReads(self._entries_by_id)  # concurrent get_entry calls, one statement
         self._pool: AsyncConnectionPool[AsyncConnection[Any]] | None = None
         self._psycopg: Any = None
         self._abandoned: set[asyncio.Task[Any]] = set()

@@ -374,6 +374,7 @@ class ThreadSql:
             )
             SELECT p.parent_id, p.seq, p.parent_owner, (SELECT count(*) FROM upd) FROM p"""
         self.get_entry = f"SELECT {ENTRY_COLUMNS} FROM {s}.entries WHERE id = %s"
+        self.get_entries_by_id = f"SELECT {ENTRY_COLUMNS} FROM {s}.entries WHERE id = ANY(%s::text[])"
         self.entry_owner = f"SELECT thread_id FROM {s}.entries WHERE id = %s"
         self.thread_exists = f"SELECT active_leaf_id FROM {s}.threads WHERE id = %s"
         self.lock_entry_thread = (

@@ -12,6 +12,7 @@ valid tree. ``get_path`` walks parent links up from the leaf with a recursive qu
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
@@ -74,12 +75,69 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+#: Most entries one coalesced read asks for in one statement.
+ENTRY_READ_BATCH = 1000
+
+
+class EntryReads:
+    """Single-entry reads asked in the same turn of the event loop, made as one statement.
+
+    A search reads the 20-50 turns it returns with concurrent ``get_entry`` calls (one pooled
+    connection and one round trip each); here the calls of one turn of the loop wait together,
+    and one ``WHERE id = ANY(...)`` answers them all (in chunks of :data:`ENTRY_READ_BATCH`). A
+    call alone costs one pass of the loop more. A failed read fails every call of its batch.
+    """
+
+    def __init__(self, read: Callable[[list[str]], Awaitable[dict[str, MemoryEntry]]]) -> None:
+        self._read = read
+        self._waiting: dict[str, list[asyncio.Future[MemoryEntry | None]]] = {}
+        self._scheduled = False
+        self._running: set[asyncio.Task[None]] = set()
+
+    async def get(self, entry_id: str) -> MemoryEntry | None:
+        """The entry (``None`` when there is none), read with the other calls of this turn."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[MemoryEntry | None] = loop.create_future()
+        self._waiting.setdefault(entry_id, []).append(future)
+        if not self._scheduled:
+            self._scheduled = True
+            loop.call_soon(self._start)
+        return await future
+
+    def _start(self) -> None:
+        waiting, self._waiting = self._waiting, {}
+        self._scheduled = False
+        task = asyncio.ensure_future(self._answer(waiting))
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+
+    async def _answer(self, waiting: dict[str, list[asyncio.Future[MemoryEntry | None]]]) -> None:
+        ids = list(waiting)
+        found: dict[str, MemoryEntry] = {}
+        try:
+            for start in range(0, len(ids), ENTRY_READ_BATCH):
+                found.update(await self._read(ids[start : start + ENTRY_READ_BATCH]))
+        except BaseException as exc:
+            for futures in waiting.values():
+                for future in futures:
+                    if not future.done():
+                        future.set_exception(exc)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        for entry_id, futures in waiting.items():
+            for future in futures:
+                if not future.done():
+                    future.set_result(found.get(entry_id))
+
+
 class PostgresThreads:
     """The thread half of :class:`~cogitator_memory.engines.postgres.adapter.PostgresAdapter`: it
     runs its SQL through the adapter's ``run`` (a pooled connection within its deadline)."""
 
     if TYPE_CHECKING:
         _sql: ThreadSql
+        _entry_reads: EntryReads
 
         def _require_connected(self) -> None: ...
         def _fail(self, operation: str, exc: Exception) -> MemoryResult[Any]: ...
@@ -245,10 +303,14 @@ class PostgresThreads:
         return await self.run(op)
 
     async def _get_entry(self, entry_id: str) -> MemoryEntry | None:
-        async def op(conn: AsyncConnection[Any]) -> MemoryEntry | None:
-            cur = await conn.execute(self._sql.get_entry, (entry_id,))
-            row = await cur.fetchone()
-            return None if row is None else entry_from_row(row)
+        return await self._entry_reads.get(entry_id)
+
+    async def _entries_by_id(self, ids: list[str]) -> dict[str, MemoryEntry]:
+        """The stored entries of ``ids`` (with their tool calls), by id; missing ones left out."""
+
+        async def op(conn: AsyncConnection[Any]) -> dict[str, MemoryEntry]:
+            cur = await conn.execute(self._sql.get_entries_by_id, (ids,))
+            return {entry.id: entry for entry in map(entry_from_row, await cur.fetchall())}
 
         return await self.run(op)
 
