@@ -32,7 +32,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import math
 import weakref
 from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -77,8 +76,9 @@ if TYPE_CHECKING:
 LANGGRAPH_INDEX = "langgraph"
 #: ``metadata`` key of an item holding the LangGraph record.
 META_KEY = "langgraph"
-#: Candidates each search channel returns first; doubled while filters leave too few.
-_DEPTH = 200
+#: Candidates each search channel returns first (at least 4 times what the page needs);
+#: 4 times more while filters leave too few.
+_DEPTH = 40
 _MAX_DEPTH = 10_000
 _TTL_KEYS = frozenset({"default_ttl", "refresh_on_read", "sweep_interval_minutes", "omit_expired"})
 _INDEX_KEYS = frozenset({"dims", "embed", "fields", "text_fields", "distance_type", "ann_index_config"})
@@ -182,13 +182,6 @@ def _ns_matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
         else zip(reversed(namespace), reversed(path), strict=False)
     )
     return all(p == "*" or n == p for n, p in pairs)
-
-
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=False))
-    na = math.sqrt(sum(x * x for x in a))
-    nb = math.sqrt(sum(y * y for y in b))
-    return dot / (na * nb) if na > 0 and nb > 0 else 0.0
 
 
 class _Stored:
@@ -626,9 +619,12 @@ class CogitatorStore(BaseStore):
             await self._refresh(page, op.refresh_ttl)
             return [s.as_hit(None) for s in page]
         want = op.offset + op.limit
-        depth = _DEPTH
+        if want == 0:
+            return []
+        qvec = list(await self._service.embed(op.query)) if self._service is not None else None
+        depth = min(_MAX_DEPTH, max(4 * want, _DEPTH))
         while True:
-            ranked, exhausted = await self._ranked(op.query, prefix, op.filter, depth)
+            ranked, exhausted = await self._ranked(op.query, qvec, prefix, op.filter, depth, want)
             if len(ranked) >= want or exhausted or depth >= _MAX_DEPTH:
                 break
             depth = min(_MAX_DEPTH, depth * 4)
@@ -637,45 +633,78 @@ class CogitatorStore(BaseStore):
         return [s.as_hit(score) for s, score in hits]
 
     async def _ranked(
-        self, query: str, prefix: tuple[str, ...], flt: dict[str, Any] | None, depth: int
+        self,
+        query: str,
+        qvec: list[float] | None,
+        prefix: tuple[str, ...],
+        flt: dict[str, Any] | None,
+        depth: int,
+        want: int,
     ) -> tuple[list[tuple[_Stored, float | None]], bool]:
-        """The records the recall channels find for ``query`` under ``prefix``, best first, and
-        whether the channels returned less than ``depth`` (nothing more to find)."""
-        adapter: Any = self._memory.adapter
+        """The first ``want`` records under ``prefix`` passing ``flt`` that the recall channels
+        find for ``query``, best first, and whether the channels returned less than ``depth``
+        (nothing more to find).
+
+        With an index, the vector channel ranks (an item scores its best field's cosine); once
+        it has returned every vector in scope, items without vectors that the keyword channel
+        finds follow, without a score (as LangGraph's stores fill a page). Without an index,
+        the keyword channel ranks (BM25). Items are read in rank order, a few at a time, until
+        ``want`` pass."""
         user, _ = self._scope(prefix)
-        recall = RecallFilter(agent_id=self.agent_id, user_id=user, kinds=["item"], statuses=["active"])
-        keyword = unwrap(await adapter.recall_keyword(query, filter=recall, limit=depth))
-        bm25: dict[str, float] = {}
-        for c in keyword:
-            bm25.setdefault(c.record.source_id, c.score)
-        exhausted = len(keyword) < depth
-        cos: dict[str, float] = {}
-        qvec: list[float] | None = None
-        if self._service is not None:
-            vectors = self._vectors()
-            qvec = list(await self._service.embed(query))
-            near = await nearest(
-                vectors, qvec, RecallFilter(agent_id=self.agent_id, user_id=user), LANGGRAPH_INDEX, depth
-            )
-            exhausted = exhausted and len(near) < depth
-            for h in near:
-                if h.source_id and h.score > cos.get(h.source_id, -2.0):
-                    cos[h.source_id] = h.score
-        ids = list(dict.fromkeys([*cos, *bm25]))
-        stored = unwrap(await adapter.get_items(ids)) if ids else []
-        kept = self._keep([_Stored(i) for i in stored if i.status == "active" and META_KEY in i.metadata], prefix, flt)
+        order: dict[str, float | None] = {}
         if qvec is not None:
-            missing = [s.item.id for s in kept if s.item.id not in cos]
-            if missing:  # found by keywords only: score them by their own vectors
-                for e in unwrap(await self._vectors().get_by_sources(missing)):
-                    if e.metadata.get("index") == LANGGRAPH_INDEX:
-                        score = _cosine(qvec, e.vector)
-                        cos[e.source_id] = max(cos.get(e.source_id, -2.0), score)
-            scored = [(s, cos.get(s.item.id)) for s in kept]
+            near = await nearest(
+                self._vectors(), qvec, RecallFilter(agent_id=self.agent_id, user_id=user), LANGGRAPH_INDEX, depth
+            )
+            exhausted = len(near) < depth
+            for h in near:  # best first: an item's first vector is its best
+                if h.source_id and h.source_id not in order:
+                    order[h.source_id] = h.score
         else:
-            scored = [(s, bm25.get(s.item.id)) for s in kept]
-        scored.sort(key=lambda p: (p[1] is None, -(p[1] or 0.0), -p[0].updated_at.timestamp()))
-        return scored, exhausted
+            keyword = await self._keyword(query, user, depth)
+            exhausted = len(keyword) < depth
+            order = dict(keyword)
+        kept = await self._read_ranked(list(order.items()), prefix, flt, want)
+        if qvec is not None and exhausted and len(kept) < want:
+            keyword = await self._keyword(query, user, depth)
+            exhausted = len(keyword) < depth
+            extra: list[tuple[str, float | None]] = [(rid, None) for rid, _ in keyword if rid not in order]
+            kept += await self._read_ranked(extra, prefix, flt, want - len(kept))
+        return kept, exhausted
+
+    async def _keyword(self, query: str, user: str | None, depth: int) -> list[tuple[str, float | None]]:
+        """The items the recall index's keyword channel finds, best first, with their BM25 score."""
+        recall = RecallFilter(agent_id=self.agent_id, user_id=user, kinds=["item"], statuses=["active"])
+        found = unwrap(await self._memory.adapter.recall_keyword(query, filter=recall, limit=depth))  # type: ignore[attr-defined]
+        out: dict[str, float | None] = {}
+        for c in found:
+            out.setdefault(c.record.source_id, c.score)
+        return list(out.items())
+
+    async def _read_ranked(
+        self, ranked: list[tuple[str, float | None]], prefix: tuple[str, ...], flt: dict[str, Any] | None, want: int
+    ) -> list[tuple[_Stored, float | None]]:
+        """The first ``want`` of ``ranked`` (item id, score) that are live records under
+        ``prefix`` passing ``flt``, read a chunk at a time."""
+        out: list[tuple[_Stored, float | None]] = []
+        seen: set[tuple[tuple[str, ...], str]] = set()
+        chunk = max(2 * want, 50)
+        for start in range(0, len(ranked), chunk):
+            part = ranked[start : start + chunk]
+            stored = unwrap(await self._memory.adapter.get_items([rid for rid, _ in part]))  # type: ignore[attr-defined]
+            by_id = {i.id: i for i in stored if i.status == "active" and META_KEY in i.metadata}
+            for rid, score in part:
+                item = by_id.get(rid)
+                if item is None:
+                    continue
+                record = _Stored(item)
+                if (record.namespace, record.key) in seen or not self._keep([record], prefix, flt):
+                    continue
+                seen.add((record.namespace, record.key))
+                out.append((record, score))
+                if len(out) >= want:
+                    return out
+        return out
 
     async def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         prefix: tuple[str, ...] = ()
