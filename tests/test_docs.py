@@ -20,6 +20,7 @@ import cogitator_memory.engines.factory
 import cogitator_memory.facts
 import cogitator_memory.files
 import cogitator_memory.graph
+import cogitator_memory.integrations
 import cogitator_memory.items
 import cogitator_memory.models
 import cogitator_memory.recall
@@ -95,6 +96,7 @@ PACKAGES = [
     cogitator_memory.facts,
     cogitator_memory.files,
     cogitator_memory.graph,
+    cogitator_memory.integrations,
     cogitator_memory.items,
     cogitator_memory.models,
     cogitator_memory.recall,
