@@ -27,12 +27,13 @@ delete reads the postings by primary key (no second index on ``recall_terms``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic_core import from_json
 
 from ...clock import to_utc
 from ...errors import InvalidArgumentError
@@ -268,7 +269,7 @@ def _iso(value: str | None) -> datetime | None:
 
 def _record(row: Sequence[Any]) -> RecallRecord:
     """A record read back (valid when written: built without validating it again)."""
-    body: dict[str, Any] = json.loads(row[10])
+    body: dict[str, Any] = from_json(row[10])  # pydantic-core's parser: about 2/3 of json.loads' time
     fields = {
         "id": row[0],
         "kind": row[1],
