@@ -121,7 +121,7 @@ def test_upkeep_sections_default_and_name_their_keys() -> None:
         ("memory:\n  observations:\n    every: 2\n", "memory.observations.every", 3),
         ("memory:\n  files: {enabled: false}\n  observations: {min_items: 2}\n", "memory.observations", 3),
         (
-            "memory:\n  files: {enabled: false}\n  consolidation: {dedupe: true}\n",
+            "memory:\n  files: {enabled: false}\n  consolidation: {fold_lessons: true}\n",
             "memory.consolidation.fold_lessons",
             3,
         ),
@@ -132,6 +132,10 @@ def test_upkeep_sections_default_and_name_their_keys() -> None:
         assert (caught.value.key, caught.value.line) == (key, line), text
     files_off = coerce_config({"files": {"enabled": False}, "consolidation": {"fold_lessons": False}})
     assert files_off.consolidation.dedupe
+    # files are off until configured (spec), so a consolidation section that does not ask for the
+    # playbook by name is taken: there is nothing to fold lessons into
+    assert not MemoryConfig().files.enabled
+    assert coerce_config({"consolidation": {"dedupe": True}}).consolidation.dedupe
 
 
 def test_a_bare_yaml_off_is_the_extraction_mode_off_and_the_documented_file_reads() -> None:

@@ -26,7 +26,7 @@ def _config(engine: str, tmp_path: Path) -> dict[str, Any]:
 
 @pytest.fixture(params=["memory", "sqlite", "postgres", "redis", "mongodb"])
 async def memory(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Memory]:
-    config = {**_config(request.param, tmp_path), "embedding": HASHING}
+    config = {**_config(request.param, tmp_path), "embedding": HASHING, "files": {"enabled": True}}
     async with Memory(config) as opened:
         yield opened
 
@@ -155,7 +155,12 @@ async def test_calls_before_connect_are_refused() -> None:
 
 
 async def test_unreachable_store_names_the_key_before_anything_starts() -> None:
-    config = {"adapter": "redis", "connection_string": "redis://127.0.0.1:1/0", "options": {"connect_timeout": 0.5}}
+    config = {
+        "adapter": "redis",
+        "connection_string": "redis://127.0.0.1:1/0",
+        "options": {"connect_timeout": 0.5},
+        "on_error": "raise",
+    }
     with pytest.raises(ConfigError) as caught:
         await Memory.open(config)
     assert caught.value.key == "memory.connection_string"
@@ -167,9 +172,8 @@ async def test_unreachable_store_can_disable_memory_with_a_warning() -> None:
         "adapter": "redis",
         "connection_string": "redis://127.0.0.1:1/0",
         "options": {"connect_timeout": 0.5},
-        "on_error": "disable",
         "embedding": NO_VECTORS,
-    }
+    }  # on_error: disable is the default (spec: the agent goes on without memory, with a warning)
     with pytest.warns(RuntimeWarning, match="memory disabled"):
         memory = await Memory.open(config)
     try:

@@ -78,6 +78,7 @@ def config(model: Scripted, tmp_path: Path, **more: Any) -> dict[str, Any]:
         "path": str(tmp_path / f"{uuid.uuid4().hex[:6]}.db"),
         "embedding": NO_VECTORS,
         "model": {"provider": "compatible", "model": "m", "base_url": model.server.url + "/v1", "api_key": "k"},
+        "files": {"enabled": True},  # observations and the playbook are memory files (off until configured)
         **more,
     }
 
@@ -192,12 +193,12 @@ async def test_consolidate_marks_repeats_stale_and_folds_lessons_as_the_config_s
 
 
 async def test_upkeep_without_a_model_or_without_files_says_what_is_missing(tmp_path: Path) -> None:
-    async with Memory({"adapter": "memory", "embedding": NO_VECTORS}) as memory:
+    async with Memory({"adapter": "memory", "embedding": NO_VECTORS, "files": {"enabled": True}}) as memory:
         for call in (memory.brief("hi"), memory.refresh_observations(), memory.consolidate()):
             with pytest.raises(MemoryStoreError, match="'model' section"):
                 await call
-    async with Memory({"adapter": "memory", "embedding": NO_VECTORS, "files": {"enabled": False}}) as memory:
-        assert memory.observations is None and memory.context_builder is not None
+    async with Memory({"adapter": "memory", "embedding": NO_VECTORS}) as memory:  # files off by default
+        assert memory.files is None and memory.observations is None and memory.context_builder is not None
         assert memory.context_builder.deps.observations is None
         with pytest.raises(MemoryStoreError, match="files are off"):
             await memory.refresh_observations()
@@ -297,7 +298,7 @@ def _store(engine: str, tmp_path: Path) -> dict[str, Any]:
 
 @pytest.mark.parametrize("engine", ["memory", "sqlite", "postgres"])
 async def test_forget_user_takes_their_threads_facts_files_items_and_vectors(engine: str, tmp_path: Path) -> None:
-    async with Memory({**_store(engine, tmp_path), "embedding": HASHING}) as memory:
+    async with Memory({**_store(engine, tmp_path), "embedding": HASHING, "files": {"enabled": True}}) as memory:
         for user in ("ana", "bo"):
             await memory.add(
                 [{"role": "user", "content": f"{user} lives by the sea in Porto."}], user_id=user, thread_id=f"t-{user}"

@@ -85,7 +85,12 @@ def test_close_stops_the_thread_and_a_failed_open_leaves_none() -> None:
     assert threading.active_count() == before
     with pytest.raises(InvalidArgumentError, match=r"memory\.connection_string"):
         SyncMemory.open(
-            {"adapter": "redis", "connection_string": "redis://127.0.0.1:1/0", "options": {"connect_timeout": 0.3}}
+            {
+                "adapter": "redis",
+                "connection_string": "redis://127.0.0.1:1/0",
+                "options": {"connect_timeout": 0.3},
+                "on_error": "raise",
+            }
         )
     assert threading.active_count() == before
 

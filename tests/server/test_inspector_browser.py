@@ -24,7 +24,12 @@ TOKEN = "an-inspector-test-token-0123456789"
 
 @pytest.fixture
 async def served(tmp_path: Path) -> AsyncIterator[tuple[str, Memory]]:
-    config = {"adapter": "sqlite", "path": str(tmp_path / "memory.db"), "embedding": {"provider": "hashing"}}
+    config = {
+        "adapter": "sqlite",
+        "path": str(tmp_path / "memory.db"),
+        "embedding": {"provider": "hashing"},
+        "files": {"enabled": True},
+    }
     async with Memory(config) as memory, serving(memory, TOKEN) as url:
         yield url, memory
 

@@ -93,8 +93,21 @@ async def _exercise(client: Client) -> None:
 
 @pytest.fixture
 async def memory(tmp_path: Path) -> AsyncIterator[Memory]:
-    async with Memory({"adapter": "sqlite", "path": str(tmp_path / "m.db"), "embedding": {"provider": "none"}}) as m:
+    config = {
+        "adapter": "sqlite",
+        "path": str(tmp_path / "m.db"),
+        "embedding": {"provider": "none"},
+        "files": {"enabled": True},  # the memory tool is there when memory files are configured
+    }
+    async with Memory(config) as m:
         yield m
+
+
+async def test_the_memory_file_tool_is_offered_only_when_files_are_configured(tmp_path: Path) -> None:
+    config = {"adapter": "sqlite", "path": str(tmp_path / "d.db"), "embedding": {"provider": "none"}}
+    async with Memory(config) as memory, Client(create_server(memory, user_id="alex")) as client:
+        listed = {tool.name for tool in (await client.list_tools()).tools}
+    assert listed == TOOLS - {"memory"}  # memory files are off until configured (spec)
 
 
 async def test_in_process(memory: Memory) -> None:
@@ -184,7 +197,10 @@ async def test_any_user_is_switched_on_at_start(memory: Memory) -> None:
 
 def _config_file(tmp_path: Path) -> Path:
     file = tmp_path / "cogitator.yml"
-    file.write_text(f"memory:\n  adapter: sqlite\n  path: {tmp_path / 'served.db'}\n  embedding: {{provider: none}}\n")
+    file.write_text(
+        f"memory:\n  adapter: sqlite\n  path: {tmp_path / 'served.db'}\n  embedding: {{provider: none}}\n"
+        "  files: {enabled: true}\n"
+    )
     return file
 
 

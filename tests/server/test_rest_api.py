@@ -20,7 +20,12 @@ TOKEN = "a-long-enough-test-token"
 
 @pytest.fixture
 async def memory(tmp_path: Path) -> AsyncIterator[Memory]:
-    config = {"adapter": "sqlite", "path": str(tmp_path / "memory.db"), "embedding": {"provider": "hashing"}}
+    config = {
+        "adapter": "sqlite",
+        "path": str(tmp_path / "memory.db"),
+        "embedding": {"provider": "hashing"},
+        "files": {"enabled": True},
+    }
     async with Memory(config) as opened:
         yield opened
 

@@ -71,7 +71,10 @@ async def open_memory(args: argparse.Namespace, *, embedding_service: Any = None
     """The connected memory of the command's config (``embedding_service`` replaces the
     configured one); a bad config or store is a :class:`CliError`."""
     try:
-        return await Memory.open(memory_config(args), embedding_service=embedding_service)
+        # A command is one operation on the store: an unreachable store fails it, whatever the
+        # config's on_error says an agent run should do (go on without memory).
+        config = memory_config(args).model_copy(update={"on_error": "raise"})
+        return await Memory.open(config, embedding_service=embedding_service)
     except (InvalidArgumentError, MemoryStoreError) as exc:
         raise CliError(str(exc)) from None
 

@@ -126,9 +126,10 @@ class ExtractionConfig(_Section):
 
 
 class FilesConfig(_Section):
-    """Memory files (the memory tool): on by default."""
+    """Memory files (the memory tool, observations, the playbook): off until configured
+    (``files: {enabled: true}``), as the spec has every part that writes on its own."""
 
-    enabled: bool = True
+    enabled: bool = False
 
 
 class BriefConfig(_Section):
@@ -165,7 +166,7 @@ class ContextConfig(_Section):
     """The context builder: the fields of :class:`~cogitator_memory.context.ContextBuilderConfig`
     the runtime sets (the strategy defaults to ``hybrid`` with embeddings, else ``recent``)."""
 
-    max_tokens: int = Field(default=8000, ge=1)
+    max_tokens: int = Field(default=4000, ge=1)
     strategy: Literal["recent", "relevant", "hybrid"] | None = None
     include_facts: bool = True
     include_semantic_context: bool = True
@@ -191,8 +192,9 @@ class MemoryConfig(_Section):
     ``adapter`` picks the store; ``path`` is the SQLite file; ``connection_string`` the URL of
     PostgreSQL (else ``$DATABASE_URL``), Redis or MongoDB; ``options`` more keyword options of the
     store (``key_prefix``, ``database``, ``schema``...). ``agent_id`` is the agent whose memory
-    the tools and the facade use when a call names none. ``on_error: disable`` turns memory off
-    with a warning when the store cannot be reached, instead of failing the start.
+    the tools and the facade use when a call names none. ``on_error: disable`` (the default, as
+    in the spec: the agent goes on without memory) turns memory off with a warning when the store
+    cannot be reached; ``on_error: raise`` fails the start instead.
     """
 
     adapter: AdapterName = "sqlite"
@@ -212,7 +214,7 @@ class MemoryConfig(_Section):
     brief: BriefConfig = Field(default_factory=BriefConfig)
     observations: ObservationsConfig = Field(default_factory=ObservationsConfig)
     consolidation: ConsolidationConfig = Field(default_factory=ConsolidationConfig)
-    on_error: Literal["raise", "disable"] = "raise"
+    on_error: Literal["raise", "disable"] = "disable"
 
     @field_validator("agent_id")
     @classmethod
@@ -241,7 +243,9 @@ class MemoryConfig(_Section):
         if not self.files.enabled:
             if "observations" in self.model_fields_set:
                 raise _KeyProblem(("observations",), "are kept as memory files: needs files.enabled: true")
-            if self.consolidation.fold_lessons and "consolidation" in self.model_fields_set:
+            # fold_lessons is on by default and simply has nothing to fold into without files;
+            # only asking for it by name, with files off, is a contradiction
+            if self.consolidation.fold_lessons and "fold_lessons" in self.consolidation.model_fields_set:
                 raise _KeyProblem(
                     ("consolidation", "fold_lessons"), "the playbook is a memory file: needs files.enabled: true"
                 )
