@@ -19,7 +19,7 @@ checkout opens it once, which writes the codes: timed), the search the channel m
 
 Run: ``python -m benchmarks.bench_vector_codes [--sizes 10000 100000] [--before COMMIT]``;
 ``--before ''`` loads and measures with this checkout alone (no baseline: for 1,000,000, where
-the code before takes about 40 s a search after a write).
+the code before reloads a 1.5 GB matrix at every search after a write; 3.4 s at 100,000).
 """
 
 from __future__ import annotations
