@@ -452,7 +452,7 @@ class CogitatorStore(BaseStore):
         """Every active item of ``(namespace, key)`` (one, unless a racing process left two)."""
         _, scope = self._scope(namespace)
         flt = {
-            "within": scope,
+            "scope": scope,  # items are kept in exactly their namespace's scope
             "slot": {"subject": ".".join(namespace), "attribute": key},
             "statuses": ["active"],
         }
@@ -585,9 +585,12 @@ class CogitatorStore(BaseStore):
 
     async def _in_scope(self, prefix: tuple[str, ...]) -> list[_Stored]:
         """Every live record under ``prefix`` (read by scope, narrowed here)."""
-        _, scope = self._scope(prefix)
+        user, scope = self._scope(prefix)
+        # Exactly the scope when it is known (no user label, or the prefix names the user), else
+        # every user's under the agent.
+        how = "scope" if self.user_label is None or user is not None else "within"
         items = unwrap(
-            await self._memory.adapter.query_items({"within": scope, "statuses": ["active"]})  # type: ignore[attr-defined]
+            await self._memory.adapter.query_items({how: scope, "statuses": ["active"]})  # type: ignore[attr-defined]
         )
         return self._keep([_Stored(i) for i in items if META_KEY in i.metadata], prefix, None)
 
