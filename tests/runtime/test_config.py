@@ -64,7 +64,6 @@ memory:
         ("memory:\n  compaction:\n    threshold: lots\n", "memory.compaction.threshold", 3, "integer"),
         ("memory:\n  contextBuilder:\n    maxTokenz: 5\n", "memory.contextBuilder.maxTokenz", 3, "unknown key"),
         ("memory:\n  adapter: redis\n  path: /tmp/x.db\n", "memory.path", 3, "SQLite file"),
-        ("memory:\n  compaction: {threshold: 5}\n", "memory.compaction", 2, "needs a model"),
         ("memory:\n  knowledgeGraph: false\n  autoExtract: true\n", "memory.autoExtract", 3, "knowledge_graph"),
         ("memory:\n  embedding: {provider: openai, dims: 3}\n", "memory.embedding.dims", 2, "unknown key"),
         ("memory: [1, 2]\n", "memory", 1, "mapping"),
@@ -173,3 +172,36 @@ async def test_vectors_path_reaches_qdrant_local_mode(tmp_path: Path) -> None:
         async with Memory(both):
             pass
     assert caught.value.key == "memory.vectors.path"
+
+
+SMART_MEMORY_YAML = """
+memory:
+  adapter: memory
+  knowledgeGraph: true
+  autoExtract: true
+  embedding: {provider: none}
+  compaction:
+    threshold: 50
+"""
+
+
+async def test_the_spec_smart_memory_yaml_takes_the_model_the_caller_gives() -> None:
+    from cogitator_memory import Memory
+
+    # The spec runs these parts with "the assistant's LLM": a config asking for them without a
+    # model section is valid, and Memory takes the model as summarize=.
+    config = parse_config(SMART_MEMORY_YAML, source="cogitator.yml")
+    assert config.model is None and config.wanting_model() == "compaction"
+
+    async def assistant_llm(messages: object, options: object) -> str:
+        return "[]"
+
+    async with Memory(config, summarize=assistant_llm) as memory:
+        assert memory.compaction is not None and memory.summarize is assistant_llm
+    # With neither a model section nor summarize=, Memory names the first part that needs one.
+    with pytest.raises(ConfigError) as caught:
+        Memory(config)
+    assert caught.value.key == "memory.compaction" and "summarize=" in str(caught.value)
+    with pytest.raises(ConfigError) as caught:
+        Memory({"adapter": "memory", "extraction": {"mode": "active"}})
+    assert caught.value.key == "memory.extraction"

@@ -226,20 +226,18 @@ class MemoryConfig(_Section):
     @model_validator(mode="after")
     def _consistent(self) -> MemoryConfig:
         if self.path is not None and self.adapter != "sqlite":
-            raise _KeyProblem(("path",), f"is the SQLite file; adapter {self.adapter} takes connection_string")
+            raise _KeyProblem(
+                ("path",),
+                f"is the SQLite file; adapter {self.adapter} takes connection_string and keeps core facts in"
+                " that store too (the spec's SQLite file of core facts is not used): remove path",
+            )
         if self.connection_string is not None and self.adapter in ("sqlite", "memory"):
-            raise _KeyProblem(("connection_string",), f"is not used by adapter {self.adapter}")
+            raise _KeyProblem(
+                ("connection_string",),
+                f"is not used by adapter {self.adapter} (only postgres, redis and mongodb read it): remove it",
+            )
         if self.auto_extract and not self.knowledge_graph:
             raise _KeyProblem(("auto_extract",), "needs knowledge_graph: true")
-        wanting = [
-            name
-            for name, on in (
-                ("compaction", self.compaction is not None),
-                ("extraction", self.extraction.mode != "off"),
-                ("auto_extract", self.auto_extract),
-            )
-            if on
-        ]
         if not self.files.enabled:
             if "observations" in self.model_fields_set:
                 raise _KeyProblem(("observations",), "are kept as memory files: needs files.enabled: true")
@@ -249,9 +247,22 @@ class MemoryConfig(_Section):
                 raise _KeyProblem(
                     ("consolidation", "fold_lessons"), "the playbook is a memory file: needs files.enabled: true"
                 )
-        if wanting and self.model is None:
-            raise _KeyProblem((wanting[0],), "needs a model: add a 'model' section (provider, model)")
         return self
+
+    def wanting_model(self) -> str | None:
+        """The first key whose part asks a model (``compaction``, ``extraction``, ``auto_extract``),
+        ``None`` when none does. The model is the ``model`` section or the ``summarize`` function
+        given to :class:`~cogitator_memory.runtime.Memory` (the spec's "assistant's LLM"), so a
+        config asking for these parts without a ``model`` section is valid, and ``Memory``
+        refuses it only when it gets no ``summarize`` either."""
+        for name, on in (
+            ("compaction", self.compaction is not None),
+            ("extraction", self.extraction.mode != "off"),
+            ("auto_extract", self.auto_extract),
+        ):
+            if on:
+                return name
+        return None
 
     def sqlite_path(self) -> str:
         """The SQLite file of ``adapter: sqlite``: ``path`` (``~`` expanded) or the default."""

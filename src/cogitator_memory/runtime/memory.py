@@ -198,6 +198,11 @@ class Memory:
     ) -> None:
         self.config = coerce_config(config)
         cfg = self.config
+        wanting = cfg.wanting_model() if summarize is None and cfg.model is None else None
+        if wanting is not None:
+            raise ConfigError(
+                f"memory.{wanting}", "needs a model: add a 'model' section (provider, model), or give Memory summarize="
+            )
         self._owned: list[Any] = []  # clients made here, closed by close()
         self.agent_id = cfg.agent_id
         self.embedding_service: Any = embedding_service
