@@ -231,7 +231,7 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
                 "(use vector_backend='auto', or a Python whose sqlite3 has enable_load_extension)"
             )
         try:
-            import sqlite_vec  # type: ignore[import-not-found, unused-ignore]
+            import sqlite_vec  # type: ignore[import-not-found, import-untyped, unused-ignore]
         except ImportError:
             raise StoreUnavailableError("sqlite-vec is not installed: pip install sqlite-vec") from None
         db.enable_load_extension(True)
