@@ -178,15 +178,18 @@ async def test_semantic_recall(store: Any, core: CoreFactsStore) -> None:
     for fact in ("User's dog is named Luna", "User lives in Porto", "User drinks green tea"):
         saved = await _call(tools, "remember", {"fact": fact})
         assert unwrap(await store.get_node(saved["id"])).embedding is not None, "embedded when written"
-    by_meaning = (await _call(tools, "recall", {"query": "the dog named Luna"}))["results"]
-    assert [r["fact"] for r in by_meaning] == ["User's dog is named Luna"]  # no word match: "the"
+    by_meaning = (await _call(tools, "recall", {"query": "the dog called Luna"}))["results"]
+    assert [r["fact"] for r in by_meaning] == ["User's dog is named Luna"]  # no word match: "called"
     assert by_meaning[0]["score"] >= MIN_RECALL_SCORE
     dog = (await _call(tools, "recall", {"query": "dog"}))["results"]
     assert [r["fact"] for r in dog] == ["User's dog is named Luna"]  # by its words; Porto never
     assert "score" not in dog[0]  # its cosine (0.35) is under the floor: found by its words only
     assert (await _call(tools, "recall", {"query": "weather tomorrow"}))["results"] == []
     words_only = create_memory_tools(graph_adapter=store, core_facts=core, agent_id=AGENT)
-    assert (await _call(words_only, "recall", {"query": "the dog named Luna"}))["results"] == []
+    assert (await _call(words_only, "recall", {"query": "the dog called Luna"}))["results"] == []
+    # every content word of a question in some form is a word match, with or without vectors
+    named = (await _call(words_only, "recall", {"query": "the dog named Luna"}))["results"]
+    assert [r["fact"] for r in named] == ["User's dog is named Luna"] and "score" not in named[0]
 
 
 _VECTORS = {  # what the scripted embedding API answers for each text
@@ -404,3 +407,19 @@ def test_create_memory_tools_checks_its_arguments(store: Any) -> None:
         create_memory_tools(graph=store, agent_id=AGENT, core_facts={})  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="recall_limit"):
         create_memory_tools(graph=store, agent_id=AGENT, recall_limit=0)
+
+
+async def test_recall_finds_a_question_s_words_in_other_forms_but_forget_does_not(tools: list[MemoryTool]) -> None:
+    await _call(tools, "remember", {"fact": "Ana has allergies to peanuts"})
+    await _call(tools, "remember", {"fact": "Ana lives in Porto"})
+    asked = await _call(tools, "recall", {"query": "what is Ana allergic to?"})
+    assert [r["fact"] for r in asked["results"]] == ["Ana has allergies to peanuts"]
+    lived = await _call(tools, "recall", {"query": "where does Ana live now?"})
+    assert [r["fact"] for r in lived["results"]] == ["Ana lives in Porto"]
+    # every content word must be there in some form: a word the facts do not hold finds nothing
+    assert (await _call(tools, "recall", {"query": "what is Ana's dog called?"}))["results"] == []
+    assert (await _call(tools, "recall", {"query": "what?"}))["results"] == []
+    # forget matches only the words as written, so a question's other forms delete nothing
+    kept = await _call(tools, "forget", {"query": "allergic"})
+    assert kept["forgotten"] == 0
+    assert len((await _call(tools, "recall", {"query": "allergies"}))["results"]) == 1

@@ -13,6 +13,10 @@ its core facts (:func:`create_memory_tools`).
   matches come the nodes near the query by meaning, each with its cosine as ``score``, and only
   those at :data:`MIN_RECALL_SCORE` or more and at least :data:`RELATIVE_RECALL_SCORE` of the best
   (the rule the recall index's vector channel keeps): an unrelated fact is never given.
+  Between the two, ``recall`` also gives the nodes that hold every content word of a question in
+  another form (:func:`word_matches`: stopwords and question words dropped, words compared by
+  their stems and roots, as the recall index compares them), so "what is Ana allergic to?" finds
+  "Ana has allergies to peanuts". ``forget`` never matches that way.
 * ``forget({query, all?})`` deletes every node matching the query as ``recall`` matches text
   (never by meaning) and lets go of the core facts whose key or value holds its words, in one
   write. An empty query, one of symbols or wildcards only, "everything"-like words, one shorter
@@ -32,10 +36,12 @@ from ..errors import ConflictError, InvalidArgumentError
 from ..facts.core import CoreFacts, check_key, check_value
 from ..graph.base import is_graph_adapter
 from ..graph.records import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, GraphNode
+from ..index.terms import ROOT_LENGTH, recall_terms, word_terms
 from ..items.facts import DEFAULT_CATEGORY, MAX_CATEGORY_CHARS
 from ..items.records import MemoryScope, check_scope
 from ..recall.settings import RetrieverSettings
 from ..result import unwrap
+from ..search.tokenizer import index_terms
 from ..threads import tree
 from .base import MemoryTool
 
@@ -91,6 +97,33 @@ def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
 
 def _words(text: str) -> list[str]:
     return _WORD.findall(text.casefold())
+
+
+#: Words of a question that say what is asked, not what about: left out of :func:`word_matches`.
+QUESTION_WORDS: frozenset[str] = frozenset(
+    {"what", "where", "when", "which", "who", "whom", "whose", "why", "how", "does", "did", "do", "has", "have"}
+    | {"now", "tell", "me", "my", "i"}
+)
+
+
+def content_words(query: str) -> list[str]:
+    """The words of ``query`` that name what it is about: the recall index's words (stopwords
+    dropped) without :data:`QUESTION_WORDS`."""
+    return [w for w in dict.fromkeys(index_terms(query)) if w not in QUESTION_WORDS]
+
+
+def word_matches(words: list[str], text: str) -> bool:
+    """Whether ``text`` holds every one of ``words`` in some form: a word counts when one of its
+    terms (its stem, or its root when long) is among the terms of ``text``."""
+    terms = set(recall_terms(text))
+    return bool(words) and all(terms.intersection(word_terms(w)) for w in words)
+
+
+def _probe(word: str) -> str:
+    """The text an engine's substring filter looks for to find every form of ``word``: its
+    stem's first letters (``allergic`` and ``allergies`` both hold ``aller``)."""
+    stem = word_terms(word)[0]
+    return stem[:ROOT_LENGTH] if len(stem) > ROOT_LENGTH else stem
 
 
 def is_broad(matched: int, stored: int) -> bool:
@@ -230,11 +263,29 @@ class _MemoryToolState:
 
     # ----- recall ------------------------------------------------------------------------------
 
+    async def _word_forms(self, query: str, seen: set[str]) -> list[GraphNode]:
+        """The visible nodes not in ``seen`` holding every content word of ``query`` in some
+        form (:func:`word_matches`), newest first."""
+        words = content_words(query)
+        if not words:
+            return []
+        probe = _probe(max(words, key=len))
+        found = unwrap(
+            await self.graph.query_nodes({"agent_id": self.agent_id, "visible_to": self.scope, "text": probe})
+        )
+        hits = [n for n in found if n.id not in seen and word_matches(words, _hay(n))]
+        hits.sort(key=lambda n: (-n.updated_at.timestamp(), n.id))
+        return hits
+
     async def recall(self, args: dict[str, Any]) -> dict[str, Any]:
         query = " ".join(args["query"].split())
         hits, _ = await self._matching(query)
-        near = await self._near(query) if self.embedding_service is not None else {}
         matched = {n.id for n in hits}
+        if len(hits) < self.recall_limit:
+            forms = await self._word_forms(query, matched)
+            hits.extend(forms)
+            matched.update(n.id for n in forms)
+        near = await self._near(query) if self.embedding_service is not None else {}
         ranked = [*hits, *(node for node, _ in near.values() if node.id not in matched)]
         results = [
             self._result(node, near[node.id][1] if node.id in near else None) for node in ranked[: self.recall_limit]
