@@ -45,6 +45,7 @@ from ..items.records import MAX_ATTRIBUTE_CHARS, MAX_SUBJECT_CHARS, MAX_VALUE_CH
 from ..recall.indexed import nearest
 from ..result import unwrap
 from ..threads import tree
+from ._filters import check_filter, matches, namespace_matches
 
 try:
     from langchain_core.embeddings import Embeddings
@@ -53,7 +54,6 @@ try:
         GetOp,
         Item,
         ListNamespacesOp,
-        MatchCondition,
         Op,
         PutOp,
         Result,
@@ -128,60 +128,6 @@ def _check_ttl(ttl: object) -> TTLConfig | None:
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value <= 0):
             raise InvalidArgumentError(f"ttl.{key}", f"must be a positive number of minutes, got {value!r}")
     return cast(TTLConfig, dict(ttl))
-
-
-def _matches(value: Any, wanted: Any) -> bool:
-    """LangGraph's filter rule: exact (nested) values, or ``$eq $ne $gt $gte $lt $lte``."""
-    if isinstance(wanted, dict):
-        if any(k.startswith("$") for k in wanted):
-            return all(_compare(value, op, arg) for op, arg in wanted.items())
-        return isinstance(value, dict) and all(_matches(value.get(k), v) for k, v in wanted.items())
-    if isinstance(wanted, list | tuple):
-        return (
-            isinstance(value, list | tuple)
-            and len(value) == len(wanted)
-            and all(_matches(a, b) for a, b in zip(value, wanted, strict=True))
-        )
-    return bool(value == wanted)
-
-
-_OPERATORS = frozenset({"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"})
-
-
-def _check_filter(name: str, wanted: Any) -> None:
-    """Refuse an operator LangGraph's filters do not have, wherever it is in ``wanted``."""
-    if isinstance(wanted, dict):
-        for key, value in wanted.items():
-            if isinstance(key, str) and key.startswith("$") and key not in _OPERATORS:
-                raise InvalidArgumentError(name, f"unknown operator {key!r} (use $eq $ne $gt $gte $lt $lte)")
-            _check_filter(name, value)
-    elif isinstance(wanted, list | tuple):
-        for value in wanted:
-            _check_filter(name, value)
-
-
-def _compare(value: Any, op: str, arg: Any) -> bool:
-    if op == "$eq":
-        return bool(value == arg)
-    if op == "$ne":
-        return bool(value != arg)
-    try:
-        left, right = float(value), float(arg)
-    except (TypeError, ValueError):
-        return False
-    return {"$gt": left > right, "$gte": left >= right, "$lt": left < right, "$lte": left <= right}[op]
-
-
-def _ns_matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
-    path = condition.path
-    if len(namespace) < len(path):
-        return False
-    pairs = (
-        zip(namespace, path, strict=False)
-        if condition.match_type == "prefix"
-        else zip(reversed(namespace), reversed(path), strict=False)
-    )
-    return all(p == "*" or n == p for n, p in pairs)
 
 
 class _Stored:
@@ -603,7 +549,7 @@ class CogitatorStore(BaseStore):
                 continue
             if omit and s.expired(now):
                 continue
-            if flt and not all(_matches(s.value.get(k), v) for k, v in flt.items()):
+            if flt and not all(matches(s.value.get(k), v) for k, v in flt.items()):
                 continue
             out.append(s)
         return out
@@ -614,7 +560,7 @@ class CogitatorStore(BaseStore):
             raise InvalidArgumentError("limit", "limit and offset must not be negative")
         if op.filter is not None and not isinstance(op.filter, dict):
             raise InvalidArgumentError("filter", f"must be a dict, got {type(op.filter).__name__}")
-        _check_filter("filter", op.filter)
+        check_filter("filter", op.filter)
         if not (op.query and op.query.strip()):
             found = self._keep(await self._in_scope(prefix), (), op.filter)
             found.sort(key=lambda s: (s.updated_at, s.item.id), reverse=True)
@@ -721,7 +667,7 @@ class CogitatorStore(BaseStore):
                 prefix = tuple(cut)
         names = {s.namespace for s in await self._in_scope(prefix)}
         conditions = op.match_conditions or ()
-        found = [n for n in names if all(_ns_matches(c, n) for c in conditions)]
+        found = [n for n in names if all(namespace_matches(c, n) for c in conditions)]
         if op.max_depth is not None:
             found = [n[: op.max_depth] for n in found]
         return sorted(set(found))[op.offset : op.offset + op.limit]
