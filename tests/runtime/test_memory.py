@@ -277,3 +277,58 @@ async def test_extraction_writes_memory_items_in_the_users_scope(tmp_path: Path,
         assert [(i.value, i.status) for i in found] == [("Braga", status)]
         assert found[0].scope.user_id == "ana"
         assert len(server.requests_to("/v1/chat/completions")) == 1
+
+
+async def test_a_built_context_counts_the_items_it_sends_and_lists_the_memory_files(memory: Memory) -> None:
+    await memory.add([{"role": "user", "content": "I moved to Porto."}], user_id="ana", thread_id="ana-t")
+    scope = {"agent_id": memory.agent_id, "user_id": "ana"}
+    fact = await memory.items.add(
+        {
+            "kind": "fact",
+            "subject": "Ana",
+            "attribute": "city",
+            "value": "lives in Porto",
+            "trust": "system",
+            "scope": scope,
+        }
+    )
+    other = await memory.items.add(
+        {"kind": "fact", "subject": "Bo", "attribute": "city", "value": "lives in Faro", "trust": "system"}
+        | {"scope": {"agent_id": memory.agent_id, "user_id": "bo"}}
+    )
+    made = await memory.memory_file_tool(
+        {"command": "create", "path": "/memories/trip.md", "file_text": "Porto in May"}, user_id="ana"
+    )
+    assert not made.is_error
+    built = await memory.build_context("ana-t", user_id="ana", current_input="Where do I live?", max_tokens=2000)
+    assert any(getattr(f, "item_id", None) == fact.id for f in built.facts)
+    system = built.messages[0].content
+    assert isinstance(system, str) and "/memories/trip.md" in system  # the files, listed once
+    assert system.count("/memories/trip.md") == 1
+    await memory.flush()  # the count is written in the background; flush waits for it
+    read = (await memory.adapter.get_items([fact.id, other.id])).unwrap()  # type: ignore[attr-defined]
+    counted = {item.id: item for item in read}
+    assert counted[fact.id].times_retrieved == 1 and counted[fact.id].last_retrieved_at is not None
+    assert counted[other.id].times_retrieved == 0  # not sent: not counted
+
+
+async def test_memory_file_edits_are_refused_when_the_file_changed_since_the_caller_read_it(memory: Memory) -> None:
+    path = "/memories/notes.md"
+    await memory.memory_file_tool({"command": "create", "path": path, "file_text": "tea\n"}, user_id="ana")
+    seen = await memory.memory_file_tool({"command": "view", "path": path}, user_id="ana")
+    assert "tea" in seen.content
+    assert memory.files is not None  # another writer (another process, the inspector) changes it
+    scope = {"agent_id": memory.agent_id, "user_id": "ana"}
+    await memory.files.run(
+        {"scope": scope}, {"command": "str_replace", "path": path, "old_str": "tea", "new_str": "coffee"}
+    )
+    refused = await memory.memory_file_tool(
+        {"command": "str_replace", "path": path, "old_str": "coffee", "new_str": "water"}, user_id="ana"
+    )
+    assert refused.is_error and "changed since it was read" in refused.content
+    again = await memory.memory_file_tool({"command": "view", "path": path}, user_id="ana")
+    assert "coffee" in again.content
+    done = await memory.memory_file_tool(
+        {"command": "str_replace", "path": path, "old_str": "coffee", "new_str": "water"}, user_id="ana"
+    )
+    assert not done.is_error

@@ -23,6 +23,7 @@ import logging
 import os
 import warnings
 import weakref
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -43,11 +44,11 @@ from ..errors import ConflictError, InvalidArgumentError, MemoryStoreError
 from ..facts.core import CoreFacts
 from ..files.base import is_memory_file_adapter
 from ..files.service import MemoryFiles
-from ..files.tools import ToolAnswer, run_memory_tool
+from ..files.tools import MemoryFileTool, ToolAnswer
 from ..ids import thread_id as new_thread_id
 from ..index.base import is_recall_index
 from ..index.indexer import RecallIndexer
-from ..items.records import MemoryScope, NewMemoryItem
+from ..items.records import MemoryItem, MemoryScope, NewMemoryItem
 from ..items.service import MemoryItems
 from ..models.convert import from_anthropic_messages, from_openai_messages
 from ..recall.query import check_query
@@ -68,6 +69,9 @@ if TYPE_CHECKING:
     from ..compat.mem0 import Mem0Compat
 
 logger = logging.getLogger(__name__)
+
+#: The (agent, user) memory file tools a Memory keeps, the most recently used (see ``_file_tool``).
+FILE_TOOLS_KEPT = 1024
 
 MessageFormat = Literal["openai", "anthropic"]
 #: The Anthropic content blocks OpenAI's messages never hold.
@@ -261,6 +265,10 @@ class Memory:
         self._connected = False
         self._core: dict[tuple[str, str | None], CoreFacts] = {}
         self._tools: dict[tuple[str, str | None], dict[str, Any]] = {}
+        #: The memory file tool of each (agent, user), which remembers what it last showed them.
+        self._file_tools: OrderedDict[tuple[str, str | None], MemoryFileTool] = OrderedDict()
+        #: Counts of items sent to a model (note_retrieved), written in the background.
+        self._background: set[asyncio.Task[None]] = set()
         #: One lock per thread an add is writing to, so that concurrent adds do not interleave.
         self._add_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
@@ -412,6 +420,8 @@ class Memory:
         if not self._connected:
             return
         self._connected = False
+        await self._settle()
+        self._file_tools.clear()
         for facts in self._core.values():
             await facts.close()
         self._core.clear()
@@ -445,6 +455,34 @@ class Memory:
             await self.message_index.flush()
         if self.auto_extractor is not None:
             await self.auto_extractor.flush()
+        await self._settle()
+
+    async def _settle(self) -> None:
+        """Wait for the background counts of items sent to a model."""
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
+
+    def _count_sent(self, built: BuiltContext) -> None:
+        """Count, in the background, the memory items a context sends to a model (its facts and
+        what hybrid recall brought): their ``times_retrieved`` and ``last_retrieved_at``, which
+        rank items sent often a little higher (the spec's retrieval counts). A failed count is
+        logged; the context is sent all the same."""
+        ids = [i for i in (getattr(f, "item_id", None) for f in built.facts) if isinstance(i, str)]
+        if built.recalled is not None:
+            ids.extend(item.id for item in built.recalled.get("items", ()) if isinstance(item, MemoryItem))
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return
+
+        async def count() -> None:
+            try:
+                await self.items.note_retrieved(ids)
+            except Exception as exc:  # a count never fails the build that sent the items
+                logger.warning("could not count %d memory items sent to a model: %s", len(ids), exc)
+
+        task = asyncio.get_running_loop().create_task(count())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def __aenter__(self) -> Self:
         await self.connect()
@@ -738,7 +776,9 @@ class Memory:
         if facts:
             prompt = f"{system_prompt}\n\n" if system_prompt else ""
             prompt += f"{CORE_FACTS_HEADING}:\n{facts}"
-        return await self.context_builder.build(
+        # the memory files of the caller, listed in the system message (the spec's index)
+        listing = await self._file_tool(agent, user).index() if self.files is not None else ""
+        built = await self.context_builder.build(
             tid,
             agent_id=agent,
             user_id=user,
@@ -752,7 +792,10 @@ class Memory:
             time_zone=time_zone,
             brief=brief,
             strategy=strategy,
+            index=listing or None,
         )
+        self._count_sent(built)
+        return built
 
     # ----- facts: the memory tools -------------------------------------------------------------
 
@@ -831,7 +874,7 @@ class Memory:
             if user is not None:
                 scope["user_id"] = user
             made = create_memory_tools(
-                graph=self.graph,
+                graph_adapter=self.graph,
                 agent_id=agent,
                 core_facts=await self.core_facts(user_id=user, agent_id=agent),
                 embedding_service=self.embedding_service,
@@ -856,14 +899,26 @@ class Memory:
         self._require()
         if self.files is None:
             raise MemoryStoreError("memory files are off (files.enabled: false)")
-        agent = self._agent(agent_id)
-        user = tree.check_optional_id("user_id", user_id)
-        scope: dict[str, Any] = {"agent_id": agent}
-        if user is not None:
-            scope["user_id"] = user
-        return await run_memory_tool(
-            self.files, {"scope": scope}, dict(command) if isinstance(command, Mapping) else command
-        )
+        tool = self._file_tool(self._agent(agent_id), tree.check_optional_id("user_id", user_id))
+        return await tool.run(dict(command) if isinstance(command, Mapping) else command)
+
+    def _file_tool(self, agent: str, user: str | None) -> MemoryFileTool:
+        """The memory file tool of ``{agent, user}``: it sends the checksum of the version it last
+        showed them with every change, so an edit of a file another writer changed since is
+        refused (the most recent :data:`FILE_TOOLS_KEPT` callers are remembered)."""
+        assert self.files is not None
+        key = (agent, user)
+        tool = self._file_tools.get(key)
+        if tool is None:
+            scope: dict[str, Any] = {"agent_id": agent}
+            if user is not None:
+                scope["user_id"] = user
+            tool = self._file_tools[key] = MemoryFileTool(self.files, {"scope": scope})
+            while len(self._file_tools) > FILE_TOOLS_KEPT:
+                self._file_tools.popitem(last=False)
+        else:
+            self._file_tools.move_to_end(key)
+        return tool
 
     # ----- between runs: brief, observations, consolidation ------------------------------------
 

@@ -14,7 +14,8 @@ Every tool reads the one memory: what ``save_conversation`` and ``remember`` wri
 tool of a server keeps the SHA-256 of each file as it last showed or wrote it (a
 :class:`~cogitator_memory.files.tools.MemoryFileTool`), so an edit of a file another writer
 changed since is refused (the protocol's calls carry no session to tell a server's clients apart
-by: they share it); ``build_context`` lists the memory files in the system message.
+by: they share it); ``build_context`` lists the memory files in the system message, as
+:meth:`Memory.build_context <cogitator_memory.runtime.Memory.build_context>` does for every caller.
 
 A server serves one user: the one it was started for (``user_id``; none is the shared memory). A
 call naming another ``user_id``, or a ``thread_id`` of another user's thread, is refused, and
@@ -291,11 +292,7 @@ def create_server(
         memory recalls for current_input."""
         scope = who(user_id)
         await check_thread(thread_id, scope["user_id"])
-        pins = list(pinned or [])
-        if memory.files is not None:
-            listing = await _guard(file_tool().index())
-            if listing:
-                pins.append(listing)
+        pins = list(pinned or [])  # Memory.build_context lists the memory files itself
         built = await _guard(
             memory.build_context(
                 thread_id,
