@@ -110,11 +110,11 @@ async def sweep_items(
     for item in found:
         if item.id in purged:
             gone.items.add(item.id)
-            gone.sources.update(_sources_of(item))
-            gone.entities.update(_entities_of(item))
+            gone.sources.update(sources_of(item))
+            gone.entities.update(entities_of(item))
 
 
-def _sources_of(item: MemoryItem) -> set[str]:
+def sources_of(item: MemoryItem) -> set[str]:
     """The source ids an item's vectors may carry: its id, and a fact's own id."""
     out = {item.id}
     held = fact_fields(item)
@@ -123,7 +123,8 @@ def _sources_of(item: MemoryItem) -> set[str]:
     return out
 
 
-def _entities_of(item: MemoryItem) -> set[str]:
+def entities_of(item: MemoryItem) -> set[str]:
+    """The entities (graph nodes) an item is about."""
     out = set(item.related_entity_ids or ())
     if item.entity_id:
         out.add(item.entity_id)
@@ -140,8 +141,8 @@ async def purge_scope(adapter: Any, scope: MemoryScope, counts: CascadeCounts, g
     for item in found:
         _count_item(counts, item, True)
         gone.items.add(item.id)
-        gone.sources.update(_sources_of(item))
-        gone.entities.update(_entities_of(item))
+        gone.sources.update(sources_of(item))
+        gone.entities.update(entities_of(item))
 
 
 # --- graph -------------------------------------------------------------------------------------
@@ -157,7 +158,7 @@ async def sweep_graph(
     for agent in agents:
         if indexed:  # only what quotes the entries, and the edges of the nodes that go
             nodes, edges = unwrap(await graph.find_by_evidence(agent, sorted(wanted)))
-            doomed_nodes = {n.id for n in nodes if _goes(n, wanted, user_id)}
+            doomed_nodes = {n.id for n in nodes if goes_with(n, wanted, user_id)}
             seen = {e.id for e in edges}
             for chunk in chunks(sorted(doomed_nodes)):
                 touching = unwrap(await graph.query_edges({"agent_id": agent, "node_ids": chunk}))
@@ -166,9 +167,9 @@ async def sweep_graph(
         else:
             edges = unwrap(await graph.query_edges({"agent_id": agent}))
             nodes = unwrap(await graph.query_nodes({"agent_id": agent}))
-            doomed_nodes = {n.id for n in nodes if _goes(n, wanted, user_id)}
+            doomed_nodes = {n.id for n in nodes if goes_with(n, wanted, user_id)}
         for edge in edges:
-            if _goes(edge, wanted, user_id) or edge.source_id in doomed_nodes or edge.target_id in doomed_nodes:
+            if goes_with(edge, wanted, user_id) or edge.source_id in doomed_nodes or edge.target_id in doomed_nodes:
                 if unwrap(await graph.delete_edge(edge.id)):
                     counts.graph.edges += 1
             elif names_any(edge.evidence, wanted):
@@ -185,7 +186,9 @@ async def sweep_graph(
                 counts.graph.trimmed += 1
 
 
-def _goes(record: Any, wanted: frozenset[str], user_id: str | None) -> bool:
+def goes_with(record: Any, wanted: frozenset[str], user_id: str | None) -> bool:
+    """Whether a graph record goes with a forget: it is ``user_id``'s, or every quote it stands
+    on is of an entry in ``wanted``."""
     if user_id is not None and (record.scope.user_id == user_id or record.metadata.get("user_id") == user_id):
         return True
     return stands_only_on(record.evidence, wanted)

@@ -21,12 +21,21 @@ from typing import Any
 from ..facts.core import core_key
 from ..files.paths import OBSERVATIONS_DIRECTORY, PLAYBOOK_DRAFT_PATH, PLAYBOOK_PATH
 from ..files.records import MemoryFileVersion
-from ..items.facts import fact_fields, is_fact_item
+from ..items.facts import is_fact_item
 from ..items.records import MemoryItem, MemoryScope
 from ..result import unwrap
 from ..threads import tree
 from ..threads.records import MEMORY_AGENTS_KEY, Thread
-from .derived import chunks, items_on_entries, named_items, names_any, stands_only_on
+from .derived import (
+    chunks,
+    entities_of,
+    goes_with,
+    items_on_entries,
+    named_items,
+    names_any,
+    sources_of,
+    stands_only_on,
+)
 from .entries import follow_forks, listed_ids, summaries_over, thread_entries
 from .service import CORE_AGENT, MemoryCascade
 from .users import find_user_threads
@@ -130,21 +139,6 @@ def _item_row(item: MemoryItem, action: str) -> dict[str, Any]:
     return row
 
 
-def _sources_of(item: MemoryItem) -> set[str]:
-    out = {item.id}
-    held = fact_fields(item)
-    if held is not None and isinstance(held.get("id"), str):
-        out.add(held["id"])
-    return out
-
-
-def _entities_of(item: MemoryItem) -> set[str]:
-    out = set(item.related_entity_ids or ())
-    if item.entity_id:
-        out.add(item.entity_id)
-    return out
-
-
 async def _items(cascade: MemoryCascade, found: _Found) -> tuple[dict[str, MemoryItem], dict[str, MemoryItem]]:
     """The items that would be purged and those that would lose quotes (by id)."""
     purged: dict[str, MemoryItem] = {}
@@ -165,12 +159,6 @@ async def _items(cascade: MemoryCascade, found: _Found) -> tuple[dict[str, Memor
     return purged, trimmed
 
 
-def _goes(record: Any, gone: frozenset[str], user_id: str | None) -> bool:
-    if user_id is not None and (record.scope.user_id == user_id or record.metadata.get("user_id") == user_id):
-        return True
-    return stands_only_on(record.evidence, gone)
-
-
 async def _graph(graph: Any, found: _Found) -> tuple[list[Any], list[Any], int]:
     """The graph nodes and edges that would go, and how many would lose quotes."""
     if graph is None:
@@ -186,7 +174,7 @@ async def _graph(graph: Any, found: _Found) -> tuple[list[Any], list[Any], int]:
     for agent in found.agents:
         if indexed:
             nodes, edges = unwrap(await graph.find_by_evidence(agent, sorted(gone)))
-            doomed = {n.id for n in nodes if _goes(n, gone, None)}
+            doomed = {n.id for n in nodes if goes_with(n, gone, None)}
             seen = {e.id for e in edges}
             for part in chunks(sorted(doomed)):
                 touching = unwrap(await graph.query_edges({"agent_id": agent, "node_ids": part}))
@@ -195,9 +183,9 @@ async def _graph(graph: Any, found: _Found) -> tuple[list[Any], list[Any], int]:
         else:
             nodes = unwrap(await graph.query_nodes({"agent_id": agent}))
             edges = unwrap(await graph.query_edges({"agent_id": agent}))
-            doomed = {n.id for n in nodes if _goes(n, gone, found.user_id)}
+            doomed = {n.id for n in nodes if goes_with(n, gone, found.user_id)}
         for edge in edges:
-            if _goes(edge, gone, found.user_id) or edge.source_id in doomed or edge.target_id in doomed:
+            if goes_with(edge, gone, found.user_id) or edge.source_id in doomed or edge.target_id in doomed:
                 edges_out.append(edge)
             elif names_any(edge.evidence, gone):
                 trimmed += 1
@@ -215,7 +203,7 @@ async def _entities(
     """The graph nodes an item that goes was about, when no item left would be about them."""
     if cascade.graph is None or cascade.items is None:
         return []
-    wanted = sorted({e for item in purged.values() for e in _entities_of(item)} - doomed)
+    wanted = sorted({e for item in purged.values() for e in entities_of(item)} - doomed)
     out: list[Any] = []
     for entity_id in wanted:
         about = False
@@ -315,7 +303,7 @@ async def forget_plan(
     entities = await _entities(cascade, found, purged, {n.id for n in nodes})
     sources = set(found.entry_ids | found.summaries)
     for item in purged.values():
-        sources.update(_sources_of(item))
+        sources.update(sources_of(item))
     vectors = await _vectors(cascade.embeddings, sources)
     versions, files = await _files(cascade, found, set(purged))
     rows = [_item_row(i, "delete") for i in purged.values()] + [_item_row(i, "trim") for i in trimmed.values()]
