@@ -251,3 +251,8 @@ async def test_m010_recall_terms_text_keeps_every_record_searchable(pg_url: str,
         async with await connect(pg_url) as conn:
             cur = await conn.execute(f"SELECT count(*) FROM {s}.recall_terms")
             assert await cur.fetchone() == (0,), "the record's postings went with it"
+            # a schema whose record of m010 was lost runs it again, changing nothing
+            await conn.execute(f"DELETE FROM {s}.cogitator_schema_migrations WHERE version = 10")
+    async with PostgresAdapter(url=pg_url, schema=schema) as memory:
+        unwrap(await memory.index_recall_records([record]))
+        assert [c.record.id for c in unwrap(await memory.recall_keyword("peanut"))] == ["turn:e1"]

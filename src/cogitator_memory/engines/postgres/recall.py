@@ -89,8 +89,13 @@ RECALL_TABLES: tuple[str, ...] = (
 #: instead of a ``text[]``. Reading the candidates' terms back was most of a keyword search at
 #: 100,000 turns: 400 records of some 300 terms each, each array detoasted and written out
 #: element by element (``array_to_string``) took 49-63 ms of a 59 ms statement, one text 24-27 ms.
+#: It may run again on a table converted already (a schema whose migration record was lost).
 RECALL_TERMS_TEXT: tuple[str, ...] = (
-    'ALTER TABLE {s}.recall_records ALTER COLUMN terms TYPE text COLLATE "C" USING array_to_string(terms, chr(31))',
+    "DO $m010$ BEGIN"
+    " IF (SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
+    " WHERE attrelid = '{s}.recall_records'::regclass AND attname = 'terms') = 'text[]' THEN"
+    ' ALTER TABLE {s}.recall_records ALTER COLUMN terms TYPE text COLLATE "C" USING array_to_string(terms, chr(31));'
+    " END IF; END $m010$",
 )
 
 #: The fields of a record kept in its JSON body (the others are columns).
