@@ -20,7 +20,8 @@ CONFIG = {"adapter": "memory", "embedding": {"provider": "none"}}
 #: Memory's coroutines without a twin: open and close have their own sync forms; core_facts
 #: hands out the async CoreFacts store (SyncMemory reads facts with facts(), sets them with
 #: remember(core_fact_key=)).
-NO_TWIN = {"open", "close", "core_facts"}
+#: after_write is a hook for writers on the memory's own loop (SyncMemory.run runs such code).
+NO_TWIN = {"open", "close", "core_facts", "after_write"}
 
 
 def test_every_async_method_of_memory_has_its_twin() -> None:

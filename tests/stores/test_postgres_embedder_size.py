@@ -84,8 +84,7 @@ def test_an_embedder_of_another_size_than_the_table_fails_at_connect(pg_url: str
         pg_url,
         schema,
         embedding={"provider": "hashing", "dimensions": 256},
-        on_error="raise",  # a store that cannot be used raises at connect instead of turning memory off
-    )
+    )  # the default on_error (disable) turns memory off only for a store it cannot reach
 
     async def connect() -> None:
         memory = Memory(str(config))
@@ -99,4 +98,5 @@ def test_an_embedder_of_another_size_than_the_table_fails_at_connect(pg_url: str
     message = str(caught.value)
     assert "384 dimensions" in message and "vectors of 256" in message, message
     assert "configure an embedding model of 384" in message and f'DROP TABLE "{schema}".embeddings' in message
+    assert getattr(caught.value, "key", None) == "memory.embedding"  # a config to fix, not "memory off"
     assert _table(pg_url, schema) == "vector(384)", "the refused connect changed the table"

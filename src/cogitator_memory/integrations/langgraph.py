@@ -307,7 +307,7 @@ class CogitatorStore(BaseStore):
         """Run ``ops`` and wait (see the class docs for the threads it may be called from)."""
         ops = list(ops)
         if self._sync is not None:
-            return self._sync._loop.run(self._abatch(ops))
+            return self._sync.run(self._abatch(ops))
         loop = self._loop
         try:
             running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
@@ -330,7 +330,7 @@ class CogitatorStore(BaseStore):
         ops = list(ops)
         if self._sync is not None:
             sync = self._sync
-            return await asyncio.to_thread(sync._loop.run, self._abatch(ops))
+            return await asyncio.to_thread(sync.run, self._abatch(ops))
         running = asyncio.get_running_loop()
         if self._loop is None or self._loop.is_closed():
             self._loop = running
@@ -692,7 +692,7 @@ class CogitatorStore(BaseStore):
 
     def _on_loop(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
         if self._sync is not None:
-            return self._sync._loop.run(coroutine)
+            return self._sync.run(coroutine)
         return coroutine
 
     async def _sweep(self) -> int:

@@ -182,11 +182,7 @@ class CogitatorSession(SessionABC):
 
     def _lock(self) -> asyncio.Lock:
         """The memory's lock of this thread: adds of ``Memory.add`` and of sessions take turns."""
-        locks = self.memory._add_locks
-        lock = locks.get(self.session_id)
-        if lock is None:
-            lock = locks[self.session_id] = asyncio.Lock()
-        return lock
+        return self.memory.thread_lock(self.session_id)
 
     async def _path(self) -> list[MemoryEntry]:
         adapter: Any = self.memory.adapter
@@ -239,7 +235,7 @@ class CogitatorSession(SessionABC):
                 raise
         if memory.indexer is not None:
             await memory.indexer.flush()
-        await memory._after_add(self.session_id, written, self.agent_id, self.user_id)
+        await memory.after_write(self.session_id, written, agent_id=self.agent_id, user_id=self.user_id)
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Take the newest item out of the session (with what was derived from it) and return it."""

@@ -341,6 +341,11 @@ class Memory:
             return
         cfg = self.config
         opened = await self.adapter.connect()
+        if not opened.success and opened.error_type is not None and issubclass(opened.error_type, InvalidArgumentError):
+            # the store answered and refused what it was given (vectors of another size than its
+            # table...): a config to fix, never "memory off" whatever on_error says
+            key = "memory.embedding" if "dimension" in (opened.error or "") else store_key(cfg)
+            raise ConfigError(key, opened.error or "the store refused its settings")
         if not opened.success:
             problem = f"cannot reach the {cfg.adapter} store: {opened.error}"
             if cfg.on_error == "disable":
@@ -557,10 +562,7 @@ class Memory:
             new = from_openai_messages(messages, thread_id=tid)
         if not self.enabled:
             return AddResult(thread_id=tid)
-        lock = self._add_locks.get(tid)
-        if lock is None:
-            lock = self._add_locks[tid] = asyncio.Lock()
-        async with lock:
+        async with self.thread_lock(tid):
             existing = unwrap(await self.adapter.get_thread(tid))
             if existing is not None:
                 owner = (existing.metadata or {}).get("user_id")
@@ -592,7 +594,7 @@ class Memory:
                 raise
         if self.indexer is not None:  # the turns are in the recall index before add returns
             await self.indexer.flush()
-        errors = await self._after_add(tid, written, agent, user)
+        errors = await self.after_write(tid, written, agent_id=agent, user_id=user)
         return AddResult(thread_id=tid, entries=written, errors=errors)
 
     async def _indexed(self, tid: str, entries: list[MemoryEntry]) -> None:
@@ -644,9 +646,21 @@ class Memory:
             raise
         return written
 
-    async def _after_add(self, tid: str, written: list[MemoryEntry], agent: str, user: str | None) -> list[AddError]:
-        """Compact the thread and extract memory items from ``written``, as the config asks; a
-        step that fails is logged and returned, never raised (the turns are stored)."""
+    def thread_lock(self, thread_id: str) -> asyncio.Lock:
+        """The lock :meth:`add` holds while it writes to ``thread_id``: a writer of its own (an
+        integration's session) takes it too, so its turns and an add's do not interleave."""
+        lock = self._add_locks.get(thread_id)
+        if lock is None:
+            lock = self._add_locks[thread_id] = asyncio.Lock()
+        return lock
+
+    async def after_write(
+        self, thread_id: str, written: list[MemoryEntry], *, agent_id: str, user_id: str | None
+    ) -> list[AddError]:
+        """What :meth:`add` does once its turns are stored, for a writer of its own: compact the
+        thread and extract memory items from ``written``, as the config asks. A step that fails
+        is logged and returned, never raised (the turns are stored)."""
+        tid, agent, user = thread_id, agent_id, user_id
         cfg = self.config
         errors: list[AddError] = []
         if self.compaction is not None and cfg.compaction is not None:

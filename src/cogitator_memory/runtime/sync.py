@@ -315,6 +315,11 @@ class SyncMemory:
     ) -> None:
         self.close()
 
+    def run(self, coroutine: Coroutine[Any, Any, R]) -> R:
+        """Run a coroutine of :attr:`memory` (or one using it) on the memory's loop and return
+        its result: for code of your own, and the integrations, that call more than one method."""
+        return self._loop.run(coroutine)
+
     @property
     def enabled(self) -> bool:
         """False when the store could not be reached and the config said ``on_error: disable``."""
