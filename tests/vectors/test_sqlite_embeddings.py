@@ -127,7 +127,7 @@ async def test_a_warm_search_is_three_statements(tmp_path: Path) -> None:
         finally:
             store.connection.set_trace_callback(None)
         assert len(statements) == 6, statements
-        assert not [sql for sql in statements if 'embedding_codes' in sql], statements
+        assert not [sql for sql in statements if "embedding_codes" in sql], statements
         assert warm == cold
         assert [h.model_copy(update={"vector": []}) for h in warm] == bare
 
