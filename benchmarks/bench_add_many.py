@@ -18,6 +18,7 @@ PostgreSQL (``COGMEM_TEST_POSTGRES_URL``), Redis (``COGMEM_TEST_REDIS_URL``) and
 (``COGMEM_TEST_MONGODB_URL``) the raw side writes the item rows, hashes and index entries, or
 documents only (the raw writers of ``bench_items_postgres``, ``bench_redis_items`` and
 ``bench_mongodb_items``). Target: ``add_many`` at least 0.5 of the raw insert's items/s.
+``COGMEM_BENCH_ADD_MANY_STORES`` (``sqlite,postgresql,redis,mongodb``) measures only those stores.
 """
 
 from __future__ import annotations
@@ -353,14 +354,17 @@ def _row(store: str, what: str, rate: float, raw_rate: float, raw_name: str, rou
 
 async def run(quick: bool) -> list[Row]:
     rounds = 5 if quick else 20
+    # COGMEM_BENCH_ADD_MANY_STORES=sqlite,postgres measures only those (default: every store)
+    chosen = {s.strip().casefold() for s in os.environ.get("COGMEM_BENCH_ADD_MANY_STORES", "").split(",") if s.strip()}
+    others = {k: v for k, v in STORES.items() if not chosen or k.casefold() in chosen}
     rows: list[Row] = []
     for supersede in (False, True):
         what = "each superseding its slot's value" if supersede else "each in a new slot"
-        for full in (False, True):
+        for full in (False, True) if not chosen or "sqlite" in chosen else ():
             rate, raw_rate = await _measure(_sqlite(full), rounds, supersede)
             raw_name = _RAW_NAMES["full" if full else "items"].format(driver="sqlite3 executemany", n=BATCH)
             rows.append(_row("SQLite", what, rate, raw_rate, raw_name, rounds))
-        for store, (driver, opened) in STORES.items():
+        for store, (driver, opened) in others.items():
             rate, raw_rate = await _measure(opened(), max(2, rounds // 2), supersede)
             raw_name = _RAW_NAMES["items"].format(driver=driver, n=BATCH)
             rows.append(_row(store, what, rate, raw_rate, raw_name, max(2, rounds // 2)))

@@ -32,6 +32,7 @@ never keeps an object it was handed.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Sequence
@@ -241,8 +242,9 @@ class MemoryItemStoreMixin(FactStoreMixin, ABC):
                 try:
                     await self._add_items(adds)  # an id another writer took fails here, unindexed
                 except Exception:
-                    if updates:
-                        await self._update_items(undo())
+                    if updates:  # set back at once; the add's failure is the one raised
+                        with contextlib.suppress(Exception):
+                            await self._update_items(undo())
                     raise
             written = [*updated, *adds]
             if written:

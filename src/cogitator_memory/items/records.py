@@ -444,13 +444,15 @@ class ItemUpdate(Record):
     def apply(self, item: MemoryItem) -> MemoryItem:
         """``item`` with the changes made and its version moved on (a new object).
 
-        Raises :class:`ValueError` when the result is not a valid item."""
+        Raises :class:`ValueError` when the result is not a valid item. The fields are not checked
+        one by one again (:data:`TRUSTED`): the item's were checked when it was written, the
+        changes' when this update was made; their types and ranges are."""
         data = item.model_dump()
         for name, value in self.changes().items():
             data[name] = value.model_dump() if isinstance(value, Record) else value
         data["evidence"] = [e.model_dump() if isinstance(e, Record) else e for e in data.get("evidence") or []]
         data["version"] = item.version + 1
-        return MemoryItem.model_validate(data)
+        return MemoryItem.model_validate(data, context=TRUSTED)
 
 
 class MemoryItemFilter(Record):
