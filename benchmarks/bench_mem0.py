@@ -13,9 +13,18 @@ same model. Ours: :class:`~cogitator_memory.runtime.Memory` on the SQLite defaul
 characters, deduplicated, in order (70,854 lines, 126 characters on average: memory-sized), the
 first N for N memories, one user. Queries: the BEAM probing questions.
 
-**Figures**, per size, each side measured alone but taking turns with the other (the machine
-is shared: a load that comes and goes falls on both), in this process, both warm (the model
-embeds before any timing and each side answers a few searches first):
+**Seeded load** (``--seeded-load``, what the 100,000 run uses): the memories are embedded
+while loading by :class:`LoadEmbedder` in its seeded mode, a fast deterministic unit vector per
+text (``bench_recall_index``'s ``SeededEmbedder``), on BOTH sides; the queries (and the last
+memory searched for) are embedded by the local MiniLM model on both sides. Loading 100,000
+memories through the model would take most of an hour per side on this machine, and the
+embedding is the same work on both sides; what is compared is the stores' writes and searches.
+The output says which load was used.
+
+**Figures**, per size, both warm (the model embeds before any timing and each side answers a
+few searches first). The adds take turns with the other side (the machine is shared: a load
+that comes and goes falls on both); the searches and ``get_all`` calls of each side run alone,
+in a loop of their own, one side after the other:
 
 * *add until searchable*: the first N - 200 memories by ``add(messages, user_id=,
   infer=False)`` calls of 20 messages (a conversation's worth; each message is a memory), the
@@ -29,13 +38,14 @@ embeds before any timing and each side answers a few searches first):
 
 Target (issue 32): ours at least 3x faster than mem0 at 100,000 memories on add-until-searchable
 and search p50. Run: ``python -m benchmarks --only mem0`` (``--quick``: 500 and 2,000) or
-``python -m benchmarks.bench_mem0 --sizes 2000 10000``.
+``python -m benchmarks.bench_mem0 --sizes 2000 10000 [--seeded-load]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import os
 import shutil
 import tempfile
@@ -91,21 +101,65 @@ def questions() -> list[str]:
     return [q.question for chat in load_chats() for q in chat.questions]
 
 
+def seeded_vectors(texts: Sequence[str], dimensions: int) -> list[list[float]]:
+    """A deterministic unit vector per text, seeded by its hash (``bench_recall_index``'s
+    ``SeededEmbedder``): the fast embedder of a seeded load."""
+    import numpy as np
+
+    out = []
+    for text in texts:
+        seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+        vector = np.random.default_rng(seed).standard_normal(dimensions).astype(np.float32)
+        out.append((vector / np.linalg.norm(vector)).tolist())
+    return out
+
+
+def load_embedder_class() -> Any:
+    """:class:`LoadEmbedder`, made when first asked (the package is imported lazily)."""
+    from cogitator_memory.embeddings.base import BaseEmbeddingService
+
+    class LoadEmbedder(BaseEmbeddingService):
+        """The local MiniLM model, or while ``seeded`` is set, :func:`seeded_vectors` (the
+        seeded load); both sides embed through one of these."""
+
+        provider = "local"
+
+        def __init__(self, model: Any) -> None:
+            super().__init__(dimensions=model.dimensions, batch_size=256)
+            self.model_service = model
+            self.model = model.model
+            self.seeded = False
+
+        def vectors(self, texts: Sequence[str]) -> list[list[float]]:
+            """The vectors of ``texts`` in the calling thread (mem0's side)."""
+            if self.seeded:
+                return seeded_vectors(texts, self.dimensions)
+            vectors: list[list[float]] = self.model_service._encode(list(texts))
+            return vectors
+
+        async def _embed_chunk(self, texts: list[str]) -> list[list[float]]:
+            if self.seeded:
+                return seeded_vectors(texts, self.dimensions)
+            vectors: list[list[float]] = await self.model_service._embed_chunk(texts)
+            return vectors
+
+    return LoadEmbedder
+
+
 class MiniLMEmbedder:
-    """mem0's embedder interface (``embed(text, memory_action)``, ``embed_batch``) over our
-    :class:`~cogitator_memory.embeddings.LocalEmbeddingService`, run in the calling thread."""
+    """mem0's embedder interface (``embed(text, memory_action)``, ``embed_batch``) over the
+    ``LoadEmbedder`` our side uses (the local MiniLM model, or the seeded vectors while loading),
+    run in the calling thread."""
 
     def __init__(self, service: Any) -> None:
         self.service = service
         self.config = type("Config", (), {"embedding_dims": service.dimensions, "model": service.model})()
 
     def embed(self, text: str, memory_action: str | None = None) -> list[float]:
-        vector: list[float] = self.service._encode([text])[0]
-        return vector
+        return self.service.vectors([text])[0]  # type: ignore[no-any-return]
 
     def embed_batch(self, texts: Sequence[str], memory_action: str = "add") -> list[list[float]]:
-        vectors: list[list[float]] = self.service._encode(list(texts))
-        return vectors
+        return self.service.vectors(list(texts))  # type: ignore[no-any-return]
 
 
 def make_mem0(folder: Path, service: Any) -> Any:
@@ -204,10 +258,13 @@ async def _until_searchable(side: Side, text: str, wanted: str) -> tuple[float, 
     return time.perf_counter() - at, False
 
 
-async def measure_size(folder: Path, service: Any, texts: list[str], queries: list[str]) -> dict[str, dict[str, Any]]:
+async def measure_size(
+    folder: Path, service: Any, texts: list[str], queries: list[str], *, seeded: bool = False
+) -> dict[str, dict[str, Any]]:
     """Both sides' figures at one size. The machine is shared, so the sides take turns (never
-    at once): the adds in chunks of :data:`CHUNK`, one side's chunk then the other's; each
-    query and each ``get_all`` one side then the other."""
+    at once): the adds in chunks of :data:`CHUNK`, one side's chunk then the other's; then each
+    side's searches and ``get_all`` calls in a loop of its own. With ``seeded`` the memories are
+    embedded by the seeded vectors (``service.seeded``), the queries by the model."""
     sides: dict[str, Side] = {"mem0": Mem0Side(folder / "mem0", service), "ours": OursSide(folder, service)}
     ours = sides["ours"]
     assert isinstance(ours, OursSide)
@@ -221,6 +278,7 @@ async def measure_size(folder: Path, service: Any, texts: list[str], queries: li
             for side in sides.values():
                 await side.search(query)
         last: dict[str, str] = {}
+        service.seeded = seeded
         for start in range(0, len(bulk), CHUNK):
             for name, side in sides.items():
                 at = time.perf_counter()
@@ -233,20 +291,19 @@ async def measure_size(folder: Path, service: Any, texts: list[str], queries: li
                 for text in single[start : start + PER_CALL]:
                     last[name] = await side.add([text])
                 out[name]["single_seconds"] += time.perf_counter() - at
+        service.seeded = False  # the queries are embedded by the model
         for name, side in sides.items():
             waited, found = await _until_searchable(side, texts[-1], last[name])
             out[name]["add_seconds"] += waited
             out[name]["single_seconds"] += waited
             out[name]["searchable"] = found
-        for query in queries[:WARM_QUERIES]:
-            for side in sides.values():
+        for name, side in sides.items():  # each side alone in its loop, warm
+            for query in queries[:WARM_QUERIES]:
                 await side.search(query)
-        for query in queries[:QUERIES]:
-            for name, side in sides.items():
+            for query in queries[:QUERIES]:
                 took, _ = await _timed(side.search(query))
                 out[name]["search"].append(took)
-        for _ in range(GET_ALL_ROUNDS):
-            for name, side in sides.items():
+            for _ in range(GET_ALL_ROUNDS):
                 took, page = await _timed(side.get_all())
                 assert len(page) == min(100, len(texts)), (name, len(page))
                 out[name]["get_all"].append(took)
@@ -256,9 +313,9 @@ async def measure_size(folder: Path, service: Any, texts: list[str], queries: li
     return out
 
 
-def rows_for(size: int, mem0: dict[str, Any], ours: dict[str, Any]) -> list[Row]:
+def rows_for(size: int, mem0: dict[str, Any], ours: dict[str, Any], *, seeded: bool = False) -> list[Row]:
     """The rows of one size: ours beside mem0 (the baseline)."""
-    group = f"mem0 {size:,}"
+    group = f"mem0 {size:,}" + (" (seeded load)" if seeded else "")
     out: list[Row] = []
     bulk = size - SINGLES
     ours_rate, mem0_rate = bulk / ours["add_seconds"], bulk / mem0["add_seconds"]
@@ -303,22 +360,24 @@ def rows_for(size: int, mem0: dict[str, Any], ours: dict[str, Any]) -> list[Row]
     return out
 
 
-async def measure(sizes: Sequence[int]) -> list[Row]:
-    """Both sides at each size, in fresh folders."""
+async def measure(sizes: Sequence[int], *, seeded: bool = False) -> list[Row]:
+    """Both sides at each size, in fresh folders (``seeded``: a seeded load, see the module docs)."""
     from cogitator_memory.embeddings import LocalEmbeddingService
 
-    service = LocalEmbeddingService()
+    service = load_embedder_class()(LocalEmbeddingService())
     await service.embed_batch(["load the model before any timing"])
+    load = "seeded vectors on both sides" if seeded else "the MiniLM model on both sides"
+    print(f"[mem0] memories embedded while loading by {load}; queries by the MiniLM model on both sides")
     queries = questions()
     rows: list[Row] = []
     for size in sizes:
         texts = memory_texts(size)
         folder = Path(tempfile.mkdtemp(prefix=f"bench-mem0-{size}-"))
         try:
-            measured = await measure_size(folder, service, texts, queries)
+            measured = await measure_size(folder, service, texts, queries, seeded=seeded)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
-        made = rows_for(size, measured["mem0"], measured["ours"])
+        made = rows_for(size, measured["mem0"], measured["ours"], seeded=seeded)
         for row in made:
             ratio = f"{row.ratio:.2f}x" if row.ratio is not None else "-"
             print(
@@ -336,8 +395,11 @@ async def run(quick: bool) -> list[Row]:
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_mem0")
     parser.add_argument("--sizes", nargs="*", type=int, default=list(SIZES))
+    parser.add_argument(
+        "--seeded-load", action="store_true", help="embed the memories loaded by seeded vectors on both sides"
+    )
     args = parser.parse_args()
-    asyncio.run(measure(args.sizes))
+    asyncio.run(measure(args.sizes, seeded=args.seeded_load))
 
 
 if __name__ == "__main__":

@@ -188,3 +188,52 @@ def test_cli_forget_leaves_waiting_entries_to_a_process_that_embeds(
     assert main(["forget", "user", "ana", "--db", str(db)]) == 0
     assert asyncio.run(waiting()) == []
     capsys.readouterr()
+
+
+def test_after_a_failure_searches_skip_the_service_until_the_cool_down_ends(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first search that finds the service dead waits for it (its timeouts and retries);
+    those after it, within ``EMBEDDING_COOLDOWN`` seconds, do not ask it at all and answer by
+    keywords at once, with a warning; the first one after the cool-down asks it again."""
+    from cogitator_memory.runtime import search
+
+    monkeypatch.setattr(search, "EMBEDDING_COOLDOWN", 2.0)  # the setting, shortened for the test
+    caplog.set_level(logging.WARNING, logger="cogitator_memory")
+    path = "/v1/embeddings"
+
+    async def run() -> None:
+        with ScriptedServer() as server:
+            _up(server)
+            async with Memory(_config(server, tmp_path / "m.db")) as memory:
+                await memory.add(SAID, user_id="ana")
+                await memory.flush()
+                _down(server)
+                asked = len(server.requests_to(path))
+                started = time.monotonic()
+                hits = await memory.search("allergies", user_id="ana")
+                first = time.monotonic() - started
+                assert hits and hits[0].text == "I'm allergic to peanuts."
+                assert _warnings(caplog, "searches skip it for 2 s")
+                tried = len(server.requests_to(path))
+                assert tried > asked, "the first search asked the service"
+
+                started = time.monotonic()
+                hits = await memory.search("allergies", user_id="ana")
+                second = time.monotonic() - started
+                assert hits and hits[0].text == "I'm allergic to peanuts."
+                assert len(server.requests_to(path)) == tried, "the service is not asked during the cool-down"
+                assert second < 0.5 and second < first / 2, (first, second)
+                assert _warnings(caplog, "is asked again 2 s after the failure")
+
+                _up(server)
+                await asyncio.sleep(2.1)
+                caplog.clear()
+                hits = await memory.search("allergies", user_id="ana")
+                assert hits and hits[0].text == "I'm allergic to peanuts."
+                assert len(server.requests_to(path)) > tried, "asked again after the cool-down"
+                assert not _warnings(caplog, "embedding service"), "it answered: no fallback"
+                hits = await memory.search("peanuts", user_id="ana")
+                assert hits and not _warnings(caplog, "embedding service")
+
+    asyncio.run(run())

@@ -35,7 +35,9 @@ from ..ids import new_id
 from ..items.records import MAX_BATCH, MAX_VALUE_CHARS, ItemUpdate, MemoryItem, MemoryScope, NewMemoryItem
 from ..items.service import MemoryItems
 from ..recall.item_vectors import item_vector_id, item_vectors
+from ..recall.query import check_query
 from ..result import unwrap
+from ..runtime.search import SearchKind, search_memory
 from ..threads import tree
 from ..threads.records import ACTIVATED_AT_KEY, STALE_BECAUSE_KEY
 from ..threads.values import has_surrogate
@@ -62,6 +64,8 @@ MEM0_KEY = "mem0"
 _OWN_KEYS = frozenset({MEM0_KEY, STALE_BECAUSE_KEY, ACTIVATED_AT_KEY})
 #: Keys mem0 sets from the call's arguments, refused in ``metadata``.
 _IDENTITY_KEYS = ("user_id", "agent_id", "run_id", "actor_id")
+#: What ``search`` asks :func:`~cogitator_memory.runtime.search.search_memory` for: memories are items.
+_MEMORIES: tuple[SearchKind, ...] = ("item",)
 #: Most results one ``search`` or ``get_all`` page returns here.
 MAX_TOP_K = 100
 
@@ -377,8 +381,8 @@ class Mem0Compat:
         Scoped by ``filters`` (mem0 2.x: ``{"user_id": ...}`` and conditions with mem0's
         operators, see :mod:`.mem0_filters`) or the 1.x arguments ``user_id`` / ``agent_id`` /
         ``run_id``; ``top_k`` (or 1.x's ``limit``, default 20, at most 100) results. Found
-        through the recall index by :meth:`Memory.search` (words, time, names and, with
-        embeddings, meaning), so ``score`` is its rank score; ``threshold`` drops results
+        through the recall index as :meth:`Memory.search` finds items (words, time, names and,
+        with embeddings, meaning; no turn is searched), so ``score`` is its rank score; ``threshold`` drops results
         scored below it. Conditions and ``run_id`` are applied to the best 100 candidates of
         the user and agent. ``rerank``, ``explain`` and ``reference_date`` are refused;
         ``show_expired`` changes nothing (no memory expires here)."""
@@ -395,11 +399,15 @@ class Mem0Compat:
         scope = self._scope(flt, "search")
         if not isinstance(query, str) or not query.strip():
             raise InvalidArgumentError("query", "must be non-empty text")
+        check_query("query", query)
         if not enabled:
             return {"results": []}
         narrowed = flt.predicate is not None or flt.run_id is not None
         ask = MAX_TOP_K if narrowed else min(MAX_TOP_K, 2 * size + 10)
-        hits = await self.memory.search(query, user_id=scope.user_id, agent_id=scope.agent_id, limit=ask)
+        # memories only: no turn is read or its vector searched only to be dropped here
+        hits = await search_memory(
+            self.memory, query, agent=scope.agent_id, user=scope.user_id, thread_id=None, limit=ask, kinds=_MEMORIES
+        )
         scores: dict[str, float] = {}
         for hit in hits:
             if hit.kind == "item" and hit.id not in scores:

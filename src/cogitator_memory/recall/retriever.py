@@ -152,6 +152,8 @@ class MemoryRetriever:
         limit: int | None = None,
         analysis: QueryAnalysis | None = None,
         turn_terms: Mapping[str, Sequence[str]] | None = None,
+        item_keyword_hits: Sequence[str] | None = None,
+        item_terms: Mapping[str, Sequence[str]] | None = None,
     ) -> Retrieval:
         """The turns of ``history`` and the memory items that answer ``input``, best first.
 
@@ -168,6 +170,10 @@ class MemoryRetriever:
         ``settings.limit``) caps the hits. ``turn_terms`` (entry id -> stemmed terms) says the
         turns are candidates of a recall index (whose records carry their terms): they are
         searched in a corpus of their own, not kept between calls, their terms not read again.
+        ``item_keyword_hits`` (item ids, best first) and ``item_terms`` (item id -> stemmed
+        terms) do the same for ``items``: the keyword search done elsewhere (a recall index's,
+        over every record in scope) replaces their BM25, and the items are searched in a corpus
+        made for this call, with the terms given (an item missing from them is read).
         Raises
         :class:`~cogitator_memory.errors.InvalidArgumentError` naming a bad argument.
         """
@@ -201,16 +207,24 @@ class MemoryRetriever:
         # --- items -----------------------------------------------------------------------------
         item_map: dict[str, MemoryItem] = {}
         named: dict[str, str] = {}
-        corpus_i = None
+        corpus_i: Corpus[MemoryItem] | None = None
         if found_items:
             item_map = {i.id: i for i in found_items if i.id not in held_ids}
             pool = list(item_map.values())
-            key = f"{pool[0].scope.agent_id}" if pool else "-"
-            corpus_i = self._items.get(key, s.bm25_k1, s.bm25_b)
-            corpus_i.sync(pool, lambda i: i.id, item_search.item_text)
+            if item_terms is not None or item_keyword_hits is not None:
+                corpus_i = Corpus.new(s.bm25_k1, s.bm25_b, lazy=True)
+                corpus_i.known_terms = item_terms or {}
+            else:
+                key = f"{pool[0].scope.agent_id}" if pool else "-"
+                corpus_i = self._items.get(key, s.bm25_k1, s.bm25_b)
+            corpus_i.sync(pool, _ID, item_search.item_text)
             named = item_search.named_subjects(analysis, pool)
+            if item_keyword_hits is not None:
+                item_bm25 = [r for r in dict.fromkeys(item_keyword_hits) if r in item_map][: s.depth]
+            else:
+                item_bm25 = item_search.bm25_ranking(corpus_i, analysis, s.depth)
             item_rank: list[tuple[Channel, list[str]]] = [
-                ("item_bm25", item_search.bm25_ranking(corpus_i, analysis, s.depth)),
+                ("item_bm25", item_bm25),
                 (
                     "item_vector",
                     item_search.vector_ranking(item_cos, item_map, s.vector_min_cosine, s.vector_relative, s.depth),

@@ -15,19 +15,30 @@ that user's turns and items and the shared ones (of no user), never another user
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+import time
+import weakref
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..context.strategies import cosines
 from ..errors import InvalidArgumentError, MemoryStoreError
 from ..index.base import is_recall_index
-from ..index.build import turn_text
-from ..index.records import RecallFilter
+from ..index.build import CORE_AGENT, turn_text
+from ..index.records import MAX_RECORD_BATCH, RecallFilter, RecallKind, RecallRecord, record_id
 from ..items.records import MemoryItem, MemoryScope
-from ..recall.indexed import DEPTH, ChannelHits, channel_hits, gather_turns, nearest, verified_turns
+from ..recall.indexed import (
+    DEPTH,
+    ChannelHits,
+    TurnCandidates,
+    channel_hits,
+    gather_turns,
+    nearest,
+    verified_turns,
+)
 from ..recall.item_vectors import ITEMS_INDEX, item_vectors
 from ..recall.query import QueryAnalysis, analyze_query_async
 from ..recall.retriever import RecallHit
@@ -41,6 +52,26 @@ logger = logging.getLogger("cogitator_memory")
 
 #: Seconds a search waits for the vectors of turns added a moment ago.
 VECTOR_WAIT = 2.0
+#: Seconds after a failure of the embedding service during which searches do not ask it again
+#: (nor wait for the turns it is embedding): they go by keywords, time and names at once, with a
+#: warning, instead of waiting through the service's timeouts and retries at every call. The first
+#: search after the cool-down asks the service again.
+EMBEDDING_COOLDOWN = 30.0
+#: What :meth:`Memory.search` finds: turns (``"entry"``), memory items and core facts
+#: (``"item"``), and facts saved with ``remember`` (``"fact"``), as :attr:`SearchHit.kind` names them.
+SearchKind = Literal["entry", "item", "fact"]
+SEARCH_KINDS: tuple[SearchKind, ...] = ("entry", "item", "fact")
+#: The kinds of recall records each kind of hit comes from.
+_RECORD_KINDS: dict[SearchKind, tuple[RecallKind, ...]] = {
+    "entry": ("turn",),
+    "item": ("item", "core_fact"),
+    "fact": ("graph_fact",),
+}
+#: The kind of hit each kind of record other than a turn is.
+_HIT_KIND: dict[str, SearchKind] = {"item": "item", "core_fact": "item", "graph_fact": "fact"}
+#: When each embedding service last failed a search, by service: until :data:`EMBEDDING_COOLDOWN`
+#: seconds after it, searches skip it (weak keys: a service that goes takes its entry along).
+_FAILED_AT: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
 #: What the score of a memory item that no longer holds, and of the turns that said it, is
 #: multiplied by: the current value comes first.
 SUPERSEDED_WEIGHT = 0.5
@@ -87,6 +118,23 @@ async def check_reader(memory: Memory, thread_id: str, user_id: str | None) -> N
         raise InvalidArgumentError("thread_id", f"{thread_id} is another user's thread")
 
 
+@dataclass
+class FoundItems:
+    """The memory items, core facts and graph facts a search ranks (see :func:`indexed_items`)."""
+
+    #: The items to rank (a graph fact as an item of subject "fact" holding its text).
+    items: list[MemoryItem] = field(default_factory=list)
+    #: The ids of the items that are graph facts.
+    facts: set[str] = field(default_factory=set)
+    #: Item id -> cosine with the query's vector, for the items whose cosine can place them in
+    #: the retriever's vector ranking.
+    cosines: dict[str, float] = field(default_factory=dict)
+    #: Item ids in the keyword channel's order (the index's BM25 over every record in scope).
+    keyword: list[str] = field(default_factory=list)
+    #: Item id -> the stemmed terms its record carries (the retriever does not read them again).
+    terms: dict[str, list[str]] = field(default_factory=dict)
+
+
 async def indexed_items(
     store: Any,
     found: ChannelHits,
@@ -95,28 +143,47 @@ async def indexed_items(
     *,
     vectors: Any = None,
     query_vector: Sequence[float] | None = None,
-) -> tuple[list[MemoryItem], set[str]]:
-    """The memory items, core facts and graph facts among what the index's channels ``found``
-    (keywords; time, when the query names one), and with ``vectors`` and ``query_vector`` the
-    items' vectors searched by user and agent in ``flt``'s scope, as items to rank, and the ids
-    of those that are graph facts. Items are read from the store (active and superseded ones
-    as stored); a graph fact is ranked as an item of subject "fact" holding its text."""
+    service: Any = None,
+    depth: int = DEPTH,
+    kinds: Collection[SearchKind] = SEARCH_KINDS,
+) -> FoundItems:
+    """The memory items and core facts (``"item"`` in ``kinds``) and graph facts (``"fact"``)
+    among what the index's channels ``found`` (keywords; time, when the query names one), and
+    with ``vectors`` and ``query_vector`` the items' vectors searched by user and agent in
+    ``flt``'s scope, as items to rank. Items are read from the store (active and superseded ones
+    as stored); a graph fact is ranked as an item of subject "fact" holding its text.
+
+    The cosines come from the vector search itself. An item found by its words alone is looked
+    up in the embedding store (its vector made by ``service`` when it has none, and kept) only
+    when that search came back short (fewer than :data:`DEPTH` vectors in scope: the item has no
+    vector yet) or the item is among the keyword channel's best ``depth`` (the retriever's
+    ranking depth); below those, its cosine is under every one the vector search returned and
+    cannot place it in the vector ranking, so it is not read."""
+    out = FoundItems()
     chosen = [*found.keyword, *found.timed]
-    ids = list(dict.fromkeys(c.record.source_id for c in chosen if c.record.kind in ("item", "core_fact")))
-    if vectors is not None and query_vector is not None:
-        near = await nearest(vectors, query_vector, flt.model_copy(update={"thread_id": None}), ITEMS_INDEX, DEPTH)
-        ids = list(dict.fromkeys([*ids, *(h.source_id for h in near if h.source_id)]))
-    stored: list[MemoryItem] = unwrap(await store.get_items(ids)) if ids else []
-    items = [i for i in stored if i.status in ("active", "superseded")]
-    facts: set[str] = set()
-    for candidate in found.keyword:
+    records: dict[str, RecallRecord] = {}
+    for candidate in chosen:
         record = candidate.record
-        if record.kind != "graph_fact" or record.source_id in facts:
+        if _HIT_KIND.get(record.kind) in kinds:
+            records.setdefault(record.source_id, record)
+    out.keyword = list(dict.fromkeys(c.record.source_id for c in found.keyword if c.record.source_id in records))
+    ids = [i for i in records if records[i].kind != "graph_fact"]
+    near: list[Any] = []
+    if "item" in kinds and vectors is not None and query_vector is not None:
+        near = await nearest(vectors, query_vector, flt.model_copy(update={"thread_id": None}), ITEMS_INDEX, DEPTH)
+        out.cosines = {h.source_id: h.score for h in near if h.source_id}
+        ids = list(dict.fromkeys([*ids, *out.cosines]))
+    stored: list[MemoryItem] = unwrap(await store.get_items(ids)) if ids else []
+    out.items = [i for i in stored if i.status in ("active", "superseded")]
+    for item_id, record in records.items():
+        if record.kind != "graph_fact":
+            out.terms[item_id] = record.terms
             continue
-        facts.add(record.source_id)
-        items.append(
+        out.facts.add(item_id)
+        out.terms[item_id] = record.terms
+        out.items.append(
             MemoryItem(
-                id=record.source_id,
+                id=item_id,
                 status="active",
                 kind="fact",
                 subject="fact",
@@ -130,32 +197,119 @@ async def indexed_items(
                 recorded_at=record.said_at,
             )
         )
-    return items, facts
+    unread_terms = [
+        record_id("core_fact" if i.scope.agent_id == CORE_AGENT else "item", i.id)
+        for i in out.items
+        if i.id not in out.terms
+    ]
+    if unread_terms:  # items the vector search found: their records' terms (reading is cheaper than stemming)
+        for start in range(0, len(unread_terms), MAX_RECORD_BATCH):
+            for record in unwrap(await store.get_recall_records(unread_terms[start : start + MAX_RECORD_BATCH])):
+                out.terms[record.source_id] = record.terms
+    if vectors is not None and query_vector is not None and service is not None and "item" in kinds:
+        short = len(near) < DEPTH
+        best = set(out.keyword[:depth])
+        unread = [i for i in out.items if i.id not in out.facts and i.id not in out.cosines and (short or i.id in best)]
+        if unread:
+            try:
+                known = await item_vectors(vectors, service, unread)
+                ids = [i.id for i in unread if i.id in known]
+                out.cosines.update(zip(ids, cosines(query_vector, [known[i] for i in ids]), strict=True))
+            except Exception as exc:  # the items are still found by their words
+                logger.warning("search: the items' vectors could not be read or made (%s)", exc)
+    return out
+
+
+def _cooling(service: Any) -> float | None:
+    """Seconds since ``service`` failed a search, while within :data:`EMBEDDING_COOLDOWN`."""
+    try:
+        failed = _FAILED_AT.get(service)
+    except TypeError:  # a service that cannot be weakly referenced is never skipped
+        return None
+    if failed is None:
+        return None
+    ago = time.monotonic() - failed
+    if ago >= EMBEDDING_COOLDOWN:
+        _FAILED_AT.pop(service, None)
+        return None
+    return ago
+
+
+def _failed(service: Any) -> None:
+    with contextlib.suppress(TypeError):  # a service that cannot be weakly referenced is never skipped
+        _FAILED_AT[service] = time.monotonic()
 
 
 async def _query_vector(memory: Memory, query: str) -> list[float] | None:
     """The query's vector, once the turns added a moment ago are embedded (waiting at most
     :data:`VECTOR_WAIT` seconds for them); ``None``, with a warning, when the embedding service
-    fails: the search goes on by keywords, time and names."""
+    fails: the search goes on by keywords, time and names. For :data:`EMBEDDING_COOLDOWN`
+    seconds after a failure the service is not asked (nor waited for): ``None`` at once, with
+    a warning."""
     assert memory.message_index is not None
+    service = memory.embedding_service
+    ago = _cooling(service)
+    if ago is not None:
+        logger.warning(
+            "search: the embedding service failed %.0f s ago; searching by keywords, time and names "
+            "(it is asked again %.0f s after the failure)",
+            ago,
+            EMBEDDING_COOLDOWN,
+        )
+        return None
     memory.message_index.retry_failed()  # turns whose embedding failed earlier, in the background
     try:
         await asyncio.wait_for(asyncio.shield(memory.message_index.flush()), VECTOR_WAIT)
     except TimeoutError:
         logger.warning("search: turns added a moment ago are still being embedded; searching without them")
     try:
-        return list(await memory.embedding_service.embed(query))
+        vector = list(await service.embed(query))
     except Exception as exc:
-        logger.warning("search: the embedding service failed (%s); searching by keywords, time and names", exc)
+        _failed(service)
+        logger.warning(
+            "search: the embedding service failed (%s); searching by keywords, time and names "
+            "(searches skip it for %.0f s)",
+            exc,
+            EMBEDDING_COOLDOWN,
+        )
         return None
+    _FAILED_AT.pop(service, None)
+    return vector
+
+
+def check_kinds(kinds: object) -> tuple[SearchKind, ...]:
+    """The kinds a search returns (:data:`SEARCH_KINDS` for ``None``); raises
+    :class:`InvalidArgumentError` for anything else than a non-empty collection of them."""
+    if kinds is None:
+        return SEARCH_KINDS
+    if isinstance(kinds, str) or not isinstance(kinds, Collection) or not kinds:
+        raise InvalidArgumentError("kinds", f"must be a non-empty list of {', '.join(SEARCH_KINDS)}")
+    for kind in kinds:
+        if kind not in SEARCH_KINDS:
+            raise InvalidArgumentError("kinds", f"must hold only {', '.join(SEARCH_KINDS)}, got {kind!r}")
+    return tuple(k for k in SEARCH_KINDS if k in kinds)
 
 
 async def search_memory(
-    memory: Memory, query: str, *, agent: str, user: str | None, thread_id: str | None, limit: int
+    memory: Memory,
+    query: str,
+    *,
+    agent: str,
+    user: str | None,
+    thread_id: str | None,
+    limit: int,
+    kinds: Collection[SearchKind] | None = None,
 ) -> list[SearchHit]:
-    """The hits of :meth:`Memory.search` (arguments checked by it; see the module docs)."""
+    """The hits of :meth:`Memory.search` (arguments checked by it; see the module docs).
+    ``kinds`` (default all of :data:`SEARCH_KINDS`) names the kinds of hits wanted: the
+    channels of the others do not run (``("item",)``: no turn is read, and no turn's vector
+    searched). With ``thread_id`` only turns are searched."""
+    wanted = check_kinds(kinds)
     if thread_id is not None:
         await check_reader(memory, thread_id, user)
+        wanted = tuple(k for k in wanted if k == "entry")
+        if not wanted:
+            return []
     store: Any = memory.adapter
     if not is_recall_index(store):
         raise MemoryStoreError(
@@ -169,48 +323,49 @@ async def search_memory(
         await memory.indexer.ready()
     flt = RecallFilter(agent_id=agent, user_id=user, thread_id=thread_id)
     query_vector = None
-    if memory.message_index is not None and memory.embedding_service is not None:
+    by_meaning = "entry" in wanted or "item" in wanted
+    if by_meaning and memory.message_index is not None and memory.embedding_service is not None:
         query_vector = await _query_vector(memory, query)
-    kinds = ["turn"] if thread_id is not None else None  # items, facts: only when not in one thread
-    found = await channel_hits(store, query, flt.model_copy(update={"kinds": kinds}), analysis, 2 * DEPTH)
-    candidates = await gather_turns(
-        store,
-        query,
-        flt,
-        analysis,
-        vectors=memory.vectors if query_vector is not None else None,
-        query_vector=query_vector,
-        found=found,
-    )
-    items: list[MemoryItem] = []
-    facts: set[str] = set()
-    item_cos: dict[str, float] = {}
-    if thread_id is None:
-        vectors = memory.vectors if query_vector is not None else None
-        items, facts = await indexed_items(store, found, flt, analysis, vectors=vectors, query_vector=query_vector)
-        real = [i for i in items if i.id not in facts]
-        if vectors is not None and query_vector is not None and real:
-            try:
-                known = await item_vectors(vectors, memory.embedding_service, real)
-                ids = [i.id for i in real if i.id in known]
-                item_cos = dict(zip(ids, cosines(query_vector, [known[i] for i in ids]), strict=True))
-            except Exception as exc:  # the items are still found by their words
-                logger.warning("search: the items' vectors could not be read or made (%s)", exc)
+    record_kinds = [r for k in wanted for r in _RECORD_KINDS[k]]
+    # the keyword channel's candidates are shared by turns and items when both are searched
+    depth = 2 * DEPTH if "entry" in wanted and len(wanted) > 1 else DEPTH
+    found = await channel_hits(store, query, flt.model_copy(update={"kinds": record_kinds}), analysis, depth)
+    vectors = memory.vectors if query_vector is not None else None
+    candidates = TurnCandidates()
+    if "entry" in wanted:
+        candidates = await gather_turns(
+            store, query, flt, analysis, vectors=vectors, query_vector=query_vector, found=found
+        )
+    items = FoundItems()
+    if "item" in wanted or "fact" in wanted:
+        items = await indexed_items(
+            store,
+            found,
+            flt,
+            analysis,
+            vectors=vectors,
+            query_vector=query_vector,
+            service=memory.embedding_service,
+            depth=memory.retriever.settings.depth,
+            kinds=wanted,
+        )
     ranked = await memory.retriever.retrieve(
         query,
         history=candidates.history,
         cosines=candidates.cosines,
         keyword_hits=candidates.keyword,
         turn_terms={rid: r.terms for rid, r in candidates.records.items()},
-        items=items,
-        item_cosines=item_cos,
+        items=items.items,
+        item_cosines=items.cosines,
+        item_keyword_hits=items.keyword,
+        item_terms=items.terms,
         limit=min(100, limit * 2),
         analysis=analysis,
     )
     turn_ids = [h.id for h in ranked.hits if h.entry is not None]
     stored = await verified_turns(store, turn_ids) if turn_ids else {}
-    made = [_hit(hit, stored, facts) for hit in ranked.hits]
-    return _current_first([h for h in made if h is not None], items)[:limit]
+    made = [_hit(hit, stored, items.facts) for hit in ranked.hits]
+    return _current_first([h for h in made if h is not None], items.items)[:limit]
 
 
 def _current_first(hits: list[SearchHit], items: list[MemoryItem]) -> list[SearchHit]:
@@ -266,4 +421,14 @@ def _hit(hit: RecallHit, stored: dict[str, Any], facts: set[str]) -> SearchHit |
     )
 
 
-__all__ = ["SearchHit", "check_reader", "indexed_items", "search_memory"]
+__all__ = [
+    "EMBEDDING_COOLDOWN",
+    "SEARCH_KINDS",
+    "FoundItems",
+    "SearchHit",
+    "SearchKind",
+    "check_kinds",
+    "check_reader",
+    "indexed_items",
+    "search_memory",
+]
