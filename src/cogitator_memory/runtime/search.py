@@ -153,12 +153,13 @@ async def indexed_items(
     ``flt``'s scope, as items to rank. Items are read from the store (active and superseded ones
     as stored); a graph fact is ranked as an item of subject "fact" holding its text.
 
-    The cosines come from the vector search itself. An item found by its words alone is looked
-    up in the embedding store (its vector made by ``service`` when it has none, and kept) only
-    when that search came back short (fewer than :data:`DEPTH` vectors in scope: the item has no
-    vector yet) or the item is among the keyword channel's best ``depth`` (the retriever's
-    ranking depth); below those, its cosine is under every one the vector search returned and
-    cannot place it in the vector ranking, so it is not read."""
+    The vector search asks for the ``depth`` nearest items (the retriever's ranking depth: its
+    vector ranking takes no more), and the cosines are those it returns. An item found by its
+    words alone is looked up in the embedding store (its vector made by ``service`` when it has
+    none, and kept) only when that search came back short (fewer than ``depth`` vectors in
+    scope: the item has no vector yet) or the item is among the keyword channel's best
+    ``depth``; below those, its cosine is under every one the vector search returned and cannot
+    place it in the vector ranking, so it is not read."""
     out = FoundItems()
     chosen = [*found.keyword, *found.timed]
     records: dict[str, RecallRecord] = {}
@@ -170,7 +171,7 @@ async def indexed_items(
     ids = [i for i in records if records[i].kind != "graph_fact"]
     near: list[Any] = []
     if "item" in kinds and vectors is not None and query_vector is not None:
-        near = await nearest(vectors, query_vector, flt.model_copy(update={"thread_id": None}), ITEMS_INDEX, DEPTH)
+        near = await nearest(vectors, query_vector, flt.model_copy(update={"thread_id": None}), ITEMS_INDEX, depth)
         out.cosines = {h.source_id: h.score for h in near if h.source_id}
         ids = list(dict.fromkeys([*ids, *out.cosines]))
     stored: list[MemoryItem] = unwrap(await store.get_items(ids)) if ids else []
@@ -207,7 +208,7 @@ async def indexed_items(
             for record in unwrap(await store.get_recall_records(unread_terms[start : start + MAX_RECORD_BATCH])):
                 out.terms[record.source_id] = record.terms
     if vectors is not None and query_vector is not None and service is not None and "item" in kinds:
-        short = len(near) < DEPTH
+        short = len(near) < depth
         best = set(out.keyword[:depth])
         unread = [i for i in out.items if i.id not in out.facts and i.id not in out.cosines and (short or i.id in best)]
         if unread:
