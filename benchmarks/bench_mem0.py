@@ -11,7 +11,8 @@ same model. Ours: :class:`~cogitator_memory.runtime.Memory` on the SQLite defaul
 
 **Texts.** The lines of the BEAM-100k messages (``benchmarks/beam.py``) of at least 40
 characters, deduplicated, in order (70,854 lines, 126 characters on average: memory-sized), the
-first N for N memories, one user. Queries: the BEAM probing questions.
+first N for N memories, one user (past 70,854, the lines again, marked " (visit 2)"). Queries:
+the BEAM probing questions.
 
 **Seeded load** (``--seeded-load``, what the 100,000 run uses): the memories are embedded
 while loading by :class:`LoadEmbedder` in its seeded mode, a fast deterministic unit vector per
@@ -77,21 +78,27 @@ SINGLES = 200
 
 def memory_texts(count: int) -> list[str]:
     """The first ``count`` distinct lines of the BEAM messages (of :data:`MIN_LINE` to
-    :data:`MAX_LINE` characters)."""
+    :data:`MAX_LINE` characters); past the 70,854 there are, the lines again with " (visit 2)",
+    " (visit 3)"... after them, so every text stays distinct."""
     from .beam import load_chats
 
     seen: set[str] = set()
-    out: list[str] = []
+    lines: list[str] = []
     for chat in load_chats():
         for message in chat.messages:
             for line in message.content.split("\n"):
                 line = line.strip()
                 if MIN_LINE <= len(line) <= MAX_LINE and line not in seen:
                     seen.add(line)
-                    out.append(line)
-                    if len(out) == count:
-                        return out
-    raise SystemExit(f"the BEAM data holds {len(out)} distinct lines, fewer than the {count} asked")
+                    lines.append(line)
+                    if len(lines) == count:
+                        return lines
+    out = list(lines)
+    visit = 2
+    while len(out) < count:
+        out.extend(f"{line} (visit {visit})" for line in lines[: count - len(out)])
+        visit += 1
+    return out
 
 
 def questions() -> list[str]:
