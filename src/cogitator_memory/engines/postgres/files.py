@@ -34,6 +34,7 @@ from ...files.records import (
     redacted_version,
 )
 from ...items.records import TRUSTED
+from ...items.scope_sql import postgres_scope
 from .schema import quote_ident
 
 if TYPE_CHECKING:
@@ -124,24 +125,7 @@ def heads_sql(table: str, query: FileHeadQuery) -> tuple[str, list[Any]]:
 
 def versions_sql(table: str, query: FileVersionQuery) -> tuple[str, list[Any]]:
     """The SELECT of ``query`` and its parameters: every condition on an indexed column."""
-    where: list[str] = []
-    params: list[Any] = []
-    if query.scope_keys is not None:
-        where.append("scope_key = ANY(%b::text[])")
-        params.append(sorted(query.scope_keys))
-    else:
-        where.append("agent_id = %s")
-        params.append(query.agent_id)
-        within = query.within
-        assert within is not None
-        for column, value in (
-            ("user_id", within.user_id),
-            ("project_id", within.project_id),
-            ("thread_id", within.thread_id),
-        ):
-            if value is not None:
-                where.append(f"{column} = %s")
-                params.append(value)
+    where, params = postgres_scope(query)
     for column, values in (
         ("place_entry_id", query.entry_ids),
         ("renamed_from", query.renamed_from),

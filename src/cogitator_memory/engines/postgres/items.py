@@ -37,6 +37,7 @@ from ...clock import to_utc
 from ...errors import ConflictError, NotFoundError, StoreUnavailableError
 from ...items.base import MemoryItemStoreMixin
 from ...items.records import TRUSTED, ItemQuery, ItemUpdate, MemoryItem, scope_key
+from ...items.scope_sql import postgres_scope
 from ...threads import tree
 from .schema import quote_ident
 
@@ -140,24 +141,7 @@ def _item(row: Sequence[Any]) -> MemoryItem:
 def _query_sql(table: str, query: ItemQuery, columns: str = _READ) -> tuple[str, list[Any]]:
     """The SELECT of ``columns`` (default: the items whole) for ``query`` and its parameters:
     every condition on an indexed column."""
-    where: list[str] = []
-    params: list[Any] = []
-    if query.scope_keys is not None:
-        where.append("scope_key = ANY(%b::text[])")
-        params.append(sorted(query.scope_keys))
-    else:
-        where.append("agent_id = %s")
-        params.append(query.agent_id)
-        within = query.within
-        assert within is not None
-        for column, value in (
-            ("user_id", within.user_id),
-            ("project_id", within.project_id),
-            ("thread_id", within.thread_id),
-        ):
-            if value is not None:
-                where.append(f"{column} = %s")
-                params.append(value)
+    where, params = postgres_scope(query)
     for column, values in (("status", query.statuses), ("kind", query.kinds)):
         if values is not None:
             where.append(f"{column} = ANY(%b::text[])")

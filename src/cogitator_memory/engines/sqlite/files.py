@@ -31,6 +31,7 @@ from ...files.records import (
     redacted_version,
 )
 from ...items.records import TRUSTED
+from ...items.scope_sql import sqlite_scope
 
 _COLUMNS = "body, content"
 #: Values per statement, well under SQLite's limit of bound parameters.
@@ -80,25 +81,7 @@ def heads_sql(query: FileHeadQuery) -> tuple[str, list[Any]]:
 
 def versions_sql(query: FileVersionQuery) -> tuple[str, list[Any]]:
     """The SELECT of ``query`` and its parameters: every condition on an indexed column."""
-    where: list[str] = []
-    params: list[Any] = []
-    if query.scope_keys is not None:
-        keys = sorted(query.scope_keys)
-        where.append(f"scope_key IN ({_marks(len(keys))})")
-        params.extend(keys)
-    else:
-        where.append("agent_id = ?")
-        params.append(query.agent_id)
-        within = query.within
-        assert within is not None
-        for column, value in (
-            ("user_id", within.user_id),
-            ("project_id", within.project_id),
-            ("thread_id", within.thread_id),
-        ):
-            if value is not None:
-                where.append(f"{column} = ?")
-                params.append(value)
+    where, params = sqlite_scope(query)
     clause, extra = _path_clause(query.paths, query.prefix)
     for column, values in (
         ("place_entry_id", query.entry_ids),

@@ -24,6 +24,7 @@ from ...clock import from_micros, to_micros
 from ...errors import ConflictError, NotFoundError
 from ...items.base import MemoryItemStoreMixin
 from ...items.records import TRUSTED, ItemQuery, ItemUpdate, MemoryItem, scope_key
+from ...items.scope_sql import sqlite_scope
 from ...threads import tree
 
 #: Fields kept in columns of their own rather than in ``body``.
@@ -94,25 +95,7 @@ def _entry_rows(rid: int, item: MemoryItem) -> list[tuple[str, int]]:
 
 def _where(query: ItemQuery) -> tuple[list[str], list[Any]]:
     """The SQL conditions (and their parameters) of ``query``, every one but its limit."""
-    where: list[str] = []
-    params: list[Any] = []
-    if query.scope_keys is not None:
-        keys = sorted(query.scope_keys)
-        where.append(f"scope_key IN ({_marks(len(keys))})")
-        params.extend(keys)
-    else:
-        where.append("agent_id = ?")
-        params.append(query.agent_id)
-        within = query.within
-        assert within is not None
-        for column, value in (
-            ("user_id", within.user_id),
-            ("project_id", within.project_id),
-            ("thread_id", within.thread_id),
-        ):
-            if value is not None:
-                where.append(f"{column} = ?")
-                params.append(value)
+    where, params = sqlite_scope(query)
     for column, values in (("status", query.statuses), ("kind", query.kinds)):
         if values is not None:
             ordered = sorted(values)
