@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import random
 import weakref
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -57,6 +58,16 @@ MAX_ROUNDS = 12
 SLOTS_PER_READ = 500
 #: The smallest step between two records of one agent.
 TICK = timedelta(milliseconds=1)
+#: The longest pause after a refused round (the pause doubles from 1 ms each round, jittered).
+MAX_BACKOFF = 0.05
+
+_jitter = random.Random()
+
+
+async def _back_off(round_: int) -> None:
+    """Pause a random while after a round another writer's change refused, longer each round, so
+    writers that keep refusing each other fall out of step instead of racing again in lockstep."""
+    await asyncio.sleep(_jitter.uniform(0, min(MAX_BACKOFF, 0.001 * 2**round_)))
 
 
 @dataclass
@@ -241,7 +252,7 @@ class MemoryItems:
             now = self._now()
             nows = [max(now, at) for at in recorded]  # what _now_for gives right after each record
             store = self.adapter if isinstance(self.adapter, MemoryItemStoreMixin) else None
-            for _ in range(MAX_ROUNDS):
+            for round_ in range(MAX_ROUNDS):
                 plan = batching.plan_batch(
                     await self._read_slots(slots.values()),
                     news,
@@ -256,6 +267,7 @@ class MemoryItems:
                         plan.updates, plan.adds, functools.partial(batching.undo_updates, plan)
                     )
                     if stored is None:
+                        await _back_off(round_)
                         continue
                     expected: dict[str, MemoryItem] | None = {**plan.final, **{i.id: i for i in stored}}
                     break
@@ -263,6 +275,7 @@ class MemoryItems:
                 if plan.updates:
                     result = await self.adapter.update_items(plan.updates)
                     if _conflict(result):
+                        await _back_off(round_)
                         continue
                     unwrap(result)
                 if plan.adds:
@@ -337,13 +350,15 @@ class MemoryItems:
             and await self._unchanged(slots.values(), expected)
         ):
             return dict(expected)
-        for _ in range(MAX_ROUNDS):
+        for round_ in range(MAX_ROUNDS):
             items = await self._read_slots(slots.values())
             updates = self._layout_changes(items, slots, laid_at)
             if not updates:
                 return {item.id: item for item in items}
             result = await self.adapter.update_items(updates)
-            if not _conflict(result):
+            if _conflict(result):
+                await _back_off(round_)
+            else:
                 unwrap(result)
         raise ConflictError(f"memory items of {len(slots)} slot(s) kept changing while they were laid out")
 
@@ -372,14 +387,16 @@ class MemoryItems:
         """Lay the slot out until a fresh read needs no change (each change at the version read);
         returns the items of that last read."""
         slotted = slot.attribute is not None
-        for _ in range(MAX_ROUNDS):
+        for round_ in range(MAX_ROUNDS):
             items = await self._slot_items(scope, slot)
             now = batching.layout_now(items, self._now_for(scope.agent_id))
             updates = rules.layout_updates(items, now, slotted=slotted)
             if not updates:
                 return items
             result = await self.adapter.update_items(updates)
-            if not _conflict(result):
+            if _conflict(result):
+                await _back_off(round_)
+            else:
                 unwrap(result)
         raise ConflictError(f"memory items of slot {slot.key!r} kept changing while they were laid out")
 
@@ -415,7 +432,7 @@ class MemoryItems:
             async with state.lock:
                 at = self._tick(state)
                 touched: list[MemoryItem] = []
-                for _ in range(MAX_ROUNDS):
+                for round_ in range(MAX_ROUNDS):
                     current = unwrap(await self.adapter.get_items(agent_ids))
                     purge = [i for i in current if remove is not None and remove(i)]
                     purged = {i.id for i in purge}
@@ -424,6 +441,7 @@ class MemoryItems:
                     if updates:
                         result = await self.adapter.update_items(updates)
                         if _conflict(result):
+                            await _back_off(round_)
                             continue
                         unwrap(result)
                     if purge:
