@@ -101,7 +101,7 @@ async def test_entries_are_counted_by_text_tool_arguments_and_images(memory: Bas
 async def test_recent_keeps_an_unbroken_run_that_starts_with_a_question(memory: BaseMemoryAdapter) -> None:
     thread = unwrap(await memory.create_thread("agent"))
     q1 = await say(memory, thread.id, "user", "short question one")
-    await say(memory, thread.id, "assistant", "short answer one")
+    a1 = await say(memory, thread.id, "assistant", "short answer one")
     q2 = await say(memory, thread.id, "user", "a long question " + " ".join([WORDS] * 10))
     a2 = await say(memory, thread.id, "assistant", "answer two")
     q3 = await say(memory, thread.id, "user", "question three")
@@ -110,8 +110,10 @@ async def test_recent_keeps_an_unbroken_run_that_starts_with_a_question(memory: 
     context = await builder(memory).build(thread.id, max_tokens=room, reserve_tokens=0)
     # a2 fits but q2 does not: the run ends, and a2 (a reply without its question) goes too.
     assert [e.id for e in context.entries] == [q3.id, a3.id]
-    # Only what the budget could hold was read: q2 tells the run ends, older entries are not read.
-    assert [e.id for e in context.dropped.entries] == [q2.id, a2.id]
+    # Every entry left out is listed, in conversation order: the store's page held them all.
+    assert [e.id for e in context.dropped.entries] == [q1.id, a1.id, q2.id, a2.id]
+    assert context.dropped.entries_complete and context.metadata.original_message_count == 6
+    assert {b.source_id for b in context.dropped.blocks if b.partition == "recent"} == {q1.id, a1.id, q2.id, a2.id}
     reasons = {b.source_id: b.reason for b in context.dropped.blocks}
     assert reasons[a2.id] == "budget" and reasons[q2.id] == "oversized"  # q2 alone is larger than the room
     assert context.truncated
@@ -272,8 +274,9 @@ async def test_a_long_thread_is_read_only_as_far_as_the_budget_holds(memory: Bas
     for i in range(1500):
         await say(memory, thread.id, "user" if i % 2 == 0 else "assistant", f"message {i} {WORDS}")
     context = await builder(memory).build(thread.id, max_tokens=1000)
-    assert context.truncated
-    assert context.metadata.original_message_count < 60
+    assert context.truncated and not context.dropped.entries_complete
+    # One page sized to the budget is read (and what it holds past the budget listed), not the thread.
+    assert context.metadata.original_message_count < 120
     assert context.entries[-1].message.text.startswith("message 1499")  # type: ignore[union-attr]
     assert context.entries[0].message.role == "user"  # type: ignore[union-attr]
 
@@ -564,3 +567,42 @@ async def test_a_compaction_naming_an_entry_of_another_thread_covers_everything_
     view = unwrap(await read_compacted_history(memory, thread_id=thread.id))
     assert [m.text for m in context.messages] == [f"{SUMMARY_HEADING}\ns", "after"]
     assert [e.type for e in view] == ["compaction", "message"], "the same view as the whole-branch reader"
+
+
+async def test_a_thread_longer_than_what_was_read_says_its_left_out_list_is_not_whole(
+    memory: BaseMemoryAdapter,
+) -> None:
+    thread = unwrap(await memory.create_thread("agent"))
+    turns = await conversation(memory, thread.id, [f"turn {i} {WORDS}" for i in range(600)])
+    context = await builder(memory).build(thread.id, max_tokens=300, reserve_tokens=0)
+    sent = [e.id for e in context.entries]
+    listed = [e.id for e in context.dropped.entries]
+    assert context.truncated and not context.dropped.entries_complete
+    # What is listed is the run just before what was sent, newest last, with nothing skipped.
+    ids = [t.id for t in turns]
+    assert listed and ids[ids.index(listed[0]) : ids.index(sent[-1]) + 1] == listed + sent
+    assert context.metadata.original_message_count == len(listed) + len(sent) < 600
+    assert context.dropped.token_count >= sum(count_entry_tokens(t) for t in turns if t.id in set(listed))
+
+
+async def test_what_a_compaction_covers_is_not_listed_as_left_out(memory: BaseMemoryAdapter) -> None:
+    thread = unwrap(await memory.create_thread("agent"))
+    old = await conversation(memory, thread.id, [f"old {i}" for i in range(6)])
+    kept = await conversation(memory, thread.id, [f"kept {i} {WORDS}" for i in range(4)])
+    unwrap(
+        await memory.add_entry(
+            {
+                "thread_id": thread.id,
+                "type": "compaction",
+                "event": {"summary": "They talked about old things.", "first_kept_entry_id": kept[0].id},
+            }
+        )
+    )
+    after = await conversation(memory, thread.id, [f"new {i} {WORDS}" for i in range(2)])
+    room = sum(count_entry_tokens(e) for e in after) + 60  # the summary and the newest turns
+    context = await builder(memory).build(thread.id, max_tokens=room, reserve_tokens=0)
+    assert context.messages[0].text.startswith("Summary of the earlier conversation:")
+    left = [e.id for e in context.dropped.entries]
+    assert left and set(left) <= {e.id for e in kept + after}
+    assert not {e.id for e in old} & set(left)
+    assert context.dropped.entries_complete and left[0] == kept[0].id

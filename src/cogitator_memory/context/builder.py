@@ -11,6 +11,7 @@ cache. It never raises because a part failed to load: the part is left out and r
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -833,14 +834,16 @@ class ContextBuilder(RelevanceRanking):
                 block.item, RecalledTurns | OtherTurn | MemoryItem | GraphContextNode
             ):
                 dropped.semantic_results.append(block.item)
-        for entry in hidden:  # older than the history hybrid keeps, and not recalled
-            if entry.id not in recalled_ids:
+        # older than the history hybrid keeps, and the rest of the last page read: not recalled
+        for entry in itertools.chain(hidden, window.older):
+            if entry.id not in recalled_ids and entry.id not in lost:
                 tokens = self._tokens.tokens(entry)
                 lost[entry.id] = entry
                 dropped.blocks.append(DroppedBlock("recent", "budget", tokens, entry.id))
                 dropped.token_count += tokens
                 history_cut = True
         dropped._hold(sorted(lost.values(), key=lambda e: e.seq), shared=window.shared)
+        dropped.entries_complete = window.listed_complete
         partitions = {p: t for p, t in assembly.tokens.items() if t > 0}
         original = len(sent) + len(lost)
         built = BuiltContext(

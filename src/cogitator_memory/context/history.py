@@ -316,7 +316,8 @@ class HistoryWindow:
 
     ``summary`` is the compaction in effect (``None`` without one); ``entries`` the conversation
     entries read, oldest first; ``complete`` whether they reach the start of the view (nothing
-    older is left out); ``read`` how many entries the store returned; ``shared`` whether the
+    older is left out); ``older`` the entries read past the limit (see :meth:`HistoryReader.read`)
+    and ``listed_complete`` whether those reach the start; ``read`` how many entries the store returned; ``shared`` whether the
     entries are the store's own objects (read with ``get_path(copy=False)`` from a store that
     shares them): nothing may change them, and what is handed on is copied.
     """
@@ -324,6 +325,11 @@ class HistoryWindow:
     summary: MemoryEntry | None = None
     entries: list[MemoryEntry] = field(default_factory=list)
     complete: bool = True
+    #: Entries of the view the store returned past the limit (the rest of the last page read),
+    #: oldest first: history the budget leaves out, listed at no extra read.
+    older: list[MemoryEntry] = field(default_factory=list)
+    #: Whether ``older`` and ``entries`` together reach the start of the view.
+    listed_complete: bool = True
     read: int = 0
     shared: bool = False
     #: The tokens of each entry read, by entry id.
@@ -362,7 +368,9 @@ class HistoryReader:
         tool_cap: int | None = None,
     ) -> HistoryWindow:
         """The newest entries of the view, until they hold more than ``token_limit`` tokens (one
-        entry past it is read, so a caller knows there is more) or ``count_limit`` entries.
+        entry past it is read, so a caller knows there is more) or ``count_limit`` entries. The
+        rest of the last page the store returned goes to ``older`` (listed as left out, not read
+        for), and no further page is read.
         ``tool_cap`` caps what a tool result counts toward the limit (one larger is sent as a
         short note, so reading goes on past it).
 
@@ -385,15 +393,17 @@ class HistoryReader:
         else:
             page_size = 500
         page_size = min(page_size, 1000)
-        window = HistoryWindow(complete=False, shared=reads_shared(memory))
+        window = HistoryWindow(complete=False, listed_complete=False, shared=reads_shared(memory))
         costs = window.tokens
         newest: list[MemoryEntry] = []  # newest first
+        older: list[MemoryEntry] = []  # past the limit, newest first
         pages: list[list[MemoryEntry]] = []
         used = 0
         compaction: MemoryEntry | None = None
         stop_at: str | None = None
         before: str | None = None
         done = False
+        full = False  # the limit is reached: the rest of this page is listed in ``older``
         while not done:
             page = unwrap(
                 await _history_page(memory, thread_id, leaf_id if before is None else None, page_size, before)
@@ -417,9 +427,16 @@ class HistoryReader:
                             ):
                                 stop_at = None
                         if stop_at is None:
-                            window.complete = True
+                            window.listed_complete = True
+                            window.complete = not full
                             done = True
                             break
+                    continue
+                if full:
+                    older.append(entry)
+                    if stop_at is not None and entry.id == stop_at:
+                        window.listed_complete = True
+                        break
                     continue
                 newest.append(entry)
                 cost = costs[entry.id] = tokens(entry)
@@ -427,22 +444,23 @@ class HistoryReader:
                     cost = tool_cap  # sent as a short note when it does not fit
                 used += cost
                 if stop_at is not None and entry.id == stop_at:
-                    window.complete = True
+                    window.complete = window.listed_complete = True
                     done = True
                     break
                 if (token_limit is not None and used > token_limit) or (
                     count_limit is not None and len(newest) >= count_limit
                 ):
-                    done = True
-                    break
+                    full = True  # no further page is read; what this one holds is listed
             if done:
                 break
-            if len(page) < page_size:
-                window.complete = True
+            if len(page) < page_size and not window.listed_complete:
+                window.listed_complete = True
+                window.complete = not full
+            if full or window.listed_complete:
                 break
             before = page[0].id
             page_size = min(page_size * 2, 2000)
-        if compaction is None and not window.complete:
+        if compaction is None and not window.listed_complete:
             compaction = await self._compaction_below(memory, thread_id, leaf_id, pages)
         if pages and pages[0]:
             self._known[thread_id] = (pages[0][-1].id, compaction)
@@ -452,7 +470,9 @@ class HistoryReader:
         if newest and token_limit is not None:
             self.mean_cost = 0.7 * self.mean_cost + 0.3 * max(1.0, used / len(newest))
         newest.reverse()
+        older.reverse()
         window.entries = newest
+        window.older = older
         window.summary = compaction
         return window
 
@@ -488,6 +508,7 @@ class HistoryReader:
         window.complete = len(newest) == len(entries)
         newest.reverse()
         window.entries = newest
+        window.older = list(entries[: len(entries) - len(newest)])
         return window
 
     async def _compaction_below(

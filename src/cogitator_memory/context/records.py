@@ -77,10 +77,14 @@ class _HoldsEntries:
 class DroppedContext(_HoldsEntries):
     """Everything left out of a context.
 
-    ``entries`` is the history left out, in conversation order, of what the build read (on a long
-    thread the builder reads only what the budget can hold, so older entries are not listed);
-    ``facts``, ``semantic_results`` and ``graph_nodes`` what did not fit; ``token_count`` the
-    tokens of all of it; ``blocks`` every block with its partition and reason.
+    ``entries`` is the history left out, in conversation order: every entry of the view the build
+    read and did not send (the builder reads the store in pages sized to the budget and lists the
+    whole of the last page, so a thread of up to about a page is listed whole);
+    ``entries_complete`` says whether the list reaches the start of the view (``False`` on a
+    thread longer than what was read: older entries exist and are not listed, nor counted in
+    ``token_count`` or ``metadata.original_message_count``). ``facts``, ``semantic_results`` and
+    ``graph_nodes`` are what did not fit; ``token_count`` the tokens of all of it; ``blocks``
+    every block with its partition and reason.
     """
 
     facts: list[Any] = field(default_factory=list)
@@ -88,6 +92,7 @@ class DroppedContext(_HoldsEntries):
     graph_nodes: list[Any] = field(default_factory=list)
     token_count: int = 0
     blocks: list[DroppedBlock] = field(default_factory=list)
+    entries_complete: bool = True
 
 
 @dataclass(frozen=True, slots=True)
