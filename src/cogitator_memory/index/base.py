@@ -30,15 +30,19 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
+from pydantic_core import from_json
+
+from ..clock import to_utc
 from ..errors import InvalidArgumentError
 from ..items.records import MemoryItem
 from ..lifecycle import Capability
 from ..result import MemoryResult, ok
 from ..search.bm25 import BM25
+from ..threads.records import built_record
 from .build import ITEM_KINDS, item_record, node_record
 from .records import (
     MAX_QUERY_TERMS,
@@ -54,6 +58,42 @@ from .records import (
     record_id,
 )
 from .terms import query_terms
+
+#: The fields of :class:`RecallRecord`, all of them given to every record read back.
+_FIELDS = set(RecallRecord.model_fields)
+
+
+def _iso(value: str | None) -> datetime | None:
+    return None if value is None else to_utc(datetime.fromisoformat(value))
+
+
+def stored_record(row: Sequence[Any], moment: Callable[[Any], datetime], term_sep: str = " ") -> RecallRecord:
+    """A record read back from an engine's row, valid when written, so built without validating
+    it again. The row's columns: id, kind, agent, user, thread, status, said at, time start, time
+    end, the terms joined by ``term_sep``, the JSON body (source id, role, seq, text, validity,
+    lineage); ``moment`` reads the engine's time columns."""
+    body: dict[str, Any] = from_json(row[10])  # pydantic-core's parser: a fraction of json.loads' time
+    fields = {
+        "id": row[0],
+        "kind": row[1],
+        "source_id": body["source_id"],
+        "agent_id": row[2],
+        "user_id": row[3],
+        "thread_id": row[4],
+        "role": body.get("role"),
+        "seq": body.get("seq"),
+        "text": body["text"],
+        "terms": row[9].split(term_sep) if row[9] else [],
+        "said_at": moment(row[6]),
+        "time_start": None if row[7] is None else moment(row[7]),
+        "time_end": None if row[8] is None else moment(row[8]),
+        "status": row[5],
+        "valid_from": _iso(body.get("valid_from")),
+        "valid_to": _iso(body.get("valid_to")),
+        "lineage": body.get("lineage", []),
+    }
+    return built_record(RecallRecord, fields, _FIELDS)
+
 
 logger = logging.getLogger("cogitator_memory")
 
@@ -386,5 +426,6 @@ __all__ = [
     "RecallIndexMixin",
     "is_recall_index",
     "length_terms",
+    "stored_record",
     "within_budget",
 ]

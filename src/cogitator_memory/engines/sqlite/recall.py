@@ -21,12 +21,9 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from pydantic_core import from_json
-
 from ...clock import from_micros, to_micros
-from ...index.base import RECALL_BM25, RecallIndexMixin, length_terms
+from ...index.base import RECALL_BM25, RecallIndexMixin, length_terms, stored_record
 from ...index.records import RecallFilter, RecallRecord
-from ...threads.records import built_record
 
 _COLUMNS = "r.id, r.kind, r.agent_id, r.user_id, r.thread_id, r.status, r.said_us, r.time_start_us, r.time_end_us, r.terms, r.body"
 #: Most ids in one ``IN (...)`` list.
@@ -108,37 +105,8 @@ def _row(record: RecallRecord) -> tuple[Any, ...]:
     )
 
 
-def _iso(value: str | None) -> datetime | None:
-    return None if value is None else datetime.fromisoformat(value)
-
-
-#: The fields of :class:`RecallRecord`, all of them given to every record read back.
-_FIELDS = set(RecallRecord.model_fields)
-
-
 def _record(row: Sequence[Any]) -> RecallRecord:
-    """A record read back (valid when written: built without validating it again)."""
-    body = from_json(row[10])  # pydantic-core's parser: about a quarter of json.loads' time on a turn's body
-    fields = {
-        "id": row[0],
-        "kind": row[1],
-        "source_id": body["source_id"],
-        "agent_id": row[2],
-        "user_id": row[3],
-        "thread_id": row[4],
-        "role": body.get("role"),
-        "seq": body.get("seq"),
-        "text": body["text"],
-        "terms": row[9].split(" ") if row[9] else [],
-        "said_at": from_micros(row[6]),
-        "time_start": None if row[7] is None else from_micros(row[7]),
-        "time_end": None if row[8] is None else from_micros(row[8]),
-        "status": row[5],
-        "valid_from": _iso(body.get("valid_from")),
-        "valid_to": _iso(body.get("valid_to")),
-        "lineage": body.get("lineage", []),
-    }
-    return built_record(RecallRecord, fields, _FIELDS)
+    return stored_record(row, from_micros, " ")
 
 
 def _drop(db: sqlite3.Connection, where: str, args: Sequence[Any]) -> int:
