@@ -29,7 +29,7 @@ from .demo import DEMO_FORK, DEMO_THREAD, write_demo
 from .forget import register as register_forget
 from .formats import CliError, ImportFile, entry_json, export_chunks, messages_to_entries, read_import_file
 from .importing import ImportResult, import_export, import_messages
-from .progress import Progress
+from .progress import Progress, progress_flag, progress_of
 from .reindex import register as register_reindex
 from .serve import register as register_serve
 from .store import DEFAULT_AGENT, PROG, all_entries, need, require_thread
@@ -92,15 +92,6 @@ def run(coroutine: Awaitable[T]) -> T:
         return await coroutine
 
     return asyncio.run(wrapper())
-
-
-def progress_of(args: argparse.Namespace) -> Progress:
-    """The command's :class:`Progress` on stderr (``--progress`` / ``--no-progress``, else on a terminal)."""
-    reporter: Progress | None = getattr(args, "reporter", None)
-    if reporter is None:
-        reporter = Progress(enabled=getattr(args, "progress", None))
-        args.reporter = reporter
-    return reporter
 
 
 # --- commands -----------------------------------------------------------------------------
@@ -361,7 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--path", action="store_true", help="print only the active path, as a conversation")
     show.add_argument("--full", action="store_true", help="do not cut long lines to the terminal's width")
     show.add_argument("--json", action="store_true", help="print JSON: {thread, entries, active_path}")
-    _progress_flag(show)
+    progress_flag(show)
     memory_commands.config_flag(show)
     show.set_defaults(handler=cmd_show)
     register_forget(sub, db)
@@ -388,29 +379,20 @@ def build_parser() -> argparse.ArgumentParser:
         "'system', else OpenAI's)",
     )
     imp.add_argument("--json", action="store_true", help="print JSON: {thread_id, entries, created, agent_id, user_id}")
-    _progress_flag(imp)
+    progress_flag(imp)
     memory_commands.config_flag(imp)
     imp.set_defaults(handler=cmd_import)
 
     exp = sub.add_parser("export", parents=[db], help="write a thread and its whole tree as JSON")
     exp.add_argument("thread", metavar="THREAD", help="the thread id")
     exp.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
-    _progress_flag(exp)
+    progress_flag(exp)
     memory_commands.config_flag(exp)
     exp.set_defaults(handler=cmd_export)
     memory_commands.register(sub, db)
     register_serve(sub, db)
     register_reindex(sub, db)
     return parser
-
-
-def _progress_flag(command: argparse.ArgumentParser) -> None:
-    command.add_argument(
-        "--progress",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="report progress on stderr (default: only when stderr is a terminal)",
-    )
 
 
 def _fail(message: str) -> None:

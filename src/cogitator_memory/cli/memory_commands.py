@@ -17,6 +17,7 @@ from ..errors import InvalidArgumentError, MemoryStoreError
 from ..runtime.config import MemoryConfig
 from ..runtime.memory import Memory, create_store, store_key
 from . import render
+from .auth import auth_flags, token_of
 from .formats import CliError
 from .store import PROG, open_store
 from .where import add_config_flag, command_config, store_label
@@ -171,8 +172,6 @@ async def cmd_facts(args: argparse.Namespace) -> int:
 async def cmd_mcp(args: argparse.Namespace) -> int:
     """``mcp``: serve the memory to MCP clients over stdio, or streamable HTTP with ``--http``
     (a bearer token asked unless ``--no-auth``)."""
-    from .serve import token_of
-
     try:
         from ..server.mcp import serve
     except ModuleNotFoundError as exc:
@@ -253,7 +252,6 @@ def register(sub: Any, db: argparse.ArgumentParser) -> None:
     facts.set_defaults(handler=cmd_facts)
 
     from ..server.access import MCP_PORT
-    from .serve import auth_flags
 
     mcp = sub.add_parser("mcp", parents=parents, help="serve the memory to MCP clients (stdio, or --http)")
     mcp.add_argument("--http", action="store_true", help="serve streamable HTTP at http://HOST:PORT/mcp")

@@ -9,6 +9,7 @@ touched, so ``export > file`` and ``show | less`` stay clean.
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from typing import TextIO
@@ -100,4 +101,23 @@ class Progress:
         self.stream.flush()
 
 
-__all__ = ["PLAIN_INTERVAL", "TERMINAL_DELAY", "TERMINAL_INTERVAL", "Progress"]
+def progress_of(args: argparse.Namespace) -> Progress:
+    """The command's :class:`Progress` on stderr (``--progress`` / ``--no-progress``, else on a terminal)."""
+    reporter: Progress | None = getattr(args, "reporter", None)
+    if reporter is None:
+        reporter = Progress(enabled=getattr(args, "progress", None))
+        args.reporter = reporter
+    return reporter
+
+
+def progress_flag(command: argparse.ArgumentParser) -> None:
+    """Add ``--progress`` / ``--no-progress`` to a command's parser (read by :func:`progress_of`)."""
+    command.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="report progress on stderr (default: only when stderr is a terminal)",
+    )
+
+
+__all__ = ["PLAIN_INTERVAL", "TERMINAL_DELAY", "TERMINAL_INTERVAL", "Progress", "progress_flag", "progress_of"]

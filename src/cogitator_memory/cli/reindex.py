@@ -19,7 +19,7 @@ from ..index.base import is_recall_index
 from ..index.indexer import REINDEX_KEY, CatchUpReport, RecallIndexer
 from .formats import CliError
 from .memory_commands import config_flag, memory_config, open_config_store
-from .progress import Progress
+from .progress import Progress, progress_flag, progress_of
 from .store import PROG, need
 from .where import store_label
 
@@ -77,8 +77,6 @@ async def reindex(store: Any, label: str, progress: Progress, *, restart: bool =
 
 async def cmd_reindex(args: argparse.Namespace) -> int:
     """``reindex``: the recall index written again from the store's threads, resumable."""
-    from .commands import progress_of  # the command module imports this one
-
     config = memory_config(args)
     label = store_label(args, config)
     async with open_config_store(config) as store:
@@ -96,8 +94,6 @@ async def cmd_reindex(args: argparse.Namespace) -> int:
 
 def register(sub: Any, db: argparse.ArgumentParser) -> None:
     """Add ``reindex`` to the subcommands ``sub`` (``db``: the parent parser holding ``--db``)."""
-    from .commands import _progress_flag  # the command module imports this one
-
     command = sub.add_parser(
         "reindex", parents=[db], help="write the recall index again from every thread (resumable after Ctrl-C)"
     )
@@ -108,7 +104,7 @@ def register(sub: Any, db: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--json", action="store_true", help="print JSON: {threads_checked, threads_indexed, records_written, resumed}"
     )
-    _progress_flag(command)
+    progress_flag(command)
     command.set_defaults(handler=cmd_reindex)
 
 

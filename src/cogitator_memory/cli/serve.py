@@ -1,5 +1,5 @@
-"""``cogitator-memory serve``: the REST server and the inspector page over the configured memory;
-and the flags both HTTP servers (``serve``, ``mcp --http``) take for their token."""
+"""``cogitator-memory serve``: the REST server and the inspector page over the configured memory
+(the flags both HTTP servers take for their token are in :mod:`.auth`)."""
 
 from __future__ import annotations
 
@@ -7,40 +7,12 @@ import argparse
 from typing import Any
 
 from ..errors import InvalidArgumentError
-from ..server.access import SERVE_PORT, TOKEN_ENV, settle_token, token_from_env
+from ..server.access import SERVE_PORT, TOKEN_ENV
+from .auth import auth_flags, token_of
 from .formats import CliError
 from .memory_commands import config_flag, open_memory, port_number
 
 DEFAULT_PORT = SERVE_PORT
-
-
-def auth_flags(parser: argparse.ArgumentParser) -> None:
-    """Add ``--token`` and ``--no-auth`` (the HTTP servers' authentication) to ``parser``."""
-    parser.add_argument(
-        "--token",
-        metavar="TOKEN",
-        help=(
-            f"the bearer token every request must carry (default ${TOKEN_ENV}, which other users cannot "
-            "see in the process list; else one is made and printed)"
-        ),
-    )
-    parser.add_argument(
-        "--no-auth",
-        action="store_true",
-        help="ask no token (loopback only; anyone on this machine can then read and erase the memory)",
-    )
-
-
-def token_of(args: argparse.Namespace) -> str | None:
-    """The token the server of a command asks for, settled before anything is opened:
-    ``--token``, else ``$COGITATOR_MEMORY_TOKEN``, else a new one; none with ``--no-auth``
-    (refused off loopback, and with ``--token``)."""
-    if args.no_auth and args.token:
-        raise CliError("invalid argument 'token': cannot be given with --no-auth")
-    try:
-        return settle_token(args.host, None if args.no_auth else token_from_env(args.token), args.no_auth)
-    except InvalidArgumentError as exc:
-        raise CliError(str(exc)) from None
 
 
 async def cmd_serve(args: argparse.Namespace) -> int:
