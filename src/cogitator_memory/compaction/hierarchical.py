@@ -27,7 +27,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -47,11 +47,7 @@ from .records import (
     CompactionError,
     CompactionLevels,
     CompactionNode,
-    CompactionResult,
 )
-
-if TYPE_CHECKING:
-    from .service import CompactionService
 
 DEFAULT_CHAPTER_TOKENS = 4000
 DEFAULT_CHAPTER_CONCURRENCY = 1
@@ -513,53 +509,44 @@ def _overlap(
     return out
 
 
-async def compact_hierarchical(
-    service: CompactionService,
-    thread_id: str,
-    *,
-    threshold: int | None,
-    message_threshold: int | None,
-    keep_recent: int,
+async def hierarchical_summary(
+    covered: Sequence[MemoryEntry],
+    previous: MemoryEntry | None,
     config: HierarchicalConfig,
+    summarize: SummarizeFn,
+    tokens_of: Callable[[MemoryEntry], int],
+    *,
     options: SummarizeOptions,
     summary_prompt: str | None,
-) -> CompactionResult:
-    """``compact(strategy="hierarchical")`` of ``service`` (called under its lock for the thread)."""
-    path = await service._read(thread_id)
-    plan = service._plan(
-        path, "summary", threshold, message_threshold, 0 if config.keep_recent_tokens is not None else keep_recent
-    )
-    view = service._view(path)
-    if plan is None:
-        return CompactionResult(thread_id, len(view), len(view), 0)
-    cut = plan.cut
-    if config.keep_recent_tokens is not None:
-        cut = kept_tail(plan.entries, config.keep_recent_tokens, service.tokens_of)
-    if cut == 0:
-        return CompactionResult(thread_id, len(view), len(view), 0)
-    covered = plan.entries[:cut]
-    before = levels_of(plan.previous) if plan.previous is not None else None
+    timeout: float,
+) -> tuple[str, CompactionLevels]:
+    """The hand-off summary and the levels of ``compact(strategy="hierarchical")``: the
+    ``covered`` entries read chapter by chapter (``previous``, the compaction entry before them,
+    its levels carried on, or read as the first message when it was a plain summary) and folded
+    into arcs and a saga. Refused (:class:`CompactionError`) when the new summary would lose an
+    open item of the one before."""
+    before = levels_of(previous) if previous is not None else None
     levels = before or CompactionLevels()
     read_entries = list(covered)
-    if plan.previous is not None and before is None:
-        read_entries.insert(0, plan.previous)  # an earlier plain summary is read as the first message
-    chapters = chapters_of(read_entries, config.chapter_tokens, service.tokens_of)
+    if previous is not None and before is None:
+        read_entries.insert(0, previous)  # an earlier plain summary is read as the first message
+    chapters = chapters_of(read_entries, config.chapter_tokens, tokens_of)
     for start in range(0, len(chapters), config.chapter_concurrency):
         batch = chapters[start : start + config.chapter_concurrency]
         still_open = open_items_of(levels)
         calls = []
         for offset, chapter in enumerate(batch):
             index = start + offset
-            head = _overlap(chapters[index - 1], config.chapter_tokens, service.tokens_of) if index else []
+            head = _overlap(chapters[index - 1], config.chapter_tokens, tokens_of) if index else []
             calls.append(
                 chapter_atoms(
                     [*head, *chapter],
-                    service.summarize,
+                    summarize,
                     open_items=still_open,
                     overlap=len(head),
                     model=options.model,
                     summary_prompt=summary_prompt,
-                    timeout=service.timeout,
+                    timeout=timeout,
                 )
             )
         answers = await asyncio.gather(*calls)
@@ -581,9 +568,7 @@ async def compact_hierarchical(
             raise CompactionError(
                 f"the new summary would lose {len(lost)} open item(s) of the one before, e.g. {lost[0].text!r:.120}"
             )
-    original = len(plan.entries) + (1 if plan.previous is not None else 0)
-    result = await service._write(thread_id, covered, original, summary, "hierarchical", {"levels": levels.dump()})
-    return result
+    return summary, levels
 
 
 __all__ = [

@@ -50,7 +50,8 @@ from .hierarchical import (
     DEFAULT_CHAPTER_TOKENS,
     DEFAULT_CHAPTERS_PER_ARC,
     HierarchicalConfig,
-    compact_hierarchical,
+    hierarchical_summary,
+    kept_tail,
 )
 from .records import (
     COMPACTION_STRATEGIES,
@@ -267,8 +268,7 @@ class CompactionService:
             self._counted[thread_id] = {}
             try:
                 if strategy == "hierarchical":
-                    return await compact_hierarchical(
-                        self,
+                    return await self._compact_hierarchical(
                         thread_id,
                         threshold=threshold,
                         message_threshold=message_threshold,
@@ -280,6 +280,45 @@ class CompactionService:
                 return await self._compact(thread_id, strategy, threshold, message_threshold, keep_recent, options)
             finally:
                 self._counted.pop(thread_id, None)
+
+    async def _compact_hierarchical(
+        self,
+        thread_id: str,
+        *,
+        threshold: int | None,
+        message_threshold: int | None,
+        keep_recent: int,
+        config: HierarchicalConfig,
+        options: SummarizeOptions,
+        summary_prompt: str | None,
+    ) -> CompactionResult:
+        """``compact(strategy="hierarchical")`` (under the thread's lock): what is due read as
+        for a summary, its chapters summed up by :func:`~.hierarchical.hierarchical_summary`."""
+        path = await self._read(thread_id)
+        plan = self._plan(
+            path, "summary", threshold, message_threshold, 0 if config.keep_recent_tokens is not None else keep_recent
+        )
+        view = self._view(path)
+        if plan is None:
+            return CompactionResult(thread_id, len(view), len(view), 0)
+        cut = plan.cut
+        if config.keep_recent_tokens is not None:
+            cut = kept_tail(plan.entries, config.keep_recent_tokens, self.tokens_of)
+        if cut == 0:
+            return CompactionResult(thread_id, len(view), len(view), 0)
+        covered = plan.entries[:cut]
+        summary, levels = await hierarchical_summary(
+            covered,
+            plan.previous,
+            config,
+            self.summarize,
+            self.tokens_of,
+            options=options,
+            summary_prompt=summary_prompt,
+            timeout=self.timeout,
+        )
+        original = len(plan.entries) + (1 if plan.previous is not None else 0)
+        return await self._write(thread_id, covered, original, summary, "hierarchical", {"levels": levels.dump()})
 
     async def _read(self, thread_id: str) -> list[MemoryEntry]:
         """The active branch (on a store without branches: every entry, in time order)."""
