@@ -15,7 +15,6 @@ breaks the contract. Run them on a store of your own::
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -32,78 +31,32 @@ from ..threads.records import (
     CompactionEvent,
     LabelEvent,
     MemoryEntry,
-    Thread,
 )
 from ..threads.tree import REDACTED_TEXT
 from ..tokens import count_entry_tokens
-from .cases import CaseList, NamedCase, expect, expect_equal
-
-Case = Callable[[MemoryAdapter], Awaitable[None]]
-
-
-class ConformanceCase(NamedCase[MemoryAdapter]):
-    """One named check of the thread-store contract."""
-
+from . import conformance_inputs
+from .cases import CaseList
+from .thread_cases import (
+    T0,
+    ConformanceCase,
+    _all_entries,
+    _check_tree,
+    _eq,
+    _fails,
+    _say,
+    _texts,
+    _thread,
+    _true,
+)
 
 _CASES = CaseList(ConformanceCase)
 _case = _CASES.case
-_eq = expect_equal
-_true = expect
 
 
 def memory_adapter_conformance_cases() -> list[ConformanceCase]:
-    """Every case of the thread-store contract, in a stable order."""
-    from . import conformance_inputs  # noqa: F401 - registers the cases of what callers hand a store
-
-    return _CASES.cases()
-
-
-# --- helpers ------------------------------------------------------------------------------
-
-T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
-
-
-def _fails(result: MemoryResult[Any], what: str, error_type: type[Exception] | None = None, mentions: str = "") -> str:
-    if result.success:
-        raise AssertionError(f"{what}: expected a failed result, got success with {result.data!r}")
-    message = result.error or ""
-    _true(bool(message), f"{what}: a failed result must carry a message")
-    if error_type is not None:
-        _true(
-            result.error_type is not None and issubclass(result.error_type, error_type),
-            f"{what}: expected a {error_type.__name__}, got {result.error_type} ({message})",
-        )
-    if mentions:
-        _true(mentions in message, f"{what}: the error should name {mentions!r}: {message}")
-    return message
-
-
-async def _thread(store: MemoryAdapter, agent: str = "agent-1", **metadata: Any) -> Thread:
-    return unwrap(await store.create_thread(agent, metadata or None))
-
-
-async def _say(store: MemoryAdapter, thread_id: str, text: str, role: str = "user", **extra: Any) -> MemoryEntry:
-    entry: dict[str, Any] = {"thread_id": thread_id, "message": {"role": role, "content": text}}
-    entry.update(extra)
-    return unwrap(await store.add_entry(entry))
-
-
-async def _texts(result: Awaitable[MemoryResult[list[MemoryEntry]]]) -> list[str]:
-    return [e.message.text if e.message else f"<{e.type}>" for e in unwrap(await result)]
-
-
-async def _all_entries(store: MemoryAdapter, thread_id: str) -> list[MemoryEntry]:
-    return unwrap(await store.get_entries(thread_id=thread_id, types="all", include_tool_calls=True))
-
-
-def _check_tree(entries: list[MemoryEntry], thread: Thread) -> None:
-    ids = {e.id for e in entries}
-    for e in entries:
-        _true(e.parent_id is None or e.parent_id in ids, f"entry {e.id} has a parent {e.parent_id} that is gone")
-    if entries:
-        _true(thread.active_leaf_id in ids, f"the active leaf {thread.active_leaf_id} is not an entry of the thread")
-    seqs = [e.seq for e in entries]
-    _eq(len(set(seqs)), len(seqs), "seq values must be unique within a thread")
+    """Every case of the thread-store contract, in a stable order (this module's, then those of
+    what callers hand a store: :mod:`.conformance_inputs`)."""
+    return [*_CASES.cases(), *conformance_inputs.input_cases()]
 
 
 # --- threads ------------------------------------------------------------------------------

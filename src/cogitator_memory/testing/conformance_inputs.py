@@ -1,9 +1,9 @@
 """Conformance cases of what callers hand a thread store: values it must refuse, ids it must
 keep, new roots, and thread ids taken the same way by every call.
 
-They are part of :func:`~cogitator_memory.testing.memory_adapter_conformance_cases` (which
-imports this module), in the suite's helpers and style; they live apart only to keep each
-module of the suite a readable size.
+They are part of :func:`~cogitator_memory.testing.memory_adapter_conformance_cases`, after those
+of :mod:`.conformance`, written with the same helpers (:mod:`.thread_cases`); they live apart only
+to keep each module of the suite a readable size.
 """
 
 from __future__ import annotations
@@ -19,7 +19,17 @@ from ..result import MemoryResult, unwrap
 from ..threads.base import BaseMemoryAdapter, MemoryAdapter
 from ..threads.records import Message, NewMemoryEntry
 from ..threads.values import MAX_JSON_DEPTH
-from .conformance import T0, _all_entries, _case, _check_tree, _eq, _fails, _say, _texts, _thread, _true
+from .cases import CaseList
+from .thread_cases import T0, ConformanceCase, _all_entries, _check_tree, _eq, _fails, _say, _texts, _thread, _true
+
+_CASES = CaseList(ConformanceCase)
+_case = _CASES.case
+
+
+def input_cases() -> list[ConformanceCase]:
+    """The cases of this module, in a stable order (part of
+    :func:`~cogitator_memory.testing.memory_adapter_conformance_cases`)."""
+    return _CASES.cases()
 
 
 def _nested(levels: int) -> Any:
