@@ -35,7 +35,7 @@ from ...files.records import (
 )
 from ...items.records import TRUSTED
 from ...items.scope_sql import postgres_scope
-from .schema import quote_ident
+from .sql import quote_ident
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection

@@ -24,7 +24,7 @@ from ...errors import ConflictError, NotFoundError
 from ...graph.base import GraphChanges, GraphStoreMixin, check_next_version
 from ...graph.records import TRUSTED, EdgeQuery, GraphEdge, GraphNode, GraphPath, NodeQuery, TraversalResult, Walk
 from ...graph.rules import node_haystack
-from .schema import quote_ident
+from .sql import quote_ident
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection

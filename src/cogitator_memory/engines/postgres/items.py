@@ -39,7 +39,7 @@ from ...items.base import MemoryItemStoreMixin
 from ...items.records import TRUSTED, ItemQuery, ItemUpdate, MemoryItem, scope_key
 from ...items.scope_sql import postgres_scope
 from ...threads import tree
-from .schema import quote_ident
+from .sql import quote_ident
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection

@@ -37,7 +37,7 @@ from ...clock import to_utc
 from ...errors import InvalidArgumentError
 from ...index.base import RECALL_BM25, RecallIndexMixin, length_terms, stored_record
 from ...index.records import RecallFilter, RecallRecord
-from .schema import quote_ident
+from .sql import quote_ident
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection

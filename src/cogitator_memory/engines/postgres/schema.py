@@ -36,6 +36,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...errors import InvalidArgumentError, StoreUnavailableError
+from .graph import EVIDENCE_STATEMENTS, GRAPH_TABLES, NODE_TEXT_STATEMENTS
+from .recall import RECALL_TABLES, RECALL_TERMS_TEXT
+from .sql import quote_ident
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -54,11 +57,6 @@ def check_schema_name(name: object) -> str:
             "schema", f"must be a PostgreSQL identifier (letters, digits, _ and $, at most 63), got {name!r}"
         )
     return name
-
-
-def quote_ident(name: str) -> str:
-    """``name`` as a quoted SQL identifier."""
-    return '"' + name.replace('"', '""') + '"'
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,13 +193,7 @@ M004_MEMORY_FILES = Migration(
 )
 
 
-def _graph_tables() -> tuple[str, ...]:
-    from .graph import GRAPH_TABLES
-
-    return GRAPH_TABLES
-
-
-M005_GRAPH = Migration(5, "m005_graph", _graph_tables())
+M005_GRAPH = Migration(5, "m005_graph", GRAPH_TABLES)
 
 M006_USER_THREADS = Migration(
     6,
@@ -215,48 +207,24 @@ M006_USER_THREADS = Migration(
 )
 
 
-def _node_text() -> tuple[str, ...]:
-    from .graph import NODE_TEXT_STATEMENTS
-
-    return NODE_TEXT_STATEMENTS
-
-
 #: The casefolded text of each graph node beside it, trigram-indexed when ``pg_trgm`` can be had,
 #: so the ``text`` filter of ``query_nodes`` reads only the nodes that may hold the text.
-M007_GRAPH_NODE_TEXT = Migration(7, "m007_graph_node_text", _node_text())
-
-
-def _evidence() -> tuple[str, ...]:
-    from .graph import EVIDENCE_STATEMENTS
-
-    return EVIDENCE_STATEMENTS
+M007_GRAPH_NODE_TEXT = Migration(7, "m007_graph_node_text", NODE_TEXT_STATEMENTS)
 
 
 #: Which entries the graph's quotes name, so deleting entries finds the nodes and edges quoting
 #: them without reading the agent's whole graph.
-M008_GRAPH_EVIDENCE = Migration(8, "m008_graph_evidence", _evidence())
-
-
-def _recall_tables() -> tuple[str, ...]:
-    from .recall import RECALL_TABLES
-
-    return RECALL_TABLES
+M008_GRAPH_EVIDENCE = Migration(8, "m008_graph_evidence", EVIDENCE_STATEMENTS)
 
 
 #: The recall index (:mod:`cogitator_memory.engines.postgres.recall`): its records, their inverted
 #: index of terms with each term's record count, its counters and its writers' state. What the
 #: schema held before is indexed by the indexer (``cogitator-memory reindex``, or its catch-up).
-M009_RECALL_INDEX = Migration(9, "m009_recall_index", _recall_tables())
-
-
-def _recall_terms_text() -> tuple[str, ...]:
-    from .recall import RECALL_TERMS_TEXT
-
-    return RECALL_TERMS_TEXT
+M009_RECALL_INDEX = Migration(9, "m009_recall_index", RECALL_TABLES)
 
 
 #: A recall record's terms as one text (see :data:`~cogitator_memory.engines.postgres.recall.RECALL_TERMS_TEXT`).
-M010_RECALL_TERMS_TEXT = Migration(10, "m010_recall_terms_text", _recall_terms_text())
+M010_RECALL_TERMS_TEXT = Migration(10, "m010_recall_terms_text", RECALL_TERMS_TEXT)
 
 MIGRATIONS: tuple[Migration, ...] = (
     M001_INITIAL,

@@ -52,7 +52,8 @@ from ...search.tokenizer import index_terms
 from ...threads.records import built_record
 from ...vectors.base import EmbeddingStoreMixin
 from ...vectors.records import SCOPE_KEYS, DeletionFilter, Embedding, EmbeddingFilter, ScoredEmbedding
-from .schema import ADVISORY_LOCK_CLASS, quote_ident
+from .schema import ADVISORY_LOCK_CLASS
+from .sql import quote_ident
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
