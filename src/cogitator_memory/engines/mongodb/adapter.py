@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import random
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
@@ -24,6 +23,7 @@ from ...errors import (
 )
 from ...lifecycle import check_connection_url, keep_cancellations
 from ...threads.base import BaseMemoryAdapter
+from .conflicts import is_write_conflict, retry_pause
 from .files import MongoDBFiles
 from .items import MongoDBItems
 from .recall import MongoDBRecallIndex
@@ -57,24 +57,6 @@ def server_has_transactions(hello: Doc) -> bool:
     member or a ``mongos``. A standalone ``mongod`` (and the mongoeco emulator, which says it is
     one) does not."""
     return bool(hello.get("setName")) or hello.get("msg") == "isdbgrid"
-
-
-def is_write_conflict(exc: BaseException) -> bool:
-    """Whether a transaction failed for a write conflict (worth a retry), not a lost server."""
-    from pymongo.errors import ConnectionFailure, OperationFailure, PyMongoError
-
-    if not isinstance(exc, PyMongoError) or isinstance(exc, ConnectionFailure):
-        return False
-    if isinstance(exc, OperationFailure) and exc.code == 112:
-        return True
-    return exc.has_error_label("TransientTransactionError") or "write conflict" in str(exc).lower()
-
-
-def retry_pause(attempt: int) -> float:
-    """Seconds to wait before the ``attempt``-th retry of a transaction after a write conflict:
-    random, up to 1 ms doubled per attempt, at most 50 ms (the exponent capped, so that a server
-    busy for thousands of retries never makes it overflow)."""
-    return random.uniform(0, min(0.05, 0.001 * 2 ** min(attempt, 6)))
 
 
 def _check_name(argument: str, value: object, forbidden: str, *, allow_empty: bool = False) -> str:

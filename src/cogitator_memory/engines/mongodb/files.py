@@ -41,6 +41,7 @@ from ...files.records import (
     redacted_version,
 )
 from ...items.records import TRUSTED
+from .conflicts import is_write_conflict, retry_pause
 
 if TYPE_CHECKING:
     from pymongo.asynchronous.client_session import AsyncClientSession
@@ -183,8 +184,6 @@ class MongoDBFiles(MemoryFileStoreMixin):
         a write conflict that left the batch's sequences free (a conflict over other documents)."""
         if not self._use_transactions or self._client is None:
             return await work(None)
-        from .adapter import is_write_conflict, retry_pause
-
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 10.0
         attempt = 0
