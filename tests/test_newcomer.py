@@ -278,6 +278,10 @@ async def follow_serve(newcomer: Newcomer, args: list[str], mcp_thread: str) -> 
             await page.click("#show-user")
             await page.wait_for_selector("#user-title >> text=What memory believes about ada")
             await page.wait_for_selector("#graph-facts >> text=Ada is vegetarian")  # remembered by the CLI
+            await page.select_option("#context-thread", "demo-trip")
+            await page.fill("#context-q", "Where should we have dinner?")
+            await page.click("#context-form button")
+            await page.wait_for_selector("#context-messages >> text=Da Enzo al 29 in Trastevere")
             await shot(page, "newcomer-user-view")
             await page.click("[data-view=threads]")
             await page.fill("#user", "")
