@@ -249,7 +249,9 @@ class ContextBuilder(RelevanceRanking):
         by_count = relevance and self.deps.message_index is None
         jobs = [self._load_history(tid, leaf, room, by_count, loaded, errors, warnings)]
         if cfg.include_facts and (self.deps.fact_adapter is not None or self.deps.memory_items is not None):
-            jobs.append(self._load_facts(tid, agent, user, None if as_of is None else anchor, loaded, errors))
+            jobs.append(
+                self._load_facts(tid, agent, user, None if as_of is None else anchor, loaded, errors, text_input)
+            )
         if relevance or semantic or (recall_on and service is not None):
             jobs.append(self._load_vector(text_input or "", loaded, errors, relevance or recall_on, semantic))
         if recall_on and self.deps.memory_items is not None:
@@ -404,14 +406,16 @@ class ContextBuilder(RelevanceRanking):
         as_of: datetime | None,
         loaded: _Loaded,
         errors: list[ContextBuildError],
+        query: str | None = None,
     ) -> None:
         """The facts of the build (see ``context/facts.py``): the items the run sees that hold
-        at ``as_of`` (``None``: now), and those of a fact source that keeps no items."""
+        at ``as_of`` (``None``: now), those of a fact source that keeps no items, and the facts
+        ``remember`` saved that ``query`` (the input) matches."""
         try:
             agent, user = await self._thread_scope(thread_id, agent_id, user_id)
             if agent is None:
                 return
-            loaded.facts = await read_fact_lines(self.deps, agent, user, thread_id, as_of, FACTS_LIMIT)
+            loaded.facts = await read_fact_lines(self.deps, agent, user, thread_id, as_of, FACTS_LIMIT, query)
         except Exception as exc:
             errors.append(ContextBuildError("facts", exc))
 

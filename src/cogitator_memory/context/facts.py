@@ -24,6 +24,14 @@ A ``fact_adapter`` that keeps no items (any object with an async ``get_facts``, 
 :class:`~cogitator_memory.context.FactSource` protocol) is read as well, its facts sent as their
 ``content`` in its order after the items' (a fact whose id an item already has is not repeated),
 framed the same way.
+
+With a build's input and a knowledge graph that keeps a recall index (every built-in graph
+store), the facts ``remember`` saved (graph nodes of type ``fact``) that the input's words
+match are sent too, after the items, best match first, at most :data:`REMEMBERED_LIMIT`: the
+run's own and shared ones (a fact of another user never; without a user, only shared ones),
+each as its text, its :class:`~cogitator_memory.graph.GraphNode` in ``BuiltContext.facts``.
+(The spec leaves these to the ``recall`` tool; a fact the user asked to be remembered reaching
+the next conversation's context is what users expect of one memory.)
 """
 
 from __future__ import annotations
@@ -37,6 +45,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..facts.core import core_key
 from ..facts.prompt import prompt_line
+from ..index.base import is_recall_index
+from ..index.build import FACT_TYPE, node_text
+from ..index.records import RecallFilter
 from ..items import rules
 from ..items.base import MemoryItemAdapter, is_memory_item_adapter
 from ..items.facts import Fact, fact_of, reading_time
@@ -46,6 +57,8 @@ from ..result import MemoryResult, unwrap
 if TYPE_CHECKING:
     from .sources import ContextBuilderDeps
 
+#: The facts saved with ``remember`` a build sends at most (those its input matches).
+REMEMBERED_LIMIT = 8
 #: Item kinds sent before the others.
 FIRST_KINDS = frozenset({"instruction", "preference"})
 _TICK = timedelta(microseconds=1)
@@ -225,10 +238,12 @@ async def read_fact_lines(
     thread_id: str,
     as_of: datetime | None,
     limit: int,
+    query: str | None = None,
 ) -> list[FactLine]:
     """The facts of a build, in the order sent, at most ``limit`` from each source. ``as_of``
     ``None`` reads them as they hold now (see
-    :func:`~cogitator_memory.items.facts.reading_time`: a burst of writes just before is seen)."""
+    :func:`~cogitator_memory.items.facts.reading_time`: a burst of writes just before is seen).
+    ``query`` (the build's input) picks the facts ``remember`` saved that are sent too."""
     lines: list[FactLine] = []
     adapter = items_of(deps)
     if adapter is not None:
@@ -256,11 +271,42 @@ async def read_fact_lines(
             line = prompt_line(content)
             if line:
                 lines.append(FactLine(line, source_id, fact))
+    if query is not None and query.strip():
+        lines.extend(await remembered_lines(deps, agent_id, user_id, query, min(limit, REMEMBERED_LIMIT)))
+    return lines
+
+
+async def remembered_lines(
+    deps: ContextBuilderDeps, agent_id: str, user_id: str | None, query: str, limit: int = REMEMBERED_LIMIT
+) -> list[FactLine]:
+    """The facts ``remember`` saved in the run's scope that ``query``'s words match (the graph's
+    recall index, stemmed keywords), best first, at most ``limit``; each read again from the
+    graph, so one deleted since it was indexed is not sent."""
+    graph: Any = deps.graph_adapter
+    if graph is None or limit <= 0 or not is_recall_index(graph):
+        return []
+    flt = RecallFilter(agent_id=agent_id, user_id=user_id, kinds=["graph_fact"], statuses=["active"])
+    found = unwrap(await graph.recall_keyword(query, filter=flt, limit=limit * 4))
+    ids = [
+        c.record.source_id
+        for c in found
+        if c.record.role == FACT_TYPE and (c.record.user_id is None or c.record.user_id == user_id)
+    ][:limit]
+    nodes = await asyncio.gather(*(graph.get_node(i) for i in ids))
+    lines: list[FactLine] = []
+    for result in nodes:
+        node = unwrap(result)
+        if node is None:
+            continue
+        line = prompt_line(node_text(node))
+        if line:
+            lines.append(FactLine(line, node.id, node))
     return lines
 
 
 __all__ = [
     "FIRST_KINDS",
+    "REMEMBERED_LIMIT",
     "FactLine",
     "chosen_states",
     "held_facts",
@@ -269,5 +315,6 @@ __all__ = [
     "items_of",
     "just_before",
     "read_fact_lines",
+    "remembered_lines",
     "replaced_state",
 ]
