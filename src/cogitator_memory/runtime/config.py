@@ -164,7 +164,7 @@ class ConsolidationConfig(_Section):
 
 class ContextConfig(_Section):
     """The context builder: the fields of :class:`~cogitator_memory.context.ContextBuilderConfig`
-    the runtime sets (the strategy defaults to ``hybrid`` with embeddings, else ``recent``)."""
+    the runtime sets (the strategy defaults to ``hybrid``: without an embedding service it recalls by words, time and names)."""
 
     max_tokens: int = Field(default=4000, ge=1)
     strategy: Literal["recent", "relevant", "hybrid"] | None = None
