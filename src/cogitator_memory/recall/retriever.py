@@ -46,9 +46,11 @@ from ..search.fusion import reciprocal_rank_fusion
 from ..threads.records import EVENT_TYPES, MemoryEntry
 from . import item_search
 from .corpus import Corpus, CorpusCache, Doc, phrase_pattern, turn_text
+from .hops import asks_across, hop_ranking, session_spread, sessions
 from .query import QueryAnalysis, analyze_query_async
 from .rerank import Reranker, check_results, reranked_order
 from .settings import Channel, RetrieverSettings, check_settings
+from .speakers import Asked, Participants, asked_speakers, participants, speaker_boost
 
 HitKind = Literal["turn", "item"]
 
@@ -251,6 +253,8 @@ class MemoryRetriever:
         index_of: Mapping[str, int] = {}
         span = 1
         corpus_t: Corpus[MemoryEntry] | None = None
+        keep: Any = None
+        asked_terms: list[str] = []
         if history:
             if turn_terms is not None:
                 corpus_t = Corpus.new(s.bm25_k1, s.bm25_b, lazy=True)
@@ -268,8 +272,8 @@ class MemoryRetriever:
             if keyword_hits is not None:
                 bm25 = [r for r in dict.fromkeys(keyword_hits) if r in entry_map][: s.depth]
             else:
-                asked = _telling(corpus_t, stemmed_terms(analysis.terms))
-                bm25 = [r for r, _ in corpus_t.bm25.search_terms(asked, limit=s.depth, keep=keep)]
+                asked_terms = _telling(corpus_t, stemmed_terms(analysis.terms))
+                bm25 = [r for r, _ in corpus_t.bm25.search_terms(asked_terms, limit=s.depth, keep=keep)]
             entity = self._entity_turns(corpus_t, analysis, named, keep) if s.weight(analysis.kind, "entity") else []
             time: list[str] = []
             if s.weight(analysis.kind, "time") > 0:
@@ -301,6 +305,16 @@ class MemoryRetriever:
         fused = reciprocal_rank_fusion(
             [r for _, r in rankings], k=s.rrf_k, weights=[s.weight(analysis.kind, c) for c, _ in rankings]
         )
+        if corpus_t is not None and s.hop_seeds and s.weight(analysis.kind, "hop") > 0:
+            best_turns = list(itertools.islice((rid[2:] for rid, _ in fused if rid[0] == "t"), s.hop_seeds))
+            if not asked_terms:
+                asked_terms = _telling(corpus_t, stemmed_terms(analysis.terms))
+            hop = hop_ranking(corpus_t, asked_terms, best_turns, s.hop_terms, s.depth, keep)
+            if hop:
+                rankings.append(("hop", [f"t:{r}" for r in hop]))
+                fused = reciprocal_rank_fusion(
+                    [r for _, r in rankings], k=s.rrf_k, weights=[s.weight(analysis.kind, c) for c, _ in rankings]
+                )
         if s.neighbour_weight > 0 and corpus_t is not None:
             fused = _with_neighbours(fused, corpus_t.order, index_of, held_ids, s.neighbour_weight, corpus_t.docs)
         places: dict[str, dict[Channel, int]] = {}
@@ -312,11 +326,13 @@ class MemoryRetriever:
         n_terms = len(terms)
         recency, user, coverage, retrieved = s.recency_weight, s.user_weight, s.coverage_weight, s.retrieved_weight
         turn_docs = corpus_t.docs if corpus_t is not None else {}
+        people = _participants(corpus_t)
+        asked_speaker = asked_speakers(analysis.text, people) if s.speaker_from_question else Asked()
         # A turn's score only grows below, by at most ``most``: a turn whose fused score, grown by
         # that much, stays under the fused score of the ``wanted``-th best cannot be among the
         # ``wanted`` best (the hits and the pool of MMR) and is not scored.
         wanted = max(limit, s.mmr_pool) if s.mmr_lambda < 1.0 else limit
-        most = (1.0 + recency) * (1.0 + user) * (1.0 + coverage) * (1.0 + 1e-9)
+        most = (1.0 + recency) * (1.0 + max(user, s.speaker_weight)) * (1.0 + coverage) * (1.0 + 1e-9)
         floor = fused[wanted - 1][1] if len(fused) > wanted else 0.0
         term_sets: dict[str, frozenset[str]] = {}
         scored: list[tuple[float, str]] = []
@@ -327,8 +343,11 @@ class MemoryRetriever:
                     continue
                 doc: Doc[Any] = turn_docs[raw]
                 score *= 1.0 + recency * index_of.get(raw, 0) / span
-                if user and (message := doc.record.message) is not None and message.role == "user":
-                    score *= 1.0 + user
+                if not s.speaker_from_question:
+                    if user and (message := doc.record.message) is not None and message.role == "user":
+                        score *= 1.0 + user
+                else:
+                    score *= 1.0 + speaker_boost(doc.record, asked_speaker, people, s.speaker_weight, user)
             else:
                 assert corpus_i is not None
                 doc = corpus_i.docs[raw]
@@ -338,6 +357,11 @@ class MemoryRetriever:
                 score *= 1.0 + coverage * len(terms & doc.term_set) / n_terms
             scored.append((score, rid))
         scored.sort(key=_best_first)
+        if s.session_spread > 0 and corpus_t is not None and asks_across(analysis.text):
+            placed = sessions(corpus_t, s.session_gap_hours)
+            scored = session_spread(
+                scored, lambda rid: placed.get(rid[2:]) if rid[0] == "t" else None, s.session_spread, wanted
+            )
         order = _mmr(scored, term_sets, s.mmr_lambda, s.mmr_pool)[:limit]
 
         hits: list[RecallHit] = []
@@ -467,6 +491,16 @@ class MemoryRetriever:
         for r in checked:
             head[r.index].relevance = r.score
         return [head[i] for i in reranked_order(checked, top)] + hits[top:]
+
+
+def _participants(corpus: Corpus[MemoryEntry] | None) -> Participants:
+    """The speakers of the corpus' turns (kept per state of the corpus)."""
+    if corpus is None:
+        return Participants(frozenset(), {})
+    found: Participants | None = corpus.derived.get("participants")
+    if found is None:
+        found = corpus.derived["participants"] = participants(d.record for d in corpus.docs.values())
+    return found
 
 
 def _is_event(entry: MemoryEntry) -> bool:

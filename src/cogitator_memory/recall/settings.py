@@ -17,12 +17,22 @@ from ..threads import tree
 from .query import QUERY_KINDS, QueryKind
 
 Channel: TypeAlias = Literal[
-    "vector", "bm25", "time", "entity", "item_bm25", "item_vector", "item_entity", "item_time", "item_graph", "evidence"
+    "vector",
+    "bm25",
+    "time",
+    "entity",
+    "item_bm25",
+    "item_vector",
+    "item_entity",
+    "item_time",
+    "item_graph",
+    "evidence",
+    "hop",
 ]
-#: Every channel: four find turns, five find items, and ``evidence`` finds the turns the best
-#: items quote.
+#: Every channel: four find turns, five find items, ``evidence`` finds the turns the best
+#: items quote and ``hop`` the turns sharing telling terms with the best turns of the others.
 CHANNELS: tuple[Channel, ...] = get_args(Channel)
-TURN_CHANNELS: tuple[Channel, ...] = ("vector", "bm25", "time", "entity", "evidence")
+TURN_CHANNELS: tuple[Channel, ...] = ("vector", "bm25", "time", "entity", "evidence", "hop")
 ITEM_CHANNELS: tuple[Channel, ...] = ("item_bm25", "item_vector", "item_entity", "item_time", "item_graph")
 
 _BASE: dict[Channel, float] = {
@@ -36,6 +46,7 @@ _BASE: dict[Channel, float] = {
     "item_time": 0.6,
     "item_graph": 0.5,
     "evidence": 0.6,
+    "hop": 0.6,
 }
 
 
@@ -79,9 +90,23 @@ class RetrieverSettings(BaseModel):
       next to it (a question found through its answer, an answer through its question).
     - ``graph_damping`` / ``graph_iterations``: the personalized PageRank walk over items and entities.
     - ``evidence_items``: the best items whose quoted turns the ``evidence`` channel finds.
-    - ``user_weight``: a turn the user said scores this share more (what a conversation is
-      asked about later is mostly what the user told: on the BEAM dev chats three evidence
-      turns in four are the user's, of half the turns).
+    - ``user_weight``: in a chat between a user and an assistant, a turn the user said scores
+      this share more when the question asks about no speaker (what a conversation is asked
+      about later is mostly what the user told: on the BEAM dev chats three evidence turns in
+      four are the user's, of half the turns); no speaker is favoured in a conversation between
+      named people (two names or more in ``message.name``).
+    - ``speaker_from_question`` / ``speaker_weight``: a question asking about one speaker ("what
+      did you recommend?", "what did I tell you?", "what did Melanie paint?") makes that
+      speaker's turns score ``speaker_weight`` more, and no other speaker's (see
+      :mod:`~cogitator_memory.recall.speakers`); ``False`` applies ``user_weight`` to every
+      question.
+    - ``hop_seeds`` / ``hop_terms``: the ``hop`` channel searches again with the question's terms
+      and the ``hop_terms`` most telling terms of the ``hop_seeds`` best turns the other
+      channels found (0 seeds: no second hop; see :mod:`~cogitator_memory.recall.hops`).
+    - ``session_spread`` / ``session_gap_hours``: for a question about something across the
+      conversation ("over time", "in order", "summarize"), the best hits are taken so that each
+      hit's score is divided by ``1 + session_spread * n``, ``n`` the hits of its session taken
+      before it (0: off); a session is a run of turns without a pause of ``session_gap_hours``.
     - ``time_checked``: how many turns the ``time`` channel reads the time words of, the best
       of the other channels taken in turn (read once per turn and kept; reading them is the
       dearest step of a search).
@@ -109,6 +134,12 @@ class RetrieverSettings(BaseModel):
     evidence_items: int = Field(default=5, ge=0, le=1000)
     time_checked: int = Field(default=8, ge=0, le=1000)
     user_weight: float = Field(default=1.0, ge=0.0)
+    speaker_from_question: bool = True
+    speaker_weight: float = Field(default=1.0, ge=0.0)
+    hop_seeds: int = Field(default=3, ge=0, le=100)
+    hop_terms: int = Field(default=10, ge=1, le=100)
+    session_spread: float = Field(default=0.5, ge=0.0)
+    session_gap_hours: float = Field(default=4.0, gt=0.0)
 
     @field_validator("weights", mode="before")
     @classmethod

@@ -1,0 +1,138 @@
+"""Questions that need more than one piece: a second hop, and hits spread over sessions.
+
+**The hop.** A question like "how many columns did I add to the transactions table across my
+requests?" is answered by several turns, said weeks apart; the first search finds one or two
+of them, and the others share words with those more than with the question ("ALTER TABLE",
+the column names). The ``hop`` channel searches the turns again (BM25) with the question's terms
+and the telling terms of the first search's best turns (those rare in the conversation, held
+by several of them first), and ranks what it finds beside the other channels, the first
+search's best turns left out.
+
+**Sessions.** A question about how something went "across our conversations" or "over time"
+(a summary, an order of events) is answered by turns of many sessions; the best hits of a plain
+search crowd into the one that matched best. :func:`session_spread` orders the best hits so
+that each session's next hit pays for those of its session before it. Sessions are runs of
+turns without a pause of ``session_gap_hours`` (:func:`sessions`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
+
+_TALKS = r"(?:conversations?|sessions?|discussions?|chats?|messages?|requests?|questions?|exchanges?|time)"
+#: A question asking about something across the conversation, over time or in order.
+_SPREAD = re.compile(
+    rf"\b(?:(?:across|throughout|through|over|during|in)\s+(?:(?:all|each|every|the|our|my|these|those|"
+    rf"different|various|several|many|past|previous|last|few)\s+)*{_TALKS}|over\s+the\s+(?:past|last)\s+\w+|"
+    r"in\s+(?:what|which|the)\s+order|in\s+order|chronolog\w*|progressed|progression|evolv\w*|evolution|"
+    r"summar\w+|overview|recap)\b",
+    re.I,
+)
+
+
+def asks_across(question: str) -> bool:
+    """Whether ``question`` asks about something across the conversation (see the module docs)."""
+    return _SPREAD.search(question) is not None
+
+
+def hop_terms(
+    corpus: Any, seeds: Sequence[str], asked: Collection[str], count: int, most_share: float = 0.1
+) -> list[str]:
+    """The ``count`` terms of the ``seeds`` (document ids of ``corpus``) that best tell them
+    apart: not among ``asked``, held by another document and by at most ``most_share`` of them
+    (or by two), ranked by the
+    number of seeds holding them times their inverse document frequency."""
+    if count < 1 or not seeds:
+        return []
+    index = corpus.bm25
+    size = len(index)
+    if size < 2:
+        return []
+    most = max(2, int(size * most_share))
+    held: dict[str, int] = {}
+    for rid in seeds:
+        doc = corpus.docs.get(rid)
+        if doc is None:
+            continue
+        for term in doc.term_set:
+            if term not in asked:
+                held[term] = held.get(term, 0) + 1
+    scored: list[tuple[float, str]] = []
+    for term, seeds_holding in held.items():
+        df = index.doc_freq(term)
+        if 1 < df <= most:  # a term only the seed holds finds nothing else
+            scored.append((-seeds_holding * math.log(size / df), term))
+    scored.sort()
+    return [term for _score, term in scored[:count]]
+
+
+def hop_ranking(
+    corpus: Any,
+    asked: Sequence[str],
+    seeds: Sequence[str],
+    count: int,
+    depth: int,
+    keep: Callable[[str], bool] | None,
+) -> list[str]:
+    """The second hop's ranking: BM25 of ``asked`` and the :func:`hop_terms` of ``seeds``,
+    the seeds left out."""
+    extra = hop_terms(corpus, seeds, frozenset(asked), count)
+    if not extra:
+        return []
+    left_out = frozenset(seeds)
+    found = corpus.bm25.search_terms([*asked, *extra], limit=depth + len(left_out), keep=keep)
+    return [rid for rid, _score in found if rid not in left_out][:depth]
+
+
+def sessions(corpus: Any, gap_hours: float) -> Mapping[str, int]:
+    """Each turn's session (0, 1, ... in time order): a new one starts after a pause of more
+    than ``gap_hours`` between turns said one after the other (kept per state of the corpus)."""
+    key = f"sessions:{gap_hours}"
+    found: Mapping[str, int] | None = corpus.derived.get(key)
+    if found is None:
+        ids = list(corpus.docs)
+        times = sorted((corpus.docs[rid].record.created_at, i) for i, rid in enumerate(ids))
+        out: dict[str, int] = {}
+        session = 0
+        previous = None
+        for at, i in times:
+            if previous is not None and (at - previous).total_seconds() > gap_hours * 3600:
+                session += 1
+            out[ids[i]] = session
+            previous = at
+        corpus.derived[key] = found = out
+    return found
+
+
+def session_spread(
+    scored: list[tuple[float, str]], session_of: Callable[[str], int | None], spread: float, pool: int
+) -> list[tuple[float, str]]:
+    """``scored`` (best first) with the best ``pool`` taken greedily, each hit's score divided by
+    ``1 + spread * n``, ``n`` the hits of its session taken before it (a hit of no known session
+    pays nothing), best of those scores first; the rest after them, as they were."""
+    if spread <= 0 or pool < 2 or len(scored) < 2:
+        return scored
+    left = scored[:pool]
+    sessions_of = [session_of(rid) for _score, rid in left]
+    taken: dict[int, int] = {}
+    out: list[tuple[float, str]] = []
+    while left:
+        best_at = 0
+        best_value = -math.inf
+        for i, (score, _rid) in enumerate(left):
+            session = sessions_of[i]
+            value = score / (1.0 + spread * taken.get(session, 0)) if session is not None else score
+            if value > best_value:
+                best_at, best_value = i, value
+        _score, rid = left.pop(best_at)
+        session = sessions_of.pop(best_at)
+        if session is not None:
+            taken[session] = taken.get(session, 0) + 1
+        out.append((best_value, rid))
+    return out + scored[pool:]
+
+
+__all__ = ["asks_across", "hop_ranking", "hop_terms", "session_spread", "sessions"]

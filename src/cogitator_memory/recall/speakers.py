@@ -1,0 +1,145 @@
+"""Who said it: the weight of a turn's speaker, read from the question and the conversation.
+
+A question may ask about what one speaker said: "what did you recommend?" asks about the
+assistant's turns, "what did I tell you?" about the user's, "what did Melanie paint?" about
+Melanie's (a participant named in ``message.name`` or the entry's ``metadata["speaker"]``).
+Those turns score ``speaker_weight`` more (:class:`~cogitator_memory.recall.RetrieverSettings`).
+
+A question naming no speaker falls back on the kind of conversation: in a chat between a user
+and an assistant, what is asked about later is mostly what the user told, so the user's turns
+score ``user_weight`` more; in a conversation between named people (two names or more among
+the speakers), which of them a store maps to "user" says nothing, and no speaker is favoured.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from ..threads.records import MemoryEntry
+
+#: Verbs of telling, as after "did": "did you recommend".
+_TELL = (
+    r"(?:recommend|suggest|advise|propose|say|tell|explain|mention|help|give|provide|outline|share|show|"
+    r"offer|point|walk|describe|warn|remind|teach|note|answer|reply|respond)"
+)
+#: Verbs of telling said in the past: "you recommended", "have you told".
+_TOLD = (
+    r"(?:recommended|suggested|advised|proposed|said|told|explained|mentioned|helped|gave|given|provided|"
+    r"outlined|shared|showed|shown|offered|pointed|walked|described|warned|reminded|taught|noted|"
+    r"answered|replied|responded)"
+)
+#: The question asks about what the assistant said before: "how did you recommend", "what you
+#: suggested" (not "what would you suggest?", which asks for something new).
+_ASKS_ASSISTANT = re.compile(
+    rf"\bdid\s+you\s+(?:\w+\s+){{0,2}}?{_TELL}\b|\b(?:have|had)\s+you\s+(?:\w+\s+)?{_TOLD}\b|"
+    rf"\byou\s+(?:had\s+|have\s+)?{_TOLD}\b",
+    re.I,
+)
+#: The question asks about the user's turns: "did I say", "I mentioned", "what I told you".
+_ASKS_USER = re.compile(
+    r"\bdid\s+I\s+(?:\w+\s+)?(?:say|tell|mention|share|describe|explain|note|ask)\b|"
+    r"\b(?:have|had)\s+I\s+(?:\w+\s+)?(?:said|told|mentioned|shared|described|explained|noted|asked)\b|"
+    r"\bI\s+(?:had\s+|have\s+)?(?:said|told|mentioned|shared|described|explained|noted|asked)\b",
+    re.I,
+)
+_WORD = re.compile(r"\w+")
+
+
+@dataclass(frozen=True, slots=True)
+class Participants:
+    """Who speaks in a conversation: the roles of its turns and the names given to speakers
+    (casefolded name -> the names' words, for finding them in a question)."""
+
+    roles: frozenset[str]
+    names: Mapping[str, tuple[str, ...]]
+
+    @property
+    def named(self) -> bool:
+        """Whether the conversation is between named people (two speaker names or more)."""
+        return len(self.names) >= 2
+
+
+def speaker_name(entry: MemoryEntry) -> str | None:
+    """The name of who said a turn: ``message.name``, else ``metadata["speaker"]`` (a string)."""
+    message = entry.message
+    if message is not None and message.name:
+        return message.name
+    meta = entry.metadata
+    if meta:
+        found = meta.get("speaker")
+        if isinstance(found, str) and found.strip():
+            return found
+    return None
+
+
+def participants(entries: Iterable[MemoryEntry]) -> Participants:
+    """The roles and speaker names of ``entries``."""
+    roles: set[str] = set()
+    names: dict[str, tuple[str, ...]] = {}
+    for entry in entries:
+        message = entry.message
+        if message is None:
+            continue
+        roles.add(message.role)
+        name = speaker_name(entry)
+        if name is not None:
+            key = name.strip().casefold()
+            if key not in names:
+                names[key] = tuple(_WORD.findall(key))
+    return Participants(frozenset(roles), names)
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """The speakers a question asks about: roles (``"user"``, ``"assistant"``) and names
+    (casefolded); both empty when it names none."""
+
+    roles: frozenset[str] = frozenset()
+    names: frozenset[str] = frozenset()
+
+    def __bool__(self) -> bool:
+        return bool(self.roles or self.names)
+
+
+def asked_speakers(question: str, people: Participants) -> Asked:
+    """Whom ``question`` asks about (see the module docs): participants it names as whole
+    words, and in a conversation with an assistant, "you" / "I" with a verb of telling."""
+    words = [w.casefold() for w in _WORD.findall(question)]
+    names = frozenset(
+        key
+        for key, parts in people.names.items()
+        if parts and any(words[i : i + len(parts)] == list(parts) for i in range(len(words) - len(parts) + 1))
+    )
+    roles: set[str] = set()
+    if not people.named and "assistant" in people.roles and _ASKS_ASSISTANT.search(question):
+        roles.add("assistant")
+    if not people.named and _ASKS_USER.search(question):
+        roles.add("user")
+    return Asked(frozenset(roles), names)
+
+
+def speaker_boost(
+    entry: MemoryEntry, asked: Asked, people: Participants, speaker_weight: float, user_weight: float
+) -> float:
+    """The share more a turn scores for who said it (0 for none): ``speaker_weight`` when the
+    question asks about its speaker; without one, ``user_weight`` for a user's turn in a chat
+    with an assistant (not between named people)."""
+    message = entry.message
+    if message is None:
+        return 0.0
+    if asked:
+        if message.role in asked.roles:
+            return speaker_weight
+        if asked.names:
+            name = speaker_name(entry)
+            if name is not None and name.strip().casefold() in asked.names:
+                return speaker_weight
+        return 0.0
+    if message.role == "user" and not people.named:
+        return user_weight
+    return 0.0
+
+
+__all__ = ["Asked", "Participants", "asked_speakers", "participants", "speaker_boost", "speaker_name"]

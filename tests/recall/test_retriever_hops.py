@@ -1,0 +1,238 @@
+"""MemoryRetriever for questions of several pieces and of one speaker: the second hop, hits
+spread over sessions, who said it read from the question and the conversation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from cogitator_memory import InMemoryAdapter, MemoryEntry, frozen_clock, unwrap
+from cogitator_memory.errors import InvalidArgumentError
+from cogitator_memory.recall import MemoryRetriever
+from cogitator_memory.recall.hops import asks_across
+from cogitator_memory.recall.query import QUERY_KINDS
+from cogitator_memory.recall.speakers import Asked, asked_speakers, participants
+
+START = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
+LATER = datetime(2024, 10, 1, 12, 0, tzinfo=UTC)
+#: Turns about other things, each with words of its own (so the telling words of the others
+#: are rare in the thread).
+FILLER = [
+    "my red bike needs oil today",
+    "my blue lamp needs paint today",
+    "my green desk needs glue today",
+    "my gold sofa needs wax today",
+    "my pink rug needs tape today",
+    "my grey mug needs rope today",
+    "my teal vase needs foam today",
+    "my navy kite needs wire today",
+    "my plum drum needs cord today",
+    "my rust harp needs felt today",
+    "my jade boat needs mesh today",
+    "my ruby tent needs nail today",
+    "my onyx sled needs bolt today",
+    "my sand oven needs pins today",
+    "my lime fan needs clay today",
+]
+
+
+@pytest.fixture
+async def memory() -> Any:
+    async with InMemoryAdapter() as store:
+        yield store
+
+
+async def thread_of(
+    memory: InMemoryAdapter,
+    turns: Sequence[tuple[str, str] | tuple[str, str, str]],
+    *,
+    days: Sequence[int] | None = None,
+) -> list[MemoryEntry]:
+    """A thread of ``(role, text)`` or ``(role, text, name)`` turns, turn ``i`` said ``i``
+    minutes after 9:00 on day ``days[i]`` (day 0 for all by default)."""
+    thread = unwrap(await memory.create_thread("agent"))
+    out = []
+    for i, turn in enumerate(turns):
+        message: dict[str, Any] = {"role": turn[0], "content": turn[1]}
+        if len(turn) == 3:
+            message["name"] = turn[2]
+        with frozen_clock(START + timedelta(days=days[i] if days else 0, minutes=i)):
+            out.append(unwrap(await memory.add_entry({"thread_id": thread.id, "message": message})))
+    return out
+
+
+def ids(found: Any) -> list[str]:
+    return [h.id for h in found.hits]
+
+
+# ----- the second hop ------------------------------------------------------------------------------
+
+
+async def test_the_hop_finds_a_piece_sharing_words_with_the_first_hit_not_with_the_question(
+    memory: InMemoryAdapter,
+) -> None:
+    turns: list[tuple[str, str]] = [
+        ("user", "I added a currency column to the transactions table with an alembic migration")
+    ]
+    turns += [("user", text) for text in FILLER[:7]]
+    turns += [("user", "another alembic migration today: the merchant field goes in as well")]
+    turns += [("user", text) for text in FILLER[7:]]
+    entries = await thread_of(memory, turns)
+    first, second = entries[0].id, entries[8].id
+    question = "How many columns did I add to the transactions table?"
+    one = await MemoryRetriever({"hop_seeds": 0}).retrieve(question, anchor=LATER, history=entries)
+    two = await MemoryRetriever({"hop_seeds": 1}).retrieve(question, anchor=LATER, history=entries)
+    assert ids(one)[0] == first and second not in ids(one)
+    assert ids(two)[:2] == [first, second]
+    assert two.hits[1].channels == {"hop": 1}
+
+
+async def test_the_hop_weight_of_a_kind_of_question_turns_it_off(memory: InMemoryAdapter) -> None:
+    turns: list[tuple[str, str]] = [
+        ("user", "I added a currency column to the transactions table with an alembic migration")
+    ]
+    turns += [("user", text) for text in FILLER]
+    turns += [("user", "another alembic migration today: the merchant field goes in as well")]
+    entries = await thread_of(memory, turns)
+    off = MemoryRetriever({"hop_seeds": 3, "weights": {"aggregate": {"hop": 0.0}}})
+    found = await off.retrieve("How many columns did I add to the transactions table?", anchor=LATER, history=entries)
+    assert entries[-1].id not in ids(found)
+
+
+def test_hop_settings_are_checked() -> None:
+    with pytest.raises(InvalidArgumentError, match="hop_seeds"):
+        MemoryRetriever({"hop_seeds": -1})
+    with pytest.raises(InvalidArgumentError, match="hop_terms"):
+        MemoryRetriever({"hop_terms": 0})
+    with pytest.raises(InvalidArgumentError, match="session_gap_hours"):
+        MemoryRetriever({"session_gap_hours": 0})
+    with pytest.raises(InvalidArgumentError, match="speaker_weight"):
+        MemoryRetriever({"speaker_weight": -1})
+
+
+# ----- sessions ------------------------------------------------------------------------------------
+
+
+def test_questions_across_the_conversation_are_told_from_others() -> None:
+    assert asks_across("Can you summarize how my garden project went?")
+    assert asks_across("In what order did I bring up the parts of the move?")
+    assert asks_across("How many columns did I add across my requests?")
+    assert asks_across("How did my training plan change over the past few months?")
+    assert not asks_across("How did I organize the tasks over the course of the sprint?")
+    assert not asks_across("What soil did I buy for the garden?")
+
+
+async def test_a_question_across_the_conversation_gets_hits_of_every_session(memory: InMemoryAdapter) -> None:
+    turns = [
+        ("user", "garden plan: tomato beds and tomato cages for the garden"),
+        ("user", "garden soil for the tomato beds"),
+        ("user", "garden hose for the tomato beds"),
+        ("user", "the garden got a compost bin"),
+    ]
+    entries = await thread_of(memory, [*turns, *[("user", t) for t in FILLER]], days=[0, 0, 0, 30, *[60] * 15])
+    # the order comes from the vectors alone: three turns of the first session, then the later one
+    cosines = {e.id: c for e, c in zip(entries, [0.9, 0.85, 0.8, 0.7, *[0.1] * 15], strict=True)}
+    plain: dict[str, Any] = {
+        "recency_weight": 0.0,
+        "coverage_weight": 0.0,
+        "neighbour_weight": 0.0,
+        "mmr_lambda": 1.0,
+        "hop_seeds": 0,
+        "weights": {kind: {"bm25": 0.0} for kind in QUERY_KINDS},
+    }
+    question = "Can you summarize how my garden tomato beds progressed?"
+    flat = await MemoryRetriever({**plain, "session_spread": 0.0}).retrieve(
+        question, anchor=LATER, history=entries, cosines=cosines
+    )
+    spread = await MemoryRetriever({**plain, "session_spread": 2.0}).retrieve(
+        question, anchor=LATER, history=entries, cosines=cosines
+    )
+    later = entries[3].id
+    assert ids(flat)[:4] == [e.id for e in entries[:4]]
+    assert ids(spread)[:2] == [entries[0].id, later]
+    # a question about one thing, not across the conversation, is not spread
+    one = await MemoryRetriever({**plain, "session_spread": 2.0}).retrieve(
+        "What did I get for the garden tomato beds?", anchor=LATER, history=entries, cosines=cosines
+    )
+    assert ids(one)[:4] == [e.id for e in entries[:4]]
+    # nor are turns said in one session, however far apart the ones of another
+    days = await MemoryRetriever({**plain, "session_spread": 2.0, "session_gap_hours": 24 * 40}).retrieve(
+        question, anchor=LATER, history=entries, cosines=cosines
+    )
+    assert ids(days)[:4] == [e.id for e in entries[:4]]
+
+
+# ----- speakers ------------------------------------------------------------------------------------
+
+
+async def test_a_question_about_what_the_assistant_said_puts_its_turns_first(memory: InMemoryAdapter) -> None:
+    entries = await thread_of(
+        memory,
+        [
+            ("user", "caching the dashboard with redis keys"),
+            *[("user", t) for t in FILLER[:5]],
+            ("assistant", "caching the dashboard with redis keys"),
+        ],
+    )
+    user, assistant = entries[0].id, entries[-1].id
+    retriever = MemoryRetriever({"neighbour_weight": 0.0})
+    told = await retriever.retrieve("What did you recommend for caching the dashboard?", anchor=LATER, history=entries)
+    asked = await retriever.retrieve(
+        "What would you recommend for caching the dashboard?", anchor=LATER, history=entries
+    )
+    mine = await retriever.retrieve("What did I say about caching the dashboard?", anchor=LATER, history=entries)
+    assert ids(told)[0] == assistant
+    assert ids(asked)[0] == user  # asks for something new: the user's turns weigh more, as by default
+    assert ids(mine)[0] == user
+    fixed = MemoryRetriever({"neighbour_weight": 0.0, "speaker_from_question": False})
+    assert (
+        ids(await fixed.retrieve("What did you recommend for caching the dashboard?", anchor=LATER, history=entries))[0]
+        == user
+    )
+
+
+async def test_between_named_people_no_role_is_favoured_and_a_named_one_is(memory: InMemoryAdapter) -> None:
+    longer, shorter = (
+        "I painted a sunrise over the lake by the old cabin last week",
+        "I painted a sunrise over the lake",
+    )
+    question = "Who painted a sunrise over the lake?"
+    retriever = MemoryRetriever({"neighbour_weight": 0.0, "mmr_lambda": 1.0})
+    # a user-assistant chat: the user's turn first, though the assistant's holds the words more
+    plain = await thread_of(memory, [("user", longer), ("assistant", shorter)])
+    assert ids(await retriever.retrieve(question, anchor=LATER, history=plain))[0] == plain[0].id
+    # the same turns between two named people: the "user" role says nothing, the better turn first
+    named = await thread_of(memory, [("user", longer, "Caroline"), ("assistant", shorter, "Melanie")])
+    caroline, melanie = named[0].id, named[1].id
+    assert ids(await retriever.retrieve(question, anchor=LATER, history=named))[0] == melanie
+    # a question naming one of them: that one's turns first
+    asked = await retriever.retrieve("Did Caroline paint a sunrise over the lake?", anchor=LATER, history=named)
+    assert ids(asked)[0] == caroline
+
+
+async def test_a_speaker_named_in_metadata_counts(memory: InMemoryAdapter) -> None:
+    thread = unwrap(await memory.create_thread("agent"))
+    entries = []
+    for i, (who, text) in enumerate([("Ana", "the boat trip"), ("Ben", "the boat trip"), ("Ana", "lunch")]):
+        with frozen_clock(START + timedelta(minutes=i)):
+            entries.append(
+                unwrap(
+                    await memory.add_entry(
+                        {
+                            "thread_id": thread.id,
+                            "message": {"role": "user", "content": text},
+                            "metadata": {"speaker": who},
+                        }
+                    )
+                )
+            )
+    people = participants(entries)
+    assert people.named and set(people.names) == {"ana", "ben"}
+    assert asked_speakers("What did Ana think of the boat trip?", people) == Asked(names=frozenset({"ana"}))
+    found = await MemoryRetriever({"neighbour_weight": 0.0}).retrieve(
+        "What did Ana think of the boat trip?", anchor=LATER, history=entries
+    )
+    assert ids(found)[0] == entries[0].id
