@@ -13,7 +13,7 @@ from typing import Any
 
 from ..result import unwrap
 from . import rules
-from .base import MemoryItemAdapter
+from .contract import MemoryItemAdapter
 from .records import LAID_OUT_STATUSES, MemoryItem, NewMemoryItem
 from .service import MemoryItems
 

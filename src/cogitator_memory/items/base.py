@@ -2,9 +2,10 @@
 
 Users (and :class:`~cogitator_memory.items.service.MemoryItems`) type against the
 :class:`MemoryItemAdapter` protocol; :func:`is_memory_item_adapter` tells whether a store keeps
-items. Every built-in thread store keeps them: the engine mixes :class:`MemoryItemStoreMixin`
-into its adapter class, in which every public call is written once (argument checks, copies,
-result wrapping), and implements six underscore primitives:
+items (both kept in :mod:`.contract`, which the service imports instead of this module). Every
+built-in thread store keeps them: the engine mixes :class:`MemoryItemStoreMixin` into its adapter
+class, in which every public call is written once (argument checks, copies, result wrapping),
+and implements six underscore primitives:
 
 - ``_add_items(items)``: insert every item or none; ``ConflictError`` when an id is taken.
 - ``_get_items(ids)``: the stored items with those ids (any order, missing ones left out).
@@ -37,79 +38,32 @@ import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import clock
 from ..errors import ConflictError, InvalidArgumentError
 from ..lifecycle import Capability, StoreLifecycle
 from ..result import MemoryResult, ok, unwrap
 from ..threads import tree
+from .contract import (
+    ItemFilterInput,
+    ItemInput,
+    MemoryItemAdapter,
+    UpdateInput,
+    check_ids,
+    is_memory_item_adapter,
+)
 from .facts import FactStoreMixin
 from .records import (
     MAX_BATCH,
     ItemQuery,
     ItemUpdate,
     MemoryItem,
-    MemoryItemFilter,
     check_filter,
     check_item,
     check_update,
     item_order,
 )
-
-ItemInput = MemoryItem | dict[str, Any]
-UpdateInput = ItemUpdate | dict[str, Any]
-ItemFilterInput = MemoryItemFilter | dict[str, Any]
-
-
-@runtime_checkable
-class MemoryItemAdapter(Protocol):
-    """What every store of memory items offers. All calls return a :class:`~cogitator_memory.MemoryResult`.
-
-    These are the raw records; :class:`~cogitator_memory.items.service.MemoryItems` keeps the
-    rules (merging, layout by time, activation) on top. :mod:`cogitator_memory.testing.items`
-    checks the contract.
-    """
-
-    @property
-    def provider(self) -> str:
-        """The engine's name."""
-        ...
-
-    async def add_items(self, items: Sequence[ItemInput]) -> MemoryResult[list[MemoryItem]]:
-        """Store complete items, all or nothing; a taken id is refused."""
-        ...
-
-    async def get_items(self, ids: Sequence[str]) -> MemoryResult[list[MemoryItem]]:
-        """The items with these ids, in the order asked, missing ones left out."""
-        ...
-
-    async def query_items(self, filter: ItemFilterInput) -> MemoryResult[list[MemoryItem]]:
-        """The items passing ``filter``, oldest recorded first."""
-        ...
-
-    async def update_items(self, updates: Sequence[UpdateInput]) -> MemoryResult[list[MemoryItem]]:
-        """Change items at the versions the caller read, all or nothing."""
-        ...
-
-    async def delete_items(self, ids: Sequence[str]) -> MemoryResult[int]:
-        """Delete items (purge); how many existed."""
-        ...
-
-
-def is_memory_item_adapter(value: object) -> bool:
-    """Whether ``value`` keeps memory items (has the calls of :class:`MemoryItemAdapter`)."""
-    return isinstance(value, MemoryItemAdapter)
-
-
-def check_ids(name: str, value: object) -> list[str]:
-    """A list of item ids (duplicates dropped, order kept), at most :data:`MAX_BATCH`."""
-    if isinstance(value, str | bytes | dict) or not isinstance(value, Sequence | set | frozenset):
-        raise InvalidArgumentError(name, "must be a list of item ids")
-    ids = list(dict.fromkeys(tree.check_id(f"{name}[{i}]", v) for i, v in enumerate(value)))
-    if len(ids) > MAX_BATCH:
-        raise InvalidArgumentError(name, f"must hold at most {MAX_BATCH} ids, got {len(ids)}")
-    return ids
 
 
 def _batch(name: str, value: object) -> list[Any]:

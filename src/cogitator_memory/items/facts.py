@@ -41,6 +41,8 @@ from ..threads import tree
 from ..threads.records import ACTIVATED_AT_KEY, STALE_BECAUSE_KEY, Record
 from ..threads.values import check_text, has_surrogate
 from . import rules
+from ._fact_items import FactItems
+from .contract import MemoryItemAdapter
 from .records import (
     ITEM_KINDS,
     LAID_OUT_STATUSES,
@@ -51,10 +53,6 @@ from .records import (
     MemoryItem,
     NewMemoryItem,
 )
-
-if TYPE_CHECKING:
-    from ._fact_items import FactItems
-    from .base import MemoryItemAdapter
 
 FactOrigin: TypeAlias = Literal["user", "inferred", "system"]
 
@@ -407,8 +405,6 @@ def reading_time(adapter: MemoryItemAdapter, agent_id: str) -> datetime:
 
 
 def _fact_items_of(adapter: MemoryItemAdapter, first_id: str | None = None) -> FactItems:
-    from ._fact_items import FactItems
-
     return FactItems(adapter, first_id=first_id)
 
 

@@ -30,7 +30,7 @@ from ..result import MemoryResult, unwrap
 from ..threads import tree
 from ..threads.records import ACTIVATED_AT_KEY, STALE_BECAUSE_KEY
 from . import batching, rules
-from .base import MemoryItemAdapter, MemoryItemStoreMixin, check_ids, is_memory_item_adapter
+from .contract import MemoryItemAdapter, PlannedItemWrites, check_ids, is_memory_item_adapter
 from .records import (
     ITEM_KINDS,
     ITEM_STATUSES,
@@ -251,7 +251,7 @@ class MemoryItems:
             recorded = [self._tick(states[new.scope.agent_id]) for new in news]
             now = self._now()
             nows = [max(now, at) for at in recorded]  # what _now_for gives right after each record
-            store = self.adapter if isinstance(self.adapter, MemoryItemStoreMixin) else None
+            store = self.adapter if isinstance(self.adapter, PlannedItemWrites) else None
             for round_ in range(MAX_ROUNDS):
                 plan = batching.plan_batch(
                     await self._read_slots(slots.values()),
@@ -316,7 +316,7 @@ class MemoryItems:
         """Whether the slots hold exactly the ``expected`` items at their versions (no writer
         elsewhere changed them since this one wrote), read as ids and versions only."""
         store = self.adapter
-        if not isinstance(store, MemoryItemStoreMixin):
+        if not isinstance(store, PlannedItemWrites):
             return False
         by_scope: dict[str, tuple[MemoryScope, list[Slot]]] = {}
         for scope, slot in slots:
