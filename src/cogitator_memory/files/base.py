@@ -173,6 +173,11 @@ class MemoryFileStoreMixin(ABC):
     async def _redact_file_versions(self, ids: list[str], redaction: FileRedaction) -> list[MemoryFileVersion]:
         """Redact the versions that hold text; those versions as stored now."""
 
+    async def _recall_files(self, versions: list[MemoryFileVersion], *, forgetting: bool = False) -> None:
+        """What a store keeping a recall index does once versions are written or redacted
+        (``forgetting``): nothing here (see :class:`~cogitator_memory.index.RecallIndexMixin`)."""
+        return None
+
     # ----- public calls --------------------------------------------------------------------
 
     async def add_file_versions(self, versions: Sequence[VersionInput]) -> MemoryResult[list[MemoryFileVersion]]:
@@ -189,6 +194,7 @@ class MemoryFileStoreMixin(ABC):
             checked = check_versions(versions)
             if checked:
                 await self._add_file_versions(checked)
+                await self._recall_files(checked)
             return ok(checked)
         except Exception as exc:
             return self._fail("add_file_versions", exc)
@@ -232,6 +238,7 @@ class MemoryFileStoreMixin(ABC):
             if not wanted:
                 return ok([])
             found = {v.id: v for v in await self._redact_file_versions(wanted, checked)}
+            await self._recall_files(list(found.values()), forgetting=True)
             return ok([found[i] for i in wanted if i in found])
         except Exception as exc:
             return self._fail("redact_file_versions", exc)

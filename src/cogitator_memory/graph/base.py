@@ -193,13 +193,25 @@ class GraphStoreMixin(ABC):
         """Apply every change or none."""
 
     async def _commit_graph(self, changes: GraphChanges) -> None:
-        """Apply ``changes`` (:meth:`_write_graph`), then tell the store's recall index."""
+        """Apply ``changes`` (:meth:`_write_graph`), then tell the store's recall index (what it
+        needs from the graph as it was, read before the write)."""
+        plan = await self._recall_graph_plan(changes)
         await self._write_graph(changes)
-        await self._recall_graph(changes)
+        await self._recall_graph(changes, plan)
 
-    async def _recall_graph(self, changes: GraphChanges) -> None:
+    async def _recall_graph_plan(self, changes: GraphChanges) -> Any:
+        """What a store keeping a recall index reads before a graph write (the edges deleted
+        with their nodes, the nodes renamed): nothing here (see
+        :class:`~cogitator_memory.index.RecallIndexMixin`)."""
+        return None
+
+    async def _recall_graph(self, changes: GraphChanges, plan: Any = None) -> None:
         """What a store keeping a recall index does after a graph write: nothing here (see
         :class:`~cogitator_memory.index.RecallIndexMixin`)."""
+        return None
+
+    async def _recall_clear_graph(self, agent_id: str) -> None:
+        """What a store keeping a recall index does before an agent's graph is cleared: nothing here."""
         return None
 
     @abstractmethod
@@ -700,7 +712,9 @@ class GraphStoreMixin(ABC):
         """Delete every node and edge of an agent; ``{"nodes": n, "edges": m}`` deleted."""
         try:
             self._require_connected()
-            nodes, edges = await self._clear_graph(tree.check_id("agent_id", agent_id))
+            agent = tree.check_id("agent_id", agent_id)
+            await self._recall_clear_graph(agent)
+            nodes, edges = await self._clear_graph(agent)
             return ok({"nodes": nodes, "edges": edges})
         except Exception as exc:
             return self._fail("clear_graph", exc)

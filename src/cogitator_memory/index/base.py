@@ -31,6 +31,7 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
@@ -43,7 +44,7 @@ from ..lifecycle import Capability
 from ..result import MemoryResult, ok
 from ..search.bm25 import BM25
 from ..threads.records import built_record
-from .build import ITEM_KINDS, item_record, node_record
+from .build import ITEM_KINDS, edge_record, file_section_ids, file_section_records, item_record, node_record
 from .records import (
     MAX_QUERY_TERMS,
     MAX_RECORD_BATCH,
@@ -96,6 +97,15 @@ def stored_record(row: Sequence[Any], moment: Callable[[Any], datetime], term_se
 
 
 logger = logging.getLogger("cogitator_memory")
+
+
+@dataclass
+class _GraphPlan:
+    """What :meth:`RecallIndexMixin._recall_graph_plan` read before a graph write."""
+
+    gone_edges: list[str] = field(default_factory=list)
+    renamed: list[Any] = field(default_factory=list)
+
 
 #: BM25's parameters for the recall index (the same on every store).
 RECALL_BM25 = BM25(k1=1.2, b=0.75)
@@ -267,22 +277,112 @@ class RecallIndexMixin(ABC):
             elif item.id not in fresh:
                 hidden.append(item.id)
         if hidden:
-            await self._recall_delete([record_id(k, i) for i in hidden for k in ITEM_KINDS])
-        for start in range(0, len(records), MAX_RECORD_BATCH):
-            await self._recall_put(records[start : start + MAX_RECORD_BATCH])
+            await self._recall_delete_all([record_id(k, i) for i in hidden for k in ITEM_KINDS])
+        await self._recall_put_all(records)
 
     async def _recall_forget_items(self, ids: list[str]) -> None:
         """What the item store calls before items are deleted: their records go first."""
         await self._recall_delete([record_id(k, i) for i in ids for k in ITEM_KINDS])
 
-    async def _recall_graph(self, changes: Any) -> None:
-        """What the graph store calls after a write: the records of the nodes written, and
-        of the nodes deleted, follow it."""
-        nodes = [*changes.add_nodes, *changes.put_nodes]
-        if nodes:
-            await self._recall_put([node_record(n) for n in nodes])
+    async def _recall_put_all(self, records: list[RecallRecord]) -> None:
+        for start in range(0, len(records), MAX_RECORD_BATCH):
+            await self._recall_put(records[start : start + MAX_RECORD_BATCH])
+
+    async def _recall_delete_all(self, ids: list[str]) -> None:
+        for start in range(0, len(ids), MAX_RECORD_BATCH):
+            await self._recall_delete(ids[start : start + MAX_RECORD_BATCH])
+
+    async def _recall_graph_plan(self, changes: Any) -> _GraphPlan:
+        """What the graph store calls before a write: the edges the write deletes with their
+        nodes (an engine deletes every edge touching a deleted node), and the nodes it renames
+        (whose edges say their name), read from the graph as it is."""
+        from ..graph.records import EdgeQuery
+
+        graph: Any = self
+        plan = _GraphPlan()
         if changes.delete_nodes:
-            await self._recall_delete([record_id("graph_fact", i) for i in changes.delete_nodes])
+            agents: dict[str, set[str]] = {}
+            for node in await graph._get_nodes(list(changes.delete_nodes)):
+                agents.setdefault(node.agent_id, set()).add(node.id)
+            for agent, ids in sorted(agents.items()):
+                touching = await graph._query_edges(EdgeQuery(agent_id=agent, node_ids=frozenset(ids)))
+                plan.gone_edges.extend(e.id for e in touching)
+        if changes.put_nodes:
+            names = {n.id: n.name for n in await graph._get_nodes([n.id for n in changes.put_nodes])}
+            plan.renamed.extend(n for n in changes.put_nodes if names.get(n.id, n.name) != n.name)
+        return plan
+
+    async def _recall_graph(self, changes: Any, plan: Any = None) -> None:
+        """What the graph store calls after a write: the records of the nodes and edges written
+        (and of the edges of renamed nodes, which say their names) are written, those of the
+        nodes and edges deleted (the edges deleted with their nodes among them) deleted."""
+        from ..graph.records import EdgeQuery
+
+        graph: Any = self
+        steps = plan if isinstance(plan, _GraphPlan) else _GraphPlan()
+        nodes = [*changes.add_nodes, *changes.put_nodes]
+        edges = {e.id: e for e in [*changes.add_edges, *changes.put_edges]}
+        for node in steps.renamed:
+            for edge in await graph._query_edges(EdgeQuery(agent_id=node.agent_id, node_ids=frozenset({node.id}))):
+                edges.setdefault(edge.id, edge)
+        gone = [*changes.delete_nodes, *changes.delete_edges, *steps.gone_edges]
+        doomed = list(dict.fromkeys(record_id("graph_fact", i) for i in gone if i not in edges))
+        await self._recall_delete_all(doomed)
+        records = [node_record(n) for n in nodes]
+        if edges:
+            names = {n.id: n.name for n in nodes}
+            ends = sorted({i for e in edges.values() for i in (e.source_id, e.target_id)} - set(names))
+            for start in range(0, len(ends), MAX_RECORD_BATCH):
+                names.update((n.id, n.name) for n in await graph._get_nodes(ends[start : start + MAX_RECORD_BATCH]))
+            records.extend(edge_record(e, names) for e in edges.values())
+        await self._recall_put_all(records)
+
+    async def _recall_clear_graph(self, agent_id: str) -> None:
+        """What the graph store calls before it clears an agent's graph: the records of every
+        node and edge of the agent go first."""
+        from ..graph.records import EdgeQuery, NodeQuery
+
+        graph: Any = self
+        nodes = await graph._query_nodes(NodeQuery(agent_id=agent_id))
+        edges = await graph._query_edges(EdgeQuery(agent_id=agent_id))
+        await self._recall_delete_all([record_id("graph_fact", x.id) for x in [*nodes, *edges]])
+
+    async def _recall_files(self, versions: list[Any], *, forgetting: bool = False) -> None:
+        """What the file store calls once versions are written (or redacted, ``forgetting``):
+        each file whose head is among them has its section records replaced (a deleted or
+        redacted head has none; see :mod:`~cogitator_memory.index.build`). A failure after a
+        write is logged (``cogitator-memory reindex`` writes what is missing); after a
+        redaction it is raised, so forgotten text is never left searchable unnoticed."""
+        try:
+            await self._recall_files_now(versions)
+        except Exception as exc:
+            if forgetting:
+                raise
+            logger.warning(
+                "recall index: %d file versions written but not indexed (%s); run reindex", len(versions), exc
+            )
+
+    async def _recall_files_now(self, versions: list[Any]) -> None:
+        from ..files.records import FileHeadQuery
+
+        files: Any = self
+        written = {v.id for v in versions}
+        places: dict[str, tuple[Any, set[str]]] = {}
+        for version in versions:
+            places.setdefault(version.scope_key, (version.scope, set()))[1].add(version.path)
+        records: list[RecallRecord] = []
+        doomed: list[str] = []
+        for key, (scope, paths) in sorted(places.items()):
+            query = FileHeadQuery(scope_keys=frozenset({key}), paths=frozenset(paths), prefix=None, content=True)
+            for head in await files._find_file_heads(query):
+                if head.id not in written:  # an older version written: the head's records stand
+                    continue
+                made = file_section_records(head)
+                records.extend(made)
+                if head.sequence > 1 or head.redacted is not None:  # a first version has no records to replace
+                    doomed.extend(file_section_ids(scope, head.path, len(made)))
+        await self._recall_delete_all(doomed)
+        await self._recall_put_all(records)
 
     # ----- public calls --------------------------------------------------------------------
 

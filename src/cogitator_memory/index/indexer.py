@@ -14,7 +14,9 @@ is kept in the index, :data:`WATERMARK_KEY`) is checked, and a thread whose turn
 differ in number is indexed again. The store's threads are the durable queue: a crash loses no
 turn, since the watermark moves only when a whole pass is done. ``catch_up(full=True)`` checks
 every thread (``cogitator-memory reindex``); it keeps its place (:data:`REINDEX_KEY`) so a pass
-stopped half way resumes where it stopped.
+stopped half way resumes where it stopped. A store's first catch-up, and every full one, also
+writes the records of the memory items, graph nodes and edges and memory-file sections of the
+agents of its threads (those the stores' own write paths index from then on).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from ..jobs import JobQueue
 from ..result import unwrap
 from ..threads.records import ChangeEvent, MemoryEntry, Thread
 from .base import is_recall_index
-from .build import CORE_AGENT, indexed_turn, item_record, node_record, turn_record
+from .build import CORE_AGENT, edge_record, file_section_records, indexed_turn, item_record, node_record, turn_record
 from .records import MAX_RECORD_BATCH, RecallRecord
 
 logger = logging.getLogger("cogitator_memory")
@@ -305,8 +307,9 @@ class RecallIndexer:
         return report
 
     async def _index_sources(self, agents: list[str]) -> int:
-        """Write the records of every memory item and graph node of ``agents`` (what a store held
-        before it kept a recall index); how many were written."""
+        """Write the records of every memory item, graph node and edge, and memory-file section
+        of ``agents`` (what a store held before it kept a recall index, or before it indexed
+        those kinds); how many were written."""
         written = 0
         for agent in agents:
             records: list[RecallRecord] = []
@@ -314,10 +317,27 @@ class RecallIndexer:
                 items = unwrap(await self.store.query_items({"within": {"agent_id": agent}}))
                 records.extend(r for r in map(item_record, items) if r is not None)
             if callable(getattr(self.store, "query_nodes", None)) and agent != CORE_AGENT:
-                records.extend(map(node_record, unwrap(await self.store.query_nodes({"agent_id": agent}))))
+                nodes = unwrap(await self.store.query_nodes({"agent_id": agent}))
+                records.extend(map(node_record, nodes))
+                names = {n.id: n.name for n in nodes}
+                edges = unwrap(await self.store.query_edges({"agent_id": agent}))
+                records.extend(edge_record(e, names) for e in edges)
+            if callable(getattr(self.store, "query_file_versions", None)):
+                records.extend(await self._file_records(agent))
             await self._write(records)
             written += len(records)
         return written
+
+    async def _file_records(self, agent: str) -> list[RecallRecord]:
+        """The section records of the head of each of ``agent``'s memory files (the heads are
+        read from the versions: a store lists heads only by scope)."""
+        versions = unwrap(await self.store.query_file_versions({"within": {"agent_id": agent}}))
+        heads: dict[tuple[str, str], Any] = {}
+        for version in versions:
+            held = heads.get((version.scope_key, version.path))
+            if held is None or version.sequence > held.sequence:
+                heads[(version.scope_key, version.path)] = version
+        return [r for head in heads.values() for r in file_section_records(head)]
 
     async def ready(self) -> None:
         """Catch up once per indexer (the first call runs it, later calls wait for it), then

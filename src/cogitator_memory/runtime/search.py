@@ -29,7 +29,7 @@ from ..errors import InvalidArgumentError, MemoryStoreError
 from ..index.base import is_recall_index
 from ..index.build import CORE_AGENT, turn_text
 from ..index.records import MAX_RECORD_BATCH, RecallFilter, RecallKind, RecallRecord, record_id
-from ..items.records import MemoryItem, MemoryScope
+from ..items.records import MAX_VALUE_CHARS, MemoryItem, MemoryScope
 from ..recall.indexed import (
     DEPTH,
     ChannelHits,
@@ -58,17 +58,21 @@ VECTOR_WAIT = 2.0
 #: search after the cool-down asks the service again.
 EMBEDDING_COOLDOWN = 30.0
 #: What :meth:`Memory.search` finds: turns (``"entry"``), memory items and core facts
-#: (``"item"``), and facts saved with ``remember`` (``"fact"``), as :attr:`SearchHit.kind` names them.
-SearchKind = Literal["entry", "item", "fact"]
-SEARCH_KINDS: tuple[SearchKind, ...] = ("entry", "item", "fact")
+#: (``"item"``), graph facts (``"fact"``: facts saved with ``remember``, graph nodes and edges)
+#: and sections of memory files (``"file"``), as :attr:`SearchHit.kind` names them.
+SearchKind = Literal["entry", "item", "fact", "file"]
+SEARCH_KINDS: tuple[SearchKind, ...] = ("entry", "item", "fact", "file")
 #: The kinds of recall records each kind of hit comes from.
 _RECORD_KINDS: dict[SearchKind, tuple[RecallKind, ...]] = {
     "entry": ("turn",),
     "item": ("item", "core_fact"),
     "fact": ("graph_fact",),
+    "file": ("file_section",),
 }
 #: The kind of hit each kind of record other than a turn is.
-_HIT_KIND: dict[str, SearchKind] = {"item": "item", "core_fact": "item", "graph_fact": "fact"}
+_HIT_KIND: dict[str, SearchKind] = {"item": "item", "core_fact": "item", "graph_fact": "fact", "file_section": "file"}
+#: The kinds of records ranked by their text alone (no item behind them).
+_TEXT_KINDS = frozenset({"graph_fact", "file_section"})
 #: When each embedding service last failed a search, by service: until :data:`EMBEDDING_COOLDOWN`
 #: seconds after it, searches skip it (weak keys: a service that goes takes its entry along).
 _FAILED_AT: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
@@ -81,10 +85,11 @@ SUPERSEDED_WEIGHT = 0.5
 class SearchHit:
     """One thing :meth:`Memory.search` found: a turn (``kind="entry"``, with its ``thread_id``),
     a memory item or core fact (``kind="item"``; ``valid_to`` says when one that no longer holds
-    stopped holding) or a fact saved with ``remember`` (``kind="fact"``), with its text and score
-    (higher is better)."""
+    stopped holding), a graph fact (``kind="fact"``: a fact saved with ``remember``, a graph node
+    or edge) or a section of a memory file (``kind="file"``, its text starting with the file's
+    path), with its text and score (higher is better)."""
 
-    kind: Literal["entry", "item", "fact"]
+    kind: Literal["entry", "item", "fact", "file"]
     id: str
     text: str
     score: float
@@ -126,6 +131,8 @@ class FoundItems:
     items: list[MemoryItem] = field(default_factory=list)
     #: The ids of the items that are graph facts.
     facts: set[str] = field(default_factory=set)
+    #: The ids of the items that are memory-file sections.
+    files: set[str] = field(default_factory=set)
     #: Item id -> cosine with the query's vector, for the items whose cosine can place them in
     #: the retriever's vector ranking.
     cosines: dict[str, float] = field(default_factory=dict)
@@ -168,7 +175,7 @@ async def indexed_items(
         if _HIT_KIND.get(record.kind) in kinds:
             records.setdefault(record.source_id, record)
     out.keyword = list(dict.fromkeys(c.record.source_id for c in found.keyword if c.record.source_id in records))
-    ids = [i for i in records if records[i].kind != "graph_fact"]
+    ids = [i for i in records if records[i].kind not in _TEXT_KINDS]
     near: list[Any] = []
     if "item" in kinds and vectors is not None and query_vector is not None:
         near = await nearest(vectors, query_vector, flt.model_copy(update={"thread_id": None}), ITEMS_INDEX, depth)
@@ -177,18 +184,18 @@ async def indexed_items(
     stored: list[MemoryItem] = unwrap(await store.get_items(ids)) if ids else []
     out.items = [i for i in stored if i.status in ("active", "superseded")]
     for item_id, record in records.items():
-        if record.kind != "graph_fact":
+        if record.kind not in _TEXT_KINDS:
             out.terms[item_id] = record.terms
             continue
-        out.facts.add(item_id)
+        (out.files if record.kind == "file_section" else out.facts).add(item_id)
         out.terms[item_id] = record.terms
         out.items.append(
             MemoryItem(
                 id=item_id,
                 status="active",
                 kind="fact",
-                subject="fact",
-                value=record.text,
+                subject="file" if record.kind == "file_section" else "fact",
+                value=record.text[:MAX_VALUE_CHARS],
                 trust="user",
                 scope=MemoryScope(
                     agent_id=record.agent_id or flt.agent_id or "default",
@@ -338,7 +345,7 @@ async def search_memory(
             store, query, flt, analysis, vectors=vectors, query_vector=query_vector, found=found
         )
     items = FoundItems()
-    if "item" in wanted or "fact" in wanted:
+    if "item" in wanted or "fact" in wanted or "file" in wanted:
         items = await indexed_items(
             store,
             found,
@@ -365,7 +372,7 @@ async def search_memory(
     )
     turn_ids = [h.id for h in ranked.hits if h.entry is not None]
     stored = await verified_turns(store, turn_ids) if turn_ids else {}
-    made = [_hit(hit, stored, items.facts) for hit in ranked.hits]
+    made = [_hit(hit, stored, items.facts, items.files) for hit in ranked.hits]
     return _current_first([h for h in made if h is not None], items.items)[:limit]
 
 
@@ -399,7 +406,7 @@ def _current_first(hits: list[SearchHit], items: list[MemoryItem]) -> list[Searc
     return out
 
 
-def _hit(hit: RecallHit, stored: dict[str, Any], facts: set[str]) -> SearchHit | None:
+def _hit(hit: RecallHit, stored: dict[str, Any], facts: set[str], files: set[str]) -> SearchHit | None:
     if hit.entry is not None:
         entry = stored.get(hit.id)
         if entry is None:
@@ -414,8 +421,9 @@ def _hit(hit: RecallHit, stored: dict[str, Any], facts: set[str]) -> SearchHit |
         )
     assert hit.item is not None
     item = hit.item
-    if hit.id in facts:
-        return SearchHit(kind="fact", id=hit.id, text=item.value, score=hit.score, created_at=item.recorded_at)
+    if hit.id in facts or hit.id in files:
+        kind: SearchKind = "file" if hit.id in files else "fact"
+        return SearchHit(kind=kind, id=hit.id, text=item.value, score=hit.score, created_at=item.recorded_at)
     held_to = item.valid_to or item.ends_at if item.status == "superseded" else None
     return SearchHit(
         kind="item", id=hit.id, text=hit.text, score=hit.score, created_at=item.recorded_at, valid_to=held_to

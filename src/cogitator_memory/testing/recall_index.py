@@ -394,6 +394,146 @@ async def case_graph_nodes_are_indexed_as_they_are_written(store: Any) -> None:
     _eq(await _keyword(store, "cashews allergies"), [], "a deleted node leaves the index")
 
 
+async def _graph_records(store: Any, query: str, **flt: Any) -> list[tuple[str, str]]:
+    found = unwrap(await store.recall_keyword(query, filter={"kinds": ["graph_fact"], **flt}, limit=50))
+    return sorted((c.record.source_id, c.record.text) for c in found)
+
+
+def _node(name: str, user: str = "ana", **fields: Any) -> dict[str, Any]:
+    return {"type": "person", "name": name, "scope": {"agent_id": "agent", "user_id": user}, **fields}
+
+
+@_case
+async def case_graph_edges_are_indexed_as_they_are_written(store: Any) -> None:
+    if not callable(getattr(store, "add_edges", None)):
+        return
+    ana, porto, bob = unwrap(
+        await store.add_nodes([_node("Ana"), _node("Porto", type="location"), _node("Bob", user="bob")])
+    )
+    scope = {"agent_id": "agent", "user_id": "ana"}
+    [lives] = unwrap(
+        await store.add_edges(
+            [
+                {
+                    "source_id": ana.id,
+                    "target_id": porto.id,
+                    "type": "lives_in",
+                    "scope": scope,
+                    "evidence": [{"entry_id": "e7", "quote": "I live in Porto"}],
+                }
+            ]
+        )
+    )
+    _eq(await _graph_records(store, "lives", user_id="ana"), [(lives.id, "Ana lives in Porto")], "an edge's record")
+    [record] = unwrap(await store.get_recall_records([f"graph_fact:{lives.id}"]))
+    _eq((record.agent_id, record.user_id, record.role, record.lineage), ("agent", "ana", "lives_in", ["e7"]), "fields")
+    _eq(await _graph_records(store, "lives", user_id="bob"), [], "not another user's")
+    unwrap(await store.update_edge(lives.id, {"label": "moved to", "properties": {"since": "May 2024"}}))
+    _eq(
+        await _graph_records(store, "moved"),
+        [(lives.id, "Ana moved to Porto; since: May 2024")],
+        "a change of the edge reaches its record",
+    )
+    unwrap(await store.update_node(porto.id, {"name": "Oporto"}))
+    _eq(
+        [text for source, text in await _graph_records(store, "moved") if source == lives.id],
+        ["Ana moved to Oporto; since: May 2024"],
+        "renaming a node rewrites the records of its edges",
+    )
+    unwrap(await store.delete_edge(lives.id))
+    _eq(await _graph_records(store, "moved"), [], "a deleted edge leaves the index")
+    [knows] = unwrap(
+        await store.add_edges([{"source_id": ana.id, "target_id": porto.id, "type": "visited", "scope": scope}])
+    )
+    _eq([s for s, _ in await _graph_records(store, "visited")], [knows.id], "a second edge")
+    unwrap(await store.delete_nodes([porto.id]))
+    _eq(await _graph_records(store, "visited"), [], "an edge deleted with its node leaves the index")
+    _eq(unwrap(await store.get_recall_records([f"graph_fact:{knows.id}"])), [], "its record is gone")
+    _eq(bob.name, "Bob", "bob's node")
+
+
+@_case
+async def case_merged_and_cleared_graph_records_follow(store: Any) -> None:
+    if not callable(getattr(store, "merge_nodes", None)):
+        return
+    ana, anna, lisbon = unwrap(
+        await store.add_nodes([_node("Ana Silva"), _node("Anna"), _node("Lisbon", type="location")])
+    )
+    scope = {"agent_id": "agent", "user_id": "ana"}
+    [edge] = unwrap(
+        await store.add_edges([{"source_id": anna.id, "target_id": lisbon.id, "type": "works_in", "scope": scope}])
+    )
+    _eq(await _graph_records(store, "works"), [(edge.id, "Anna works in Lisbon")], "before the merge")
+    unwrap(await store.merge_nodes(ana.id, [anna.id]))
+    found = await _graph_records(store, "works")
+    _eq([text for _, text in found], ["Ana Silva works in Lisbon"], "the moved edge says the merged node's name")
+    _eq(unwrap(await store.get_recall_records([f"graph_fact:{anna.id}"])), [], "the merged-away node's record is gone")
+    unwrap(await store.clear_graph("agent"))
+    _eq(await _graph_records(store, "works Lisbon Ana"), [], "a cleared graph leaves nothing in the index")
+
+
+_ANA_FILES = {"scope": {"agent_id": "agent", "user_id": "ana"}}
+_NOTES = "# Health\nAna is allergic to peanuts.\n\n## Home\nShe lives in Lisbon.\n"
+
+
+async def _file_sections(store: Any, query: str, **flt: Any) -> list[str]:
+    found = unwrap(await store.recall_keyword(query, filter={"kinds": ["file_section"], **flt}, limit=50))
+    return sorted(c.record.text for c in found)
+
+
+@_case
+async def case_memory_file_sections_are_indexed_as_they_are_written(store: Any) -> None:
+    if not callable(getattr(store, "add_file_versions", None)):
+        return
+    from ..files.service import MemoryFiles
+
+    files = MemoryFiles(adapter=store)
+    await files.run(_ANA_FILES, {"command": "create", "path": "/memories/ana.md", "file_text": _NOTES})
+    _eq(
+        await _file_sections(store, "allergies", user_id="ana"),
+        ["/memories/ana.md\n# Health\nAna is allergic to peanuts."],
+        "a section found by its words (stemmed)",
+    )
+    _eq(
+        await _file_sections(store, "Lisbon"),
+        ["/memories/ana.md\n## Home\nShe lives in Lisbon."],
+        "each heading starts a section",
+    )
+    _eq(await _file_sections(store, "Lisbon peanuts", user_id="bob"), [], "not another user's")
+    found = unwrap(await store.recall_keyword("Lisbon", filter={"kinds": ["file_section"]}))
+    record = found[0].record
+    _eq((record.agent_id, record.user_id, record.thread_id, record.role), ("agent", "ana", None, "model"), "fields")
+    await files.run(
+        _ANA_FILES,
+        {"command": "str_replace", "path": "/memories/ana.md", "old_str": "in Lisbon", "new_str": "in Porto"},
+    )
+    _eq(await _file_sections(store, "Lisbon"), [], "an edit replaces the section's record")
+    _eq(await _file_sections(store, "Porto"), ["/memories/ana.md\n## Home\nShe lives in Porto."], "the new text")
+    await files.put(_ANA_FILES, "/memories/ana.md", "Plain notes: tulips.")
+    _eq(await _file_sections(store, "Porto peanuts"), [], "sections past the new count are deleted")
+    _eq(await _file_sections(store, "tulips"), ["/memories/ana.md\nPlain notes: tulips."], "no heading: one section")
+    await files.run(_ANA_FILES, {"command": "rename", "old_path": "/memories/ana.md", "new_path": "/memories/b.md"})
+    _eq(await _file_sections(store, "tulips"), ["/memories/b.md\nPlain notes: tulips."], "a rename moves the records")
+    await files.run(_ANA_FILES, {"command": "delete", "path": "/memories/b.md"})
+    _eq(await _file_sections(store, "tulips"), [], "a deleted file leaves the index")
+    _eq(unwrap(await store.count_recall_records(filter={"kinds": ["file_section"]})), 0, "no file record left")
+
+
+@_case
+async def case_redacting_a_memory_file_takes_its_records(store: Any) -> None:
+    if not callable(getattr(store, "redact_file_versions", None)):
+        return
+    from ..files.service import MemoryFiles
+
+    files = MemoryFiles(adapter=store)
+    await files.run(_ANA_FILES, {"command": "create", "path": "/memories/pin.md", "file_text": "PIN is walrus"})
+    await files.run(_ANA_FILES, {"command": "create", "path": "/memories/other.md", "file_text": "walrus facts"})
+    _eq(len(await _file_sections(store, "walrus")), 2, "both files found")
+    redacted = await files.redact(_ANA_FILES, ["/memories/pin.md"])
+    _eq(len(redacted), 1, "one version redacted")
+    _eq(await _file_sections(store, "walrus"), ["/memories/other.md\nwalrus facts"], "the redacted file's text is gone")
+
+
 _Case = Callable[[Any], Awaitable[None]]
 
 __all__ = ["RecallIndexConformanceCase", "recall_index_conformance_cases"]
