@@ -62,6 +62,10 @@ def found(text: str, zone: str = "UTC") -> list[str]:
         ("the nineties, in their sixties, the sixties", ["the nineties", "the sixties"]),
         ("Right now I'm busy; now and then I read.", ["Right now"]),
         ("For April 6-7 and the 8th, then March 26–27 for revisions.", ["April 6-7", "March 26–27"]),
+        (
+            "I've been running for three years now, moved a year and a half ago, and ate half the cake; two of us now.",
+            ["three years now", "a year and a half ago"],
+        ),
         ("Nothing here at all.", []),
         ("", []),
     ],

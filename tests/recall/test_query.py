@@ -36,6 +36,24 @@ def test_small_talk_is_not_searched(text: str) -> None:
         ("What libraries would you suggest for charts?", "preference"),
         ("Which pizza toppings do I prefer?", "preference"),
         ("What is the average response time of the dashboard API?", "general"),
+        # counting or listing every instance is aggregate, whatever else the question says
+        ("How many times did I change my running route before the marathon?", "aggregate"),
+        ("What are all the restaurants I mentioned?", "aggregate"),
+        ("List every book I said I would read", "aggregate"),
+        ("How often do I go swimming now?", "aggregate"),
+        ("How many different user roles am I implementing?", "aggregate"),
+        # ...unless it names a time: then the time is what the search needs first
+        ("How many times did I go running last May?", "temporal"),
+        # a knowledge update: the state now, or the state before it changed
+        ("What did I use to drive to work?", "general"),
+        ("What car did I used to drive?", "update"),
+        ("Is Flask no longer my backend?", "update"),
+        ("What was my rate originally?", "update"),
+        # "before" closing a sentence asks whether, not when
+        ("Have I ever used Bootstrap components before?", "general"),
+        ("What did I do before the trip?", "temporal"),
+        ("How old was I when I moved to Lisbon?", "temporal"),
+        ("When did I change my hosting plan?", "temporal"),
     ],
 )
 def test_kinds(text: str, kind: str) -> None:
@@ -74,6 +92,31 @@ def test_entities_are_names_not_sentence_openers() -> None:
     assert find_entities('Do I still like "the blue hotel"?') == ["the blue hotel"]
     assert find_entities("What is my rate? Tell me now.") == []
     assert find_entities("Is the API faster than v2?") == ["API", "v2"]
+
+
+def test_a_possessive_names_its_owner_and_ends_the_name() -> None:
+    assert find_entities("Given Wyatt and Natalie's interest in AI hiring") == ["Wyatt", "Natalie", "AI"]
+    assert find_entities("Did Ana’s sister call? And James' son?") == ["Ana", "James"]
+    assert find_entities("Is Bo Silva's Lisbon flat free?") == ["Bo Silva", "Lisbon"]
+
+
+def test_words_in_capitals_are_names_only_when_not_common_words() -> None:
+    text = "List the steps of the AI rollout. Mention ONLY and ONLY five items. Do NOT include NASA."
+    assert find_entities(text) == ["AI", "NASA"]
+    assert find_entities("IMPORTANT: what did I tell IBM?") == ["IBM"]
+
+
+def test_pieces_of_contractions_are_not_terms() -> None:
+    analysis = analyze_query("I've said I'm moving; didn't I mention Lisbon's flat?", AT)
+    assert analysis.terms == ("moving", "lisbon", "flat")
+
+
+def test_terms_gain_the_word_forms_the_stemmer_does_not_join() -> None:
+    # irregular verbs and derivations, after the question's own terms; frame words left alone
+    assert analyze_query("What did I buy for the trip?", AT).terms == ("buy", "trip", "bought")
+    assert analyze_query("When did I decide on the venue?", AT).terms == ("decide", "venue", "decision")
+    assert analyze_query("What do you think I chose?", AT).terms == ("think", "chose", "choice", "choose", "chosen")
+    assert analyze_query("Where do you think I should go?", AT).terms == ("think", "go", "gone", "went")
 
 
 def test_small_talk_words_around_a_real_question_do_not_stop_the_search() -> None:

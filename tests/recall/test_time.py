@@ -195,6 +195,16 @@ RELATIVE = [
     ("3 hours ago", "2024-03-13 12:00", "2024-03-13 13:00", "hour"),
     ("5 minutes ago", "2024-03-13 15:25", "2024-03-13 15:26", "minute"),
     ("30 seconds ago", "2024-03-13 15:29:30", "2024-03-13 15:29:31", "second"),
+    ("half a year ago", "2023-09-01", "2023-10-01", "month"),  # six months back
+    ("a year and a half ago", "2022-09-01", "2022-10-01", "month"),  # eighteen months back
+    ("two and a half years ago", "2021-09-01", "2021-10-01", "month"),
+    ("3 and a half weeks ago", "2024-02-18", "2024-02-19", "day"),  # 24 days back
+    ("half a day ago", "2024-03-13 03:00", "2024-03-13 04:00", "hour"),
+    ("half an hour ago", "2024-03-13 15:00", "2024-03-13 15:01", "minute"),
+    ("in half an hour", "2024-03-13 16:00", "2024-03-13 16:01", "minute"),
+    ("in half a year", "2024-09-01", "2024-10-01", "month"),
+    ("three years now", "2021-01-01", "2022-01-01", "year"),  # "for three years now": began then
+    ("2 weeks now", "2024-02-26", "2024-03-04", "week"),
     ("ten days back", "2024-03-03", "2024-03-04", "day"),
     ("in 4 days", "2024-03-17", "2024-03-18", "day"),
     ("in a week", "2024-03-18", "2024-03-25", "week"),

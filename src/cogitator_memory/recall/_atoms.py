@@ -287,6 +287,38 @@ def offset(sign: int) -> Handler:
     return handle
 
 
+#: A half of each unit, in a finer one: "half a year" is 6 months, "a day and a half" 36 hours.
+_HALF: dict[str, tuple[str, int]] = {
+    "year": ("month", 6),
+    "month": ("day", 15),
+    "fortnight": ("day", 7),
+    "week": ("day", 3),
+    "day": ("hour", 12),
+    "hour": ("minute", 30),
+}
+#: Each unit in the finer unit of its half.
+_WHOLE: dict[str, int] = {"year": 12, "month": 30, "fortnight": 14, "week": 7, "day": 24, "hour": 60}
+
+
+def half_offset(sign: int) -> Handler:
+    """ "half a year ago" (``sign`` -1), "two and a half years ago", "in half an hour" (+1): the
+    finer unit that far away (six months, thirty months, thirty minutes)."""
+
+    def handle(m: re.Match[str], st: State) -> Piece | None:
+        unit = unit_of(m.group("u"))
+        if unit not in _HALF:
+            return None
+        finer, half = _HALF[unit]
+        count = m.groupdict().get("n")
+        whole = count_of(count)[0] * _WHOLE[unit] if count else 0
+        steps = sign * (whole + half)
+        if finer == "day":
+            return DayRef(st.ctx.today + timedelta(days=steps))
+        return unit_span(finer, steps, st)
+
+    return handle
+
+
 def _shift_local(local: datetime, unit: str, steps: int) -> datetime:
     if unit in ("month", "year", "decade"):
         months = steps * {"month": 1, "year": 12, "decade": 120}[unit]
@@ -608,7 +640,13 @@ ATOMS: list[tuple[re.Pattern[str], Handler]] = [
         ),
         relative_day,
     ),
+    (_c(r"(?:a\s+)?half\s+(?:a|an)\s+(?P<u>year|month|week|day|hour)\s+(?:ago|back)"), half_offset(-1)),
+    (_c(rf"{COUNT}\s+{UNIT}\s+and\s+a\s+half\s+(?:ago|back)"), half_offset(-1)),
+    (_c(rf"{COUNT}\s+and\s+a\s+half\s+{UNIT}\s+(?:ago|back)"), half_offset(-1)),
+    (_c(r"in\s+(?:a\s+)?half\s+(?:a|an)\s+(?P<u>year|month|week|day|hour)"), half_offset(1)),
     (_c(rf"{COUNT}\s+{UNIT}\s+(?:ago|back)"), offset(-1)),
+    # "I've been running for three years now": it began that long before the session
+    (_c(rf"{COUNT}\s+{UNIT}\s+now"), offset(-1)),
     (_c(rf"in\s+{COUNT}\s+{UNIT}"), offset(1)),
     (_c(rf"{COUNT}\s+{UNIT}\s+from\s+(?:now|today)"), offset(1)),
     (_c(rf"(?:the\s+)?(?P<dir>past|last|previous|next|coming|following)\s+{COUNT}\s+{UNIT}"), rolling),

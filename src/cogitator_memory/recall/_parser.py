@@ -46,7 +46,7 @@ TRIGGERS = frozenset(
     + ["earlier", "later", "weekend", "spring", "summer", "autumn", "fall", "winter", "christmas", "new"]
     + ["boxing", "halloween", "valentine", "valentines", "q1", "q2", "q3", "q4", "beginning", "start"]
     + ["middle", "end", "noughties", "aughts", "twenties", "thirties", "forties", "fifties", "sixties"]
-    + ["seventies", "eighties", "nineties", "1st", "2nd", "3rd", "4th"]
+    + ["seventies", "eighties", "nineties", "1st", "2nd", "3rd", "4th", "half"]
 )
 
 #: Words after which a bare month, year, season, "the 15th" or "now" reads as a time.

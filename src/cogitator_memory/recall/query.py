@@ -28,13 +28,15 @@ from __future__ import annotations
 import asyncio
 import re
 from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from typing import Literal, TypeAlias
 
 from ..errors import InvalidArgumentError
-from ..search.tokenizer import index_terms
+from ..search.tokenizer import ENGLISH_STOPWORDS, index_terms
 from ..vectors.records import MAX_CONTENT_CHARS
+from ._forms import word_family
 from .time import TimeInterval, TimeMention, find_times
 
 QueryKind: TypeAlias = Literal["temporal", "aggregate", "update", "preference", "general"]
@@ -67,6 +69,18 @@ QUESTION_WORDS: frozenset[str] = _word_set(
     """
 )
 
+#: What is left of a contraction once the tokenizer splits it at the apostrophe ("I've" ->
+#: ``i`` and ``ve``, "didn't" -> ``didn`` and ``t``): no subject, left out of the terms.
+CONTRACTION_PIECES: frozenset[str] = _word_set(
+    """
+    ve m s ll d re t don didn doesn isn wasn aren weren haven hasn hadn couldn wouldn shouldn
+    """
+)
+
+#: Words of a question that frame it rather than name its subject ("do you *think*", "*given*
+#: my plan"): left out of the word families added to the terms (see :func:`expanded_terms`).
+FRAME_WORDS: frozenset[str] = _word_set("think thought given give gave")
+
 #: Words that make a turn small talk when it holds nothing else.
 SMALL_TALK: frozenset[str] = _word_set(
     """
@@ -79,10 +93,17 @@ SMALL_TALK: frozenset[str] = _word_set(
     """
 )
 
+# Asks when or how long: temporal even with an update's words ("when did I move?").
+_WHEN = re.compile(
+    r"\b(?:when\s+(?:did|do|does|was|were|is|are|will|would|have|has|had|should|can|could|am)|"
+    r"what\s+(?:time|date|day|year|month)|which\s+(?:day|date|year|month|week)|how\s+long|how\s+old|"
+    r"how\s+many\s+(?:days|weeks|months|years|hours|minutes)|how\s+soon|how\s+recently)\b",
+    re.I,
+)
 _TEMPORAL = re.compile(
-    r"\b(?:when|what\s+(?:time|date|day|year|month)|which\s+(?:day|date|year|month|week)|how\s+long|"
-    r"how\s+many\s+(?:days|weeks|months|years|hours|minutes)|how\s+soon|how\s+recently|"
-    r"(?:in\s+)?(?:what|which|the)\s+order|in\s+order|chronolog\w*|timeline|sequence|before|after|earlier|"
+    r"\b(?:when|(?:in\s+)?(?:what|which|the)\s+order|in\s+order|chronolog\w*|timeline|sequence|earlier|"
+    # "before the trip", "after I moved"; not "before?" or "ever ... before." closing a sentence
+    r"(?:before|after)(?!\s*(?:[?.!,;:]|$))|"
     r"first\s+time|last\s+time|since|until|till|deadline|ago|date[sd]?|schedule[sd]?)\b",
     re.I,
 )
@@ -91,7 +112,16 @@ _BETWEEN = re.compile(r"\bbetween(\s+)", re.I)
 _AND = re.compile(r"(?<!\s)\s+and\b", re.I)
 _UPDATE = re.compile(
     r"\b(?:current(?:ly)?|now|still|any\s*more|latest|most\s+recent(?:ly)?|newest|up[-\s]?to[-\s]?date|"
-    r"changed?|changes|updated?|switched|moved|these\s+days|at\s+the\s+moment|so\s+far|nowadays)\b",
+    r"changed?|changes|updated?|switched|moved|these\s+days|at\s+the\s+moment|so\s+far|nowadays|"
+    r"used\s+to|no\s+longer|originally|previously|replaced|revised)\b",
+    re.I,
+)
+# Asks to count or list every instance: an aggregate question even with other kinds' words
+# ("how many times did I change my plan before the launch?").
+_AGGREGATE_STRONG = re.compile(
+    r"\b(?:how\s+many\s+(?:times|different|separate|distinct)|how\s+often|what\s+(?:are|were)\s+all|"
+    r"(?:list|name|tell\s+me|give\s+me|show\s+me)\s+(?:all|every|each)|every\s+(?:time|single)|each\s+time|"
+    r"all\s+the\s+(?:times|ways|things|places|people)|in\s+total|altogether|combined)\b",
     re.I,
 )
 _AGGREGATE = re.compile(
@@ -118,6 +148,24 @@ _NOT_NAMES: frozenset[str] = _word_set(
     monday tuesday wednesday thursday friday saturday sunday january february march april may june
     july august september october november december today tomorrow yesterday
     """
+)
+
+
+_POSSESSIVE = re.compile(r"['’][sS]$|(?<=[sS])['’]$")
+#: Words that are no name when written in capitals ("ONLY", "NOT", "ALL"): the stopwords, the
+#: question words, small talk and a few words of emphasis.
+_COMMON_WORDS: frozenset[str] = (
+    ENGLISH_STOPWORDS
+    | QUESTION_WORDS
+    | SMALL_TALK
+    | _NOT_NAMES
+    | _word_set(
+        """
+        only not never always must important note please all every each none nothing everything
+        exactly really very first last new free warning stop wait yes no one two three four five
+        six seven eight nine ten items points things words sentences
+        """
+    )
 )
 
 
@@ -153,8 +201,17 @@ def _zone_name(time_zone: str | tzinfo) -> str:
 
 def query_terms(text: str) -> list[str]:
     """The keyword terms of a question: :func:`~cogitator_memory.search.index_terms` without
-    :data:`QUESTION_WORDS`, repeats dropped, in order."""
-    return list(dict.fromkeys(t for t in index_terms(text) if t not in QUESTION_WORDS))
+    :data:`QUESTION_WORDS` and :data:`CONTRACTION_PIECES`, repeats dropped, in order."""
+    return list(dict.fromkeys(t for t in index_terms(text) if t not in QUESTION_WORDS and t not in CONTRACTION_PIECES))
+
+
+def expanded_terms(terms: Sequence[str]) -> list[str]:
+    """``terms`` and, after them, the other forms of each that the stemmer does not join
+    (irregular verbs and derivations: ``bought`` -> ``buy``, ``decide`` -> ``decision``; see
+    :data:`~cogitator_memory.recall._forms.FAMILIES`), :data:`FRAME_WORDS` not expanded,
+    repeats dropped."""
+    extra = [form for term in terms if term not in FRAME_WORDS for form in word_family(term)]
+    return list(dict.fromkeys([*terms, *extra]))
 
 
 def is_small_talk(text: str) -> bool:
@@ -198,15 +255,20 @@ def find_entities(text: str) -> list[str]:
         shaped = any(c.isdigit() for c in word) and any(c.isalpha() for c in word)
         shaped = shaped or bool(re.search(r"[a-z][A-Z]|[A-Za-z][.\-][A-Za-z]", word))
         capital = word[:1].isupper() and folded not in _NOT_NAMES
-        is_name = shaped or (capital and (not opens or (len(word) > 1 and word[1:].isupper())))
-        if is_name and (not run or text[run_end : match.start()].strip() == ""):
-            run.append(word)
-            run_end = match.end()
+        shouted = len(word) > 1 and word[1:].isupper()  # an acronym, or a word written in capitals
+        if shouted and not shaped and folded in _COMMON_WORDS:
+            capital = False  # "Mention ONLY three": emphasis, not a name
+        is_name = shaped or (capital and (not opens or shouted))
+        if not is_name:
+            flush()
             continue
-        flush()
-        if is_name:
-            run.append(word)
-            run_end = match.end()
+        if run and text[run_end : match.start()].strip() != "":
+            flush()
+        owner = _POSSESSIVE.sub("", word)
+        run.append(owner or word)
+        run_end = match.end()
+        if owner != word:  # "Natalie's plan": the name is Natalie, and it ends there
+            flush()
     flush()
     return list(dict.fromkeys(found))
 
@@ -233,11 +295,19 @@ def _between_and(text: str) -> bool:
 
 
 def query_kind(text: str, times: tuple[TimeMention, ...] = ()) -> QueryKind:
-    """The kind of question ``text`` is (the rules are tried in :data:`QUERY_KINDS` order; a
-    time named in the text makes a question temporal unless it asks about now)."""
-    if _UPDATE.search(text) and not times:
+    """The kind of question ``text`` is: ``temporal`` when it names a time (``times``); else
+    ``aggregate`` when it asks to count or list every instance ("how many times", "how often",
+    "what are all the ...", "list every ..."); ``temporal`` when it asks when or how long
+    ("when did I move?", "how old was I"); else the rules in :data:`QUERY_KINDS` order."""
+    if times:
+        return "temporal"
+    if _AGGREGATE_STRONG.search(text):
+        return "aggregate"
+    if _WHEN.search(text):
+        return "temporal"
+    if _UPDATE.search(text):
         return "update"
-    if times or _TEMPORAL.search(text) or _between_and(text):
+    if _TEMPORAL.search(text) or _between_and(text):
         return "temporal"
     if _AGGREGATE.search(text):
         return "aggregate"
@@ -278,7 +348,7 @@ def analyze_query(input: str, anchor: datetime | None = None, time_zone: str | t
         anchor = anchor.replace(tzinfo=UTC)
     times = tuple(find_times(input, anchor, time_zone, limit=MAX_QUERY_TIMES))
     zone = _zone_name(time_zone)
-    terms = tuple(query_terms(input))
+    terms = tuple(expanded_terms(query_terms(input)))
     if not input.strip() or is_small_talk(input):
         return QueryAnalysis(input, False, "general", anchor, zone, times, None, terms, ())
     interval = None
@@ -305,6 +375,8 @@ async def analyze_query_async(
 
 
 __all__ = [
+    "CONTRACTION_PIECES",
+    "FRAME_WORDS",
     "MAX_QUERY_CHARS",
     "MAX_QUERY_TIMES",
     "QUERY_KINDS",
@@ -316,6 +388,7 @@ __all__ = [
     "analyze_query",
     "analyze_query_async",
     "check_query",
+    "expanded_terms",
     "find_entities",
     "is_small_talk",
     "query_kind",
