@@ -138,6 +138,7 @@ async def evaluate(
     *,
     builds: bool = True,
     progress: bool = False,
+    build_settings: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """One record per question: coverage per strategy and budget, recall@k of the retriever and
     of the plain hybrid search."""
@@ -189,9 +190,10 @@ async def evaluate(
             k=FUSION["rrf_k"],
             candidates=CANDIDATES,
         )
+        texts = {m.id: m.content for m in chat.messages}
         builders = {
             s: ContextBuilder(
-                {"strategy": s, "recall": dict(settings)},
+                {"strategy": s, "recall": dict(settings if build_settings is None else build_settings)},
                 {"memory_adapter": memory, "embedding_service": table, "message_index": index},
             )
             for s in STRATEGIES
@@ -221,7 +223,9 @@ async def evaluate(
                         sent = {id_map[e.id] for e in context.entries}
                         if context.recalled:
                             sent |= {id_map[e.id] for e in context.recalled["entries"]}
-                        record[f"{strategy}@{budget}"] = len(question.evidence & sent) / len(question.evidence)
+                        whole = whole_turns(context, question.evidence & sent, texts)
+                        record[f"{strategy}@{budget}"] = len(whole) / len(question.evidence)
+                        record[f"{strategy}@{budget} ids"] = len(question.evidence & sent) / len(question.evidence)
                         if context.errors:
                             record.setdefault("errors", []).extend(str(e.error) for e in context.errors)
             out.append(record)
@@ -235,8 +239,26 @@ async def evaluate(
     return out
 
 
-def coverage_keys() -> list[str]:
-    return [f"{s}@{b}" for s in STRATEGIES for b in BUDGETS]
+def squeeze(text: str) -> str:
+    """``text`` with every run of whitespace as one space (how :func:`whole_turns` compares)."""
+    return " ".join(text.split())
+
+
+def whole_turns(context: Any, sent: set[int], texts: dict[int, str]) -> set[int]:
+    """The messages of ``sent`` (ids of entries the build sent, in its history or recalled)
+    whose whole text reaches the model: found, whitespace runs aside, as one piece in the text
+    of the context's messages (the history and the memory context). A recalled turn sent as a
+    passage, or cut short, is not in it whole and does not count."""
+    if not sent:
+        return set()
+    body = squeeze("\n".join(m.text for m in context.messages))
+    return {i for i in sent if squeeze(texts[i]) in body}
+
+
+def coverage_keys(ids: bool = False) -> list[str]:
+    """The coverage figures: of whole evidence turns, or (``ids``) of evidence turns sent in any
+    form (the counting before issue 34, which credits a clipped passage)."""
+    return [f"{s}@{b}{' ids' if ids else ''}" for s in STRATEGIES for b in BUDGETS]
 
 
 def recall_keys() -> list[str]:
@@ -495,8 +517,9 @@ async def run(quick: bool) -> list[Row]:
         return []
     model = LocalEmbeddingService(batch_size=16)
     records = await evaluate(chats, model, SETTINGS, progress=True)
-    summary = summarise(records, [*coverage_keys(), *recall_keys()])
+    summary = summarise(records, [*coverage_keys(), *coverage_keys(ids=True), *recall_keys()])
     print(markdown(summary, coverage_keys()), file=sys.stderr)
+    print(markdown(summary, coverage_keys(ids=True)), file=sys.stderr)
     print(markdown(summary, recall_keys()), file=sys.stderr)
     overall = summary["overall"]
     rows: list[Row] = []
@@ -560,6 +583,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency-only", action="store_true")
     parser.add_argument("--no-builds", action="store_true", help="retriever recall only")
     parser.add_argument("--settings", default=None, help="JSON of RetrieverSettings fields to measure with")
+    parser.add_argument(
+        "--build-settings", default=None, help="JSON of config.recall fields for the builders only (turn_tokens, ...)"
+    )
     parser.add_argument("--json", default=None, help="write the summary here")
     parser.add_argument(
         "--before", default=None, help="also run on the package of this commit; figures printed with their change"
@@ -574,8 +600,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.tune:
         asyncio.run(tune(chats, model))
         return 0
-    records = asyncio.run(evaluate(chats, model, settings, builds=not args.no_builds, progress=True))
-    keys = recall_keys() if args.no_builds else [*coverage_keys(), *recall_keys()]
+    build = {**settings, **(json.loads(args.build_settings) if args.build_settings else {})}
+    records = asyncio.run(
+        evaluate(chats, model, settings, builds=not args.no_builds, progress=True, build_settings=build)
+    )
+    keys = recall_keys() if args.no_builds else [*coverage_keys(), *coverage_keys(ids=True), *recall_keys()]
     summary = summarise(records, keys)
     if args.before:
         same = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--before" and a != args.before]
@@ -585,10 +614,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"figures now, (change from {args.before}):")
         if not args.no_builds:
             print(markdown_change(summary, before, coverage_keys()))
+            print(markdown_change(summary, before, coverage_keys(ids=True)))
         print(markdown_change(summary, before, recall_keys()))
     else:
         if not args.no_builds:
             print(markdown(summary, coverage_keys()))
+            print(markdown(summary, coverage_keys(ids=True)))
         print(markdown(summary, recall_keys()))
     errors = [e for r in records for e in r.get("errors", [])]
     if errors:

@@ -135,8 +135,9 @@ async def test_no_input_is_like_recent(memory: BaseMemoryAdapter) -> None:
 async def test_as_of_reads_the_time_the_input_names(memory: BaseMemoryAdapter) -> None:
     texts = [f"On this day I did chore number {i} at home" for i in range(30)]
     tid, entries = await chat(memory, texts)
-    b = ContextBuilder(  # only the turns found themselves are recalled
-        {"strategy": "hybrid", "reserve_tokens": 0, "recall": {"neighbour_weight": 0.0}}, {"memory_adapter": memory}
+    b = ContextBuilder(  # only the turns found themselves are recalled, without their exchanges
+        {"strategy": "hybrid", "reserve_tokens": 0, "recall": {"neighbour_weight": 0.0, "neighbour_tokens": 0}},
+        {"memory_adapter": memory},
     )
     # Day 5 is Saturday 6 April; "yesterday" read from the 7th is the 6th.
     first = await b.build(

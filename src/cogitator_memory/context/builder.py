@@ -61,6 +61,7 @@ from .hybrid import (
     OtherTurn,
     RecalledTurns,
     estimated_cut,
+    fit_recall,
     gather_vectors,
     settle_recall,
 )
@@ -323,7 +324,10 @@ class ContextBuilder(RelevanceRanking):
             fitter = fit_relevant
         else:
             fitter = partial(fit_recent, complete=window.complete and start == 0, counter=self._tokens)
-        assembly = assembler.assemble(budget, blocks, fitters={"recent": fitter}, overhead=overhead)
+        fitters: dict[ContextPartition, Fitter] = {"recent": fitter}
+        if recall_blocks:
+            fitters["recall"] = fit_recall
+        assembly = assembler.assemble(budget, blocks, fitters=fitters, overhead=overhead)
         if recall_blocks:
             assembly = await settle_recall(self._recall, tid, assembler, budget, blocks, overhead, fitter, assembly)
         warnings.extend(assembly.warnings)
@@ -633,7 +637,7 @@ class ContextBuilder(RelevanceRanking):
                 self._recall, thread_id, turns, loaded.items, loaded.vector, self._embed_entries, errors
             )
             hits = await self._recall.search(analysis, turns, turn_cos, loaded.items, item_cos, errors)
-            own = self._recall.blocks(hits, turns, zone, as_of, analysis.terms, room, places)
+            own = self._recall.blocks(hits, turns, zone, as_of, analysis.terms, places)
             agent, user = await self._thread_scope(thread_id, None, None)
             others = await self._recall.other_conversations(
                 thread_id, agent, user, analysis, loaded.vector, zone, errors

@@ -3,9 +3,19 @@
 The history keeps the newest messages, as ``recent`` does; the turns older than what it keeps
 and the memory items the run sees are searched with a
 :class:`~cogitator_memory.recall.MemoryRetriever`, and what is found goes into the ``recall``
-partition, best first: turns under ``Earlier in this conversation:`` (each dated, with the turn
-next to it that makes it readable), items under ``From memory:`` (each with the time it held
-when it no longer holds).
+partition: turns under ``Earlier in this conversation:``, items under ``From memory:`` (each
+with the time it held when it no longer holds).
+
+Turns are sent as exchanges, not fragments: each found turn whole, dated, with the turns that
+make it readable (:meth:`HybridRecall.exchange`: the answer of a question, the turn a reply
+answers, a short reply and what it replies to). :func:`fit_recall` fills the room in three
+passes: the found turns whole, with the neighbours of at most ``recall.neighbour_tokens``, by
+rank over tokens (a budget holds more of the turns that answer); then, best first, the longer
+neighbours whole where the room left holds them, else their opening (whole sentences, marked
+``[...]``); then, for a found turn too long to fit whole, its passage of about
+``recall.turn_tokens`` holding most of the input's terms (``...`` marking what was left out).
+No turn is cut without a mark, and the blocks sent never hold more than the partition's room.
+The turns sent come in conversation order.
 
 Which turns are searched: without a message index, the newest ``recall.window`` (200) turns
 older than the history kept; with one, every turn of the branch (read once per thread and kept
@@ -41,11 +51,11 @@ from ..result import unwrap
 from ..threads.base import BaseMemoryAdapter
 from ..threads.records import CONVERSATION_ENTRY_TYPES, MemoryEntry
 from ..tokens import count_tokens
-from .assembler import Assembly, ContextAssembler, Fitter
+from .assembler import Assembly, ContextAssembler, Fit, Fitter, fit_in_order
 from .config import ContextPartition, RecallSettings
 from .history import HistoryWindow, TokenCache
 from .message_index import entry_text
-from .records import ContextBlock, ContextBuildError
+from .records import ContextBlock, ContextBuildError, DropReason
 from .strategies import cosines, fit_recent
 
 if TYPE_CHECKING:
@@ -59,6 +69,9 @@ OTHER_HEADING = "From other conversations:"
 ITEMS_HEADING = "From memory:"
 #: The most turns of the user's other conversations one build recalls.
 OTHER_LIMIT = 5
+#: A recalled user turn this short (tokens) is a reply: it comes with the turn it replies to.
+SHORT_REPLY = 30
+_SENTENCE_END = re.compile(r"[.!?…][\"')\]]*(?=\s)|\n")
 #: Turns of the branch kept per builder for recall with a message index (least lately used
 #: threads are dropped past it).
 MAX_KEPT_TURNS = 200_000
@@ -66,13 +79,20 @@ MAX_KEPT_TURNS = 200_000
 
 @dataclass(slots=True)
 class RecalledTurns:
-    """What a recall block of turns holds: the ``hits`` recalled and the ``entries`` shown, in
-    conversation order (a neighbour cut short among them); ``passages`` the ids of hits sent as
-    their passage that answers the input (turns longer than ``recall.turn_tokens``)."""
+    """What a recall block of turns holds: the ``hits``, the turns it recalls (found, or of their
+    exchange, sent whole or, ``passages``, as the passage of a turn longer than
+    ``recall.turn_tokens``), and the ``entries`` shown, in conversation order (``opened``: the
+    ids of neighbours sent as their opening, marked ``[...]``). ``fuller`` holds the blocks of
+    the same exchange with more of its longer neighbours, smallest first, and ``passage`` the
+    block of its found turns as passages (sent instead when the room holds them, or only
+    them, see :func:`fit_recall`)."""
 
     hits: list[MemoryEntry]
     entries: list[MemoryEntry]
     passages: list[str] = field(default_factory=list)
+    opened: list[str] = field(default_factory=list)
+    fuller: list[ContextBlock] = field(default_factory=list)
+    passage: ContextBlock | None = None
 
 
 @dataclass(slots=True)
@@ -415,39 +435,68 @@ class HybridRecall:
                 break
         return out
 
+    def exchange(self, entry: MemoryEntry, turns: Sequence[MemoryEntry], at: int | None) -> list[MemoryEntry]:
+        """The turns that make a recalled turn readable: for a user turn the answer (the turn
+        after it), for any other the turn it answers (the turn before it); a short reply (at most
+        :data:`SHORT_REPLY` tokens) also brings what it replies to, and a short reply to the
+        turn comes with it."""
+        if at is None:
+            return []
+        role = entry.message.role if entry.message is not None else ""
+        near = [at + 1] if role == "user" else [at - 1]
+        if role == "user" and self.tokens.tokens(entry) <= SHORT_REPLY:
+            near.append(at - 1)
+        elif role != "user" and at + 1 < len(turns) and self.tokens.tokens(turns[at + 1]) <= SHORT_REPLY:
+            near.append(at + 1)
+        return [turns[i] for i in near if 0 <= i < len(turns)]
+
     def turn_lines(
-        self, sent: Sequence[MemoryEntry], group: Sequence[MemoryEntry], zone: ZoneInfo, terms: frozenset[str]
-    ) -> tuple[str, int, list[str]]:
-        """The text of a block of turns (each line dated), its tokens, and the ids of the turns
-        sent as a passage. A recalled turn longer than ``turn_tokens`` is sent as its passage
-        holding most of the input's terms; a neighbour is cut to ``neighbour_tokens``."""
+        self,
+        sent: Sequence[MemoryEntry],
+        group: Sequence[MemoryEntry],
+        zone: ZoneInfo,
+        terms: frozenset[str],
+        neighbours: str = "short",
+    ) -> tuple[str, int, RecalledTurns]:
+        """The text of a block of turns (each line dated), its tokens and what it shows. The
+        recalled turns (``sent``) are sent whole, or with ``neighbours="passage"`` a turn longer
+        than ``turn_tokens`` as its passage holding most of the input's terms. A neighbour (a
+        turn of ``group`` not in ``sent``) is sent whole when it is at most ``neighbour_tokens``
+        long; a longer one is left out (``short``, ``passage``), sent as its opening cut at a
+        sentence end and marked ``[...]`` (``open``), or whole (``whole``)."""
         wanted = {e.id for e in sent}
         limit = self.settings.turn_tokens
         cut = self.settings.neighbour_tokens
         lines: list[str] = []
         tokens = 2
-        passages: list[str] = []
+        shown = RecalledTurns([], [])
         for entry in group:
             message = entry.message
             text = message.text if message is not None else ""
+            if not text.strip() and entry.id not in wanted:
+                continue
             role = message.role if message is not None else entry.type
             head = f"[{_date(entry.created_at, zone)}] {role}: "
+            whole = self.tokens.tokens(entry)
             if entry.id in wanted:
-                # past 8 characters a token a text is longer than the limit: not counted whole
-                whole = limit + 1 if len(text) > limit * 8 else self.tokens.tokens(entry)
-                if whole > limit:
+                if neighbours == "passage" and whole > limit:
                     text = best_passage(text, terms, limit, self.tokens)
-                    passages.append(entry.id)
+                    shown.passages.append(entry.id)
                     whole = count_tokens(text)
-            else:
-                if cut <= 0:
+            elif whole > cut:
+                if neighbours in ("short", "passage") or cut <= 0:
                     continue
-                text, whole = self.tokens.cut(text[: cut * 8], cut, " ...")
-                if not text.strip():
-                    continue
+                if neighbours == "open":
+                    text, whole = opening(text, cut, self.tokens)
+                    if not text:
+                        continue
+                    shown.opened.append(entry.id)
+            shown.entries.append(entry)
+            if entry.id not in shown.opened:
+                shown.hits.append(entry)
             lines.append(head + text)
             tokens += whole + self.tokens.text_tokens(head[: head.index("]") + 1]) + 3
-        return "\n".join(lines), tokens, passages
+        return "\n".join(lines), tokens, shown
 
     def blocks(
         self,
@@ -456,45 +505,127 @@ class HybridRecall:
         zone: ZoneInfo,
         as_of: datetime,
         terms: Sequence[str] = (),
-        room: int | None = None,
         places: Mapping[str, int] | None = None,
     ) -> list[ContextBlock]:
-        """The recall blocks of ``hits``, best first: a turn with the turn next to it that makes
-        it readable (a hit among its neighbours is sent whole, in the same block), an item alone.
-        With ``room``, blocks stop once they hold a quarter more than that many tokens (the
-        rest could not fit, unless some are left out as repeats)."""
+        """The recall blocks of ``hits``: a turn with the turns of its exchange (see
+        :meth:`exchange`; a hit among them is sent whole, in the same block), an item alone.
+        Blocks come in the order :func:`fit_recall` fills them: by worth over tokens (the hit
+        of rank ``r``, 0 the best, in a block of ``t`` tokens is worth ``1 / ((r + 1) * t)``), so a
+        budget holds more of the turns that answer; a block whose exchange has turns longer
+        than ``neighbour_tokens`` holds its fuller forms in :attr:`RecalledTurns.fuller`."""
         wanted_terms = frozenset(terms)
-        total = 0
         pos = places if places is not None else {e.id: i for i, e in enumerate(turns)}
         hit_ids = {h.id for h in hits if h.kind == "turn"}
+        short = self.settings.neighbour_tokens
         used: set[str] = set()
-        out: list[ContextBlock] = []
-        for hit in hits:
-            if room is not None and total > room + room // 4:
-                break
-            if out:
-                total += out[-1].tokens
+        ranked: list[tuple[float, int, ContextBlock]] = []
+        for rank, hit in enumerate(hits):
             if hit.kind == "item":
                 assert hit.item is not None
                 text = item_line(hit.item, as_of, zone)
-                out.append(ContextBlock("recall", text, count_tokens(text) + 2, hit.id, hit.item, hit.score))
-                continue
-            if hit.id in used or hit.entry is None:
-                continue
-            at = pos.get(hit.id)
-            group = [hit.entry]
-            if at is not None:
-                role = hit.entry.message.role if hit.entry.message is not None else ""
-                step = 1 if role == "user" else -1
-                near = at + step
-                if 0 <= near < len(turns) and turns[near].id not in used:
-                    group.append(turns[near])
-            group.sort(key=lambda e: pos.get(e.id, 0))
-            sent = [e for e in group if e.id in hit_ids and e.id not in used]
-            used.update(e.id for e in sent)
-            text, tokens, passages = self.turn_lines(sent, group, zone, wanted_terms)
-            out.append(ContextBlock("recall", text, tokens, hit.id, RecalledTurns(sent, group, passages), hit.score))
-        return out
+                block = ContextBlock("recall", text, count_tokens(text) + 2, hit.id, hit.item, hit.score)
+            else:
+                if hit.id in used or hit.entry is None:
+                    continue
+                near = [e for e in self.exchange(hit.entry, turns, pos.get(hit.id)) if e.id not in used]
+                group = sorted([hit.entry, *near], key=lambda e: pos.get(e.id, 0))
+                # a neighbour found too is sent as a hit when it is short; a longer one keeps its own block
+                sent = [e for e in group if e.id == hit.id or (e.id in hit_ids and self.tokens.tokens(e) <= short)]
+                used.update(e.id for e in sent)
+                block = self._turn_block(hit, sent, group, zone, wanted_terms)
+            ranked.append((1.0 / ((rank + 1) * max(1, block.tokens)), rank, block))
+        ranked.sort(key=lambda r: (-r[0], r[1]))
+        return [block for _worth, _rank, block in ranked]
+
+    def _turn_block(
+        self,
+        hit: RecallHit,
+        sent: list[MemoryEntry],
+        group: list[MemoryEntry],
+        zone: ZoneInfo,
+        terms: frozenset[str],
+    ) -> ContextBlock:
+        """The block of one exchange at its smallest whole form (neighbours longer than
+        ``neighbour_tokens`` left out), with its fuller forms (their openings, then whole) and
+        the form of its turns as passages (see :class:`RecalledTurns`)."""
+        text, tokens, shown = self.turn_lines(sent, group, zone, terms)
+        base = ContextBlock("recall", text, tokens, hit.id, shown, hit.score)
+        if len(shown.entries) < len(group) and self.settings.neighbour_tokens > 0:
+            for neighbours in ("open", "whole"):
+                text, tokens, more = self.turn_lines(sent, group, zone, terms, neighbours)
+                if tokens > (shown.fuller[-1].tokens if shown.fuller else base.tokens):
+                    shown.fuller.append(ContextBlock("recall", text, tokens, hit.id, more, hit.score))
+        if any(self.tokens.tokens(e) > self.settings.turn_tokens for e in sent):
+            text, tokens, cut = self.turn_lines(sent, group, zone, terms, "passage")
+            if tokens < base.tokens:
+                shown.passage = ContextBlock("recall", text, tokens, hit.id, cut, hit.score)
+        return base
+
+
+def opening(text: str, limit: int, tokens: TokenCache) -> tuple[str, int]:
+    """The opening of ``text`` within ``limit`` tokens, cut after its last whole sentence there
+    (else after its last whole word) and marked `` [...]``; ``("", 0)`` when not even a word fits."""
+    head, _count = tokens.cut(text[: limit * 8], limit)
+    if len(head) >= len(text):
+        return text, count_tokens(text)
+    ends = [m.end() for m in _SENTENCE_END.finditer(head)]
+    if ends:
+        head = head[: ends[-1]]
+    else:
+        space = head.rstrip().rfind(" ")
+        head = head[:space] if space > 0 else ""
+    head = head.rstrip()
+    if not head:
+        return "", 0
+    short = head + " [...]"
+    return short, count_tokens(short)
+
+
+def _versions(block: ContextBlock) -> list[ContextBlock]:
+    """The block, its fuller forms and its form as passages."""
+    item = block.item
+    if not isinstance(item, RecalledTurns):
+        return [block]
+    return [block, *item.fuller, *([item.passage] if item.passage is not None else [])]
+
+
+def fit_recall(blocks: Sequence[ContextBlock], room: int) -> Fit:
+    """The recall partition's fitter. First each block that fits the room left, in the order
+    given (:meth:`HybridRecall.blocks` gives them by worth over tokens), at its smallest whole
+    form; then, best first, each kept exchange at the fullest form the room left holds (its
+    longer neighbours whole, else their openings), a neighbour never shown twice; then each
+    exchange left out whose found turns fit as passages (``recall.turn_tokens``), as those.
+    Turns come out in conversation order, the other blocks (items, other conversations, the
+    graph) in the order given."""
+    fit = fit_in_order(blocks, room)
+    left = max(0, room) - fit.used
+    shown = {e.id for b in fit.kept if isinstance(b.item, RecalledTurns) for e in b.item.entries}
+    if left > 0:
+        for i, block in enumerate(fit.kept):
+            for fuller in reversed(block.item.fuller if isinstance(block.item, RecalledTurns) else []):
+                more = {e.id for e in fuller.item.entries} - {e.id for e in block.item.entries}
+                if fuller.tokens - block.tokens <= left and not more & shown:
+                    left -= fuller.tokens - block.tokens
+                    shown |= more
+                    fit.kept[i] = fuller
+                    break
+    if left > 0:
+        dropped: list[tuple[ContextBlock, DropReason]] = []
+        for block, reason in fit.dropped:
+            item = block.item
+            cut = item.passage if isinstance(item, RecalledTurns) else None
+            if cut is not None and cut.tokens <= left and not {e.id for e in cut.item.entries} & shown:
+                fit.kept.append(cut)
+                left -= cut.tokens
+                shown |= {e.id for e in cut.item.entries}
+            else:
+                dropped.append((block, reason))
+        fit.dropped = dropped
+    turns = [b for b in fit.kept if isinstance(b.item, RecalledTurns)]
+    turns.sort(key=lambda b: min((e.seq for e in b.item.entries), default=0))
+    fit.kept = [*(b for b in fit.kept if not isinstance(b.item, RecalledTurns)), *turns]
+    fit.used = sum(b.tokens for b in fit.kept)
+    return fit
 
 
 async def gather_vectors(
@@ -585,8 +716,10 @@ async def settle_recall(
                 recall.forget(thread_id)
         if not repeat:
             return assembly
-        blocks["recall"] = [b for b in blocks.get("recall", ()) if id(b) not in repeat]
-        assembly = assembler.assemble(budget, blocks, fitters={"recent": fitter}, overhead=overhead)
+        blocks["recall"] = [b for b in blocks.get("recall", ()) if not any(id(v) in repeat for v in _versions(b))]
+        assembly = assembler.assemble(
+            budget, blocks, fitters={"recent": fitter, "recall": fit_recall}, overhead=overhead
+        )
     return assembly
 
 
@@ -607,6 +740,7 @@ __all__ = [
     "ITEMS_HEADING",
     "OTHER_HEADING",
     "OTHER_LIMIT",
+    "SHORT_REPLY",
     "TURNS_HEADING",
     "HybridRecall",
     "OtherTurn",
@@ -614,9 +748,11 @@ __all__ = [
     "RecalledTurns",
     "best_passage",
     "estimated_cut",
+    "fit_recall",
     "gather_vectors",
     "item_holds",
     "item_line",
+    "opening",
     "settle_recall",
     "stale_blocks",
 ]
