@@ -179,3 +179,15 @@ async def test_search_finds_edges_and_file_sections(memory: Memory) -> None:
     assert sorted(await hits(None)) == sorted(facts + files)
     await memory.files.run(scope, {"command": "delete", "path": "/memories/ana.md"})
     assert await hits(("file",)) == [], "a deleted file is not found"
+
+
+async def test_an_edit_rewrites_only_the_sections_it_changed(tmp_path: Path) -> None:
+    async with SQLiteAdapter(path=str(tmp_path / "s.db")) as store:
+        files = MemoryFiles(adapter=store)
+        first = await files.put(ANA, "/memories/ana.md", "# Pets\nA cat.\n# Food\nFigs.\n# Work\nPainter.")
+        ids = [r.id for r in file_section_records(first)]
+        second = await files.put(ANA, "/memories/ana.md", "# Pets\nA cat.\n# Food\nPlums.")
+        got = {r.id: r for r in unwrap(await store.get_recall_records(ids))}
+        assert sorted(got) == sorted(ids[:2]), "the section past the new count is gone"
+        assert (got[ids[0]].text, got[ids[0]].said_at) == ("/memories/ana.md\n# Pets\nA cat.", first.created_at)
+        assert (got[ids[1]].text, got[ids[1]].said_at) == ("/memories/ana.md\n# Food\nPlums.", second.created_at)

@@ -352,11 +352,11 @@ class RecallIndexMixin(ABC):
         each file whose head is among them has its section records replaced (a deleted or
         redacted head has none; see :mod:`~cogitator_memory.index.build`). A failure after a
         write is logged (``cogitator-memory reindex`` writes what is missing); after a
-        redaction it is raised, so forgotten text is never left searchable unnoticed."""
+        redaction or a deletion it is raised, so forgotten text is never left searchable unnoticed."""
         try:
             await self._recall_files_now(versions)
         except Exception as exc:
-            if forgetting:
+            if forgetting or any(v.is_deletion for v in versions):
                 raise
             logger.warning(
                 "recall index: %d file versions written but not indexed (%s); run reindex", len(versions), exc
@@ -371,18 +371,22 @@ class RecallIndexMixin(ABC):
         for version in versions:
             places.setdefault(version.scope_key, (version.scope, set()))[1].add(version.path)
         records: list[RecallRecord] = []
-        doomed: list[str] = []
+        before: list[str] = []  # the ids a file's earlier version may have records under
         for key, (scope, paths) in sorted(places.items()):
             query = FileHeadQuery(scope_keys=frozenset({key}), paths=frozenset(paths), prefix=None, content=True)
             for head in await files._find_file_heads(query):
                 if head.id not in written:  # an older version written: the head's records stand
                     continue
-                made = file_section_records(head)
-                records.extend(made)
+                records.extend(file_section_records(head))
                 if head.sequence > 1 or head.redacted is not None:  # a first version has no records to replace
-                    doomed.extend(file_section_ids(scope, head.path, len(made)))
-        await self._recall_delete_all(doomed)
-        await self._recall_put_all(records)
+                    before.extend(file_section_ids(scope, head.path))
+        held: dict[str, RecallRecord] = {}  # read first (a read costs a fraction of a write)
+        for start in range(0, len(before), MAX_RECORD_BATCH):
+            held.update((r.id, r) for r in await self._recall_get(before[start : start + MAX_RECORD_BATCH]))
+        kept = {r.id for r in records}
+        await self._recall_delete_all([i for i in held if i not in kept])
+        # a section whose text did not change keeps its record (and when it was first said)
+        await self._recall_put_all([r for r in records if r.id not in held or held[r.id].text != r.text])
 
     # ----- public calls --------------------------------------------------------------------
 

@@ -17,7 +17,8 @@ longer than :data:`SECTION_CHARS` is cut into pieces of that size; past
 file has at most :data:`MAX_FILE_SECTIONS` records. Each record's text starts with the file's
 path. Their source ids are the file's :func:`file_source_id` followed by ``#<n>`` (``n`` from
 0), so the records of a file are found from its scope and path alone: a write replaces them and
-deletes those past the new count, a deletion (or a redacted head) deletes them all.
+deletes those past the new count (a section whose text did not change keeps its record, and
+with it when it was first said), a deletion (or a redacted head) deletes them all.
 """
 
 from __future__ import annotations
