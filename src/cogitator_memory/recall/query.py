@@ -37,7 +37,7 @@ from ..errors import InvalidArgumentError
 from ..search.tokenizer import ENGLISH_STOPWORDS, index_terms
 from ..vectors.records import MAX_CONTENT_CHARS
 from ._forms import word_family
-from .time import TimeInterval, TimeMention, find_times
+from .time import EventTime, TimeInterval, TimeMention, find_event_times, find_times
 
 QueryKind: TypeAlias = Literal["temporal", "aggregate", "update", "preference", "general"]
 
@@ -179,7 +179,10 @@ class QueryAnalysis:
     the earliest start to the latest end), ``None`` when it names none; ``terms`` the keyword
     terms (English stopwords and question words left out, in order, no repeats); ``entities``
     the names it mentions (capitalised words past the first of a sentence, words like
-    ``Flask-Login`` or ``Render.com``, quoted phrases), as written.
+    ``Flask-Login`` or ``Render.com``, quoted phrases), as written; ``event_times`` the times
+    it names from an event ("the week before the trip", :func:`~cogitator_memory.recall.time.find_event_times`),
+    which a search places in the calendar once it knows when the event was
+    (:meth:`~cogitator_memory.recall.time.EventTime.interval`).
     """
 
     text: str
@@ -191,6 +194,7 @@ class QueryAnalysis:
     interval: TimeInterval | None = None
     terms: tuple[str, ...] = ()
     entities: tuple[str, ...] = ()
+    event_times: tuple[EventTime, ...] = ()
 
 
 def _zone_name(time_zone: str | tzinfo) -> str:
@@ -358,8 +362,10 @@ def analyze_query(input: str, anchor: datetime | None = None, time_zone: str | t
         finest = min(times, key=lambda t: t.interval.duration).interval.precision
         interval = TimeInterval(start, end, finest)
     entities = tuple(find_entities(input))
+    events = tuple(find_event_times(input))
     search = bool(terms or entities or times)
-    return QueryAnalysis(input, search, query_kind(input, times), anchor, zone, times, interval, terms, entities)
+    kind: QueryKind = "temporal" if events else query_kind(input, times)
+    return QueryAnalysis(input, search, kind, anchor, zone, times, interval, terms, entities, events)
 
 
 async def analyze_query_async(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -21,8 +21,10 @@ from typing import Literal, TypeAlias
 from zoneinfo import TZPATH, ZoneInfo, ZoneInfoNotFoundError
 
 from ..errors import InvalidArgumentError
+from ._calendar import shift_months, to_utc_wall
 from ._parser import Parser
 from ._pieces import PRECISIONS, Context, Precision
+from ._words import COUNT, count_of
 
 Prefer: TypeAlias = Literal["nearest", "past", "future"]
 Hemisphere: TypeAlias = Literal["north", "south"]
@@ -240,13 +242,124 @@ def find_times(
     return mentions
 
 
+# "the week before the trip", "two days after my surgery", "the month leading up to the wedding":
+# a length of time, before or after an event named by a determiner and up to five words.
+_EVENT_STOP = (
+    r"(?:and|or|but|when|where|what|which|who|whom|why|how|did|do|does|was|were|is|are|i|we|you|he|she|they|it)"
+)
+_EVENT_TIME = re.compile(
+    rf"\b(?:(?:the|a|an)\s+)?(?:{COUNT}\s+)?(?P<u>minute|hour|day|night|week|fortnight|month|year)s?\s+"
+    r"(?P<rel>before|after|prior\s+to|following|leading\s+up\s+to|ahead\s+of)\s+"
+    r"(?P<event>(?:the|my|our|his|her|their|your|that|this)\s+[^\W\d_][\w'’\-]*"
+    rf"(?:\s+(?!{_EVENT_STOP}\b)[^\W\d_][\w'’\-]*){{0,4}})",
+    re.I,
+)
+_EVENT_PRECISION: dict[str, Precision] = {
+    "minute": "minute",
+    "hour": "hour",
+    "day": "day",
+    "night": "day",
+    "week": "week",
+    "fortnight": "week",
+    "month": "month",
+    "year": "year",
+}
+_EVENT_DAYS = {"day": 1, "night": 1, "week": 7, "fortnight": 14}
+#: The most event times :func:`find_event_times` reads in one text.
+MAX_EVENT_TIMES = 16
+
+
+@dataclass(frozen=True, slots=True)
+class EventTime:
+    """A time named from an event rather than the calendar: "the week before the trip".
+
+    ``text`` and ``span`` are where it is in the text, ``event`` the words naming the event as
+    written ("the trip"), ``before`` whether the time is before the event (else after it),
+    ``count`` and ``unit`` how long it lasts ("two days" is ``2`` and ``day``; "a few days"
+    counts the most, 4). When the event's date is known (the day a turn naming it was said),
+    :meth:`interval` gives the time in the calendar.
+    """
+
+    text: str
+    span: tuple[int, int]
+    event: str
+    before: bool
+    count: int
+    unit: str
+
+    @property
+    def precision(self) -> Precision:
+        """The precision of the time it names (``day`` for days and nights, ``week``...)."""
+        return _EVENT_PRECISION[self.unit]
+
+    def interval(self, event_at: datetime, time_zone: str | tzinfo = "UTC") -> TimeInterval:
+        """The time it names when the event was at ``event_at`` (naive is UTC), in ``time_zone``:
+        for minutes and hours, that long before or after the instant; for longer units, whole
+        local days: "the week before the trip" is the seven days before the trip's day, "the day
+        after the trip" the day after it, "the month before" back to the same day a month earlier."""
+        if not isinstance(event_at, datetime):
+            raise InvalidArgumentError("event_at", f"must be a datetime, got {type(event_at).__name__}")
+        if event_at.tzinfo is None:
+            event_at = event_at.replace(tzinfo=UTC)
+        event_at = event_at.astimezone(UTC)
+        precision = self.precision
+        if self.unit in ("minute", "hour"):
+            length = timedelta(**{self.unit + "s": self.count})
+            if self.before:
+                return TimeInterval(event_at - length, event_at, precision)
+            return TimeInterval(event_at, event_at + length, precision)
+        zone = zone_of(time_zone)
+        day = event_at.astimezone(zone).date()
+        first = day if self.before else day + timedelta(days=1)
+
+        def moved(d: date, sign: int) -> date:
+            if self.unit in _EVENT_DAYS:
+                return d + timedelta(days=sign * self.count * _EVENT_DAYS[self.unit])
+            return shift_months(d, sign * self.count * (12 if self.unit == "year" else 1))
+
+        start, end = (moved(first, -1), first) if self.before else (first, moved(first, 1))
+        midnight = datetime.min.time()
+        return TimeInterval(
+            to_utc_wall(datetime.combine(start, midnight), zone),
+            to_utc_wall(datetime.combine(end, midnight), zone),
+            precision,
+        )
+
+
+def find_event_times(text: str, limit: int = MAX_EVENT_TIMES) -> list[EventTime]:
+    """The times ``text`` names from an event ("the week before the trip", "two days after my
+    surgery", "the month leading up to the wedding"), left to right, the first ``limit``.
+
+    An event is named by a determiner ("the", "my", "our"...) and at most five words after it,
+    up to a word such as "and", "when", "did" or a punctuation mark; "the day after tomorrow"
+    is a calendar time (:func:`find_times`), not an event's."""
+    if not isinstance(text, str):
+        raise InvalidArgumentError("text", f"must be a string, got {type(text).__name__}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise InvalidArgumentError("limit", f"must be an integer >= 0, got {limit!r}")
+    out: list[EventTime] = []
+    for m in _EVENT_TIME.finditer(text):
+        if len(out) >= limit:
+            break
+        count = count_of(m.group("n"))[1] if m.group("n") else 1
+        relation = re.sub(r"\s+", " ", m.group("rel").lower())
+        unit = m.group("u").lower()
+        out.append(
+            EventTime(m.group(0), m.span(), m.group("event"), relation not in ("after", "following"), count, unit)
+        )
+    return out
+
+
 __all__ = [
+    "MAX_EVENT_TIMES",
     "PRECISIONS",
+    "EventTime",
     "Hemisphere",
     "Precision",
     "Prefer",
     "TimeInterval",
     "TimeMention",
+    "find_event_times",
     "find_times",
     "resolve_time",
     "zone_hemisphere",
