@@ -295,7 +295,9 @@ class RecallIndexMixin(ABC):
     async def _recall_graph_plan(self, changes: Any) -> _GraphPlan:
         """What the graph store calls before a write: the edges the write deletes with their
         nodes (an engine deletes every edge touching a deleted node), and the nodes it renames
-        (whose edges say their name), read from the graph as it is."""
+        (whose edges say their name), read from the graph as it is. An edge another writer adds
+        to a node between this read and the node's deletion goes with the node but keeps its
+        record (a race of two writers on one node; reindex does not take it out either)."""
         from ..graph.records import EdgeQuery
 
         graph: Any = self
