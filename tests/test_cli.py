@@ -154,6 +154,11 @@ def test_demo_runs_twice_and_replaces_its_own_threads(capsys: pytest.CaptureFixt
     assert second.active_leaf_id != first.active_leaf_id and len(entries) == 9
     page = on_store(db, lambda s: s.list_threads()).unwrap()
     assert sorted(t.id for t in page.threads) == ["demo-trip", "demo-trip-vatican"]
+    titles = {t.id: t.metadata.get("title") for t in page.threads}
+    assert titles["demo-trip"] != titles["demo-trip-vatican"], "the fork is told apart from its origin"
+    assert "cogitator-memory search dinner --user ada --agent travel-agent" in out
+    code, found, _ = cli(capsys, "search", "dinner", "--user", "ada", "--agent", "travel-agent", "--db", str(db))
+    assert code == 0 and "Where should we have dinner?" in found, "the hint the demo prints finds something"
 
 
 def test_demo_leaves_a_thread_that_is_not_its_own(capsys: pytest.CaptureFixture[str], db: Path) -> None:

@@ -347,3 +347,42 @@ async def test_without_a_token_only_loopback_names_are_answered(memory: Memory) 
     async with _client(memory, token=TOKEN) as client:
         client.base_url = httpx.URL("http://memory.example.org")
         assert (await client.get("/api/threads", headers={"authorization": f"Bearer {TOKEN}"})).status_code == 200
+
+
+async def test_entries_and_context_messages_say_what_the_cli_shows(memory: Memory) -> None:
+    """Events, tool calls and tool results carry ``shown``, the words of the CLI's tree."""
+    store = memory.adapter
+    thread = unwrap(await store.create_thread("default", {"user_id": "ada"}))
+    ask = unwrap(
+        await store.add_entry({"thread_id": thread.id, "message": {"role": "user", "content": "Rain in Rome?"}})
+    )
+    call = unwrap(
+        await store.add_entry(
+            {
+                "thread_id": thread.id,
+                "message": {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [{"id": "c1", "name": "get_weather", "arguments": {"city": "Rome"}}],
+                },
+            }
+        )
+    )
+    label = unwrap(
+        await store.add_entry(
+            {"thread_id": thread.id, "type": "label", "event": {"label": "plan v1", "target_id": ask.id}}
+        )
+    )
+    async with _client(memory) as client:
+        path = (await client.get(f"/api/threads/{thread.id}/path")).json()["entries"]
+        shown = {e["id"]: e["shown"] for e in path}
+        assert shown[ask.id] == "Rain in Rome?"
+        assert shown[call.id] == '→ get_weather(city="Rome")'
+        assert shown[label.id] == "label: plan v1"
+        page = (await client.get(f"/api/threads/{thread.id}/entries")).json()["entries"]
+        assert {e["id"]: e["shown"] for e in page} == shown
+        one = (await client.get(f"/api/entries/{label.id}")).json()
+        assert one["shown"] == "label: plan v1" and one["event"]["label"] == "plan v1"
+        built = (await client.post("/api/context", json={"thread_id": thread.id, "user_id": "ada"})).json()
+        texts = [m["shown"] for m in built["messages"]]
+        assert '→ get_weather(city="Rome")' in texts and "Rain in Rome?" in texts

@@ -25,7 +25,7 @@ from .. import __version__
 from ..ids import thread_id as new_thread_id
 from ..threads.records import NewMemoryEntry
 from . import memory_commands, render
-from .demo import DEMO_FORK, DEMO_THREAD, write_demo
+from .demo import DEMO_AGENT, DEMO_FORK, DEMO_THREAD, write_demo
 from .forget import register as register_forget
 from .formats import CliError, ImportFile, entry_json, export_chunks, messages_to_entries, read_import_file
 from .importing import ImportResult, import_export, import_messages
@@ -134,6 +134,7 @@ async def cmd_demo(args: argparse.Namespace) -> int:
         "Next:",
         f"  {command_hint(args, 'threads')}",
         f"  {command_hint(args, 'show', DEMO_THREAD)}",
+        f"  {command_hint(args, 'search', 'dinner', '--user', 'ada', '--agent', DEMO_AGENT)}",
         f"  {command_hint(args, 'export', DEMO_THREAD, '--out', 'trip.json')}",
     ]
     render.write_lines(lines)

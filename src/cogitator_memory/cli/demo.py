@@ -130,6 +130,8 @@ async def write_demo(store: BaseMemoryAdapter) -> DemoThreads:
         }
     )
     _need(await store.fork_thread(DEMO_THREAD, alternative.id, DEMO_FORK))
+    # a fork copies its origin's metadata: a title of its own tells the two apart in lists
+    _need(await store.update_thread(DEMO_FORK, {"title": "A day in Rome: the Vatican plan"}))
     for message in (
         {"role": "user", "content": "Let's do the Vatican plan instead. Which tickets do I need?"},
         {"role": "assistant", "content": "A timed Vatican Museums ticket, booked online; St Peter's is free."},

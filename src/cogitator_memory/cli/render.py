@@ -22,19 +22,10 @@ from datetime import datetime
 from typing import Any, TextIO
 
 from ..clock import to_utc
+from ..threads.describe import describe_entry, format_call
 from ..threads.records import (
-    ApprovalEvent,
-    CompactionEvent,
-    CustomEvent,
-    ImageBase64Part,
-    ImageURLPart,
-    InterruptEvent,
-    LabelEvent,
     MemoryEntry,
-    ModelChangeEvent,
-    TextPart,
     Thread,
-    ToolCall,
 )
 
 #: Shortest tail of an entry id shown in a tree (longer when two entries share it).
@@ -155,78 +146,14 @@ def short_ids(ids: Iterable[str]) -> dict[str, str]:
         width += 2
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
-
-
-def format_call(call: ToolCall) -> str:
-    """A tool call as ``name(key=value, ...)``."""
-    if call.argument_error is not None:
-        return f"{call.name}({call.argument_error})"
-    args = ", ".join(f"{k}={_json(v)}" for k, v in call.arguments.items())
-    return f"{call.name}({args})"
-
-
 def describe(entry: MemoryEntry, g: Glyphs, *, keep_lines: bool = False) -> tuple[str, str]:
     """What a line shows of an entry: its kind (role, or ``event``) and its text.
 
     The text is one line (see :func:`one_line`), or with ``keep_lines`` its lines joined by
     newlines (see :func:`safe_lines`); control characters are escaped either way.
     """
-    kind, text = _describe(entry, g)
+    kind, text = describe_entry(entry, arrow=g.arrow)
     return kind, "\n".join(safe_lines(text)) if keep_lines else one_line(text)
-
-
-def _describe(entry: MemoryEntry, g: Glyphs) -> tuple[str, str]:
-    event = entry.event
-    if event is not None:
-        detail = ""
-        if isinstance(event, LabelEvent):
-            detail = event.label
-        elif isinstance(event, ModelChangeEvent):
-            detail = event.model + (f" (was {event.previous_model})" if event.previous_model else "")
-        elif isinstance(event, CompactionEvent):
-            detail = event.summary
-        elif isinstance(event, ApprovalEvent):
-            verdict = "approved" if event.approved else "refused"
-            detail = " ".join(
-                p for p in (verdict, event.tool_name or event.tool_call_id or "", event.reason or "") if p
-            )
-        elif isinstance(event, InterruptEvent):
-            detail = event.reason or ""
-        elif isinstance(event, CustomEvent):
-            detail = event.name + (f" {_json(event.data)}" if event.data else "")
-        return "event", f"{entry.type}: {detail}" if detail else entry.type
-    message = entry.message
-    if message is None:  # not reachable for valid entries
-        return entry.type, ""
-    if isinstance(message.content, str):
-        text = message.content
-    else:
-        pieces: list[str] = []
-        for part in message.content:
-            if isinstance(part, TextPart):
-                pieces.append(part.text)
-            elif isinstance(part, ImageURLPart | ImageBase64Part):
-                pieces.append("[image]")
-        text = " ".join(pieces)
-    calls = list(message.tool_calls or entry.tool_calls or [])
-    if calls:
-        shown = ", ".join(format_call(c) for c in calls)
-        text = f"{text} {g.arrow} {shown}" if text else f"{g.arrow} {shown}"
-    if message.role == "tool":
-        label = message.name or message.tool_call_id or "tool"
-        text = f"{label}: {text}"
-    elif message.name:
-        text = f"{message.name}: {text}"
-    for result in entry.tool_results or ():
-        shown = (
-            result.error
-            if result.error
-            else (result.result if isinstance(result.result, str) else _json(result.result))
-        )
-        text += f" [{result.name or result.call_id}: {one_line(str(shown))}]"
-    return message.role, text
 
 
 def active_path_ids(thread: Thread, by_id: dict[str, MemoryEntry]) -> list[str]:
@@ -255,6 +182,10 @@ def thread_header(thread: Thread, entries: Sequence[MemoryEntry], g: Glyphs, wid
     if thread.metadata:
         lines.append(clip(f"  metadata: {format_metadata(thread.metadata)}", width, g))
     return lines
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
 def format_metadata(metadata: dict[str, Any]) -> str:

@@ -16,7 +16,7 @@ from ...errors import InvalidArgumentError, NotFoundError
 from ...result import unwrap
 from ...threads import tree
 from .forget_plan import forget_plan
-from .parts import cascade_for, memory_of, send
+from .parts import cascade_for, memory_of, send, shown_messages
 
 MAX_ITEMS = 1000
 """The most items one read returns."""
@@ -224,7 +224,7 @@ def memory_router() -> APIRouter:
             strategy=body.strategy,
         )
         shown = {
-            "messages": built.messages,
+            "messages": shown_messages(built.messages),
             "memory_context": built.memory_context,
             "partitions": built.partitions,
             "token_count": built.token_count,

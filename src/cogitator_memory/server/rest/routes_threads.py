@@ -16,7 +16,7 @@ from ...cascade import CascadePlan
 from ...clock import now
 from ...errors import InvalidArgumentError, NotFoundError
 from ...result import unwrap
-from .parts import cascade_for, memory_of, send
+from .parts import cascade_for, memory_of, send, shown_entries, shown_entry
 
 MAX_PAGE = 500
 """The most entries or threads one page holds."""
@@ -105,7 +105,7 @@ async def entry_page(store: Any, thread_id: str, limit: int, cursor: str | None)
         if before is not None and oldest_time == before - timedelta(microseconds=1):
             same += seen
         next_cursor = encode_cursor(oldest_time, same)
-    return {"entries": rows, "next_cursor": next_cursor}
+    return {"entries": shown_entries(rows), "next_cursor": next_cursor}
 
 
 def threads_router() -> APIRouter:
@@ -168,7 +168,7 @@ def threads_router() -> APIRouter:
                 thread_id=thread_id, leaf_id=leaf_id, limit=limit, before=before, types="all", include_tool_calls=True
             )
         )
-        return send({"entries": entries})
+        return send({"entries": shown_entries(entries)})
 
     @router.get("/threads/{thread_id:path}")
     async def get_thread(request: Request, thread_id: str) -> Response:
@@ -211,7 +211,7 @@ def threads_router() -> APIRouter:
         entry = unwrap(await memory_of(request).adapter.get_entry(entry_id))
         if entry is None:
             raise NotFoundError(f"entry not found: {entry_id}")
-        return send(entry)
+        return send(shown_entry(entry))
 
     @router.post("/entries/{entry_id:path}/redact")
     async def redact_entry(request: Request, entry_id: str, body: RedactBody) -> Response:

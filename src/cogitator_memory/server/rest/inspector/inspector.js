@@ -91,6 +91,7 @@ function messageText(entry) {
     const kept = event.first_kept_entry_id ? ` (stands for the entries before ${event.first_kept_entry_id})` : "";
     return `Summary${kept}: ${event.summary || ""}`;
   }
+  if (typeof entry.shown === "string") return entry.shown; // the server's words, as the CLI shows them
   const message = entry.message;
   if (!message) return entry.event ? `${entry.event.kind || entry.type} ${JSON.stringify(entry.event.data || {})}` : `(${entry.type})`;
   const content = message.content;

@@ -191,7 +191,7 @@ async function buildContext() {
   );
   const list = el("ol", { id: "context-messages" });
   for (const message of built.messages) {
-    const content = typeof message.content === "string" ? message.content : JSON.stringify(message.content);
+    const content = typeof message.shown === "string" ? message.shown : typeof message.content === "string" ? message.content : JSON.stringify(message.content);
     list.append(el("li", { class: `message ${message.role}` }, el("div", { class: "meta" }, message.role), el("div", { class: "text" }, content)));
   }
   out.append(list);
