@@ -24,17 +24,15 @@ from ..items.reading import (
     ExtractedQuote,
     QuoteReader,
     UnfitElement,
-    check_entries_by_ref,
+    answer_to_read,
     confidence_field,
     is_absent,
+    read_elements,
     text_field,
     weigh_quotes,
 )
 from ..items.records import TRUST_ORDER, Trust
 from ..items.rules import least_trusted, trust_rank
-from ..models.json_array import read_json_array
-from ..recall.time import zone_of
-from ..threads import tree
 from ..threads.records import MemoryEntry
 from .base import check_edge, check_node
 from .records import name_key
@@ -121,24 +119,15 @@ class GraphAnswerReader:
         self.quotes = QuoteReader(entries, user_id)
 
     def read(self, elements: Sequence[Any]) -> GraphAnswer:
-        answer = GraphAnswer()
-        for element in elements:
-            try:
-                read = self._element(element)
-            except UnfitElement:
-                answer.dropped += 1
-                continue
-            if read is None:
-                answer.unknown_messages += 1
-            elif isinstance(read, ExtractedEntity):
-                answer.entities.append(read)
-            else:
-                answer.relations.append(read)
-        return answer
+        read = read_elements(elements, self._element)
+        return GraphAnswer(
+            entities=[r for r in read.records if isinstance(r, ExtractedEntity)],
+            relations=[r for r in read.records if isinstance(r, ExtractedRelation)],
+            dropped=read.dropped,
+            unknown_messages=read.unknown_messages,
+        )
 
-    def _element(self, element: object) -> ExtractedEntity | ExtractedRelation | None:
-        if not isinstance(element, Mapping):
-            raise UnfitElement("not an object")
+    def _element(self, element: Mapping[str, Any]) -> ExtractedEntity | ExtractedRelation | None:
         entity, relation = text_field(element, "entity"), _word(text_field(element, "relation"))
         if (entity is None) == (relation is None):
             raise UnfitElement("neither an entity nor a relation, or both")
@@ -193,12 +182,8 @@ def parse_graph_extraction(
     and blank fields count as absent, an element that does not fit is counted and left out. Nothing
     is left out for its quotes here: :func:`select_writable` decides what may be written.
     """
-    if not isinstance(text, str):
-        raise InvalidArgumentError("text", f"must be a string, got {type(text).__name__}")
-    entries = check_entries_by_ref(entries_by_ref)
-    user = tree.check_optional_id("user_id", user_id)
-    zone_of(time_zone)  # checked, as for items; nothing of a graph answer is dated
-    return GraphAnswerReader(entries, user).read(read_json_array(text, objects=True).elements)
+    answer = answer_to_read(text, entries_by_ref, user_id, time_zone)  # the zone checked, as for items
+    return GraphAnswerReader(answer.entries, answer.user_id).read(answer.elements)
 
 
 @dataclass

@@ -39,8 +39,9 @@ from typing import Any, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import InvalidArgumentError
+from ..extraction.pipeline import DEFAULT_WINDOW_TOKENS, ExtractionAnswerError
+from ..extraction.windows import MIN_WINDOW_TOKENS
 from ..http import RetryPolicy
-from ..items.extract import DEFAULT_WINDOW_TOKENS, MIN_WINDOW_TOKENS, ExtractionAnswerError
 from ..items.records import MemoryScope, Trust, check_scope
 from ..models.records import SummarizeFn
 from ..result import unwrap

@@ -1,17 +1,19 @@
 """``GraphExtractor``: entities and relations read out of a conversation by a model, on quotes that are checked.
 
-It works as memory item extraction does (:class:`~cogitator_memory.items.extract.MemoryExtractor`):
-the entries are cut into windows (:func:`~cogitator_memory.items.prompts.plan_windows`), each
-window is one model call (:data:`~cogitator_memory.graph.prompts.GRAPH_EXTRACTION_PROMPT`), the
-JSON array of the answer is read past any text around it
-(:func:`~cogitator_memory.models.read_json_array`), an answer cut at its length limit is continued
-up to :data:`~cogitator_memory.items.extract.EXTRACTION_CONTINUATIONS` times and one holding no
-array is asked again, :class:`~cogitator_memory.items.extract.ExtractionAnswerError` after
-:data:`~cogitator_memory.items.extract.EXTRACTION_ATTEMPTS` tries (the one loop of
-:func:`~cogitator_memory.models.asking.ask_json_array`). Fields and quotes are read as for items
-(:mod:`cogitator_memory.items.reading`): each quote names a message the window showed, and holds
-when its words are in that message (:func:`~cogitator_memory.lineage.verify_evidence`, whitespace
-aside); its trust is that of the message (:func:`~cogitator_memory.items.reading.trust_of_entry`).
+It is the graph reader of the one extraction pipeline
+(:class:`~cogitator_memory.extraction.pipeline.ExtractionPipeline`, which memory item extraction,
+:class:`~cogitator_memory.items.extract.MemoryExtractor`, uses too): the entries are cut into
+windows (:func:`~cogitator_memory.extraction.windows.plan_windows`), each window is one model call
+(:data:`~cogitator_memory.graph.prompts.GRAPH_EXTRACTION_PROMPT`), the JSON array of the answer is
+read past any text around it (:func:`~cogitator_memory.models.read_json_array`), an answer cut at
+its length limit is continued up to :data:`~cogitator_memory.extraction.pipeline.EXTRACTION_CONTINUATIONS`
+times and one holding no array is asked again,
+:class:`~cogitator_memory.extraction.pipeline.ExtractionAnswerError` after
+:data:`~cogitator_memory.extraction.pipeline.EXTRACTION_ATTEMPTS` tries. Fields and quotes are
+read as for items (:mod:`cogitator_memory.items.reading`): each quote names a message the window
+showed, and holds when its words are in that message
+(:func:`~cogitator_memory.lineage.verify_evidence`, whitespace aside); its trust is that of the
+message (:func:`~cogitator_memory.items.reading.trust_of_entry`).
 
 What is written is stricter than for items, since the graph has no "suggested" state:
 
@@ -44,25 +46,28 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import tzinfo
 from functools import partial
-from typing import Any, Literal, TypeAlias
+from typing import Any, TypeAlias
 
 from ..errors import InvalidArgumentError, MemoryStoreError
-from ..items.extract import (
+from ..extraction.pipeline import (
     DEFAULT_EXTRACTION_MAX_TOKENS,
     DEFAULT_WINDOW_TOKENS,
-    EXTRACTION_ATTEMPTS,
     EXTRACTION_CONTINUATIONS,
     ExtractionAnswerError,
+    ExtractionPipeline,
+    ExtractionWindowError,
+    ReportTotals,
+    Step,
+    WindowCounts,
+    WindowStatus,
+    count_quotes,
 )
-from ..items.prompts import Window, check_window_tokens, plan_windows
-from ..items.reading import check_entries
+from ..extraction.windows import Window
 from ..items.records import TRUST_ORDER, MemoryScope, Trust, check_scope
-from ..models.asking import ask_json_array, ask_text, check_summarize
-from ..models.records import SummarizeFn, SummarizeOptions, check_max_tokens
-from ..recall.time import zone_name, zone_of
+from ..models.records import SummarizeFn
 from ..result import MemoryResult, unwrap
 from ..threads import tree
-from ..threads.records import MemoryEntry, Message
+from ..threads.records import MemoryEntry
 from . import rules
 from .answers import (
     DEFAULT_ENTITY_TYPE,
@@ -75,12 +80,7 @@ from .answers import (
     select_writable,
 )
 from .base import GraphStoreMixin, check_node
-from .prompts import (
-    GRAPH_EXTRACTION_PROMPT,
-    GRAPH_EXTRACTION_RETRY_PROMPT,
-    graph_continuation_prompt,
-    render_graph_window,
-)
+from .prompts import GRAPH_ANSWER, GRAPH_EXTRACTION_PROMPT, GRAPH_EXTRACTION_RETRY_PROMPT, graph_continuation_prompt
 from .records import GraphEdge, GraphNode, name_key
 
 logger = logging.getLogger("cogitator_memory")
@@ -91,7 +91,7 @@ logger = logging.getLogger("cogitator_memory")
 
 class GraphAnswerCutError(MemoryStoreError):
     """The model's answer for a window was still cut at its length limit after
-    :data:`~cogitator_memory.items.extract.EXTRACTION_CONTINUATIONS` continuations; the window
+    :data:`~cogitator_memory.extraction.pipeline.EXTRACTION_CONTINUATIONS` continuations; the window
     wrote nothing. ``window`` is its number (from 1), ``elements`` how many it had finished."""
 
     def __init__(self, window: int, elements: int) -> None:
@@ -103,7 +103,7 @@ class GraphAnswerCutError(MemoryStoreError):
         )
 
 
-class GraphWindowError(MemoryStoreError):
+class GraphWindowError(ExtractionWindowError):
     """:meth:`GraphExtractor.extract` could not read or write a window (it wrote nothing).
 
     ``window`` is its number (from 1) of ``windows``, ``entry_ids`` the entries it showed and
@@ -112,25 +112,17 @@ class GraphWindowError(MemoryStoreError):
     :class:`GraphExtractionReport` of the whole call (what the other windows wrote).
     """
 
-    def __init__(self, window: int, windows: int, entry_ids: Sequence[str], cause: BaseException) -> None:
-        self.window = window
-        self.windows = windows
-        self.entry_ids = list(entry_ids)
-        self.report: GraphExtractionReport | None = None
-        where = f"{self.entry_ids[0]} to {self.entry_ids[-1]}" if self.entry_ids else "no entries"
-        super().__init__(
-            f"graph extraction window {window} of {windows} (entries {where}) failed: {type(cause).__name__}: {cause}"
-        )
-        self.__cause__ = cause
+    what = "graph extraction"
+    report: GraphExtractionReport | None
 
 
 # ----- the report ----------------------------------------------------------------------------------
 
-GraphWindowStatus: TypeAlias = Literal["read", "failed", "not_read"]
+GraphWindowStatus: TypeAlias = WindowStatus
 
 
 @dataclass
-class GraphWindowReport:
+class GraphWindowReport(WindowCounts):
     """What happened to one window.
 
     ``status``: ``read``, ``failed`` (``error`` says why; it wrote nothing) or ``not_read`` (an
@@ -142,14 +134,7 @@ class GraphWindowReport:
     read. ``nodes_added``, ``nodes_updated``, ``edges_added`` and ``edges_updated`` say what was written.
     """
 
-    number: int
-    entry_ids: list[str]
-    tokens: int
-    status: GraphWindowStatus = "not_read"
-    calls: int = 0
-    continuations: int = 0
-    retries: int = 0
-    complete: bool = False
+    error: GraphWindowError | None = None
     entities_read: int = 0
     relations_read: int = 0
     elements_dropped: int = 0
@@ -163,32 +148,19 @@ class GraphWindowReport:
     nodes_updated: int = 0
     edges_added: int = 0
     edges_updated: int = 0
-    error: GraphWindowError | None = None
 
 
 @dataclass
-class GraphExtractionReport:
+class GraphExtractionReport(ReportTotals):
     """What one :meth:`GraphExtractor.extract` call did: the nodes and edges written (added or
     updated, as stored, in the order written), a :class:`GraphWindowReport` per window and the
-    :class:`GraphWindowError` of every window that failed."""
+    :class:`GraphWindowError` of every window that failed. Its totals over every window:
+    ``calls``, ``continuations``, ``quotes_verified``, ``quotes_rejected`` and ``left_out``."""
 
     nodes: list[GraphNode] = field(default_factory=list)
     edges: list[GraphEdge] = field(default_factory=list)
     windows: list[GraphWindowReport] = field(default_factory=list)
     errors: list[GraphWindowError] = field(default_factory=list)
-
-    def _sum(self, name: str) -> int:
-        return sum(int(getattr(w, name)) for w in self.windows)
-
-    @property
-    def calls(self) -> int:
-        """Model calls, over every window."""
-        return self._sum("calls")
-
-    @property
-    def quotes_rejected(self) -> int:
-        """Quotes not found in the messages they named, over every window."""
-        return self._sum("quotes_rejected")
 
     @property
     def left_out(self) -> int:
@@ -239,9 +211,16 @@ class GraphExtractor:
     ) -> None:
         if not isinstance(graph, GraphStoreMixin):
             raise InvalidArgumentError("graph", f"must be a graph store (GraphStoreMixin), got {type(graph).__name__}")
-        check_summarize(summarize)
-        check_window_tokens(window_tokens)
-        check_max_tokens(max_tokens)
+        self._pipeline = ExtractionPipeline(
+            summarize=summarize,
+            prompt=GRAPH_EXTRACTION_PROMPT,
+            retry_prompt=GRAPH_EXTRACTION_RETRY_PROMPT,
+            continuation=graph_continuation_prompt,
+            answer=GRAPH_ANSWER,
+            window_tokens=window_tokens,
+            max_tokens=max_tokens,
+            model=model,
+        )
         if min_trust not in TRUST_ORDER:
             raise InvalidArgumentError("min_trust", f"must be one of {', '.join(TRUST_ORDER)}, got {min_trust!r}")
         self.graph = graph
@@ -250,7 +229,6 @@ class GraphExtractor:
         self.max_tokens = max_tokens
         self.model = model
         self.min_trust: Trust = min_trust
-        self._options = SummarizeOptions(model=model, prompt=GRAPH_EXTRACTION_PROMPT, max_tokens=max_tokens)
 
     async def extract(
         self,
@@ -272,71 +250,48 @@ class GraphExtractor:
         user = tree.check_optional_id("user_id", user_id)
         if user is None:
             user = checked_scope.user_id
-        zone = zone_of(time_zone)
-        name = zone_name(time_zone)
-        checked = check_entries(entries)
-        windows = plan_windows(checked, self.window_tokens, zone, name)
-        report = GraphExtractionReport(windows=[GraphWindowReport(w.number, w.entry_ids, w.tokens) for w in windows])
-        for window, stats in zip(windows, report.windows, strict=True):
-            failure: BaseException | None = None
-            stop = False
-            try:
-                answer = await self._read_window(
-                    window,
-                    render_graph_window(window, zone, name),
-                    GraphAnswerReader(window.entries_by_ref, user),
-                    stats,
-                )
-                chosen = select_writable(answer, min_trust=self.min_trust)
-                stats.unverified, stats.untrusted = chosen.unverified, chosen.untrusted
-                stats.unknown_entities = chosen.unknown_entities
-                await self._write(chosen, checked_scope, stats, report)
-            except (ExtractionAnswerError, GraphAnswerCutError) as exc:
-                failure = exc
-            except Exception as exc:
-                failure, stop = exc, True
-            if failure is None:
-                stats.status = "read"
-                continue
-            error = GraphWindowError(window.number, len(windows), window.entry_ids, failure)
-            stats.status, stats.error = "failed", error
-            report.errors.append(error)
-            if stop:
-                break
-        if report.errors:
-            for error in report.errors:
-                error.report = report
-            raise report.errors[0]
+        plan = self._pipeline.plan(entries, time_zone)
+        report = GraphExtractionReport(
+            windows=[GraphWindowReport(w.number, w.entry_ids, w.tokens) for w in plan.windows]
+        )
+
+        def steps(window: Window, stats: GraphWindowReport) -> list[Step]:
+            reader = GraphAnswerReader(window.entries_by_ref, user)
+            return [partial(self._window, window, reader, checked_scope, stats, report)]
+
+        await ExtractionPipeline.run(
+            plan.windows,
+            report,
+            steps,
+            passing=(ExtractionAnswerError, GraphAnswerCutError),
+            window_error=GraphWindowError,
+        )
         return report
 
-    # ----- asking ----------------------------------------------------------------------------------
+    async def _window(
+        self,
+        window: Window,
+        reader: GraphAnswerReader,
+        scope: MemoryScope,
+        stats: GraphWindowReport,
+        report: GraphExtractionReport,
+    ) -> None:
+        """Read one window and write what may be written of it (all of it, or nothing)."""
+        answer = await self._read_window(window, reader, stats)
+        chosen = select_writable(answer, min_trust=self.min_trust)
+        stats.unverified, stats.untrusted = chosen.unverified, chosen.untrusted
+        stats.unknown_entities = chosen.unknown_entities
+        await self._write(chosen, scope, stats, report)
 
-    async def _read_window(
-        self, window: Window, text: str, reader: GraphAnswerReader, stats: GraphWindowReport
-    ) -> GraphAnswer:
-        def no_array(answers: list[str]) -> ExtractionAnswerError:
-            return ExtractionAnswerError(stats.number, answers)
-
-        total = await ask_json_array(
-            partial(ask_text, self.summarize, options=self._options),
-            [Message(role="user", content=text)],
-            retry_prompt=GRAPH_EXTRACTION_RETRY_PROMPT,
-            continuation=graph_continuation_prompt,
-            attempts=EXTRACTION_ATTEMPTS,
-            continuations=EXTRACTION_CONTINUATIONS,
-            no_array=no_array,
-            counts=stats,
-        )
-        stats.complete = not total.cut
+    async def _read_window(self, window: Window, reader: GraphAnswerReader, stats: GraphWindowReport) -> GraphAnswer:
+        """The window's answer (:meth:`~cogitator_memory.extraction.pipeline.ExtractionPipeline.ask`),
+        read; :class:`GraphAnswerCutError` when it was still cut (nothing of it is written)."""
+        total = await self._pipeline.ask(window, stats)
         parsed = reader.read(total.elements)
         stats.entities_read, stats.relations_read = len(parsed.entities), len(parsed.relations)
         stats.elements_dropped = total.skipped + parsed.dropped + parsed.unknown_messages
         stats.unknown_messages = parsed.unknown_messages
-        records: list[ExtractedEntity | ExtractedRelation] = [*parsed.entities, *parsed.relations]
-        for record in records:
-            held = sum(q.holds for q in record.quotes)
-            stats.quotes_verified += held
-            stats.quotes_rejected += len(record.quotes) - held
+        count_quotes(stats, [*parsed.entities, *parsed.relations])
         if total.cut:
             raise GraphAnswerCutError(window.number, len(total.elements))
         return parsed

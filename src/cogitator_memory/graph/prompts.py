@@ -1,9 +1,10 @@
 """What :class:`~cogitator_memory.graph.extract.GraphExtractor` tells the model.
 
 :data:`GRAPH_EXTRACTION_PROMPT` is the system prompt of every graph extraction call. The
-conversation is cut and shown as memory item extraction shows it
-(:func:`~cogitator_memory.items.prompts.plan_windows`, numbered ``<message>`` blocks with who
-wrote each and when); :func:`render_graph_window` only changes the line after the messages. The
+conversation is cut and shown as every extraction shows it
+(:func:`~cogitator_memory.extraction.windows.plan_windows`, numbered ``<message>`` blocks with
+who wrote each and when); only the line after the messages asks for :data:`GRAPH_ANSWER`
+(:func:`render_graph_window`). The
 model answers one JSON array of entities and relations, each quoting the messages it stands on;
 :func:`graph_continuation_prompt` asks it to go on after an answer cut at its length limit and
 :data:`GRAPH_EXTRACTION_RETRY_PROMPT` to answer again when an answer held no array.
@@ -13,10 +14,13 @@ from __future__ import annotations
 
 from datetime import tzinfo
 
-from ..items.prompts import Window, render_message
+from ..extraction.windows import Window, render_window
 from ..models.asking import quoting_continuation, retry_prompt
 from ..models.json_array import JsonArrayRead
 from .records import ENTITY_TYPES, RELATION_TYPES
+
+GRAPH_ANSWER = "entities and relations"
+"""What the line after a window's messages asks the model for."""
 
 GRAPH_EXTRACTION_PROMPT = f"""\
 You read part of a conversation and write down the entities it names that are worth remembering \
@@ -68,18 +72,13 @@ def graph_continuation_prompt(read: JsonArrayRead) -> str:
 
 def render_graph_window(window: Window, zone: tzinfo, zone_name: str) -> str:
     """The user turn of one graph extraction call: a line on what follows, every message block
-    of ``window`` (from :func:`~cogitator_memory.items.prompts.plan_windows`), a closing line."""
-    messages = window.messages
-    first, last = messages[0].number, messages[-1].number
-    span = f"message {first}" if first == last else f"messages {first} to {last}"
-    intro = f"The conversation, {span}. Times are local to {zone_name}."
-    outro = (
-        "End of the conversation. Answer with the JSON array of entities and relations only, as the system prompt says."
-    )
-    return "\n\n".join([intro, *(render_message(m, zone) for m in messages), outro])
+    of ``window`` (from :func:`~cogitator_memory.extraction.windows.plan_windows`), a closing line
+    asking for :data:`GRAPH_ANSWER` (the text of a window planned with ``answer=GRAPH_ANSWER``)."""
+    return render_window(window.messages, zone, zone_name, GRAPH_ANSWER)
 
 
 __all__ = [
+    "GRAPH_ANSWER",
     "GRAPH_EXTRACTION_PROMPT",
     "GRAPH_EXTRACTION_RETRY_PROMPT",
     "graph_continuation_prompt",

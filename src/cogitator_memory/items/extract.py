@@ -1,29 +1,30 @@
 """``MemoryExtractor``: memory items read out of a conversation by a model, on quotes that are checked.
 
-The entries are cut into windows of about ``window_tokens`` tokens. Each window is one model call
-(:data:`~cogitator_memory.items.prompts.EXTRACTION_PROMPT` as the system prompt, the messages
-numbered and dated in one user turn); the model answers a JSON array of items, each naming the
-message numbers it quotes. :func:`parse_extraction` reads that answer: the array is found past any
-text around it (:func:`~cogitator_memory.models.read_json_array`), a null or blank field counts as
-absent, an element that does not fit is dropped, an item naming a message the window did not show
-is dropped, and every quote is checked against the entry of its message with the lineage rules
-(:func:`~cogitator_memory.lineage.verify_evidence`: whitespace aside, case counting). An item is
-``verified`` only when all its quotes hold and they say its value
+It is the item reader of the one extraction pipeline
+(:class:`~cogitator_memory.extraction.pipeline.ExtractionPipeline`, which the graph extractor uses
+too): the entries are cut into windows of about ``window_tokens`` tokens, each window is one model
+call (:data:`~cogitator_memory.items.prompts.EXTRACTION_PROMPT` as the system prompt, the messages
+numbered and dated in one user turn), an answer cut at its length limit keeps the items it
+finished and the model is asked to go on (:func:`~cogitator_memory.items.prompts.extraction_continuation_prompt`),
+up to :data:`EXTRACTION_CONTINUATIONS` times, and an answer holding no array is asked again, the
+window failing with :class:`ExtractionAnswerError` after :data:`EXTRACTION_ATTEMPTS` such answers.
+
+What is the items' own is how an answer becomes items. The model answers a JSON array of items,
+each naming the message numbers it quotes. :func:`parse_extraction` reads that answer: the array is
+found past any text around it (:func:`~cogitator_memory.models.read_json_array`), a null or blank
+field counts as absent, an element that does not fit is dropped, an item naming a message the
+window did not show is dropped, and every quote is checked against the entry of its message with
+the lineage rules (:func:`~cogitator_memory.lineage.verify_evidence`: whitespace aside, case
+counting). An item is ``verified`` only when all its quotes hold and they say its value
 (:func:`~cogitator_memory.items.reading.supports`: two thirds of the value's content words are in
 the quotes, so a quote of "I live in Lisbon" does not make "always answer in French" verified);
-its trust is that of the least trusted entry a holding
-quote is in (:func:`trust_of_entry`), ``model`` when none holds; its time words are resolved
-(:func:`~cogitator_memory.recall.resolve_time`) from the message that said them. The items are
-written through :class:`~cogitator_memory.items.MemoryItems`, whose rules decide what becomes
-active: nothing unverified does.
-
-An answer cut at its length limit keeps the items it finished and the model is asked to go on
-(:func:`~cogitator_memory.items.prompts.extraction_continuation_prompt`), up to
-:data:`EXTRACTION_CONTINUATIONS` times. An answer holding no array is asked again; after
-:data:`EXTRACTION_ATTEMPTS` such answers the window fails with :class:`ExtractionAnswerError`. That
-loop is :func:`~cogitator_memory.models.asking.ask_json_array`, and the fields, quotes and trust
-of an element are read with :mod:`cogitator_memory.items.reading`; the graph extractor uses both
-too. See ``docs/items.md``.
+its trust is that of the least trusted entry a holding quote is in (:func:`trust_of_entry`),
+``model`` when none holds; its time words are resolved
+(:func:`~cogitator_memory.recall.resolve_time`) from the message that said them. The fields,
+quotes and trust of an element are read with :mod:`cogitator_memory.items.reading`, as the graph
+reader's are. The items are written through :class:`~cogitator_memory.items.MemoryItems`, whose
+rules decide what becomes active: nothing unverified does. A window's items are written even when
+a later answer of it failed. See ``docs/items.md``.
 """
 
 from __future__ import annotations
@@ -37,31 +38,42 @@ from datetime import datetime, tzinfo
 from functools import partial
 from typing import Any, Literal, TypeAlias, cast
 
-from ..errors import InvalidArgumentError, MemoryStoreError
+from ..errors import InvalidArgumentError
+from ..extraction.pipeline import (
+    DEFAULT_EXTRACTION_MAX_TOKENS,
+    DEFAULT_WINDOW_TOKENS,
+    EXTRACTION_ATTEMPTS,
+    EXTRACTION_CONTINUATIONS,
+    ExtractionAnswerError,
+    ExtractionPipeline,
+    ExtractionWindowError,
+    ReportTotals,
+    Step,
+    WindowCounts,
+    WindowStatus,
+    count_quotes,
+)
+from ..extraction.windows import Window
 from ..lineage import entry_text
-from ..models.asking import ask_json_array, ask_text, check_summarize
-from ..models.json_array import JsonArrayRead, read_json_array
-from ..models.records import SummarizeFn, SummarizeOptions, check_max_tokens
-from ..recall.time import resolve_time, zone_name, zone_of
+from ..models.json_array import JsonArrayRead
+from ..models.records import SummarizeFn
+from ..recall.time import resolve_time
 from ..threads import tree
-from ..threads.records import MemoryEntry, Message
+from ..threads.records import MemoryEntry
 from .prompts import (
     EXTRACTION_PROMPT,
     EXTRACTION_RETRY_PROMPT,
     MIN_WINDOW_TOKENS,
-    Window,
-    check_window_tokens,
     extraction_continuation_prompt,
-    plan_windows,
 )
 from .reading import (
     DEFAULT_CONFIDENCE,
     ExtractedQuote,
     QuoteReader,
     UnfitElement,
-    check_entries,
-    check_entries_by_ref,
+    answer_to_read,
     confidence_field,
+    read_elements,
     text_field,
     trust_of_entry,
     weigh_quotes,
@@ -78,15 +90,6 @@ from .records import (
 )
 from .service import MemoryItems
 
-#: How many times the model is asked to go on after an answer cut at its length limit, per window.
-EXTRACTION_CONTINUATIONS = 4
-#: How many answers without a JSON array a window gets before it fails.
-EXTRACTION_ATTEMPTS = 3
-#: The size of a window, in tokens of the messages shown.
-DEFAULT_WINDOW_TOKENS = 4000
-#: The answer length each call asks for.
-DEFAULT_EXTRACTION_MAX_TOKENS = 8000
-
 ExtractionMode: TypeAlias = Literal["apply", "shadow"]
 #: ``before_write(items)``: the items a window is about to write; returns (or resolves to) those to write.
 BeforeWrite: TypeAlias = Callable[
@@ -101,23 +104,7 @@ logger = logging.getLogger(__name__)
 # ----- errors ------------------------------------------------------------------------------------
 
 
-class ExtractionAnswerError(MemoryStoreError):
-    """The model's answers for a window held no JSON array, :data:`EXTRACTION_ATTEMPTS` times running.
-
-    ``window`` is the window's number (from 1), ``answers`` the answers that were read.
-    """
-
-    def __init__(self, window: int, answers: Sequence[str]) -> None:
-        self.window = window
-        self.answers = list(answers)
-        last = self.answers[-1] if self.answers else ""
-        super().__init__(
-            f"the model's answers for extraction window {window} held no JSON array "
-            f"({len(self.answers)} tries); the last began {last[:200]!r}"
-        )
-
-
-class WindowError(MemoryStoreError):
+class WindowError(ExtractionWindowError):
     """:meth:`MemoryExtractor.extract` could not read or write a window.
 
     ``window`` is its number (from 1) of ``windows``, ``entry_ids`` the entries it showed, and
@@ -126,16 +113,7 @@ class WindowError(MemoryStoreError):
     (those verified in this window before it failed included) and every window's error.
     """
 
-    def __init__(self, window: int, windows: int, entry_ids: Sequence[str], cause: BaseException) -> None:
-        self.window = window
-        self.windows = windows
-        self.entry_ids = list(entry_ids)
-        self.report: ExtractionReport | None = None
-        where = f"{self.entry_ids[0]} to {self.entry_ids[-1]}" if self.entry_ids else "no entries"
-        super().__init__(
-            f"extraction window {window} of {windows} (entries {where}) failed: {type(cause).__name__}: {cause}"
-        )
-        self.__cause__ = cause
+    report: ExtractionReport | None
 
 
 # ----- reading answers ---------------------------------------------------------------------------
@@ -213,21 +191,11 @@ class _Reader:
 
     def read(self, elements: Sequence[Any]) -> _Parsed:
         parsed = _Parsed()
-        for element in elements:
-            try:
-                item = self._item(element, parsed)
-            except UnfitElement:
-                parsed.dropped += 1
-                continue
-            if item is None:
-                parsed.unknown_messages += 1
-            else:
-                parsed.items.append(item)
+        read = read_elements(elements, partial(self._item, parsed=parsed))
+        parsed.items, parsed.dropped, parsed.unknown_messages = read.records, read.dropped, read.unknown_messages
         return parsed
 
-    def _item(self, element: object, parsed: _Parsed) -> ExtractedItem | None:
-        if not isinstance(element, Mapping):
-            raise UnfitElement("not an object")
+    def _item(self, element: Mapping[str, Any], parsed: _Parsed) -> ExtractedItem | None:
         kind = text_field(element, "kind", required=True)
         if kind not in ITEM_KINDS:
             raise UnfitElement("unknown kind")
@@ -310,21 +278,15 @@ def parse_extraction(
     ``entries_by_ref`` is left out. Quotes are checked, trust and dates set, as the module docstring
     says (``user_id`` for :func:`trust_of_entry`, ``time_zone`` for the dates).
     """
-    if not isinstance(text, str):
-        raise InvalidArgumentError("text", f"must be a string, got {type(text).__name__}")
-    entries = check_entries_by_ref(entries_by_ref)
-    user = tree.check_optional_id("user_id", user_id)
-    zone = zone_of(time_zone)
-    return _Reader(entries, user, zone).read(read_json_array(text, objects=True).elements).items
+    answer = answer_to_read(text, entries_by_ref, user_id, time_zone)
+    return _Reader(answer.entries, answer.user_id, answer.zone).read(answer.elements).items
 
 
 # ----- the report ----------------------------------------------------------------------------------
 
-WindowStatus: TypeAlias = Literal["read", "failed", "not_read"]
-
 
 @dataclass
-class WindowReport:
+class WindowReport(WindowCounts):
     """What happened to one window.
 
     ``status``: ``read``, ``failed`` (``error`` says why; what it verified before failing was
@@ -333,20 +295,14 @@ class WindowReport:
     again after an answer without an array; ``complete`` is false when the last answer was still
     cut. ``items_read`` items fit, ``items_dropped`` elements did not (not JSON, not an item, or
     naming a message not shown: ``unknown_messages``); ``elements_unreadable`` counts those of
-    them that were not JSON objects at all (broken JSON, also logged as a warning), ``quotes_verified`` and ``quotes_rejected``
-    count the quotes of the items read, ``items_unsupported`` the items read whose quotes all
-    hold but do not say their value (written unverified), ``dates_unresolved`` the time words that named no time,
-    and ``items_written`` the items written (after ``before_write``).
+    them that were not JSON objects at all (broken JSON, also logged as a warning),
+    ``quotes_verified`` and ``quotes_rejected`` count the quotes of the items read,
+    ``items_unsupported`` the items read whose quotes all hold but do not say their value (written
+    unverified), ``dates_unresolved`` the time words that named no time, and ``items_written`` the
+    items written (after ``before_write``).
     """
 
-    number: int
-    entry_ids: list[str]
-    tokens: int
-    status: WindowStatus = "not_read"
-    calls: int = 0
-    continuations: int = 0
-    retries: int = 0
-    complete: bool = False
+    error: WindowError | None = None
     items_read: int = 0
     items_dropped: int = 0
     unknown_messages: int = 0
@@ -356,31 +312,18 @@ class WindowReport:
     items_unsupported: int = 0
     dates_unresolved: int = 0
     items_written: int = 0
-    error: WindowError | None = None
 
 
 @dataclass
-class ExtractionReport:
+class ExtractionReport(ReportTotals):
     """What one :meth:`MemoryExtractor.extract` call did: the items written (as stored, in the
     order written), a :class:`WindowReport` per window, and the :class:`WindowError` of every
-    window that failed."""
+    window that failed. Its totals over every window: ``calls``, ``continuations``,
+    ``quotes_verified``, ``quotes_rejected`` and those below."""
 
     items: list[MemoryItem] = field(default_factory=list)
     windows: list[WindowReport] = field(default_factory=list)
     errors: list[WindowError] = field(default_factory=list)
-
-    def _sum(self, name: str) -> int:
-        return sum(int(getattr(w, name)) for w in self.windows)
-
-    @property
-    def quotes_verified(self) -> int:
-        """Quotes found in the entries they named, over every window."""
-        return self._sum("quotes_verified")
-
-    @property
-    def quotes_rejected(self) -> int:
-        """Quotes not found in the entries they named, over every window."""
-        return self._sum("quotes_rejected")
 
     @property
     def items_unsupported(self) -> int:
@@ -396,16 +339,6 @@ class ExtractionReport:
     def elements_unreadable(self) -> int:
         """Answer elements that were not JSON objects (broken JSON), over every window."""
         return self._sum("elements_unreadable")
-
-    @property
-    def calls(self) -> int:
-        """Model calls, over every window."""
-        return self._sum("calls")
-
-    @property
-    def continuations(self) -> int:
-        """Calls that went on after a cut answer, over every window."""
-        return self._sum("continuations")
 
 
 # ----- the extractor -------------------------------------------------------------------------------
@@ -438,9 +371,16 @@ class MemoryExtractor:
     ) -> None:
         if not isinstance(items, MemoryItems):
             raise InvalidArgumentError("items", f"must be a MemoryItems service, got {type(items).__name__}")
-        check_summarize(summarize)
-        check_window_tokens(window_tokens)
-        check_max_tokens(max_tokens)
+        self._pipeline = ExtractionPipeline(
+            summarize=summarize,
+            prompt=EXTRACTION_PROMPT,
+            retry_prompt=EXTRACTION_RETRY_PROMPT,
+            continuation=extraction_continuation_prompt,
+            answer="items",
+            window_tokens=window_tokens,
+            max_tokens=max_tokens,
+            model=model,
+        )
         if mode not in ("apply", "shadow"):
             raise InvalidArgumentError("mode", f"must be 'apply' or 'shadow', got {mode!r}")
         if before_write is not None and not callable(before_write):
@@ -452,7 +392,6 @@ class MemoryExtractor:
         self.model = model
         self.mode: ExtractionMode = mode
         self.before_write = before_write
-        self._options = SummarizeOptions(model=model, prompt=EXTRACTION_PROMPT, max_tokens=max_tokens)
 
     async def extract(
         self,
@@ -484,60 +423,28 @@ class MemoryExtractor:
         hooks = [hook for hook in (self.before_write, before_write) if hook is not None]
         if user is None:
             user = checked_scope.user_id
-        zone = zone_of(time_zone)
-        checked = check_entries(entries)
-        windows = plan_windows(checked, self.window_tokens, zone, zone_name(time_zone))
-        report = ExtractionReport(windows=[WindowReport(w.number, w.entry_ids, w.tokens) for w in windows])
-        for window, stats in zip(windows, report.windows, strict=True):
-            found: list[ExtractedItem] = []
-            failure: BaseException | None = None
-            stop = False
-            try:
-                await self._read_window(window, _Reader(window.entries_by_ref, user, zone), stats, found)
-            except ExtractionAnswerError as exc:
-                failure = exc
-            except Exception as exc:
-                failure, stop = exc, True
-            try:
-                await self._write(found, checked_scope, stats, report, hooks)
-            except Exception as exc:
-                failure, stop = failure or exc, True
-            if failure is None:
-                stats.status = "read"
-                continue
-            error = WindowError(window.number, len(windows), window.entry_ids, failure)
-            stats.status, stats.error = "failed", error
-            report.errors.append(error)
-            if stop:
-                break
-        if report.errors:
-            for error in report.errors:
-                error.report = report
-            raise report.errors[0]
+        plan = self._pipeline.plan(entries, time_zone)
+        report = ExtractionReport(windows=[WindowReport(w.number, w.entry_ids, w.tokens) for w in plan.windows])
+
+        def steps(window: Window, stats: WindowReport) -> list[Step]:
+            found: list[ExtractedItem] = []  # what the window read, written even when reading failed
+            reader = _Reader(window.entries_by_ref, user, plan.zone)
+            return [
+                partial(self._read_window, window, reader, stats, found),
+                partial(self._write, found, checked_scope, stats, report, hooks),
+            ]
+
+        await ExtractionPipeline.run(
+            plan.windows, report, steps, passing=(ExtractionAnswerError,), window_error=WindowError
+        )
         return report
 
     async def _read_window(
         self, window: Window, reader: _Reader, stats: WindowReport, found: list[ExtractedItem]
     ) -> None:
-        """Ask for the window's items (:func:`~cogitator_memory.models.asking.ask_json_array`:
-        asked again after an answer without an array, continued after a cut one); the items read
-        go into ``found`` as they come, so a later failure keeps them."""
-
-        def no_array(answers: list[str]) -> ExtractionAnswerError:
-            return ExtractionAnswerError(stats.number, answers)
-
-        total = await ask_json_array(
-            partial(ask_text, self.summarize, options=self._options),
-            [Message(role="user", content=window.text)],
-            retry_prompt=EXTRACTION_RETRY_PROMPT,
-            continuation=extraction_continuation_prompt,
-            attempts=EXTRACTION_ATTEMPTS,
-            continuations=EXTRACTION_CONTINUATIONS,
-            no_array=no_array,
-            counts=stats,
-            on_read=partial(self._take, reader=reader, stats=stats, found=found),
-        )
-        stats.complete = not total.cut
+        """Ask for the window's items (:meth:`~cogitator_memory.extraction.pipeline.ExtractionPipeline.ask`);
+        the items read go into ``found`` as they come, so a later failure keeps them."""
+        await self._pipeline.ask(window, stats, partial(self._take, reader=reader, stats=stats, found=found))
 
     @staticmethod
     def _take(read: JsonArrayRead, reader: _Reader, stats: WindowReport, found: list[ExtractedItem]) -> None:
@@ -553,12 +460,8 @@ class MemoryExtractor:
         stats.items_dropped += read.skipped + parsed.dropped + parsed.unknown_messages
         stats.unknown_messages += parsed.unknown_messages
         stats.dates_unresolved += parsed.dates_unresolved
-        for item in parsed.items:
-            held = sum(q.holds for q in item.quotes)
-            stats.quotes_verified += held
-            stats.quotes_rejected += len(item.quotes) - held
-            if held == len(item.quotes) and not item.verified:
-                stats.items_unsupported += 1
+        count_quotes(stats, parsed.items)
+        stats.items_unsupported += sum(all(q.holds for q in i.quotes) and not i.verified for i in parsed.items)
         found.extend(parsed.items)
 
     async def _write(
@@ -601,6 +504,7 @@ __all__ = [
     "MemoryExtractor",
     "WindowError",
     "WindowReport",
+    "WindowStatus",
     "extraction_continuation_prompt",
     "parse_extraction",
     "trust_of_entry",

@@ -1,9 +1,9 @@
 """Reading the elements of an extraction answer: fields, quotes and who said them.
 
-Both extractors (:class:`~cogitator_memory.items.extract.MemoryExtractor` for items and
-:class:`~cogitator_memory.graph.extract.GraphExtractor` for entities and relations) ask a model
-for a JSON array of objects that quote the numbered messages of a window, and read each object
-the same way, with the pieces here:
+Both readers of the extraction pipeline (:class:`~cogitator_memory.items.extract.MemoryExtractor`
+for items and :class:`~cogitator_memory.graph.extract.GraphExtractor` for entities and relations)
+ask a model for a JSON array of objects that quote the numbered messages of a window, and read
+each object the same way, with the pieces here:
 
 - :func:`text_field` and :func:`confidence_field` read a field: null or blank counts as absent
   (:func:`is_absent`), a field of the wrong kind makes the element :class:`UnfitElement`;
@@ -23,7 +23,12 @@ the same way, with the pieces here:
   words (``"no"``, ``"?"``) must be in the quotes as written, spacing and case aside. An element
   whose claim is not supported is treated as one whose quotes fail: not verified, so never
   active on its own;
-- :func:`check_entries` and :func:`check_entries_by_ref` check what a caller passes.
+- :func:`read_elements` reads every element of an answer with the reader's function of one
+  element (counting what did not fit and what named a message not shown), and
+  :func:`answer_to_read` checks the arguments of a reader's ``parse`` function and finds the
+  answer's elements;
+- :func:`check_entries` (:mod:`cogitator_memory.extraction.windows`'s) and
+  :func:`check_entries_by_ref` check what a caller passes.
 
 An element that does not fit is left out and counted by the caller; :class:`UnfitElement`
 carries why, for debugging only.
@@ -32,14 +37,18 @@ carries why, for debugging only.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import tzinfo
+from typing import Any, Generic, TypeVar
 
 from pydantic import ValidationError
 
 from ..errors import InvalidArgumentError
+from ..extraction.windows import check_entries
 from ..lineage import verify_evidence
+from ..models.json_array import read_json_array
+from ..recall.time import zone_of
 from ..search.tokenizer import ENGLISH_STOPWORDS, tokenize
 from ..threads import tree
 from ..threads.records import USER_ID_KEY, MemoryEntry
@@ -291,25 +300,6 @@ def weigh_quotes(quotes: Sequence[ExtractedQuote], claim: str | None = None) -> 
 # ----- arguments -----------------------------------------------------------------------------------
 
 
-def check_entries(entries: object) -> list[MemoryEntry]:
-    """``entries`` as a list of :class:`~cogitator_memory.threads.MemoryEntry` (dicts validated);
-    :class:`~cogitator_memory.errors.InvalidArgumentError` naming ``entries[i]`` otherwise."""
-    if isinstance(entries, str | bytes | Mapping) or not isinstance(entries, Sequence):
-        raise InvalidArgumentError("entries", "must be a list of entries")
-    out = []
-    for i, entry in enumerate(entries):
-        if isinstance(entry, MemoryEntry):
-            out.append(entry)
-        elif isinstance(entry, Mapping):
-            try:
-                out.append(MemoryEntry.model_validate(entry))
-            except ValidationError as exc:
-                raise tree.validation_error(f"entries[{i}]", exc) from None
-        else:
-            raise InvalidArgumentError(f"entries[{i}]", f"must be a MemoryEntry or a dict, got {type(entry).__name__}")
-    return out
-
-
 def check_entries_by_ref(value: object) -> dict[int, MemoryEntry]:
     """``entries_by_ref`` (message number -> entry) checked: integer keys, entry values."""
     if not isinstance(value, Mapping):
@@ -324,18 +314,82 @@ def check_entries_by_ref(value: object) -> dict[int, MemoryEntry]:
     return out
 
 
+# ----- answers -------------------------------------------------------------------------------------
+
+R = TypeVar("R")
+
+
+@dataclass
+class ElementsRead(Generic[R]):
+    """What :func:`read_elements` read: the ``records`` that fit, how many elements did not
+    (``dropped``: :class:`UnfitElement`) and how many named a message the window did not show
+    (``unknown_messages``, left out too)."""
+
+    records: list[R] = field(default_factory=list)
+    dropped: int = 0
+    unknown_messages: int = 0
+
+
+def read_elements(elements: Iterable[object], read: Callable[[Mapping[str, Any]], R | None]) -> ElementsRead[R]:
+    """Each element of an answer read by the reader's ``read(element)``: the record, ``None`` when
+    it names a message the window did not show, :class:`UnfitElement` when it does not fit (as an
+    element that is not an object does not)."""
+    out: ElementsRead[R] = ElementsRead()
+    for element in elements:
+        try:
+            if not isinstance(element, Mapping):
+                raise UnfitElement("not an object")
+            record = read(element)
+        except UnfitElement:
+            out.dropped += 1
+            continue
+        if record is None:
+            out.unknown_messages += 1
+        else:
+            out.records.append(record)
+    return out
+
+
+@dataclass(frozen=True)
+class AnswerToRead:
+    """The arguments of a reader's ``parse`` function, checked (see :func:`answer_to_read`)."""
+
+    elements: list[Any]
+    entries: dict[int, MemoryEntry]
+    user_id: str | None
+    zone: tzinfo
+
+
+def answer_to_read(
+    text: str, entries_by_ref: Mapping[int, MemoryEntry], user_id: str | None, time_zone: str | tzinfo
+) -> AnswerToRead:
+    """What a reader's ``parse`` function reads, its arguments checked: the elements of the JSON
+    array of ``text`` (found past any text and brackets around it; those that are not JSON objects
+    left out), ``entries_by_ref`` (:func:`check_entries_by_ref`), ``user_id`` and ``time_zone``."""
+    if not isinstance(text, str):
+        raise InvalidArgumentError("text", f"must be a string, got {type(text).__name__}")
+    entries = check_entries_by_ref(entries_by_ref)
+    user = tree.check_optional_id("user_id", user_id)
+    zone = zone_of(time_zone)
+    return AnswerToRead(read_json_array(text, objects=True).elements, entries, user, zone)
+
+
 __all__ = [
     "DEFAULT_CONFIDENCE",
     "SUPPORT_SHARE",
+    "AnswerToRead",
+    "ElementsRead",
     "ExtractedQuote",
     "QuoteReader",
     "UnfitElement",
+    "answer_to_read",
     "check_entries",
     "check_entries_by_ref",
     "confidence_field",
     "content_terms",
     "is_absent",
     "message_number",
+    "read_elements",
     "stem",
     "supports",
     "text_field",
