@@ -69,14 +69,6 @@ QUESTION_WORDS: frozenset[str] = _word_set(
     """
 )
 
-#: What is left of a contraction once the tokenizer splits it at the apostrophe ("I've" ->
-#: ``i`` and ``ve``, "didn't" -> ``didn`` and ``t``): no subject, left out of the terms.
-CONTRACTION_PIECES: frozenset[str] = _word_set(
-    """
-    ve m s ll d re t don didn doesn isn wasn aren weren haven hasn hadn couldn wouldn shouldn
-    """
-)
-
 #: Words of a question that frame it rather than name its subject ("do you *think*", "*given*
 #: my plan"): left out of the word families added to the terms (see :func:`expanded_terms`).
 FRAME_WORDS: frozenset[str] = _word_set("think thought given give gave")
@@ -205,8 +197,8 @@ def _zone_name(time_zone: str | tzinfo) -> str:
 
 def query_terms(text: str) -> list[str]:
     """The keyword terms of a question: :func:`~cogitator_memory.search.index_terms` without
-    :data:`QUESTION_WORDS` and :data:`CONTRACTION_PIECES`, repeats dropped, in order."""
-    return list(dict.fromkeys(t for t in index_terms(text) if t not in QUESTION_WORDS and t not in CONTRACTION_PIECES))
+    :data:`QUESTION_WORDS`, repeats dropped, in order."""
+    return list(dict.fromkeys(t for t in index_terms(text) if t not in QUESTION_WORDS))
 
 
 def expanded_terms(terms: Sequence[str]) -> list[str]:
@@ -381,7 +373,6 @@ async def analyze_query_async(
 
 
 __all__ = [
-    "CONTRACTION_PIECES",
     "FRAME_WORDS",
     "MAX_QUERY_CHARS",
     "MAX_QUERY_TIMES",
