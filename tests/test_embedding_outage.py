@@ -19,6 +19,7 @@ import pytest
 
 from cogitator_memory import Memory
 from cogitator_memory.context.message_index import WAITING_KEY
+from cogitator_memory.embeddings import cooldown
 from cogitator_memory.testing.scripted_server import ScriptedResponse, ScriptedServer, openai_embeddings_handler
 
 SAID = [
@@ -196,9 +197,7 @@ def test_after_a_failure_searches_skip_the_service_until_the_cool_down_ends(
     """The first search that finds the service dead waits for it (its timeouts and retries);
     those after it, within ``EMBEDDING_COOLDOWN`` seconds, do not ask it at all and answer by
     keywords at once, with a warning; the first one after the cool-down asks it again."""
-    from cogitator_memory.runtime import search
-
-    monkeypatch.setattr(search, "EMBEDDING_COOLDOWN", 2.0)  # the setting, shortened for the test
+    monkeypatch.setattr(cooldown, "EMBEDDING_COOLDOWN", 2.0)  # the setting, shortened for the test
     caplog.set_level(logging.WARNING, logger="cogitator_memory")
     path = "/v1/embeddings"
 
@@ -235,5 +234,48 @@ def test_after_a_failure_searches_skip_the_service_until_the_cool_down_ends(
                 assert not _warnings(caplog, "embedding service"), "it answered: no fallback"
                 hits = await memory.search("peanuts", user_id="ana")
                 assert hits and not _warnings(caplog, "embedding service")
+
+    asyncio.run(run())
+
+
+def test_after_a_failure_context_builds_skip_the_service_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cool-down is one rule: a build that finds the service dead waits for it once; the
+    builds and searches after it within the cool-down do not ask it (their context is built by
+    words, with the failure reported in ``errors``); after the cool-down the service is asked
+    again and ranks by meaning."""
+    monkeypatch.setattr(cooldown, "EMBEDDING_COOLDOWN", 2.0)  # the setting, shortened for the test
+    path = "/v1/embeddings"
+
+    async def run() -> None:
+        with ScriptedServer() as server:
+            _up(server)
+            async with Memory(_config(server, tmp_path / "m.db")) as memory:
+                chat = await memory.add(SAID, user_id="ana")
+                await memory.flush()
+                _down(server)
+                asked = len(server.requests_to(path))
+                started = time.monotonic()
+                built = await memory.build_context(chat.thread_id, user_id="ana", current_input="Any allergies?")
+                first = time.monotonic() - started
+                assert {e.source for e in built.errors} >= {"relevance"}
+                tried = len(server.requests_to(path))
+                assert tried > asked, "the first build asked the service"
+
+                started = time.monotonic()
+                again = await memory.build_context(chat.thread_id, user_id="ana", current_input="Any food allergies?")
+                second = time.monotonic() - started
+                assert len(server.requests_to(path)) == tried, "not asked during the cool-down"
+                failed = [e for e in again.errors if e.source == "relevance"]
+                assert failed and "not asked again" in failed[0].message
+                assert second < first / 2, (first, second)
+                assert [m.text for m in again.messages if m.role == "user"][:1] == ["I'm allergic to peanuts."]
+                hits = await memory.search("allergies", user_id="ana")  # the search shares the cool-down
+                assert hits and len(server.requests_to(path)) == tried
+
+                _up(server)
+                await asyncio.sleep(2.1)
+                later = await memory.build_context(chat.thread_id, user_id="ana", current_input="Nuts again?")
+                assert len(server.requests_to(path)) > tried, "asked again after the cool-down"
+                assert not [e for e in later.errors if e.source == "relevance"]
 
     asyncio.run(run())

@@ -21,6 +21,9 @@ from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
 from .. import clock
+from ..embeddings import cooldown
+from ..embeddings.base import EmbeddingServiceError
+from ..embeddings.cooldown import cooling, mark_failed, mark_working
 from ..errors import InvalidArgumentError, NotFoundError
 from ..items.records import MemoryItem
 from ..recall.query import THREAD_ABOVE_CHARS, QueryAnalysis, analyze_query_async, check_query
@@ -542,13 +545,27 @@ class ContextBuilder(RelevanceRanking):
             self._inputs.move_to_end(text)
             loaded.vector = cached
             return
-        try:
-            vector = list(await service.embed(text))
-        except Exception as exc:
+        ago = cooling(service)
+        failure: Exception | None = None
+        if ago is not None:  # failed a moment ago (a build or a search): not asked again yet
+            failure = EmbeddingServiceError(
+                getattr(service, "provider", None) or type(service).__name__,
+                None,
+                f"failed {ago:.0f} s ago; not asked again until {cooldown.EMBEDDING_COOLDOWN:.0f} s after the failure",
+            )
+        else:
+            try:
+                vector = list(await service.embed(text))
+            except Exception as exc:
+                mark_failed(service)
+                failure = exc
+            else:
+                mark_working(service)
+        if failure is not None:
             if relevance:
-                errors.append(ContextBuildError("relevance", exc))
+                errors.append(ContextBuildError("relevance", failure))
             if semantic:
-                errors.append(ContextBuildError("semantic", exc))
+                errors.append(ContextBuildError("semantic", failure))
             return
         self._inputs[text] = vector
         while len(self._inputs) > 64:

@@ -15,16 +15,15 @@ that user's turns and items and the shared ones (of no user), never another user
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import time
-import weakref
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..context.strategies import cosines
+from ..embeddings import cooldown
+from ..embeddings.cooldown import EMBEDDING_COOLDOWN, cooling, mark_failed, mark_working
 from ..errors import InvalidArgumentError, MemoryStoreError
 from ..index.base import is_recall_index
 from ..index.build import CORE_AGENT, turn_text
@@ -52,11 +51,6 @@ logger = logging.getLogger("cogitator_memory")
 
 #: Seconds a search waits for the vectors of turns added a moment ago.
 VECTOR_WAIT = 2.0
-#: Seconds after a failure of the embedding service during which searches do not ask it again
-#: (nor wait for the turns it is embedding): they go by keywords, time and names at once, with a
-#: warning, instead of waiting through the service's timeouts and retries at every call. The first
-#: search after the cool-down asks the service again.
-EMBEDDING_COOLDOWN = 30.0
 #: What :meth:`Memory.search` finds: turns (``"entry"``), memory items and core facts
 #: (``"item"``), graph facts (``"fact"``: facts saved with ``remember``, graph nodes and edges)
 #: and sections of memory files (``"file"``), as :attr:`SearchHit.kind` names them.
@@ -73,9 +67,6 @@ _RECORD_KINDS: dict[SearchKind, tuple[RecallKind, ...]] = {
 _HIT_KIND: dict[str, SearchKind] = {"item": "item", "core_fact": "item", "graph_fact": "fact", "file_section": "file"}
 #: The kinds of records ranked by their text alone (no item behind them).
 _TEXT_KINDS = frozenset({"graph_fact", "file_section"})
-#: When each embedding service last failed a search, by service: until :data:`EMBEDDING_COOLDOWN`
-#: seconds after it, searches skip it (weak keys: a service that goes takes its entry along).
-_FAILED_AT: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
 #: What the score of a memory item that no longer holds, and of the turns that said it, is
 #: multiplied by: the current value comes first.
 SUPERSEDED_WEIGHT = 0.5
@@ -228,26 +219,6 @@ async def indexed_items(
     return out
 
 
-def _cooling(service: Any) -> float | None:
-    """Seconds since ``service`` failed a search, while within :data:`EMBEDDING_COOLDOWN`."""
-    try:
-        failed = _FAILED_AT.get(service)
-    except TypeError:  # a service that cannot be weakly referenced is never skipped
-        return None
-    if failed is None:
-        return None
-    ago = time.monotonic() - failed
-    if ago >= EMBEDDING_COOLDOWN:
-        _FAILED_AT.pop(service, None)
-        return None
-    return ago
-
-
-def _failed(service: Any) -> None:
-    with contextlib.suppress(TypeError):  # a service that cannot be weakly referenced is never skipped
-        _FAILED_AT[service] = time.monotonic()
-
-
 async def _query_vector(memory: Memory, query: str) -> list[float] | None:
     """The query's vector, once the turns added a moment ago are embedded (waiting at most
     :data:`VECTOR_WAIT` seconds for them); ``None``, with a warning, when the embedding service
@@ -256,13 +227,13 @@ async def _query_vector(memory: Memory, query: str) -> list[float] | None:
     a warning."""
     assert memory.message_index is not None
     service = memory.embedding_service
-    ago = _cooling(service)
+    ago = cooling(service)
     if ago is not None:
         logger.warning(
             "search: the embedding service failed %.0f s ago; searching by keywords, time and names "
             "(it is asked again %.0f s after the failure)",
             ago,
-            EMBEDDING_COOLDOWN,
+            cooldown.EMBEDDING_COOLDOWN,
         )
         return None
     memory.message_index.retry_failed()  # turns whose embedding failed earlier, in the background
@@ -273,15 +244,15 @@ async def _query_vector(memory: Memory, query: str) -> list[float] | None:
     try:
         vector = list(await service.embed(query))
     except Exception as exc:
-        _failed(service)
+        mark_failed(service)
         logger.warning(
             "search: the embedding service failed (%s); searching by keywords, time and names "
             "(searches skip it for %.0f s)",
             exc,
-            EMBEDDING_COOLDOWN,
+            cooldown.EMBEDDING_COOLDOWN,
         )
         return None
-    _FAILED_AT.pop(service, None)
+    mark_working(service)
     return vector
 
 
