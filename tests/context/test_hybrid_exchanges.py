@@ -142,7 +142,7 @@ async def test_the_budget_holds_and_no_turn_is_clipped_without_a_mark(memory: Ba
     assert seen_whole > 0 and seen_cut > 0 and seen_passage > 0
 
 
-def _block(text: str, tokens: int, seq: int, *, fuller: list[ContextBlock] | None = None) -> ContextBlock:
+def _block(text: str, tokens: int, seq: int, *, fuller: ContextBlock | None = None) -> ContextBlock:
     entry = MemoryEntry.model_validate(
         {
             "id": f"e{seq}",
@@ -153,13 +153,15 @@ def _block(text: str, tokens: int, seq: int, *, fuller: list[ContextBlock] | Non
             "created_at": START,
         }
     )
-    found = RecalledTurns([entry], [entry], fuller=fuller or [])
+    found = RecalledTurns([entry], [entry])
+    if fuller is not None:
+        found.form = lambda kind: fuller if kind == "whole" else ContextBlock("recall", text, tokens, entry.id, found)
     return ContextBlock("recall", text, tokens, entry.id, found)
 
 
 def test_fit_recall_keeps_the_smallest_forms_first_then_fills_exchanges_and_sends_turns_in_order() -> None:
     late_full = _block("late, whole exchange", 50, 9)
-    late = _block("late", 10, 9, fuller=[late_full])
+    late = _block("late", 10, 9, fuller=late_full)
     early = _block("early", 30, 2)
     too_big = _block("too big", 500, 5)
     fit = fit_recall([late, too_big, early], 100)

@@ -110,22 +110,24 @@ class RecallSettings(RetrieverSettings):
     - ``window``: without a message index, the newest entries scored (``relevant``: of the
       history; ``hybrid``: of the turns older than the history it keeps).
     - ``search_limit``: how many hits a search of the message index asks for.
-    - ``neighbour_tokens``: a recalled turn comes with the turn next to it that makes it
-      readable (the reply to a question, the question of a reply), cut to about this many tokens.
-    - ``turn_tokens``: a recalled turn longer than this is sent as its passage (about this
-      long) that holds most of the input's terms, ``...`` marking what was left out.
-    - ``hybrid_limit``: the most hits ``hybrid`` recalls in one build.
+    - ``neighbour_tokens``: a recalled turn comes with the turns that make it readable (its
+      question or answer, a short reply and what it replies to): those of at most this many
+      tokens always, longer ones whole or as their opening (about this long, marked ``[...]``)
+      only with room left after the turns found; 0 sends no neighbours.
+    - ``turn_tokens``: a recalled turn too long for the room left is sent, if room is left, as
+      its passage (about this long) that holds most of the input's terms, ``...`` marking what
+      was left out (and a turn of another conversation is cut to about this long).
+    - ``hybrid_limit``: the most hits ``hybrid`` ranks in one build.
 
-    ``turn_tokens`` 60 and ``neighbour_tokens`` 20 were chosen on BEAM chats 1-10: short
-    passages let a small budget hold more of the turns that answer (see docs/benchmarks.md);
-    raise them when each recalled turn should read more fully.
+    ``neighbour_tokens`` 60 and ``hybrid_limit`` 120 were chosen on BEAM chats 1-10, counting
+    the evidence turns whose whole text reaches the context (see docs/benchmarks.md).
     """
 
     window: int = Field(default=200, ge=1, le=100_000)
     search_limit: int = Field(default=50, ge=1, le=10_000)
-    neighbour_tokens: int = Field(default=20, ge=0, le=100_000)
-    turn_tokens: int = Field(default=60, ge=20, le=1_000_000)
-    hybrid_limit: int = Field(default=40, ge=1, le=10_000)
+    neighbour_tokens: int = Field(default=60, ge=0, le=100_000)
+    turn_tokens: int = Field(default=200, ge=20, le=1_000_000)
+    hybrid_limit: int = Field(default=120, ge=1, le=10_000)
 
 
 class GraphContextOptions(BaseModel):

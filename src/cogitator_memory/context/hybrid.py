@@ -30,7 +30,7 @@ import asyncio
 import functools
 import re
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -71,6 +71,8 @@ ITEMS_HEADING = "From memory:"
 OTHER_LIMIT = 5
 #: A recalled user turn this short (tokens) is a reply: it comes with the turn it replies to.
 SHORT_REPLY = 30
+#: The least room (tokens) in which a neighbour's opening is tried: a date, a role, a few words.
+OPENING_LEAST = 20
 _SENTENCE_END = re.compile(r"[.!?…][\"')\]]*(?=\s)|\n")
 #: Turns of the branch kept per builder for recall with a message index (least lately used
 #: threads are dropped past it).
@@ -82,17 +84,39 @@ class RecalledTurns:
     """What a recall block of turns holds: the ``hits``, the turns it recalls (found, or of their
     exchange, sent whole or, ``passages``, as the passage of a turn longer than
     ``recall.turn_tokens``), and the ``entries`` shown, in conversation order (``opened``: the
-    ids of neighbours sent as their opening, marked ``[...]``). ``fuller`` holds the blocks of
-    the same exchange with more of its longer neighbours, smallest first, and ``passage`` the
-    block of its found turns as passages (sent instead when the room holds them, or only
-    them, see :func:`fit_recall`)."""
+    ids of neighbours sent as their opening, marked ``[...]``).
+
+    ``form`` makes the other forms of the same exchange, when :func:`fit_recall` has room for
+    them (made once, when first asked): :meth:`fuller` (more of its longer neighbours) and
+    :meth:`passage` (its found turns as passages, about ``passage_tokens`` tokens);
+    ``whole_tokens`` is at most what its whole form takes (its longer neighbours' own tokens
+    over its own)."""
 
     hits: list[MemoryEntry]
     entries: list[MemoryEntry]
     passages: list[str] = field(default_factory=list)
     opened: list[str] = field(default_factory=list)
-    fuller: list[ContextBlock] = field(default_factory=list)
-    passage: ContextBlock | None = None
+    form: Callable[[str], ContextBlock] | None = field(default=None, repr=False, compare=False)
+    passage_tokens: int = 0
+    whole_tokens: int = 0
+    made: dict[str, ContextBlock] = field(default_factory=dict, repr=False, compare=False)
+
+    def _make(self, kind: str) -> ContextBlock | None:
+        if self.form is None:
+            return None
+        if kind not in self.made:
+            self.made[kind] = self.form(kind)
+        return self.made[kind]
+
+    def fuller(self, kind: str, tokens: int) -> ContextBlock | None:
+        """The form with more of the longer neighbours than a block of ``tokens`` tokens holds:
+        ``whole`` (them whole) or ``open`` (their openings); ``None`` when it holds no more."""
+        block = self._make(kind)
+        return block if block is not None and block.tokens > tokens else None
+
+    def passage(self) -> ContextBlock | None:
+        """The form with the found turns longer than ``recall.turn_tokens`` as passages, if any."""
+        return self._make("passage") if self.passage_tokens > 0 else None
 
 
 @dataclass(slots=True)
@@ -511,8 +535,8 @@ class HybridRecall:
         :meth:`exchange`; a hit among them is sent whole, in the same block), an item alone.
         Blocks come in the order :func:`fit_recall` fills them: by worth over tokens (the hit
         of rank ``r``, 0 the best, in a block of ``t`` tokens is worth ``1 / ((r + 1) * t)``), so a
-        budget holds more of the turns that answer; a block whose exchange has turns longer
-        than ``neighbour_tokens`` holds its fuller forms in :attr:`RecalledTurns.fuller`."""
+        budget holds more of the turns that answer (see :func:`fit_recall` for the forms of a
+        block with turns longer than ``neighbour_tokens`` or ``turn_tokens``)."""
         wanted_terms = frozenset(terms)
         pos = places if places is not None else {e.id: i for i, e in enumerate(turns)}
         hit_ids = {h.id for h in hits if h.kind == "turn"}
@@ -546,20 +570,23 @@ class HybridRecall:
         terms: frozenset[str],
     ) -> ContextBlock:
         """The block of one exchange at its smallest whole form (neighbours longer than
-        ``neighbour_tokens`` left out), with its fuller forms (their openings, then whole) and
-        the form of its turns as passages (see :class:`RecalledTurns`)."""
+        ``neighbour_tokens`` left out), able to make its other forms (see :class:`RecalledTurns`)."""
         text, tokens, shown = self.turn_lines(sent, group, zone, terms)
-        base = ContextBlock("recall", text, tokens, hit.id, shown, hit.score)
-        if len(shown.entries) < len(group) and self.settings.neighbour_tokens > 0:
-            for neighbours in ("open", "whole"):
-                text, tokens, more = self.turn_lines(sent, group, zone, terms, neighbours)
-                if tokens > (shown.fuller[-1].tokens if shown.fuller else base.tokens):
-                    shown.fuller.append(ContextBlock("recall", text, tokens, hit.id, more, hit.score))
-        if any(self.tokens.tokens(e) > self.settings.turn_tokens for e in sent):
-            text, tokens, cut = self.turn_lines(sent, group, zone, terms, "passage")
-            if tokens < base.tokens:
-                shown.passage = ContextBlock("recall", text, tokens, hit.id, cut, hit.score)
-        return base
+        limit = self.settings.turn_tokens
+        fuller = len(shown.entries) < len(group) and self.settings.neighbour_tokens > 0
+        long = [self.tokens.tokens(e) for e in sent if self.tokens.tokens(e) > limit]
+        if fuller or long:
+
+            def form(kind: str) -> ContextBlock:
+                text, tokens, found = self.turn_lines(sent, group, zone, terms, kind)
+                return ContextBlock("recall", text, tokens, hit.id, found, hit.score)
+
+            shown.form = form
+            ids = {e.id for e in shown.entries}
+            shown.whole_tokens = tokens + sum(self.tokens.tokens(e) for e in group if e.id not in ids)
+            if long:  # a passage is about ``limit`` tokens, "..." marks aside
+                shown.passage_tokens = tokens - sum(long) + len(long) * (limit + 4)
+        return ContextBlock("recall", text, tokens, hit.id, shown, hit.score)
 
 
 def opening(text: str, limit: int, tokens: TokenCache) -> tuple[str, int]:
@@ -582,11 +609,9 @@ def opening(text: str, limit: int, tokens: TokenCache) -> tuple[str, int]:
 
 
 def _versions(block: ContextBlock) -> list[ContextBlock]:
-    """The block, its fuller forms and its form as passages."""
+    """The block and the other forms of it made so far."""
     item = block.item
-    if not isinstance(item, RecalledTurns):
-        return [block]
-    return [block, *item.fuller, *([item.passage] if item.passage is not None else [])]
+    return [block, *item.made.values()] if isinstance(item, RecalledTurns) else [block]
 
 
 def fit_recall(blocks: Sequence[ContextBlock], room: int) -> Fit:
@@ -600,26 +625,35 @@ def fit_recall(blocks: Sequence[ContextBlock], room: int) -> Fit:
     fit = fit_in_order(blocks, room)
     left = max(0, room) - fit.used
     shown = {e.id for b in fit.kept if isinstance(b.item, RecalledTurns) for e in b.item.entries}
-    if left > 0:
-        for i, block in enumerate(fit.kept):
-            for fuller in reversed(block.item.fuller if isinstance(block.item, RecalledTurns) else []):
-                more = {e.id for e in fuller.item.entries} - {e.id for e in block.item.entries}
-                if fuller.tokens - block.tokens <= left and not more & shown:
-                    left -= fuller.tokens - block.tokens
-                    shown |= more
-                    fit.kept[i] = fuller
-                    break
+    for i, block in enumerate(fit.kept):
+        if left < OPENING_LEAST:
+            break
+        if not isinstance(block.item, RecalledTurns) or block.item.form is None:
+            continue
+        for kind in ("whole", "open"):  # the opening is made only when the whole does not fit
+            if kind == "whole" and block.item.whole_tokens - block.tokens > left:
+                continue
+            fuller = block.item.fuller(kind, block.tokens)
+            if fuller is None:
+                continue
+            more = {e.id for e in fuller.item.entries} - {e.id for e in block.item.entries}
+            if fuller.tokens - block.tokens <= left and not more & shown:
+                left -= fuller.tokens - block.tokens
+                shown |= more
+                fit.kept[i] = fuller
+                break
     if left > 0:
         dropped: list[tuple[ContextBlock, DropReason]] = []
         for block, reason in fit.dropped:
             item = block.item
-            cut = item.passage if isinstance(item, RecalledTurns) else None
-            if cut is not None and cut.tokens <= left and not {e.id for e in cut.item.entries} & shown:
-                fit.kept.append(cut)
-                left -= cut.tokens
-                shown |= {e.id for e in cut.item.entries}
-            else:
-                dropped.append((block, reason))
+            if isinstance(item, RecalledTurns) and 0 < item.passage_tokens <= left:
+                cut = item.passage()
+                if cut is not None and cut.tokens <= left and not {e.id for e in cut.item.entries} & shown:
+                    fit.kept.append(cut)
+                    left -= cut.tokens
+                    shown |= {e.id for e in cut.item.entries}
+                    continue
+            dropped.append((block, reason))
         fit.dropped = dropped
     turns = [b for b in fit.kept if isinstance(b.item, RecalledTurns)]
     turns.sort(key=lambda b: min((e.seq for e in b.item.entries), default=0))
