@@ -160,6 +160,46 @@ async def test_semantic_context_is_scoped_and_thresholded(memory: BaseMemoryAdap
     assert no_input.semantic_results == [] and no_input.memory_context is None
 
 
+async def test_semantic_context_looks_past_the_vectors_memory_keeps_of_turns_and_items(
+    memory: BaseMemoryAdapter,
+) -> None:
+    """Turn and item vectors share the store with documents; however many of them sit nearer the
+    input than a document, the document is still found (and they are not semantic context)."""
+    thread = unwrap(await memory.create_thread("agent-1", {"user_id": "ana"}))
+    await conversation(memory, thread.id, ["hello", "hi"])
+    embedder = HashingEmbedder(64)
+    store = InMemoryEmbeddingAdapter()
+    await store.connect()
+    text = "machine learning is a field of artificial intelligence"
+    vector = await embedder.embed(text)
+    rows = [
+        {
+            "source_id": f"e{i}",
+            "source_type": "message",
+            "content": text,
+            "vector": vector,
+            "metadata": {"index": "messages" if i % 2 else "items"},
+        }
+        for i in range(300)
+    ]
+    unwrap(await store.add_embeddings(rows))
+    near = await embedder.embed(text + " and statistics")
+    doc = {
+        "source_id": "doc",
+        "source_type": "doc",
+        "content": text + " and statistics",
+        "vector": near,
+        "metadata": {},
+    }
+    unwrap(await store.add_embedding(doc))
+    b = ContextBuilder(
+        {"strategy": "recent", "include_semantic_context": True, "max_tokens": 2000},
+        {"memory_adapter": memory, "embedding_adapter": store, "embedding_service": embedder},
+    )
+    context = await b.build(thread.id, current_input=text)
+    assert [r.source_id for r in context.semantic_results] == ["doc"]
+
+
 async def test_a_disconnected_store_is_reported_not_raised(tmp_path: Path) -> None:
     memory = SQLiteAdapter(path=tmp_path / "t.db")
     await memory.connect()

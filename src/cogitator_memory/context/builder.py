@@ -26,6 +26,8 @@ from ..embeddings.base import EmbeddingServiceError
 from ..embeddings.cooldown import cooling, mark_failed, mark_working
 from ..errors import InvalidArgumentError, NotFoundError
 from ..items.records import MemoryItem
+from ..recall.indexed import MESSAGES_INDEX
+from ..recall.item_vectors import ITEMS_INDEX
 from ..recall.query import THREAD_ABOVE_CHARS, QueryAnalysis, analyze_query_async, check_query
 from ..result import unwrap
 from ..threads import tree
@@ -90,6 +92,10 @@ RELEVANT_WINDOW = 200
 RELEVANT_SEARCH_LIMIT = 50
 #: Semantic context: how many results, and the least cosine they need.
 SEMANTIC_LIMIT = 5
+#: The most vectors one semantic search looks through for them, past the ones memory keeps of
+#: turns and items (in the same store, not semantic context: they are recalled by their channels).
+SEMANTIC_MAX_SCAN = 1280
+_OWN_INDEXES = frozenset({MESSAGES_INDEX, ITEMS_INDEX})
 SEMANTIC_THRESHOLD = 0.7
 #: Facts read per build.
 FACTS_LIMIT = 100
@@ -589,13 +595,17 @@ class ContextBuilder(RelevanceRanking):
                 scope["agent_id"] = agent
             if user is not None:
                 scope["user_id"] = user
-            hits = unwrap(
-                await adapter.search(vector, limit=SEMANTIC_LIMIT * 4, threshold=SEMANTIC_THRESHOLD, filter=scope)
-            )
+            limit = SEMANTIC_LIMIT * 4
+            while True:
+                hits = unwrap(await adapter.search(vector, limit=limit, threshold=SEMANTIC_THRESHOLD, filter=scope))
+                # the vectors memory keeps of turns and items are recalled by their own channels
+                out = [h for h in hits if (h.metadata or {}).get("index") not in _OWN_INDEXES]
+                if len(out) >= SEMANTIC_LIMIT or len(hits) < limit or limit >= SEMANTIC_MAX_SCAN:
+                    break
+                limit *= 4  # a store full of turn vectors near the input: look further
         except Exception as exc:
             errors.append(ContextBuildError("semantic", exc))
             return []
-        out = [h for h in hits if (h.metadata or {}).get("index") != "messages"]
         return out[:SEMANTIC_LIMIT]
 
     # ----- hybrid recall -----------------------------------------------------------------------

@@ -50,6 +50,7 @@ from ..embeddings.base import EmbeddingService, EmbeddingServiceError
 from ..errors import ConflictError, InvalidArgumentError, StoreUnavailableError
 from ..index.build import turn_text
 from ..jobs import JobQueue
+from ..recall.indexed import MESSAGES_INDEX  # ``metadata.index`` of every vector the index writes
 from ..result import unwrap
 from ..threads.base import MemoryAdapter
 from ..threads.records import INDEX_KEY, USER_ID_KEY, ChangeEvent, MemoryEntry
@@ -61,8 +62,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("cogitator_memory")
 
-#: ``metadata.index`` of every vector the index writes.
-MESSAGES_INDEX = "messages"
 #: Longest text (characters) embedded for one entry.
 MAX_EMBED_CHARS = 8000
 #: Seconds after a failure before :meth:`MessageIndex.retry_failed` asks the service again.
