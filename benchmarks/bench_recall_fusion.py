@@ -5,7 +5,9 @@ question's cosine with each, the plain hybrid search's ranking); then each varia
 :data:`VARIANTS` (changes of ``RetrieverSettings`` over :data:`benchmarks.bench_recall.SETTINGS`)
 retrieves for every question, and recall@5/10/20 of its turn hits is printed for the tuning chats
 (1-10: where settings are chosen) and the held-out chats (11-20: where they are checked), with
-recall@10 per question type, each beside the first variant (the baseline of the run).
+recall@10 per question type, each beside the first variant (the baseline of the run). The
+default variants turn each switch on alone over the retriever with all of them off, then all
+on (the package defaults), then each off alone from the defaults.
 
 Run: ``python -m benchmarks.bench_recall_fusion [--chats N] [--variants JSON] [--json PATH]``;
 ``--variants`` is a JSON list of ``[name, changes]`` pairs (the first is the baseline).
@@ -25,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from cogitator_memory.embeddings.local import LocalEmbeddingService
+from cogitator_memory.recall.query import QUERY_KINDS
 
 from .beam import load_chats
 from .bench_recall import KS, SETTINGS, TUNE_CHATS, prepare
@@ -32,13 +35,19 @@ from .bench_retrieval import recall
 
 #: The variants measured by default: the retriever with every switch of this benchmark off,
 #: then each on alone, then all on (the package defaults).
-OFF: dict[str, Any] = {"hop_seeds": 0, "session_spread": 0.0, "speaker_from_question": False}
+NO_STANDING: dict[str, Any] = {"weights": {kind: {"standing": 0.0} for kind in QUERY_KINDS}}
+OFF: dict[str, Any] = {"hop_seeds": 0, "session_spread": 0.0, "speaker_from_question": False, **NO_STANDING}
 VARIANTS: list[tuple[str, dict[str, Any]]] = [
     ("all off", OFF),
     ("hop", {**OFF, "hop_seeds": None}),
     ("session spread", {**OFF, "session_spread": None}),
     ("speakers", {**OFF, "speaker_from_question": True}),
+    ("standing", {k: v for k, v in OFF.items() if k != "weights"}),
     ("defaults", {}),
+    ("defaults, no hop", {"hop_seeds": 0}),
+    ("defaults, no spread", {"session_spread": 0.0}),
+    ("defaults, no speakers", {"speaker_from_question": False}),
+    ("defaults, no standing", NO_STANDING),
 ]
 
 
@@ -122,13 +131,85 @@ async def run(chats_limit: int | None, variants: list[tuple[str, dict[str, Any]]
     return results
 
 
+async def latency(turns: int = 10_000, builds: int = 100, rounds: int = 3) -> dict[str, Any]:
+    """``build(hybrid)`` p50/p95 (ms) on SQLite at ``turns`` turns (the set-up of
+    :func:`benchmarks.bench_recall.latency`), with this benchmark's switches off and on (the
+    package defaults), taking turns on the same thread; each keeps its best round."""
+    import statistics
+    import tempfile
+    from datetime import timedelta
+
+    from cogitator_memory import SQLiteAdapter, frozen_clock, unwrap
+    from cogitator_memory.context import ContextBuilder, MessageIndex
+    from cogitator_memory.vectors import SQLiteEmbeddingAdapter
+
+    from .bench_recall import BUILD_SETTINGS, VectorTable
+    from .bench_retrieval import chat_vectors
+
+    model = LocalEmbeddingService(batch_size=16)
+    chats = load_chats()
+    table = VectorTable(model)
+    messages = []
+    for chat in chats:
+        table.add([m.content for m in chat.messages], await chat_vectors(chat, model))
+        messages.extend(chat.messages)
+    questions = [q.question for chat in chats for q in chat.questions][:builds]
+    table.add(questions, await model.embed_batch(questions))
+    folder = Path(tempfile.mkdtemp(prefix="recall-fusion-latency-"))
+    memory = SQLiteAdapter(path=folder / "threads.db")
+    await memory.connect()
+    store = SQLiteEmbeddingAdapter(path=folder / "vectors.db", dimensions=model.dimensions)
+    await store.connect()
+    index = MessageIndex(store=store, embedding=table, batch_size=256)
+    index.attach(memory)
+    thread = unwrap(await memory.create_thread("beam"))
+    start = chats[0].messages[0].anchor
+    assert start is not None
+    for i in range(turns):
+        message = messages[i % len(messages)]
+        with frozen_clock(start + timedelta(minutes=i)):
+            content = {"role": message.role or "user", "content": message.content}
+            unwrap(await memory.add_entry({"thread_id": thread.id, "message": content}))
+    await index.flush()
+    builders = {
+        name: ContextBuilder(
+            {"strategy": "hybrid", "recall": {**BUILD_SETTINGS, **_resolve(changes)}},
+            {"memory_adapter": memory, "embedding_service": table, "message_index": index},
+        )
+        for name, changes in (("switches off", OFF), ("defaults", {}))
+    }
+    out: dict[str, Any] = {}
+    for builder in builders.values():
+        for q in questions[:5]:
+            await builder.build(thread.id, current_input=q, max_tokens=4000)
+    for _round in range(rounds):
+        for name, builder in builders.items():
+            times = []
+            for q in questions:
+                t0 = time.perf_counter()
+                await builder.build(thread.id, current_input=q, max_tokens=4000)
+                times.append((time.perf_counter() - t0) * 1000)
+            times.sort()
+            p50, p95 = statistics.median(times), times[int(len(times) * 0.95) - 1]
+            if p95 < out.get(f"{name} p95 ms", float("inf")):
+                out[f"{name} p50 ms"], out[f"{name} p95 ms"] = p50, p95
+    await index.close()
+    await memory.disconnect()
+    await store.disconnect()
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m benchmarks.bench_recall_fusion [--chats N] [--variants JSON] [--json PATH]``."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_recall_fusion")
     parser.add_argument("--chats", type=int, default=None, help="only the first N chats")
     parser.add_argument("--variants", default=None, help="JSON list of [name, changes] (first is the baseline)")
     parser.add_argument("--json", default=None, help="write the per-question figures here")
+    parser.add_argument("--latency", action="store_true", help="build(hybrid) p95 at 10,000 turns, off and on")
     args = parser.parse_args(argv)
+    if args.latency:
+        print(json.dumps(asyncio.run(latency()), indent=2))
+        return 0
     variants = [(str(n), dict(c)) for n, c in json.loads(args.variants)] if args.variants else VARIANTS
     results = asyncio.run(run(args.chats, variants))
     print(table(results))

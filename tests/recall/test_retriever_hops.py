@@ -236,3 +236,30 @@ async def test_a_speaker_named_in_metadata_counts(memory: InMemoryAdapter) -> No
         "What did Ana think of the boat trip?", anchor=LATER, history=entries
     )
     assert ids(found)[0] == entries[0].id
+
+
+# ----- standing instructions and preferences -------------------------------------------------------
+
+
+async def test_a_standing_instruction_is_found_for_a_question_it_touches(memory: InMemoryAdapter) -> None:
+    entries = await thread_of(
+        memory,
+        [
+            ("user", "Always include version numbers when I ask about libraries."),
+            ("assistant", "Always happy to talk libraries!"),
+            *[("user", t) for t in FILLER[:6]],
+            ("user", "libraries libraries: the libraries list has flask and requests"),
+            ("user", "which libraries handle dates, and which libraries handle money?"),
+            ("user", "I prefer minimal libraries in this project"),
+        ],
+    )
+    rule, reply, preference = entries[0].id, entries[1].id, entries[-1].id
+    question = "Which libraries does my project use?"
+    off = MemoryRetriever({"weights": {kind: {"standing": 0.0} for kind in QUERY_KINDS}})
+    on = MemoryRetriever()
+    without = await off.retrieve(question, anchor=LATER, history=entries)
+    found = await on.retrieve(question, anchor=LATER, history=entries)
+    by_id = {h.id: h for h in found.hits}
+    assert set(by_id[rule].channels) >= {"standing"} and "standing" in by_id[preference].channels
+    assert "standing" not in by_id[reply].channels  # the assistant's words bind no one
+    assert ids(found).index(rule) < ids(without).index(rule)

@@ -39,6 +39,9 @@ class Doc(Generic[D]):
     term_set: frozenset[str]
     _folded: str | None = None
     times: list[TimeInterval] | None = None
+    #: Whether the document states a lasting instruction or preference (read when first asked,
+    #: see :mod:`~cogitator_memory.recall.standing`).
+    standing: bool | None = None
 
     @property
     def folded(self) -> str:

@@ -33,9 +33,14 @@ _SPREAD = re.compile(
 )
 
 
+#: The characters of a question read for whether it asks across the conversation.
+READ_CHARS = 2000
+
+
 def asks_across(question: str) -> bool:
-    """Whether ``question`` asks about something across the conversation (see the module docs)."""
-    return _SPREAD.search(question) is not None
+    """Whether ``question`` asks about something across the conversation (see the module docs),
+    read in its first :data:`READ_CHARS` characters."""
+    return _SPREAD.search(question, 0, READ_CHARS) is not None
 
 
 def hop_terms(
@@ -135,4 +140,4 @@ def session_spread(
     return out + scored[pool:]
 
 
-__all__ = ["asks_across", "hop_ranking", "hop_terms", "session_spread", "sessions"]
+__all__ = ["READ_CHARS", "asks_across", "hop_ranking", "hop_terms", "session_spread", "sessions"]

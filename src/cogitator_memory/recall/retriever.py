@@ -8,7 +8,10 @@ searched. Otherwise each channel ranks what it finds:
   ``time`` (turns said during the time the input names, or naming a time in it; for a temporal
   question naming no time, the turns the other channels found that name a time), ``entity``
   (turns naming, as whole words, the names in the input and the subjects of memory items it
-  names), and ``evidence`` (the turns the best items quote);
+  names), ``evidence`` (the turns the best items quote), ``standing`` (the user's turns stating
+  a lasting instruction or preference, :mod:`~cogitator_memory.recall.standing`) and ``hop`` (a
+  second search with the telling terms of the best turns of the others,
+  :mod:`~cogitator_memory.recall.hops`);
 - items: ``item_bm25``, ``item_vector`` (the item cosines the caller gives), ``item_entity``
   (items about a subject the input names), ``item_time`` (items whose time in the world overlaps
   the time the input names) and ``item_graph`` (a personalized PageRank walk over items and
@@ -16,8 +19,10 @@ searched. Otherwise each channel ranks what it finds:
 
 The rankings are fused by weighted reciprocal rank (weights by kind of question,
 :class:`~cogitator_memory.recall.RetrieverSettings`), each hit's score grows with the share of the
-input's terms it holds, a little for newer turns and for items sent to a model more often, the
-best ``mmr_pool`` are laid out by maximal marginal relevance (alike meaning sharing terms), and a
+input's terms it holds, a little for newer turns and for items sent to a model more often, by
+who said it (:mod:`~cogitator_memory.recall.speakers`), the hits of a question across the
+conversation are spread over its sessions, the best ``mmr_pool`` are laid out by maximal
+marginal relevance (alike meaning sharing terms), and a
 :class:`~cogitator_memory.recall.Reranker` reorders the best ``rerank_top``; one that fails leaves
 the order and is reported in ``errors``.
 
@@ -51,6 +56,7 @@ from .query import QueryAnalysis, analyze_query_async
 from .rerank import Reranker, check_results, reranked_order
 from .settings import Channel, RetrieverSettings, check_settings
 from .speakers import Asked, Participants, asked_speakers, participants, speaker_boost
+from .standing import standing_ranking
 
 HitKind = Literal["turn", "item"]
 
@@ -289,12 +295,18 @@ class MemoryRetriever:
                         quoted = ev.entry_id
                         if quoted is not None and quoted in entry_map and quoted not in evidence:
                             evidence.append(quoted)
+            standing: list[str] = []
+            if s.weight(analysis.kind, "standing") > 0:
+                if not asked_terms:
+                    asked_terms = _telling(corpus_t, stemmed_terms(analysis.terms))
+                standing = standing_ranking(corpus_t, asked_terms, turn_cos, s.depth, keep, s.rrf_k)
             turn_rankings: list[tuple[Channel, list[str]]] = [
                 ("vector", vector),
                 ("bm25", bm25),
                 ("time", time),
                 ("entity", entity),
                 ("evidence", evidence),
+                ("standing", standing),
             ]
             for channel, ranking in turn_rankings:
                 rankings.append((channel, [f"t:{r}" for r in ranking]))

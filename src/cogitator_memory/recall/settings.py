@@ -28,11 +28,13 @@ Channel: TypeAlias = Literal[
     "item_graph",
     "evidence",
     "hop",
+    "standing",
 ]
 #: Every channel: four find turns, five find items, ``evidence`` finds the turns the best
-#: items quote and ``hop`` the turns sharing telling terms with the best turns of the others.
+#: items quote, ``hop`` the turns sharing telling terms with the best turns of the others and
+#: ``standing`` the user's turns stating a lasting instruction or preference.
 CHANNELS: tuple[Channel, ...] = get_args(Channel)
-TURN_CHANNELS: tuple[Channel, ...] = ("vector", "bm25", "time", "entity", "evidence", "hop")
+TURN_CHANNELS: tuple[Channel, ...] = ("vector", "bm25", "time", "entity", "evidence", "hop", "standing")
 ITEM_CHANNELS: tuple[Channel, ...] = ("item_bm25", "item_vector", "item_entity", "item_time", "item_graph")
 
 _BASE: dict[Channel, float] = {
@@ -47,6 +49,7 @@ _BASE: dict[Channel, float] = {
     "item_graph": 0.5,
     "evidence": 0.6,
     "hop": 0.6,
+    "standing": 0.6,
 }
 
 

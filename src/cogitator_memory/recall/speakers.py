@@ -45,6 +45,8 @@ _ASKS_USER = re.compile(
     re.I,
 )
 _WORD = re.compile(r"\w+")
+#: The characters of a question read for whom it asks about (a long input is mostly pasted text).
+READ_CHARS = 2000
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +107,9 @@ class Asked:
 
 def asked_speakers(question: str, people: Participants) -> Asked:
     """Whom ``question`` asks about (see the module docs): participants it names as whole
-    words, and in a conversation with an assistant, "you" / "I" with a verb of telling."""
+    words, and in a conversation with an assistant, "you" / "I" with a verb of telling (in its
+    first :data:`READ_CHARS` characters)."""
+    question = question[:READ_CHARS]
     words = [w.casefold() for w in _WORD.findall(question)]
     names = frozenset(
         key
@@ -142,4 +146,4 @@ def speaker_boost(
     return 0.0
 
 
-__all__ = ["Asked", "Participants", "asked_speakers", "participants", "speaker_boost", "speaker_name"]
+__all__ = ["READ_CHARS", "Asked", "Participants", "asked_speakers", "participants", "speaker_boost", "speaker_name"]
