@@ -248,12 +248,16 @@ _EVENT_STOP = (
     r"(?:and|or|but|when|where|what|which|who|whom|why|how|did|do|does|was|were|is|are|i|we|you|he|she|they|it)"
 )
 _EVENT_TIME = re.compile(
-    rf"\b(?:(?:the|a|an)\s+)?(?:{COUNT}\s+)?(?P<u>minute|hour|day|night|week|fortnight|month|year)s?\s+"
+    r"\b(?P<u>minute|hour|day|night|week|fortnight|month|year)s?\s+"
     r"(?P<rel>before|after|prior\s+to|following|leading\s+up\s+to|ahead\s+of)\s+"
     r"(?P<event>(?:the|my|our|his|her|their|your|that|this)\s+[^\W\d_][\w'’\-]*"
     rf"(?:\s+(?!{_EVENT_STOP}\b)[^\W\d_][\w'’\-]*){{0,4}})",
     re.I,
 )
+# What may stand before the unit ("the", "two", "a few"), read back from it in a short window:
+# the pattern above starts at the unit word, so a text is scanned once for few candidates.
+_EVENT_LEAD = re.compile(rf"(?<![\w'’])(?:(?:the|a|an)\s+)?(?:{COUNT}\s+)\Z|(?<![\w'’])(?:the|a|an)\s+\Z", re.I)
+_LEAD_WINDOW = 40
 _EVENT_PRECISION: dict[str, Precision] = {
     "minute": "minute",
     "hour": "hour",
@@ -341,12 +345,18 @@ def find_event_times(text: str, limit: int = MAX_EVENT_TIMES) -> list[EventTime]
     for m in _EVENT_TIME.finditer(text):
         if len(out) >= limit:
             break
-        count = count_of(m.group("n"))[1] if m.group("n") else 1
+        start, end = m.span()
+        window = text[max(0, start - _LEAD_WINDOW) : start]
+        lead = _EVENT_LEAD.search(window)
+        count = 1
+        if lead is not None:
+            start -= len(window) - lead.start()
+            if lead.group("n"):
+                count = count_of(lead.group("n"))[1]
         relation = re.sub(r"\s+", " ", m.group("rel").lower())
         unit = m.group("u").lower()
-        out.append(
-            EventTime(m.group(0), m.span(), m.group("event"), relation not in ("after", "following"), count, unit)
-        )
+        before = relation not in ("after", "following")
+        out.append(EventTime(text[start:end], (start, end), m.group("event"), before, count, unit))
     return out
 
 
