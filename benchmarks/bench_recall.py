@@ -10,8 +10,11 @@ For each question with evidence:
 
 * **coverage**: ``build(strategy, current_input=question, max_tokens=2,000 or 4,000,
   as_of=the day after the chat's last date)`` for ``recent``, ``relevant`` and ``hybrid``; the share
-  of the evidence messages that are in the context (history entries, and for ``hybrid`` also the
-  recalled entries; a neighbour cut short beside a recalled turn does not count);
+  of the evidence messages whose whole text reaches the model (:func:`whole_turns`: the entry was
+  sent, in the history or in ``recalled["entries"]``, and its text, whitespace runs aside, is found
+  as one piece in the text of the context's messages, so a turn sent as a passage or cut short does
+  not count); ``<strategy>@<budget> ids`` is the counting before issue 34 (the entry sent in any
+  form, a clipped passage included);
 * **recall@5/10/20** of the turn hits of ``MemoryRetriever.retrieve(question, history=every
   turn, cosines=the question's cosine with each turn)``, beside the plain hybrid search of the
   vectors issue (``HybridSearch`` over the store with ``BM25(k1=3, b=1)``, RRF k=10, vector
