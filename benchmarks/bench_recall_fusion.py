@@ -7,7 +7,8 @@ retrieves for every question, and recall@5/10/20 of its turn hits is printed for
 (1-10: where settings are chosen) and the held-out chats (11-20: where they are checked), with
 recall@10 per question type, each beside the first variant (the baseline of the run). The
 default variants turn each switch on alone over the retriever with all of them off, then all
-on (the package defaults), then each off alone from the defaults.
+on (the package defaults), then each off alone from the defaults (the session spread, off by
+default, on).
 
 Run: ``python -m benchmarks.bench_recall_fusion [--chats N] [--variants JSON] [--json PATH]``;
 ``--variants`` is a JSON list of ``[name, changes]`` pairs (the first is the baseline).
@@ -40,12 +41,12 @@ OFF: dict[str, Any] = {"hop_seeds": 0, "session_spread": 0.0, "speaker_from_ques
 VARIANTS: list[tuple[str, dict[str, Any]]] = [
     ("all off", OFF),
     ("hop", {**OFF, "hop_seeds": None}),
-    ("session spread", {**OFF, "session_spread": None}),
+    ("session spread 0.5", {**OFF, "session_spread": 0.5}),
     ("speakers", {**OFF, "speaker_from_question": True}),
     ("standing", {k: v for k, v in OFF.items() if k != "weights"}),
     ("defaults", {}),
     ("defaults, no hop", {"hop_seeds": 0}),
-    ("defaults, no spread", {"session_spread": 0.0}),
+    ("defaults, spread 0.5", {"session_spread": 0.5}),
     ("defaults, no speakers", {"speaker_from_question": False}),
     ("defaults, no standing", NO_STANDING),
 ]
