@@ -111,11 +111,7 @@ def test_moved_vector_stores_still_answer_from_the_vectors_package() -> None:
 # ----- import circles ------------------------------------------------------------------------------
 
 #: Circles known and left for now, each with why; the test fails when one is gone (drop it here).
-KNOWN_CIRCLES = {
-    # Memory (the facade) hands itself to the search module's functions, typed under TYPE_CHECKING;
-    # runtime/memory.py is another change's to make.
-    ("cogitator_memory.runtime.memory", "cogitator_memory.runtime.search"): "the facade and its search functions",
-}
+KNOWN_CIRCLES: dict[tuple[str, ...], str] = {}
 
 
 def _folder_imports(path: Path) -> list[tuple[int, str]]:

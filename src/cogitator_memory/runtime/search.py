@@ -19,7 +19,7 @@ import logging
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from ..context.strategies import cosines
 from ..embeddings import cooldown
@@ -40,12 +40,22 @@ from ..recall.indexed import (
 )
 from ..recall.item_vectors import ITEMS_INDEX, item_vectors
 from ..recall.query import QueryAnalysis, analyze_query_async
-from ..recall.retriever import RecallHit
+from ..recall.retriever import MemoryRetriever, RecallHit
 from ..result import unwrap
 from ..threads.records import USER_ID_KEY
 
-if TYPE_CHECKING:
-    from .memory import Memory
+
+class Searched(Protocol):
+    """What a search reads of the memory it searches (a :class:`~cogitator_memory.runtime.Memory`):
+    its stores, its indexers and its retriever."""
+
+    adapter: Any
+    embedding_service: Any
+    message_index: Any
+    indexer: Any
+    vectors: Any
+    retriever: MemoryRetriever
+
 
 logger = logging.getLogger("cogitator_memory")
 
@@ -102,7 +112,7 @@ class SearchHit:
         }
 
 
-async def check_reader(memory: Memory, thread_id: str, user_id: str | None) -> None:
+async def check_reader(memory: Searched, thread_id: str, user_id: str | None) -> None:
     """Refuse (:class:`InvalidArgumentError`) a read of ``thread_id`` for ``user_id`` when the
     thread is another user's. A thread of no user, a missing thread, or a call for no user
     passes."""
@@ -219,7 +229,7 @@ async def indexed_items(
     return out
 
 
-async def _query_vector(memory: Memory, query: str) -> list[float] | None:
+async def _query_vector(memory: Searched, query: str) -> list[float] | None:
     """The query's vector, once the turns added a moment ago are embedded (waiting at most
     :data:`VECTOR_WAIT` seconds for them); ``None``, with a warning, when the embedding service
     fails: the search goes on by keywords, time and names. For :data:`EMBEDDING_COOLDOWN`
@@ -270,7 +280,7 @@ def check_kinds(kinds: object) -> tuple[SearchKind, ...]:
 
 
 async def search_memory(
-    memory: Memory,
+    memory: Searched,
     query: str,
     *,
     agent: str,
