@@ -263,3 +263,12 @@ async def test_a_standing_instruction_is_found_for_a_question_it_touches(memory:
     assert set(by_id[rule].channels) >= {"standing"} and "standing" in by_id[preference].channels
     assert "standing" not in by_id[reply].channels  # the assistant's words bind no one
     assert ids(found).index(rule) < ids(without).index(rule)
+
+
+async def test_standing_words_unrelated_to_the_question_are_not_found(memory: InMemoryAdapter) -> None:
+    entries = await thread_of(
+        memory, [("user", "Always include version numbers when I ask about libraries."), *[("user", t) for t in FILLER]]
+    )
+    found = await MemoryRetriever().retrieve("What colour is my bike?", anchor=LATER, history=entries)
+    assert ids(found)[0] == entries[1].id  # "my red bike needs oil today"
+    assert all("standing" not in h.channels for h in found.hits)

@@ -88,8 +88,8 @@ def standing_ranking(
     by_words = sorted(held, key=lambda r: -held[r])
     by_meaning = sorted((rid for rid in found if rid in cosines), key=lambda r: -cosines[r])
     rankings = [r for r in (by_words, by_meaning) if r]
-    if not rankings:
-        return found[:depth]
+    if not rankings:  # nothing ties them to the question
+        return []
     return [rid for rid, _score in reciprocal_rank_fusion(rankings, k=rrf_k)][:depth]
 
 
