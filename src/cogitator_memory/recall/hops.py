@@ -31,8 +31,6 @@ _SPREAD = re.compile(
     r"summar\w+|overview|recap)\b",
     re.I,
 )
-
-
 #: The characters of a question read for whether it asks across the conversation.
 READ_CHARS = 2000
 
@@ -48,8 +46,8 @@ def hop_terms(
 ) -> list[str]:
     """The ``count`` terms of the ``seeds`` (document ids of ``corpus``) that best tell them
     apart: not among ``asked``, held by another document and by at most ``most_share`` of them
-    (or by two), ranked by the
-    number of seeds holding them times their inverse document frequency."""
+    (or by two), ranked by the number of seeds holding them times their inverse document
+    frequency."""
     if count < 1 or not seeds:
         return []
     index = corpus.bm25
