@@ -90,6 +90,21 @@ async def test_the_hop_finds_a_piece_sharing_words_with_the_first_hit_not_with_t
     assert two.hits[1].channels == {"hop": 1}
 
 
+async def test_a_lookup_of_a_word_or_two_gets_no_hop(memory: InMemoryAdapter) -> None:
+    turns: list[tuple[str, str]] = [("user", "I added a currency column with an alembic migration")]
+    turns += [("user", text) for text in FILLER[:7]]
+    turns += [("user", "another alembic migration today: the merchant field goes in as well")]
+    turns += [("user", text) for text in FILLER[7:]]
+    entries = await thread_of(memory, turns)
+    found = await MemoryRetriever({"hop_seeds": 3}).retrieve("currency column", anchor=LATER, history=entries)
+    assert ids(found)[0] == entries[0].id
+    assert entries[8].id not in ids(found) and not any("hop" in h.channels for h in found.hits)
+    asked = await MemoryRetriever({"hop_seeds": 3}).retrieve(
+        "Which currency column did I add?", anchor=LATER, history=entries
+    )
+    assert entries[8].id in ids(asked), "a question of three terms or more hops"
+
+
 async def test_the_hop_weight_of_a_kind_of_question_turns_it_off(memory: InMemoryAdapter) -> None:
     turns: list[tuple[str, str]] = [
         ("user", "I added a currency column to the transactions table with an alembic migration")

@@ -64,6 +64,9 @@ _ID = attrgetter("id")
 _WORD = re.compile(r"\w+")
 #: The most names (of the input and of the items it names) the entity channel looks for.
 MAX_ENTITY_NAMES = 64
+#: The fewest terms an input needs for the ``hop`` channel: a search for a word or two ("banjo")
+#: looks that word up; a second hop from its best turns would add what is only near them.
+HOP_MIN_TERMS = 3
 #: Past this many turns, a term held by more than half of them is not searched by BM25 (its
 #: weight is under a tenth of a rare term's, and its postings cost the most to read).
 COMMON_TERMS_FROM = 2000
@@ -317,7 +320,12 @@ class MemoryRetriever:
         fused = reciprocal_rank_fusion(
             [r for _, r in rankings], k=s.rrf_k, weights=[s.weight(analysis.kind, c) for c, _ in rankings]
         )
-        if corpus_t is not None and s.hop_seeds and s.weight(analysis.kind, "hop") > 0:
+        if (
+            corpus_t is not None
+            and s.hop_seeds
+            and len(analysis.terms) >= HOP_MIN_TERMS  # a lookup of a word or two is no question of several pieces
+            and s.weight(analysis.kind, "hop") > 0
+        ):
             best_turns = list(itertools.islice((rid[2:] for rid, _ in fused if rid[0] == "t"), s.hop_seeds))
             if not asked_terms:
                 asked_terms = _telling(corpus_t, stemmed_terms(analysis.terms))

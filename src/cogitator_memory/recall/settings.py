@@ -105,7 +105,8 @@ class RetrieverSettings(BaseModel):
       question.
     - ``hop_seeds`` / ``hop_terms``: the ``hop`` channel searches again with the question's terms
       and the ``hop_terms`` most telling terms of the ``hop_seeds`` best turns the other
-      channels found (0 seeds: no second hop; see :mod:`~cogitator_memory.recall.hops`).
+      channels found (0 seeds: no second hop; an input of fewer than ``HOP_MIN_TERMS`` (3) terms,
+      a lookup of a word or two, gets none either; see :mod:`~cogitator_memory.recall.hops`).
     - ``session_spread`` / ``session_gap_hours``: for a question about something across the
       conversation ("over time", "in order", "summarize"), the best hits are taken so that each
       hit's score is divided by ``1 + session_spread * n``, ``n`` the hits of its session taken
