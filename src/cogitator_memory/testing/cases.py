@@ -14,7 +14,8 @@ public case class, makes one :class:`CaseList` of it, registers each ``case_*`` 
     @_case
     async def case_add_and_get(store: Any) -> None: ...
 
-:func:`expect_equal` and :func:`expect` raise ``AssertionError`` saying what differed.
+:func:`expect_equal`, :func:`expect` and :func:`expect_failed` raise ``AssertionError`` saying
+what differed.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
+
+from ..result import MemoryResult
 
 StoreT = TypeVar("StoreT")
 CaseT = TypeVar("CaseT", bound="NamedCase[Any]")
@@ -72,4 +75,23 @@ def expect(condition: bool, what: str) -> None:
         raise AssertionError(what)
 
 
-__all__ = ["CaseList", "NamedCase", "expect", "expect_equal"]
+def expect_failed(
+    result: MemoryResult[Any], what: str, error_type: type[Exception] | None = None, mentions: str = ""
+) -> str:
+    """Check that ``result`` failed, with a message, as ``error_type`` (or a subclass) when given,
+    its message naming ``mentions`` when given; the message."""
+    if result.success:
+        raise AssertionError(f"{what}: expected a failed result, got success with {result.data!r}")
+    message = result.error or ""
+    expect(bool(message), f"{what}: a failed result must carry a message")
+    if error_type is not None:
+        expect(
+            result.error_type is not None and issubclass(result.error_type, error_type),
+            f"{what}: expected a {error_type.__name__}, got {result.error_type} ({message})",
+        )
+    if mentions:
+        expect(mentions in message, f"{what}: the error should name {mentions!r}: {message}")
+    return message
+
+
+__all__ = ["CaseList", "NamedCase", "expect", "expect_equal", "expect_failed"]

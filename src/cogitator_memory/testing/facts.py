@@ -27,7 +27,7 @@ from ..clock import frozen_clock
 from ..errors import InvalidArgumentError, NotFoundError
 from ..items.facts import Fact
 from ..result import MemoryResult, unwrap
-from .cases import CaseList, NamedCase, expect, expect_equal
+from .cases import CaseList, NamedCase, expect, expect_equal, expect_failed
 
 FactCase = Callable[[Any], Awaitable[None]]
 
@@ -53,16 +53,7 @@ T0 = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
 AGENT = "concierge"
 
 
-def _fails(result: MemoryResult[Any], what: str, error_type: type[Exception], mentions: str = "") -> None:
-    if result.success:
-        raise AssertionError(f"{what}: expected a failed result, got success with {result.data!r}")
-    message = result.error or ""
-    _true(
-        result.error_type is not None and issubclass(result.error_type, error_type),
-        f"{what}: expected a {error_type.__name__}, got {result.error_type} ({message})",
-    )
-    if mentions:
-        _true(mentions in message, f"{what}: the error should name {mentions!r}: {message}")
+_fails = expect_failed
 
 
 async def _add(store: Any, content: str, **fields: Any) -> Fact:

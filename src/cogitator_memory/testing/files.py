@@ -26,8 +26,8 @@ from ..files.base import MemoryFileAdapter
 from ..files.errors import MEMORY_FILE_CONFLICT, MemoryFileConflictError
 from ..files.paths import MAX_FILE_BYTES, sha256_of
 from ..files.records import REDACTED_TEXT, MemoryFileVersion
-from ..result import MemoryResult, unwrap
-from .cases import CaseList, NamedCase, expect, expect_equal
+from ..result import unwrap
+from .cases import CaseList, NamedCase, expect, expect_equal, expect_failed
 
 FileCase = Callable[[Any], Awaitable[None]]
 
@@ -56,17 +56,7 @@ SHARED = {"agent_id": AGENT}
 _serial = itertools.count(1)
 
 
-def _fails(result: MemoryResult[Any], what: str, error_type: type[Exception], mentions: str = "") -> str:
-    if result.success:
-        raise AssertionError(f"{what}: expected a failed result, got success with {result.data!r}")
-    message = result.error or ""
-    _true(
-        result.error_type is not None and issubclass(result.error_type, error_type),
-        f"{what}: expected a {error_type.__name__}, got {result.error_type} ({message})",
-    )
-    if mentions:
-        _true(mentions in message, f"{what}: the error should name {mentions!r}: {message}")
-    return message
+_fails = expect_failed
 
 
 def _version(path: str = "/memories/notes.md", sequence: int = 1, **fields: Any) -> dict[str, Any]:

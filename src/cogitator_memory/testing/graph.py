@@ -19,7 +19,8 @@ from typing import Any
 
 from ..errors import ConflictError, InvalidArgumentError, NotFoundError
 from ..graph.checks import check_node_filter
-from ..result import MemoryResult, unwrap
+from ..result import unwrap
+from .cases import expect_failed
 
 GraphCase = Callable[[Any], Awaitable[None]]
 AGENT = "concierge"
@@ -54,13 +55,7 @@ def _eq(actual: Any, expected: Any, what: str) -> None:
         raise AssertionError(f"{what}: expected {expected!r}, got {actual!r}")
 
 
-def _fails(result: MemoryResult[Any], what: str, error_type: type[Exception], mentions: str = "") -> None:
-    if result.success:
-        raise AssertionError(f"{what}: expected a failure, got {result.data!r}")
-    if result.error_type is None or not issubclass(result.error_type, error_type):
-        raise AssertionError(f"{what}: expected {error_type.__name__}, got {result.error_type!r}: {result.error}")
-    if mentions and mentions not in (result.error or ""):
-        raise AssertionError(f"{what}: the message should name {mentions!r}: {result.error}")
+_fails = expect_failed
 
 
 def _node(node_id: str, name: str, type_: str = "person", **fields: Any) -> dict[str, Any]:

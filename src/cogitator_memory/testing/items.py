@@ -25,7 +25,7 @@ from ..errors import ConflictError, InvalidArgumentError, NotFoundError
 from ..items.base import MemoryItemAdapter
 from ..items.records import ItemUpdate, MemoryItem
 from ..result import MemoryResult, unwrap
-from .cases import CaseList, NamedCase, expect, expect_equal
+from .cases import CaseList, NamedCase, expect, expect_equal, expect_failed
 
 ItemCase = Callable[[Any], Awaitable[None]]
 
@@ -52,19 +52,7 @@ AGENT = "concierge"
 _serial = itertools.count(1)
 
 
-def _fails(result: MemoryResult[Any], what: str, error_type: type[Exception] | None = None, mentions: str = "") -> str:
-    if result.success:
-        raise AssertionError(f"{what}: expected a failed result, got success with {result.data!r}")
-    message = result.error or ""
-    _true(bool(message), f"{what}: a failed result must carry a message")
-    if error_type is not None:
-        _true(
-            result.error_type is not None and issubclass(result.error_type, error_type),
-            f"{what}: expected a {error_type.__name__}, got {result.error_type} ({message})",
-        )
-    if mentions:
-        _true(mentions in message, f"{what}: the error should name {mentions!r}: {message}")
-    return message
+_fails = expect_failed
 
 
 def _item(**fields: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 from ..result import MemoryResult, unwrap
 from ..threads.base import MemoryAdapter
 from ..threads.records import MemoryEntry, Thread
-from .cases import NamedCase, expect, expect_equal
+from .cases import NamedCase, expect, expect_equal, expect_failed
 
 Case = Callable[[MemoryAdapter], Awaitable[None]]
 
@@ -26,19 +26,7 @@ _true = expect
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 
-def _fails(result: MemoryResult[Any], what: str, error_type: type[Exception] | None = None, mentions: str = "") -> str:
-    if result.success:
-        raise AssertionError(f"{what}: expected a failed result, got success with {result.data!r}")
-    message = result.error or ""
-    _true(bool(message), f"{what}: a failed result must carry a message")
-    if error_type is not None:
-        _true(
-            result.error_type is not None and issubclass(result.error_type, error_type),
-            f"{what}: expected a {error_type.__name__}, got {result.error_type} ({message})",
-        )
-    if mentions:
-        _true(mentions in message, f"{what}: the error should name {mentions!r}: {message}")
-    return message
+_fails = expect_failed
 
 
 async def _thread(store: MemoryAdapter, agent: str = "agent-1", **metadata: Any) -> Thread:
