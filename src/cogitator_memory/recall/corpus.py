@@ -88,6 +88,22 @@ class Corpus(Generic[D]):
             self._pending.clear()
         return self._bm25
 
+    def doc_freqs(self, terms: Iterable[str]) -> tuple[int, dict[str, int]]:
+        """How many documents there are, and how many hold each of ``terms``: from the BM25
+        index once built, else counted over the documents' term sets (a lazy corpus is not
+        indexed whole for a few terms: that costs a document's every term)."""
+        wanted = list(dict.fromkeys(terms))
+        if not self._pending:
+            index = self._bm25
+            return len(index), {t: index.doc_freq(t) for t in wanted}
+        counts = dict.fromkeys(wanted, 0)
+        for doc in self.docs.values():
+            held = doc.term_set
+            for term in wanted:
+                if term in held:
+                    counts[term] += 1
+        return len(self.docs), counts
+
     def _index_add(self, rid: str, terms: list[str]) -> None:
         if self.lazy:
             self._pending.add(rid)

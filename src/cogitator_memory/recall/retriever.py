@@ -322,6 +322,7 @@ class MemoryRetriever:
         )
         if (
             corpus_t is not None
+            and not corpus_t.lazy  # candidates of an index search: a hop would index them all again
             and s.hop_seeds
             and len(analysis.terms) >= HOP_MIN_TERMS  # a lookup of a word or two is no question of several pieces
             and s.weight(analysis.kind, "hop") > 0
@@ -543,11 +544,10 @@ def _said_between(corpus: Any, start: datetime, end: datetime) -> list[str]:
 
 def _telling(corpus: Any, terms: Sequence[str]) -> list[str]:
     """``terms`` without those more than half of a large corpus holds (see :data:`COMMON_TERMS_FROM`)."""
-    index = corpus.bm25
-    size = len(index)
-    if size < COMMON_TERMS_FROM:
+    if len(corpus.docs) < COMMON_TERMS_FROM:
         return list(terms)
-    kept = [t for t in terms if index.doc_freq(t) * 2 <= size]
+    size, held = corpus.doc_freqs(terms)
+    kept = [t for t in terms if held[t] * 2 <= size]
     return kept or list(terms)
 
 

@@ -75,9 +75,8 @@ def standing_ranking(
     found = [rid for rid in standing_turns(corpus) if keep is None or keep(rid)]
     if not found:
         return []
-    index = corpus.bm25
-    size = len(index)
-    weight = {t: math.log(1 + size / df) for t in dict.fromkeys(asked) if (df := index.doc_freq(t))}
+    size, held_by = corpus.doc_freqs(asked)
+    weight = {t: math.log(1 + size / df) for t, df in held_by.items() if df}
     asked_set = weight.keys()
     docs = corpus.docs
     held: dict[str, float] = {}
