@@ -31,8 +31,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self, cast
 
-from .. import clock as package_clock
-from ..cascade.records import CascadeCounts
 from ..cascade.service import MemoryCascade
 from ..context.builder import ContextBuilder
 from ..context.config import ContextStrategy
@@ -44,11 +42,11 @@ from ..errors import ConflictError, InvalidArgumentError, MemoryStoreError
 from ..facts.core import CoreFacts
 from ..files.base import is_memory_file_adapter
 from ..files.service import MemoryFiles
-from ..files.tools import MemoryFileTool, ToolAnswer
+from ..files.tools import MemoryFileTool
 from ..ids import thread_id as new_thread_id
 from ..index.base import is_recall_index
 from ..index.indexer import RecallIndexer
-from ..items.records import MemoryItem, MemoryScope, NewMemoryItem
+from ..items.records import MemoryItem, NewMemoryItem
 from ..items.service import MemoryItems
 from ..models.convert import from_anthropic_messages, from_openai_messages
 from ..recall.query import check_query
@@ -57,21 +55,21 @@ from ..result import unwrap
 from ..threads import tree
 from ..threads.base import BaseMemoryAdapter
 from ..threads.records import REDACTED_KEY, MemoryEntry, Message, NewMemoryEntry
-from ..upkeep.brief import BriefCard, BriefSource, MemoryBriefer
-from ..upkeep.consolidation import DedupeReport, MemoryConsolidator
-from ..upkeep.observations import MemoryObservations, RefreshReport
-from ..upkeep.playbook import FoldResult
+from ..upkeep.brief import MemoryBriefer
+from ..upkeep.consolidation import MemoryConsolidator
+from ..upkeep.observations import MemoryObservations
 from ..vectors.base import EmbeddingAdapter
+from .between_runs import BetweenRuns, ConsolidationReport
 from .config import ConfigError, MemoryConfig, coerce_config
+from .forgetting import Forgetting
 from .search import SearchHit, check_reader, search_memory
+from .tool_calls import MemoryTools
 
 if TYPE_CHECKING:
     from ..compat.mem0 import Mem0Compat
 
 logger = logging.getLogger(__name__)
 
-#: The (agent, user) memory file tools a Memory keeps, the most recently used (see ``_file_tool``).
-FILE_TOOLS_KEPT = 1024
 
 MessageFormat = Literal["openai", "anthropic"]
 #: The Anthropic content blocks OpenAI's messages never hold.
@@ -108,16 +106,6 @@ class AddResult:
     entries: list[MemoryEntry] = field(default_factory=list)
     errors: list[AddError] = field(default_factory=list)
     replayed: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class ConsolidationReport:
-    """What :meth:`Memory.consolidate` did: the ``dedupe`` pass (``None`` when the config turns
-    it off or memory is disabled) and the lessons folded into the playbook (``fold``: ``None``
-    when it is off or nothing was folded)."""
-
-    dedupe: DedupeReport | None = None
-    fold: FoldResult | None = None
 
 
 def _keyed_ids(thread_id: str, key: str, count: int) -> list[str]:
@@ -182,7 +170,7 @@ def store_key(config: MemoryConfig) -> str:
     return "memory.connection_string"
 
 
-class Memory:
+class Memory(MemoryTools, BetweenRuns, Forgetting):
     """Memory for one application, set up from a :class:`MemoryConfig` (see the module docstring).
 
     ``config`` is a :class:`MemoryConfig`, a dict of the ``memory`` section, the path of a
@@ -810,297 +798,6 @@ class Memory:
         )
         self._count_sent(built)
         return built
-
-    # ----- facts: the memory tools -------------------------------------------------------------
-
-    async def core_facts(self, *, user_id: str | None = None, agent_id: str | None = None) -> CoreFacts:
-        """The core facts of ``user_id`` (shared ones without), ready to use."""
-        self._require()
-        agent = self._agent(agent_id)
-        user = tree.check_optional_id("user_id", user_id)
-        key = (agent, user)
-        facts = self._core.get(key)
-        if facts is None:
-            scope: dict[str, Any] = {"agent_id": "core"}
-            if user is not None:
-                scope["user_id"] = user
-            facts = CoreFacts(adapter=self.adapter, scope=scope)  # type: ignore[arg-type]
-            await facts.initialize()
-            self._core[key] = facts
-        return facts
-
-    async def facts(self, *, user_id: str | None = None, agent_id: str | None = None) -> dict[str, str]:
-        """Every core fact of ``user_id`` (shared ones without), key -> value."""
-        return await (await self.core_facts(user_id=user_id, agent_id=agent_id)).get_all()
-
-    async def remember(
-        self,
-        fact: str,
-        *,
-        category: str | None = None,
-        core_fact_key: str | None = None,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-    ) -> dict[str, Any]:
-        """Save ``fact`` in the knowledge graph (the ``remember`` memory tool); with
-        ``core_fact_key`` it is saved as that core fact too."""
-        arguments: dict[str, Any] = {"fact": fact}
-        if category is not None:
-            arguments["category"] = category
-        if core_fact_key is not None:
-            arguments["is_core_fact"] = True
-            arguments["core_fact_key"] = core_fact_key
-        return await self.run_tool("remember", arguments, user_id=user_id, agent_id=agent_id)
-
-    async def recall(self, query: str, *, user_id: str | None = None, agent_id: str | None = None) -> dict[str, Any]:
-        """The facts whose text matches ``query`` (up to 10) and every core fact (the ``recall`` tool)."""
-        return await self.run_tool("recall", {"query": query}, user_id=user_id, agent_id=agent_id)
-
-    async def forget(
-        self, query: str, *, take_all: bool = False, user_id: str | None = None, agent_id: str | None = None
-    ) -> dict[str, Any]:
-        """Delete every fact whose text matches ``query`` (the ``forget`` tool). A broad query
-        (see :func:`~cogitator_memory.tools.memory.is_broad`) deletes nothing and lists what it
-        would take, unless ``take_all``."""
-        if not isinstance(take_all, bool):
-            raise InvalidArgumentError("take_all", f"must be true or false, got {take_all!r}")
-        return await self.run_tool("forget", {"query": query, "all": take_all}, user_id=user_id, agent_id=agent_id)
-
-    async def run_tool(
-        self, name: str, arguments: Mapping[str, Any], *, user_id: str | None = None, agent_id: str | None = None
-    ) -> dict[str, Any]:
-        """Run the memory tool ``name`` (``remember``, ``recall``, ``forget`` of
-        :func:`cogitator_memory.tools.create_memory_tools`) with ``arguments`` in the memory of
-        ``{agent_id, user_id}``; its answer as a dict. Bad arguments raise
-        :class:`InvalidArgumentError` naming the argument."""
-        self._require()
-        agent = self._agent(agent_id)
-        user = tree.check_optional_id("user_id", user_id)
-        if not self.enabled:
-            raise MemoryStoreError("memory is disabled: the store could not be reached when it started")
-        if self.graph is None:
-            raise MemoryStoreError(f"the knowledge graph is off: remember, recall and forget need it ({name})")
-        tools = self._tools.get((agent, user))
-        if tools is None:
-            from ..tools import create_memory_tools
-
-            scope: dict[str, Any] = {"agent_id": agent}
-            if user is not None:
-                scope["user_id"] = user
-            made = create_memory_tools(
-                graph_adapter=self.graph,
-                agent_id=agent,
-                core_facts=await self.core_facts(user_id=user, agent_id=agent),
-                embedding_service=self.embedding_service,
-                scope=scope,
-            )
-            tools = {tool.name: tool for tool in made}
-            self._tools[(agent, user)] = tools
-        tool = tools.get(name)
-        if tool is None:
-            raise InvalidArgumentError("name", f"must be one of {', '.join(tools)}, got {name!r}")
-        answer: dict[str, Any] = await tool.handler(tool.check_arguments(arguments))
-        return answer
-
-    # ----- memory files ------------------------------------------------------------------------
-
-    async def memory_file_tool(
-        self, command: Mapping[str, Any] | str, *, user_id: str | None = None, agent_id: str | None = None
-    ) -> ToolAnswer:
-        """Answer one memory tool command (``view``, ``create``, ``str_replace``, ``insert``,
-        ``delete``, ``rename``) in the files of ``{agent_id, user_id}``; a refused command is an
-        answer with ``is_error`` set."""
-        self._require()
-        if self.files is None:
-            raise MemoryStoreError("memory files are off (files.enabled: false)")
-        tool = self._file_tool(self._agent(agent_id), tree.check_optional_id("user_id", user_id))
-        return await tool.run(dict(command) if isinstance(command, Mapping) else command)
-
-    def _file_tool(self, agent: str, user: str | None) -> MemoryFileTool:
-        """The memory file tool of ``{agent, user}``: it sends the checksum of the version it last
-        showed them with every change, so an edit of a file another writer changed since is
-        refused (the most recent :data:`FILE_TOOLS_KEPT` callers are remembered)."""
-        assert self.files is not None
-        key = (agent, user)
-        tool = self._file_tools.get(key)
-        if tool is None:
-            scope: dict[str, Any] = {"agent_id": agent}
-            if user is not None:
-                scope["user_id"] = user
-            tool = self._file_tools[key] = MemoryFileTool(self.files, {"scope": scope})
-            while len(self._file_tools) > FILE_TOOLS_KEPT:
-                self._file_tools.popitem(last=False)
-        else:
-            self._file_tools.move_to_end(key)
-        return tool
-
-    # ----- between runs: brief, observations, consolidation ------------------------------------
-
-    def _scope(self, agent_id: str | None, user_id: str | None) -> MemoryScope:
-        return MemoryScope(agent_id=self._agent(agent_id), user_id=tree.check_optional_id("user_id", user_id))
-
-    def _model(self, call: str) -> Any:
-        if self.summarize is None:
-            raise MemoryStoreError(f"{call} asks a model: add a 'model' section to the memory config")
-        return self.summarize
-
-    async def brief(
-        self,
-        input: str,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        thread_id: str | None = None,
-        limit: int = 10,
-    ) -> list[BriefCard]:
-        """The cards of a brief for the turn whose input is ``input``: what :meth:`search` finds
-        for it (at most ``limit`` hits, ``thread_id`` to look in one thread) is shown to the model,
-        and only the cards that quote one of those hits word for word are kept (at most
-        ``brief.max_cards``). ``[]``, with no model call, for a blank input or when nothing is
-        found. Render them with :func:`~cogitator_memory.upkeep.brief_block` and give that to
-        :meth:`build_context` as ``brief``."""
-        self._require()
-        if not isinstance(input, str):
-            raise InvalidArgumentError("input", f"must be a string, got {type(input).__name__}")
-        self._model("brief")
-        if not input.strip():
-            self._scope(agent_id, user_id)
-            return []
-        hits = await self.search(input, user_id=user_id, agent_id=agent_id, thread_id=thread_id, limit=limit)
-        sources = [
-            BriefSource(
-                ref=f"{'turn' if hit.kind == 'entry' else 'item'}:{hit.id}",
-                text=hit.text,
-                date=hit.created_at.date().isoformat() if hit.created_at is not None else None,
-            )
-            for hit in hits
-        ]
-        assert self.briefer is not None
-        return await self.briefer.brief(input, sources)
-
-    async def refresh_observations(self, *, user_id: str | None = None, agent_id: str | None = None) -> RefreshReport:
-        """Write again the observations of the scope ``{agent_id, user_id}`` whose facts changed
-        (at most ``observations.max_entities`` model calls) and delete those whose entity has
-        fewer than ``observations.min_items`` facts. :meth:`build_context` shows up to three of
-        them next to the facts when the input names their entity."""
-        self._require()
-        scope = self._scope(agent_id, user_id)
-        if self.observations is None:
-            raise MemoryStoreError("observations are memory files, and memory files are off (files.enabled: false)")
-        summarize = self._model("refresh_observations")
-        if not self.enabled:
-            return RefreshReport()
-        cfg = self.config.observations
-        return await self.observations.refresh(
-            scope, summarize=summarize, max_entities=cfg.max_entities, min_items=cfg.min_items
-        )
-
-    async def consolidate(
-        self, *, user_id: str | None = None, agent_id: str | None = None, since: datetime | None = None
-    ) -> ConsolidationReport:
-        """Look over the memory items of exactly ``{agent_id, user_id}`` as the ``consolidation``
-        config says: mark stale the repeats and contradictions (``dedupe``; ``since`` looks only at
-        subjects with an item recorded after it, as :meth:`MemoryConsolidator.dedupe
-        <cogitator_memory.upkeep.MemoryConsolidator.dedupe>` reports in ``through``), then fold the
-        lessons into the playbook (``fold_lessons``, a draft with ``playbook: shadow``)."""
-        self._require()
-        scope = self._scope(agent_id, user_id)
-        after = tree.check_datetime("since", since)
-        cfg = self.config.consolidation
-        summarize = self._model("consolidate")
-        if not self.enabled:
-            return ConsolidationReport()
-        dedupe: DedupeReport | None = None
-        fold: FoldResult | None = None
-        if self.consolidator is None:
-            raise MemoryStoreError("consolidation needs a store that keeps memory files")
-        if cfg.dedupe:
-            dedupe = await self.consolidator.dedupe(
-                scope, summarize=summarize, since=after, max_changes=cfg.max_changes, max_subjects=cfg.max_subjects
-            )
-        if cfg.fold_lessons and self.files is not None:
-            fold = await self.consolidator.fold_lessons(scope, summarize=summarize, mode=cfg.playbook)
-        return ConsolidationReport(dedupe=dedupe, fold=fold)
-
-    # ----- forgetting: the cascade -------------------------------------------------------------
-
-    async def _cascade(self) -> MemoryCascade:
-        """The cascade, once what the indexes have queued is written: a turn added a moment ago
-        is in the indexes before it is forgotten, never written into them after."""
-        self._require()
-        if not self.enabled or self.cascade is None:
-            raise MemoryStoreError("memory is disabled: the store could not be reached when it started")
-        if self.indexer is not None:
-            await self.indexer.flush()
-        if self.message_index is not None:
-            await self.message_index.flush()
-        return self.cascade
-
-    async def delete_entries(
-        self, entry_ids: Sequence[str], *, agent_id: str | None = None, keep_replies: bool = False
-    ) -> CascadeCounts:
-        """Delete entries with their replies (unless ``keep_replies``), their copies in forks and
-        everything memory derived from them: summaries over them, the items, facts, graph
-        nodes and edges, vectors, file versions, observations and playbook rules that stood on
-        them (see :meth:`MemoryCascade.delete_entries
-        <cogitator_memory.cascade.MemoryCascade.delete_entries>`). ``agent_id`` (default the
-        config's) is searched besides the agents of the threads touched."""
-        cascade = await self._cascade()
-        agent = self._agent(agent_id)
-        return await cascade.delete_entries(entry_ids, {"agent_ids": [agent]}, keep_replies=keep_replies)
-
-    async def redact_entries(
-        self,
-        entry_ids: Sequence[str],
-        *,
-        reason: str | None = None,
-        agent_id: str | None = None,
-        keep_replies: bool = False,
-    ) -> CascadeCounts:
-        """Redact entries in place (their text becomes ``[redacted]``, their place in the thread
-        stays; ``reason`` is recorded), with their replies (unless ``keep_replies``) and copies in
-        forks, and take what memory derived from them, as :meth:`delete_entries` does."""
-        cascade = await self._cascade()
-        agent = self._agent(agent_id)
-        if reason is not None and not isinstance(reason, str):
-            raise InvalidArgumentError("reason", f"must be text or None, got {type(reason).__name__}")
-        redaction: dict[str, Any] = {"at": package_clock.now(), "reason": reason}
-        return await cascade.redact_entries(entry_ids, redaction, {"agent_ids": [agent]}, keep_replies=keep_replies)
-
-    async def rewind(self, thread_id: str, to_entry_id: str, *, agent_id: str | None = None) -> CascadeCounts:
-        """Move the thread back to ``to_entry_id`` (the entries after it stay, on a branch of
-        their own) after marking stale the memory items that stood only on those entries."""
-        cascade = await self._cascade()
-        tid = tree.check_id("thread_id", thread_id)
-        eid = tree.check_id("to_entry_id", to_entry_id)
-        agent = self._agent(agent_id)
-        return await cascade.rewind(tid, eid, {"agent_ids": [agent]})
-
-    async def delete_thread(self, thread_id: str, *, agent_id: str | None = None) -> CascadeCounts:
-        """Delete a thread whole with what memory derived from it and what was kept for it
-        alone, and the copies of its entries in its forks."""
-        cascade = await self._cascade()
-        tid = tree.check_id("thread_id", thread_id)
-        agent = self._agent(agent_id)
-        return await cascade.delete_thread(tid, {"agent_ids": [agent]})
-
-    async def forget_user(self, user_id: str, *, agent_id: str | None = None) -> CascadeCounts:
-        """Forget a user: their threads whole, what they wrote in threads of others, what was
-        kept for them (memory items, core facts, memory files, observations, graph facts) and the
-        vectors of their turns. ``agent_id`` (default the config's) is searched besides the agents
-        of their threads; their core facts (agent ``core``) always are."""
-        cascade = await self._cascade()
-        user = tree.check_id("user_id", user_id)
-        agent = self._agent(agent_id)
-        for key in [k for k in self._core if k[1] == user]:
-            await self._core.pop(key).close()
-        for key in [k for k in self._tools if k[1] == user]:
-            del self._tools[key]
-        counts = await cascade.delete_user(user, {"agent_ids": [agent]})
-        if self.indexer is not None:
-            await self.indexer.flush()
-            unwrap(await cast(Any, self.adapter).delete_recall_scope(user_id=user))
-        return counts
 
 
 __all__ = [
