@@ -83,7 +83,7 @@ from .sections import (
 )
 from .sources import ContextBuilderDeps, check_deps
 from .strategies import fit_recent, fit_relevant
-from .turn_context import CLOSE_TAG, OPEN_TAG, format_turn_context
+from .turn_context import format_turn_context
 
 _T = TypeVar("_T")
 
@@ -562,7 +562,7 @@ class ContextBuilder(MemorySections, RelevanceRanking):
             if any(isinstance(b.item, MemoryItem) for b in recalled):
                 heads.append(ITEMS_HEADING)
             overhead["recall"] = overhead.get("recall", 0) + sum(self._tokens.text_tokens(h) + 2 for h in heads)
-        framing = self._tokens.text_tokens(OPEN_TAG) + self._tokens.text_tokens(CLOSE_TAG) + MESSAGE_OVERHEAD + 1
+        framing = self._framing_tokens()
         if "brief" in blocks:
             overhead["brief"] = overhead.get("brief", 0) + framing
         else:

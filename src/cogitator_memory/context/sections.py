@@ -78,6 +78,10 @@ class MemorySections:
             self, thread_id: str, agent_id: str | None, user_id: str | None
         ) -> tuple[str | None, str | None]: ...
 
+    def _framing_tokens(self) -> int:
+        """What the memory context's framing costs: its opening and closing tags and its message."""
+        return self._tokens.text_tokens(OPEN_TAG) + self._tokens.text_tokens(CLOSE_TAG) + MESSAGE_OVERHEAD + 1
+
     async def _load_graph(
         self,
         thread_id: str,
@@ -119,8 +123,7 @@ class MemorySections:
         """The graph's blocks at the end of the recall partition, with their heading (and the
         memory context's framing when nothing else frames it)."""
         if "brief" not in blocks and "recall" not in blocks:
-            framing = self._tokens.text_tokens(OPEN_TAG) + self._tokens.text_tokens(CLOSE_TAG) + MESSAGE_OVERHEAD + 1
-            overhead["recall"] = overhead.get("recall", 0) + framing
+            overhead["recall"] = overhead.get("recall", 0) + self._framing_tokens()
         blocks["recall"] = [*blocks.get("recall", ()), *graph.blocks]
         overhead["recall"] = overhead.get("recall", 0) + self._tokens.text_tokens(GRAPH_HEADING) + 2
 
@@ -178,8 +181,7 @@ class MemorySections:
         if not texts:
             return
         if not any(part in blocks for part in ("brief", "facts", "recall")):
-            framing = self._tokens.text_tokens(OPEN_TAG) + self._tokens.text_tokens(CLOSE_TAG) + MESSAGE_OVERHEAD + 1
-            overhead["facts"] = overhead.get("facts", 0) + framing
+            overhead["facts"] = overhead.get("facts", 0) + self._framing_tokens()
         made = [
             ContextBlock("facts", t, self._tokens.text_tokens(t) + 2, f"observation:{o.path}", _Observed(o))
             for o, t in texts

@@ -23,7 +23,7 @@ from typing import Any, Literal, Protocol
 
 from ..context.strategies import cosines
 from ..embeddings import cooldown
-from ..embeddings.cooldown import EMBEDDING_COOLDOWN, cooling, mark_failed, mark_working
+from ..embeddings.cooldown import cooling, mark_failed, mark_working
 from ..errors import InvalidArgumentError, MemoryStoreError
 from ..index.base import is_recall_index
 from ..index.build import CORE_AGENT, turn_text
@@ -232,7 +232,7 @@ async def indexed_items(
 async def _query_vector(memory: Searched, query: str) -> list[float] | None:
     """The query's vector, once the turns added a moment ago are embedded (waiting at most
     :data:`VECTOR_WAIT` seconds for them); ``None``, with a warning, when the embedding service
-    fails: the search goes on by keywords, time and names. For :data:`EMBEDDING_COOLDOWN`
+    fails: the search goes on by keywords, time and names. For :data:`~cogitator_memory.embeddings.cooldown.EMBEDDING_COOLDOWN`
     seconds after a failure the service is not asked (nor waited for): ``None`` at once, with
     a warning."""
     assert memory.message_index is not None
@@ -412,7 +412,6 @@ def _hit(hit: RecallHit, stored: dict[str, Any], facts: set[str], files: set[str
 
 
 __all__ = [
-    "EMBEDDING_COOLDOWN",
     "SEARCH_KINDS",
     "FoundItems",
     "SearchHit",
