@@ -27,12 +27,15 @@ _MARKER = re.compile(r"\s*->->\s*\d+\s*,\s*\d+\s*$")
 @dataclass(frozen=True)
 class Message:
     """One message of a chat: its integer id (unique in the chat), role and text, and the date
-    of the batch it belongs to (``time_anchor`` of the batch, ``None`` when it has none)."""
+    of the batch it belongs to (``time_anchor`` of the batch, ``None`` when it has none); a
+    set of chats between named people (:mod:`benchmarks.chitchat`) gives who said it in ``name``
+    (BEAM does not)."""
 
     id: int
     role: str
     content: str
     anchor: datetime | None = None
+    name: str | None = None
 
 
 def parse_anchor(value: object) -> datetime | None:

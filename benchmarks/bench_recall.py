@@ -25,8 +25,12 @@ chats 1-10 only). ``latency`` times ``build(strategy="hybrid")`` on SQLite at 10
 BEAM messages, repeated) with a message index on the SQLite embedding store; the input's vector
 comes from the cache, so its one embedding is not in the figure.
 
-Run: ``python -m benchmarks --only recall`` or ``python -m benchmarks.bench_recall [--chats N]
-[--tune] [--latency-only] [--json PATH] [--before COMMIT]``; ``--before`` runs the same figures
+``--set chitchat`` measures the same on two long chats between two people instead (the
+Chit-Chat Challenge histories of :mod:`benchmarks.chitchat`, turns dated by when they were said,
+speakers named in ``message.name``): settings chosen on history ``ccc-a``, checked on ``ccc-b``.
+
+Run: ``python -m benchmarks --only recall`` or ``python -m benchmarks.bench_recall [--set beam|chitchat]
+[--chats N] [--tune] [--latency-only] [--json PATH] [--before COMMIT]``; ``--before`` runs the same figures
 in a fresh process on the package of ``COMMIT`` (a ``git archive`` of its ``src``) and prints
 each figure with its change (issue 32 measured ``--before 82b1398``).
 """
@@ -41,6 +45,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from datetime import time as day_start
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -52,12 +57,19 @@ from cogitator_memory.embeddings.local import LocalEmbeddingService
 
 from .beam import Chat, load_chats
 from .bench_retrieval import CANDIDATES, FUSION, TUNED_BM25, chat_vectors, recall
+from .chitchat import TUNING as CHITCHAT_TUNING
+from .chitchat import load_histories
 from .common import Row
 
 KS = (5, 10, 20)
 BUDGETS = (2000, 4000)
 STRATEGIES = ("recent", "relevant", "hybrid")
 TUNE_CHATS = {str(n) for n in range(1, 11)}
+#: Per set: the chats settings are chosen on, and the names of the tuning and held-out groups.
+SPLITS: dict[str, tuple[set[str], str, str]] = {
+    "beam": (TUNE_CHATS, "tuning chats 1-10", "held-out chats 11-20"),
+    "chitchat": ({CHITCHAT_TUNING}, f"tuning history {CHITCHAT_TUNING}", "held-out history ccc-b"),
+}
 #: The retriever settings the figures are measured with, over the package defaults: every
 #: cosine kept (the defaults, 0.45 and 0.6 of the best, are for models whose cosines run higher
 #: than all-MiniLM-L6-v2's); chosen on chats 1-10.
@@ -94,7 +106,11 @@ class VectorTable(BaseEmbeddingService):
 
 
 async def load_chat_thread(memory: Any, index: Any, chat: Chat) -> tuple[str, dict[str, int], Any]:
-    """Write the chat as a thread; returns its id, entry id -> message id, and its last date."""
+    """Write the chat as a thread; returns its id, entry id -> message id, and its last date.
+
+    A message dated by a day alone (BEAM's batch dates, midnight) is written at 9:00 that day
+    plus a minute per message, after the one before it; one with a time of day (when it was
+    said) is written at that time, its ``name`` with it."""
     from cogitator_memory import frozen_clock, unwrap
 
     thread = unwrap(await memory.create_thread("beam", {"user_id": "reader"}))
@@ -104,27 +120,31 @@ async def load_chat_thread(memory: Any, index: Any, chat: Chat) -> tuple[str, di
     for i, message in enumerate(chat.messages):
         day = message.anchor
         assert day is not None
-        at = day + timedelta(hours=9, minutes=i)
-        if previous is not None and at <= previous:
-            at = previous + timedelta(minutes=1)
-        previous = at
+        if day.time() != day_start(0):
+            at = day
+        else:
+            at = day + timedelta(hours=9, minutes=i)
+            if previous is not None and at <= previous:
+                at = previous + timedelta(minutes=1)
+            previous = at
+        said: dict[str, Any] = {"role": message.role or "user", "content": message.content}
+        if message.name:
+            said["name"] = message.name
         with frozen_clock(at):
-            entry = unwrap(
-                await memory.add_entry(
-                    {"thread_id": thread.id, "message": {"role": message.role or "user", "content": message.content}}
-                )
-            )
+            entry = unwrap(await memory.add_entry({"thread_id": thread.id, "message": said}))
         ids[entry.id] = message.id
-        last = at
+        last = at if last is None else max(last, at)
     await index.flush()
     return thread.id, ids, last
 
 
-def summarise(records: list[dict[str, Any]], keys: Sequence[str]) -> dict[str, dict[str, float]]:
-    """Mean of each key per group: overall, tuning and held-out chats, each question type."""
+def summarise(records: list[dict[str, Any]], keys: Sequence[str], split: str = "beam") -> dict[str, dict[str, float]]:
+    """Mean of each key per group: overall, tuning and held-out chats (of ``SPLITS[split]``),
+    each question type."""
+    tune_chats, tune_name, held_name = SPLITS[split]
     groups: dict[str, list[dict[str, Any]]] = {"overall": records}
-    groups["tuning chats 1-10"] = [r for r in records if r["chat"] in TUNE_CHATS]
-    groups["held-out chats 11-20"] = [r for r in records if r["chat"] not in TUNE_CHATS]
+    groups[tune_name] = [r for r in records if r["chat"] in tune_chats]
+    groups[held_name] = [r for r in records if r["chat"] not in tune_chats]
     for r in sorted(records, key=lambda r: r["type"]):
         groups.setdefault(r["type"], []).append(r)
     return {
@@ -475,14 +495,16 @@ async def prepare(chats: list[Chat], model: LocalEmbeddingService) -> list[dict[
     return out
 
 
-async def tune(chats: list[Chat], model: LocalEmbeddingService) -> list[tuple[dict[str, Any], float, float]]:
+async def tune(
+    chats: list[Chat], model: LocalEmbeddingService, tune_chats: set[str] = TUNE_CHATS
+) -> list[tuple[dict[str, Any], float, float]]:
     """Retriever recall (mean of @5/10/20) of each setting of :data:`TUNING_GRID` on the tuning
-    chats, and on the held-out ones beside it (to see, not to choose)."""
+    chats (``tune_chats``), and on the held-out ones beside it (to see, not to choose)."""
     from cogitator_memory.recall import MemoryRetriever
 
     cases = await prepare(chats, model)
     for name in ("tune", "held"):
-        rows = [c["plain"] for c in cases if (c["chat"] in TUNE_CHATS) == (name == "tune")]
+        rows = [c["plain"] for c in cases if (c["chat"] in tune_chats) == (name == "tune")]
         if rows:
             print(
                 f"plain hybrid search {name}: " + " ".join(f"{x:.4f}" for x in np.mean(rows, axis=0)), file=sys.stderr
@@ -497,7 +519,7 @@ async def tune(chats: list[Chat], model: LocalEmbeddingService) -> list[tuple[di
                 q.question, anchor=case["as_of"], history=case["entries"], cosines=case["cosines"], limit=max(KS)
             )
             ranked = [case["id_map"][h.id] for h in found.hits if h.kind == "turn"]
-            per["tune" if case["chat"] in TUNE_CHATS else "held"].append([recall(ranked, q.evidence, k) for k in KS])
+            per["tune" if case["chat"] in tune_chats else "held"].append([recall(ranked, q.evidence, k) for k in KS])
         tuned = np.mean(per["tune"], axis=0) if per["tune"] else np.zeros(3)
         held = np.mean(per["held"], axis=0) if per["held"] else np.zeros(3)
         results.append((changes, float(np.mean(tuned)), float(np.mean(held))))
@@ -580,6 +602,9 @@ async def run(quick: bool) -> list[Row]:
 def main(argv: list[str] | None = None) -> int:
     """``python -m benchmarks.bench_recall [--data PATH] [--chats N] [--tune] [--latency-only] [--json PATH]``."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_recall")
+    parser.add_argument(
+        "--set", default="beam", choices=sorted(SPLITS), help="BEAM (user-assistant) or chitchat (two people)"
+    )
     parser.add_argument("--data", default=None, help="the beam-100k folder")
     parser.add_argument("--chats", type=int, default=None, help="only the first N chats")
     parser.add_argument("--tune", action="store_true", help="try the settings of TUNING_GRID (retriever only)")
@@ -599,16 +624,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.latency_only:
         print(json.dumps(asyncio.run(latency(model)), indent=2))
         return 0
-    chats = load_chats(args.data, limit=args.chats)
+    chats = load_histories()[: args.chats] if args.set == "chitchat" else load_chats(args.data, limit=args.chats)
     if args.tune:
-        asyncio.run(tune(chats, model))
+        asyncio.run(tune(chats, model, SPLITS[args.set][0]))
         return 0
     build = {**settings, **(json.loads(args.build_settings) if args.build_settings else {})}
     records = asyncio.run(
         evaluate(chats, model, settings, builds=not args.no_builds, progress=True, build_settings=build)
     )
     keys = recall_keys() if args.no_builds else [*coverage_keys(), *coverage_keys(ids=True), *recall_keys()]
-    summary = summarise(records, keys)
+    summary = summarise(records, keys, args.set)
     if args.before:
         same = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--before" and a != args.before]
         if "--json" in same:
@@ -624,6 +649,15 @@ def main(argv: list[str] | None = None) -> int:
             print(markdown(summary, coverage_keys()))
             print(markdown(summary, coverage_keys(ids=True)))
         print(markdown(summary, recall_keys()))
+        if args.set == "chitchat":
+            for chat in chats:
+                print(f"\n{chat.name} per question type:")
+                print(
+                    markdown(
+                        summarise([r for r in records if r["chat"] == chat.name], recall_keys(), "chitchat"),
+                        recall_keys(),
+                    )
+                )
     errors = [e for r in records for e in r.get("errors", [])]
     if errors:
         print(f"{len(errors)} build errors, e.g. {errors[:3]}", file=sys.stderr)
