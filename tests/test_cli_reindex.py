@@ -8,6 +8,7 @@ import json
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -18,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from cogitator_memory import unwrap
+from cogitator_memory import SQLiteAdapter, unwrap
 from cogitator_memory.cli import main
 from cogitator_memory.index import indexer as indexer_module
 from cogitator_memory.index.indexer import RecallIndexer
@@ -165,6 +166,8 @@ def test_reindex_writes_every_thread_into_the_index(engine_config: Path, capsys:
         "threads_checked": THREADS,
         "threads_indexed": THREADS,
         "records_written": 2 * THREADS,
+        "records_checked": 2 * THREADS,
+        "records_removed": 0,
         "resumed": False,
     }
     count, found = _index_of(engine_config)
@@ -217,6 +220,93 @@ def test_reindex_writes_the_items_and_graph_facts_too(tmp_path: Path, capsys: py
     assert asyncio.run(_on_store(config, kinds)) == {"item", "graph_fact"}
 
 
+def _stale_sources(config: Path) -> dict[str, str]:
+    """Sources deleted by writers that kept no index, their records left behind: a thread and
+    an item deleted by an older program (its rows deleted in SQL), a graph node and a memory
+    file whose records a restored backup brought back. Their record ids, by what they were."""
+    from cogitator_memory.files.service import MemoryFiles
+    from cogitator_memory.items.service import MemoryItems
+
+    scope = {"agent_id": "assistant", "user_id": "ana"}
+
+    async def work(store: Any) -> dict[str, str]:
+        items = MemoryItems(adapter=store)
+        item = await items.add(
+            {"kind": "fact", "subject": "ana", "attribute": "allergy", "value": WORD, "trust": "user", "scope": scope}
+        )
+        await items.activate([item.id])
+        node = unwrap(await store.add_node({"scope": scope, "type": "fact", "name": f"Ana and {WORD}"}))
+        files = MemoryFiles(adapter=store)
+        await files.run({"scope": scope}, {"command": "create", "path": "/memories/a.md", "file_text": WORD})
+        [section] = [
+            h.record for h in unwrap(await store.recall_keyword(WORD, filter={"kinds": ["file_section"]}, limit=10))
+        ]
+        node_record = unwrap(await store.get_recall_records([f"graph_fact:{node.id}"]))
+        unwrap(await store.delete_nodes([node.id]))
+        await files.run({"scope": scope}, {"command": "delete", "path": "/memories/a.md"})
+        unwrap(await store.index_recall_records([*node_record, section]))  # the backup's records
+        return {"thread": "t00", "item": f"item:{item.id}", "node": node_record[0].id, "file": section.id}
+
+    stale: dict[str, str] = asyncio.run(_on_store(config, work))
+    with sqlite3.connect(config.parent / "reindex.db") as db:  # a program that keeps no index
+        db.execute("DELETE FROM entries WHERE thread_id = 't00'")
+        db.execute("DELETE FROM threads WHERE id = 't00'")
+        db.execute("DELETE FROM memory_items WHERE id = ?", (stale["item"].split(":", 1)[1],))
+    return stale
+
+
+def test_reindex_removes_the_records_of_sources_gone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config, _ = _config(tmp_path, "sqlite")
+    _seed(config, 3)
+    assert _run(capsys, "reindex", "--config", str(config), "--json")[0] == 0
+    stale = _stale_sources(config)
+
+    async def held(store: Any) -> set[str]:
+        hits = unwrap(await store.recall_keyword(WORD, filter={"user_id": "ana"}, limit=100))
+        return {h.record.thread_id or h.record.id for h in hits}
+
+    before = asyncio.run(_on_store(config, held))
+    assert {"t00", stale["item"], stale["node"], stale["file"]} <= before, "the stale records are found"
+    code, out, err = _run(capsys, "reindex", "--config", str(config), "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["threads_checked"] == 2 and report["records_removed"] == 2 + 3, report
+    assert asyncio.run(_on_store(config, held)) == {"t01", "t02"}, "only the turns of the threads still held"
+    code, out, _ = _run(capsys, "reindex", "--db", str(tmp_path / "reindex.db"))
+    assert code == 0 and "4 records written, 0 removed (their source was gone)." in out
+
+
+def test_a_reindex_stopped_while_removing_goes_on_removing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config, _ = _config(tmp_path, "sqlite")
+    _seed(config, 4)
+    _stale_sources(config)
+    monkeypatch.setattr(indexer_module, "PRUNE_PAGE", 2)
+    real = SQLiteAdapter.prune_recall_records
+    pages: list[str | None] = []
+
+    async def prune(self: Any, *, cursor: str | None = None, limit: int = 500) -> Any:
+        if len(pages) == 2:
+            raise KeyboardInterrupt
+        pages.append(cursor)
+        return await real(self, cursor=cursor, limit=limit)
+
+    monkeypatch.setattr(SQLiteAdapter, "prune_recall_records", prune)
+    code, out, err = _run(capsys, "reindex", "--config", str(config), "--json")
+    # by id, the first two pages hold the file's, the node's and the item's records, and a turn's
+    assert code == 130 and "interrupted after 3 threads (6 records, 3 removed): run " in err, err
+    monkeypatch.setattr(SQLiteAdapter, "prune_recall_records", real)
+    code, out, err = _run(capsys, "reindex", "--config", str(config), "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["resumed"] and report["threads_checked"] == 0, "the threads were done: it goes on removing"
+    assert (report["records_checked"], report["records_removed"]) == (6 + 3 - 4, 0), report
+    code, out, err = _run(capsys, "reindex", "--config", str(config), "--json")
+    report = json.loads(out)
+    assert (report["threads_checked"], report["records_removed"], report["resumed"]) == (3, 0, False), report
+
+
 def test_a_stopped_reindex_goes_on_from_where_it_stopped(
     engine_config: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -233,7 +323,14 @@ def test_a_stopped_reindex_goes_on_from_where_it_stopped(
     assert code == 0, err
     assert "reindexing (resumed): 3/3 threads (100%), done in " in err, "the progress counts what is left"
     report = json.loads(out)
-    assert report == {"threads_checked": 3, "threads_indexed": 3, "records_written": 6, "resumed": True}
+    assert report == {
+        "threads_checked": 3,
+        "threads_indexed": 3,
+        "records_written": 6,
+        "records_checked": 2 * THREADS,
+        "records_removed": 0,
+        "resumed": True,
+    }
     assert second[0] == first[4], "it goes on from the page it stopped in"
     assert set(first[:4]).isdisjoint(second), "the pages done before the stop are not written again"
     assert set(first) | set(second) == {f"t{n:02d}" for n in range(THREADS)}

@@ -5,6 +5,9 @@ on the store every command works on (:mod:`.where`), any engine that keeps a rec
 page of threads at a time; the indexer keeps its place in the index after each page
 (:data:`~cogitator_memory.index.indexer.REINDEX_KEY`), so a run stopped by Ctrl-C or a kill goes
 on from the page it stopped in when run again (``--restart`` starts from the first thread).
+Once the threads, items, graph and files are written, it walks every record of the index and
+removes those whose source is gone (deleted by a writer that kept no index, or undone by a
+restored backup), a page at a time, resumable the same way.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from dataclasses import asdict
 from typing import Any
 
 from ..index.base import is_recall_index
-from ..index.indexer import REINDEX_KEY, CatchUpReport, RecallIndexer
+from ..index.indexer import PRUNE_KEY, REINDEX_KEY, CatchUpReport, RecallIndexer
 from .formats import CliError
 from .memory_commands import config_flag, memory_config, open_config_store
 from .progress import Progress, progress_flag, progress_of
@@ -51,23 +54,32 @@ async def reindex(store: Any, label: str, progress: Progress, *, restart: bool =
         raise CliError(f"{label} keeps no recall index ({type(store).__name__}): there is nothing to reindex")
     indexer = RecallIndexer(store)
     if restart:
+        need(await store.set_recall_state(PRUNE_KEY, ""))
         need(await store.set_recall_state(REINDEX_KEY, ""))
     cursor = need(await store.get_recall_state(REINDEX_KEY))
-    resumed = bool(cursor)
-    total = await _count_threads(store, cursor, progress) if progress.enabled else None
+    past_threads = bool(need(await store.get_recall_state(PRUNE_KEY)))
+    resumed = bool(cursor) or past_threads
+    if past_threads:  # stopped after its threads: it goes on with the rest
+        total: int | None = 0
+    else:
+        total = await _count_threads(store, cursor, progress) if progress.enabled else None
     done = CatchUpReport()
+    label = " (resumed)" if resumed else ""
 
     def shown(report: CatchUpReport) -> None:
-        done.threads_checked = report.threads_checked
-        done.records_written = report.records_written
-        progress.update(report.threads_checked)
+        if report.records_checked and not done.records_checked:
+            progress.start(f"removing the records of sources gone{label}", unit="records checked")
+        for key, value in asdict(report).items():
+            setattr(done, key, value)
+        progress.update(report.records_checked or report.threads_checked)
 
-    progress.start("reindexing" + (" (resumed)" if resumed else ""), total, unit="threads")
+    progress.start(f"reindexing{label}", total, unit="threads")
     try:
         report = await indexer.catch_up(full=True, progress=shown)
     except (KeyboardInterrupt, asyncio.CancelledError):
+        removed = f", {done.records_removed:,} removed" if done.records_checked else ""
         raise CliError(
-            f"interrupted after {done.threads_checked:,} threads ({done.records_written:,} records): "
+            f"interrupted after {done.threads_checked:,} threads ({done.records_written:,} records{removed}): "
             f"run '{PROG} reindex' again to go on from where it stopped",
             code=130,
         ) from None
@@ -87,7 +99,8 @@ async def cmd_reindex(args: argparse.Namespace) -> int:
     how = " (went on from where an earlier run stopped)" if resumed else ""
     print(
         f"Reindexed {report.threads_checked:,} thread{'' if report.threads_checked == 1 else 's'} of {label}{how}: "
-        f"{report.records_written:,} record{'' if report.records_written == 1 else 's'} written."
+        f"{report.records_written:,} record{'' if report.records_written == 1 else 's'} written, "
+        f"{report.records_removed:,} removed (their source was gone)."
     )
     return 0
 
@@ -102,7 +115,9 @@ def register(sub: Any, db: argparse.ArgumentParser) -> None:
         "--restart", action="store_true", help="start from the first thread, not where a stopped run left off"
     )
     command.add_argument(
-        "--json", action="store_true", help="print JSON: {threads_checked, threads_indexed, records_written, resumed}"
+        "--json",
+        action="store_true",
+        help="print JSON: {threads_checked, threads_indexed, records_written, records_checked, records_removed, resumed}",
     )
     progress_flag(command)
     command.set_defaults(handler=cmd_reindex)

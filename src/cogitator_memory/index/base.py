@@ -20,6 +20,10 @@ own indexes, each filtered by scope inside the engine (:func:`~cogitator_memory.
   ``[start, end)`` or whose ``[time_start, time_end)`` overlaps it, newest ``said_at`` first
   (ties by id).
 - ``_recall_count(flt)``: how many records are in scope.
+- ``_recall_page(cursor, limit)``: about ``limit`` records from where ``cursor`` (``None``: the
+  start) left off, in an order of the engine's own, and the cursor of the next page (``None``
+  after the last). A walk of every page returns each record held throughout it once; a record
+  written or deleted during the walk may be returned or not. The cursor is the engine's text.
 - ``_recall_state_get(key)`` / ``_recall_state_set(key, value)``: a small string kept by the
   index for its writers (the indexer's progress), ``None`` when unset.
 
@@ -44,13 +48,26 @@ from ..lifecycle import Capability
 from ..result import MemoryResult, ok
 from ..search.bm25 import BM25
 from ..threads.records import built_record
-from .build import ITEM_KINDS, edge_record, file_section_ids, file_section_records, item_record, node_record
+from .build import (
+    ITEM_KINDS,
+    edge_record,
+    file_section_ids,
+    file_section_records,
+    item_record,
+    node_record,
+    node_term,
+)
 from .records import (
+    MAX_CANDIDATES,
     MAX_QUERY_TERMS,
     MAX_RECORD_BATCH,
     RECALL_KINDS,
+    RECALL_PAGE,
+    RECALL_STATUSES,
     RecallCandidate,
     RecallFilter,
+    RecallPage,
+    RecallPrune,
     RecallRecord,
     check_filter,
     check_ids,
@@ -117,6 +134,8 @@ COMMON_TERMS_FROM = 2000
 #: common ones left out once their postings would pass this (the rarest term is always searched).
 #: BM25 weighs a common term little; reading its postings is what grows with history.
 POSTINGS_BUDGET = 5_000
+#: Deleted nodes whose edges' records one search of :meth:`RecallIndexMixin._recall_graph` looks for.
+EDGE_LOOKUP_NODES = 100
 #: The keys :meth:`RecallIndexMixin.delete_recall_scope` takes.
 SCOPE_DELETE_KEYS = ("thread_id", "user_id")
 
@@ -142,6 +161,12 @@ class RecallIndexAdapter(Protocol):
         self, start: datetime, end: datetime, *, filter: FilterInput = None, limit: int = 200
     ) -> MemoryResult[list[RecallCandidate]]: ...
     async def count_recall_records(self, *, filter: FilterInput = None) -> MemoryResult[int]: ...
+    async def list_recall_records(
+        self, *, cursor: str | None = None, limit: int = RECALL_PAGE
+    ) -> MemoryResult[RecallPage]: ...
+    async def prune_recall_records(
+        self, *, cursor: str | None = None, limit: int = RECALL_PAGE
+    ) -> MemoryResult[RecallPrune]: ...
     async def get_recall_state(self, key: str) -> MemoryResult[str | None]: ...
     async def set_recall_state(self, key: str, value: str) -> MemoryResult[None]: ...
 
@@ -176,6 +201,20 @@ def within_budget(terms: list[str], freqs: dict[str, int], budget: int = POSTING
 def _check_time(name: str, value: object) -> datetime:
     if not isinstance(value, datetime) or value.tzinfo is None:
         raise InvalidArgumentError(name, "must be a timezone-aware datetime")
+    return value
+
+
+def _check_page(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_RECORD_BATCH:
+        raise InvalidArgumentError("limit", f"must be an integer from 1 to {MAX_RECORD_BATCH}, got {value!r}")
+    return value
+
+
+def _check_cursor(value: object) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or len(value) > 10_000:
+        raise InvalidArgumentError("cursor", "must be a page's next_cursor (text) or None")
     return value
 
 
@@ -242,6 +281,10 @@ class RecallIndexMixin(ABC):
         """How many records are in scope."""
 
     @abstractmethod
+    async def _recall_page(self, cursor: str | None, limit: int) -> tuple[list[RecallRecord], str | None]:
+        """About ``limit`` records from ``cursor`` on, and the next page's cursor (see the module docs)."""
+
+    @abstractmethod
     async def _recall_state_get(self, key: str) -> str | None: ...
 
     @abstractmethod
@@ -296,8 +339,8 @@ class RecallIndexMixin(ABC):
         """What the graph store calls before a write: the edges the write deletes with their
         nodes (an engine deletes every edge touching a deleted node), and the nodes it renames
         (whose edges say their name), read from the graph as it is. An edge another writer adds
-        to a node between this read and the node's deletion goes with the node but keeps its
-        record (a race of two writers on one node; reindex does not take it out either)."""
+        to a node between this read and the node's deletion goes with the node too: its record
+        is found after the write by the node's term (see :meth:`_recall_graph`)."""
         from ..graph.records import EdgeQuery
 
         graph: Any = self
@@ -317,7 +360,14 @@ class RecallIndexMixin(ABC):
     async def _recall_graph(self, changes: Any, plan: Any = None) -> None:
         """What the graph store calls after a write: the records of the nodes and edges written
         (and of the edges of renamed nodes, which say their names) are written, those of the
-        nodes and edges deleted (the edges deleted with their nodes among them) deleted."""
+        nodes and edges deleted (the edges deleted with their nodes among them) deleted.
+
+        Two writers on one node: an edge another writer added to a deleted node after
+        :meth:`_recall_graph_plan` read its edges went with the node; its record, written by
+        then, holds the node's term (:func:`~cogitator_memory.index.build.node_term`) and is
+        found by it here (one bounded search, when nodes are deleted). Written later, it is
+        taken out by its own writer, which reads its edges again once their records are written
+        (one read by ids, when edges are written): an edge gone by then keeps no record."""
         from ..graph.records import EdgeQuery
 
         graph: Any = self
@@ -330,6 +380,8 @@ class RecallIndexMixin(ABC):
         gone = [*changes.delete_nodes, *changes.delete_edges, *steps.gone_edges]
         doomed = list(dict.fromkeys(record_id("graph_fact", i) for i in gone if i not in edges))
         await self._recall_delete_all(doomed)
+        if changes.delete_nodes:
+            await self._recall_drop_edges_of(list(changes.delete_nodes), set(edges))
         records = [node_record(n) for n in nodes]
         if edges:
             names = {n.id: n.name for n in nodes}
@@ -338,6 +390,36 @@ class RecallIndexMixin(ABC):
                 names.update((n.id, n.name) for n in await graph._get_nodes(ends[start : start + MAX_RECORD_BATCH]))
             records.extend(edge_record(e, names) for e in edges.values())
         await self._recall_put_all(records)
+        if edges:
+            await self._recall_drop_gone_edges(sorted(edges))
+
+    async def _recall_drop_edges_of(self, node_ids: list[str], written: set[str]) -> None:
+        """After nodes were deleted: the records of edges naming them (by their node terms)
+        whose edge is gone too, but for the edges ``written`` by this write."""
+        graph: Any = self
+        flt = RecallFilter(kinds=["graph_fact"], statuses=list(RECALL_STATUSES))
+        for start in range(0, len(node_ids), EDGE_LOOKUP_NODES):
+            weights = [(node_term(i), 1.0) for i in node_ids[start : start + EDGE_LOOKUP_NODES]]
+            while True:
+                found = await self._recall_keyword(weights, 0.0, flt, MAX_CANDIDATES)
+                named = [r.source_id for r, _score in found if r.source_id not in written]
+                held = {e.id for e in await graph._get_edges(named)} if named else set()
+                stale = [record_id("graph_fact", i) for i in named if i not in held]
+                if stale:
+                    await self._recall_delete_all(stale)
+                if len(found) < MAX_CANDIDATES or not stale:
+                    break
+
+    async def _recall_drop_gone_edges(self, edge_ids: list[str]) -> None:
+        """After the records of edges were written: those of the edges another writer deleted
+        meanwhile (with their node) are deleted."""
+        graph: Any = self
+        for start in range(0, len(edge_ids), MAX_RECORD_BATCH):
+            chunk = edge_ids[start : start + MAX_RECORD_BATCH]
+            held = {e.id for e in await graph._get_edges(chunk)}
+            gone = [record_id("graph_fact", i) for i in chunk if i not in held]
+            if gone:
+                await self._recall_delete(gone)
 
     async def _recall_clear_graph(self, agent_id: str) -> None:
         """What the graph store calls before it clears an agent's graph: the records of every
@@ -502,6 +584,41 @@ class RecallIndexMixin(ABC):
             return ok(await self._recall_count(check_filter(filter)))
         except Exception as exc:
             return self._fail("count_recall_records", exc)
+
+    async def list_recall_records(
+        self, *, cursor: str | None = None, limit: int = RECALL_PAGE
+    ) -> MemoryResult[RecallPage]:
+        """A page of every record the index holds, about ``limit`` (at most
+        :data:`~cogitator_memory.index.records.MAX_RECORD_BATCH`) in the engine's own order,
+        from where ``cursor`` (a page's ``next_cursor``; ``None`` for the first page) left off.
+        Walked to the end, it returns each record held throughout the walk once."""
+        try:
+            self._require_connected()
+            size = _check_page(limit)
+            records, after = await self._recall_page(_check_cursor(cursor), size)
+            return ok(RecallPage(records=records, next_cursor=after))
+        except Exception as exc:
+            return self._fail("list_recall_records", exc)
+
+    async def prune_recall_records(
+        self, *, cursor: str | None = None, limit: int = RECALL_PAGE
+    ) -> MemoryResult[RecallPrune]:
+        """Check a page of records (:meth:`list_recall_records`) against their sources and
+        delete those whose source the store no longer holds (see
+        :mod:`~cogitator_memory.index.orphans`); walk the pages with ``next_cursor``."""
+        from .orphans import orphan_ids
+
+        try:
+            self._require_connected()
+            size = _check_page(limit)
+            records, after = await self._recall_page(_check_cursor(cursor), size)
+            gone = await orphan_ids(self, records)
+            removed = 0
+            for start in range(0, len(gone), MAX_RECORD_BATCH):
+                removed += await self._recall_delete(gone[start : start + MAX_RECORD_BATCH])
+            return ok(RecallPrune(checked=len(records), removed=removed, next_cursor=after))
+        except Exception as exc:
+            return self._fail("prune_recall_records", exc)
 
     async def get_recall_state(self, key: str) -> MemoryResult[str | None]:
         """The string kept under ``key`` (``None`` when unset)."""

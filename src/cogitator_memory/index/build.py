@@ -43,6 +43,8 @@ if TYPE_CHECKING:  # the graph package imports extraction, which imports recall:
 CORE_AGENT = "core"
 #: The ``type`` of the graph nodes ``remember`` saves.
 FACT_TYPE = "fact"
+#: What the term naming an end of an edge starts with (:func:`node_term`; no word holds it).
+NODE_MARK = "="
 #: The kinds an item's record may have.
 ITEM_KINDS: tuple[RecallKind, ...] = ("item", "core_fact")
 #: Longest text (characters) of one memory-file section's record, the path line aside.
@@ -186,10 +188,19 @@ def edge_text(edge: GraphEdge, names: Mapping[str, str]) -> str:
     return text[:MAX_RECORD_CHARS]
 
 
+def node_term(node_id: str) -> str:
+    """The term an edge's record holds for each of its ends: :data:`NODE_MARK` and a hash of
+    the node's id (no word of a text or a query makes it), so the records of the edges of a
+    node are found in the index by it (:meth:`~cogitator_memory.index.RecallIndexMixin._recall_graph`)."""
+    return NODE_MARK + hashlib.sha256(node_id.encode()).hexdigest()[:24]
+
+
 def edge_record(edge: GraphEdge, names: Mapping[str, str]) -> RecallRecord:
     """The record of a graph edge (kind ``graph_fact``, its type as ``role``), in its scope,
-    its text :func:`edge_text`; ``lineage`` the entries its quotes come from."""
+    its text :func:`edge_text`; ``lineage`` the entries its quotes come from. Its terms are
+    those of its text and :func:`node_term` of each end."""
     scope = edge.scope
+    text = edge_text(edge, names)
     return _built(
         {
             "kind": "graph_fact",
@@ -198,7 +209,8 @@ def edge_record(edge: GraphEdge, names: Mapping[str, str]) -> RecallRecord:
             "user_id": scope.user_id,
             "thread_id": scope.thread_id,
             "role": edge.type,
-            "text": edge_text(edge, names),
+            "text": text,
+            "terms": [*recall_terms(text), *dict.fromkeys(node_term(i) for i in (edge.source_id, edge.target_id))],
             "said_at": edge.updated_at,
             "lineage": list(dict.fromkeys(e.entry_id for e in edge.evidence if e.entry_id)),
         }
@@ -286,6 +298,7 @@ __all__ = [
     "FACT_TYPE",
     "ITEM_KINDS",
     "MAX_FILE_SECTIONS",
+    "NODE_MARK",
     "SECTION_CHARS",
     "edge_record",
     "edge_text",
@@ -297,6 +310,7 @@ __all__ = [
     "item_record",
     "item_text",
     "node_record",
+    "node_term",
     "node_text",
     "turn_record",
     "turn_text",

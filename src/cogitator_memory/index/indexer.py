@@ -17,6 +17,13 @@ every thread (``cogitator-memory reindex``); it keeps its place (:data:`REINDEX_
 stopped half way resumes where it stopped. A store's first catch-up, and every full one, also
 writes the records of the memory items, graph nodes and edges and memory-file sections of the
 agents of its threads (those the stores' own write paths index from then on).
+
+**What is gone.** A full catch-up then walks every record of the index, a page at a time
+(:meth:`~cogitator_memory.index.RecallIndexMixin.prune_recall_records`), and removes those whose
+source the store no longer holds: the turns of a deleted thread, deleted items, nodes and edges,
+sections of memory files deleted, redacted or shortened (see :mod:`~cogitator_memory.index.orphans`),
+all deleted by a writer that kept no index or undone by a restored backup. It keeps its place
+too (:data:`PRUNE_KEY`): a reindex stopped in this pass goes on with it, not with the threads.
 """
 
 from __future__ import annotations
@@ -45,6 +52,15 @@ logger = logging.getLogger("cogitator_memory")
 WATERMARK_KEY = "indexer.turns.watermark"
 #: The index state holding where a full reindex got to (a thread page cursor).
 REINDEX_KEY = "indexer.turns.reindex_cursor"
+#: The index state holding how far a full reindex got past its threads: :data:`SOURCES_DONE`
+#: less, then ``prune:`` and the cursor of the records' walk (empty: no such pass under way).
+PRUNE_KEY = "indexer.reindex.prune_cursor"
+#: :data:`PRUNE_KEY` once the threads are done and the items, graph and files are to be written.
+SOURCES_PHASE = "sources"
+#: What :data:`PRUNE_KEY` starts with while the records of sources gone are being removed.
+PRUNE_PHASE = "prune:"
+#: Records checked against their sources in one page of a full reindex.
+PRUNE_PAGE = 500
 #: How far before its start a catch-up's watermark is put (clocks of other writers may lag).
 WATERMARK_MARGIN = timedelta(seconds=5)
 #: Threads read in one page by a catch-up.
@@ -55,11 +71,14 @@ SCOPES_KEPT = 10_000
 
 @dataclass
 class CatchUpReport:
-    """What a catch-up did: threads checked, threads indexed again, records written."""
+    """What a catch-up did: threads checked, threads indexed again, records written; and, in
+    a full one, records checked against their sources and those removed (their source gone)."""
 
     threads_checked: int = 0
     threads_indexed: int = 0
     records_written: int = 0
+    records_checked: int = 0
+    records_removed: int = 0
 
 
 @dataclass(slots=True)
@@ -283,28 +302,70 @@ class RecallIndexer:
         mark_text = None if full else unwrap(await self.store.get_recall_state(WATERMARK_KEY))
         after = datetime.fromisoformat(mark_text) if mark_text else None
         cursor = unwrap(await self.store.get_recall_state(REINDEX_KEY)) if full else None
+        phase = (unwrap(await self.store.get_recall_state(PRUNE_KEY)) or "") if full else ""
         await self.flush()
         agents: set[str] = {CORE_AGENT}
-        while True:
-            page = unwrap(await self.store.list_threads(updated_after=after, limit=THREAD_PAGE, cursor=cursor or None))
-            for thread in page.threads:
-                agents.add(thread.agent_id)
-                written = await self.resync_thread(thread, force=full)
-                report.threads_checked += 1
-                if written:
-                    report.threads_indexed += 1
-                    report.records_written += written
-            if progress is not None:
-                progress(report)
-            cursor = page.next_cursor
-            if full:
-                unwrap(await self.store.set_recall_state(REINDEX_KEY, cursor or ""))
-            if cursor is None:
-                break
-        if after is None:  # a store indexed for the first time: the items and graph it held too
+        if not phase:
+            if cursor:  # resumed: the agents of the threads done before the stop
+                agents |= await self._thread_agents()
+            while True:
+                page = unwrap(
+                    await self.store.list_threads(updated_after=after, limit=THREAD_PAGE, cursor=cursor or None)
+                )
+                for thread in page.threads:
+                    agents.add(thread.agent_id)
+                    written = await self.resync_thread(thread, force=full)
+                    report.threads_checked += 1
+                    if written:
+                        report.threads_indexed += 1
+                        report.records_written += written
+                if progress is not None:
+                    progress(report)
+                cursor = page.next_cursor
+                if full and cursor is None:  # the threads are done: a stop from here goes on past them
+                    unwrap(await self.store.set_recall_state(PRUNE_KEY, SOURCES_PHASE))
+                if full:
+                    unwrap(await self.store.set_recall_state(REINDEX_KEY, cursor or ""))
+                if cursor is None:
+                    break
+        elif phase == SOURCES_PHASE:
+            agents |= await self._thread_agents()
+        if after is None and not phase.startswith(PRUNE_PHASE):
+            # a store indexed for the first time: the items and graph it held too
             report.records_written += await self._index_sources(sorted(agents))
+        if full:
+            await self._prune(phase[len(PRUNE_PHASE) :] if phase.startswith(PRUNE_PHASE) else "", report, progress)
+            unwrap(await self.store.set_recall_state(REINDEX_KEY, ""))  # the next full one starts over
         unwrap(await self.store.set_recall_state(WATERMARK_KEY, (started - WATERMARK_MARGIN).isoformat()))
         return report
+
+    async def _thread_agents(self) -> set[str]:
+        """The agents of every thread of the store (their rows read a page at a time)."""
+        agents: set[str] = set()
+        cursor: str | None = None
+        while True:
+            page = unwrap(await self.store.list_threads(limit=THREAD_PAGE, cursor=cursor))
+            agents.update(t.agent_id for t in page.threads)
+            cursor = page.next_cursor
+            if cursor is None:
+                return agents
+
+    async def _prune(self, cursor: str, report: CatchUpReport, progress: ProgressFn | None) -> None:
+        """Remove the records of sources gone, a page at a time from ``cursor`` (empty: the
+        first page), keeping the place in :data:`PRUNE_KEY`; cleared once every page is done."""
+        if callable(getattr(self.store, "prune_recall_records", None)):
+            unwrap(await self.store.set_recall_state(PRUNE_KEY, PRUNE_PHASE + cursor))
+            while True:
+                page = unwrap(await self.store.prune_recall_records(cursor=cursor or None, limit=PRUNE_PAGE))
+                report.records_checked += page.checked
+                report.records_removed += page.removed
+                if progress is not None:
+                    progress(report)
+                cursor = page.next_cursor or ""
+                if not cursor:
+                    break
+                unwrap(await self.store.set_recall_state(PRUNE_KEY, PRUNE_PHASE + cursor))
+        unwrap(await self.store.set_recall_state(PRUNE_KEY, ""))
 
     async def _index_sources(self, agents: list[str]) -> int:
         """Write the records of every memory item, graph node and edge, and memory-file section
@@ -348,4 +409,4 @@ class RecallIndexer:
         await self.flush()
 
 
-__all__ = ["REINDEX_KEY", "WATERMARK_KEY", "CatchUpReport", "RecallIndexer"]
+__all__ = ["PRUNE_KEY", "REINDEX_KEY", "WATERMARK_KEY", "CatchUpReport", "RecallIndexer"]

@@ -44,6 +44,8 @@ MAX_RECORD_BATCH = 5_000
 MAX_CANDIDATES = 1_000
 #: Most query terms a keyword search uses (the first ones).
 MAX_QUERY_TERMS = 64
+#: The records one page of :meth:`~cogitator_memory.index.RecallIndexMixin.list_recall_records` holds by default.
+RECALL_PAGE = 500
 
 
 class RecallRecord(Record):
@@ -93,6 +95,25 @@ class RecallCandidate(Record):
 
     record: RecallRecord
     score: float
+
+
+class RecallPage(Record):
+    """A page of the index's records in the engine's own order (every record once over a whole
+    walk, see :meth:`~cogitator_memory.index.RecallIndexMixin.list_recall_records`);
+    ``next_cursor`` goes on from here, ``None`` after the last page."""
+
+    records: list[RecallRecord]
+    next_cursor: str | None = None
+
+
+class RecallPrune(Record):
+    """What a page of :meth:`~cogitator_memory.index.RecallIndexMixin.prune_recall_records`
+    did: records ``checked`` against their sources, those ``removed`` (their source is gone),
+    and where the next page starts (``None`` after the last)."""
+
+    checked: int = 0
+    removed: int = 0
+    next_cursor: str | None = None
 
 
 def record_id(kind: RecallKind, source_id: str) -> str:
@@ -228,10 +249,13 @@ __all__ = [
     "MAX_RECORD_BATCH",
     "MAX_RECORD_CHARS",
     "RECALL_KINDS",
+    "RECALL_PAGE",
     "RECALL_STATUSES",
     "RecallCandidate",
     "RecallFilter",
     "RecallKind",
+    "RecallPage",
+    "RecallPrune",
     "RecallRecord",
     "RecallStatus",
     "check_filter",

@@ -473,6 +473,7 @@ async def case_merged_and_cleared_graph_records_follow(store: Any) -> None:
 
 
 _ANA_FILES = {"scope": {"agent_id": "agent", "user_id": "ana"}}
+_ANA = {"agent_id": "agent", "user_id": "ana"}
 _NOTES = "# Health\nAna is allergic to peanuts.\n\n## Home\nShe lives in Lisbon.\n"
 
 
@@ -532,6 +533,114 @@ async def case_redacting_a_memory_file_takes_its_records(store: Any) -> None:
     redacted = await files.redact(_ANA_FILES, ["/memories/pin.md"])
     _eq(len(redacted), 1, "one version redacted")
     _eq(await _file_sections(store, "walrus"), ["/memories/other.md\nwalrus facts"], "the redacted file's text is gone")
+
+
+@_case
+async def case_every_record_is_listed_once_in_pages(store: Any) -> None:
+    records = [_rec(f"s{n:03d}", f"word{n}", kind=("turn", "item", "graph_fact")[n % 3]) for n in range(130)]
+    unwrap(await store.index_recall_records(records))
+    seen: list[str] = []
+    cursor = None
+    for _ in range(1000):
+        page = unwrap(await store.list_recall_records(cursor=cursor, limit=7))
+        _true(len(page.records) <= 7 * 4, f"a page holds about its limit: {len(page.records)}")
+        seen += [r.id for r in page.records]
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    _eq(sorted(seen), sorted(f"{r['kind']}:{r['source_id']}" for r in records), "every record, each once")
+    [got] = [r for r in unwrap(await store.list_recall_records(limit=500)).records if r.id == "turn:s000"]
+    _eq((got.text, got.agent_id), ("word0", "agent"), "whole records")
+    _refused(await store.list_recall_records(limit=0), "limit", "limit 0")
+    _refused(await store.list_recall_records(cursor=42), "cursor", "a cursor that is not text")
+
+
+async def _prune_all(store: Any, limit: int = 3) -> tuple[int, int]:
+    checked = removed = 0
+    cursor = None
+    while True:
+        page = unwrap(await store.prune_recall_records(cursor=cursor, limit=limit))
+        checked, removed, cursor = checked + page.checked, removed + page.removed, page.next_cursor
+        if cursor is None:
+            return checked, removed
+
+
+@_case
+async def case_prune_removes_the_records_of_sources_gone(store: Any) -> None:
+    # Records left by a writer that kept no index: their sources were deleted without them.
+    if not callable(getattr(store, "add_entry", None)):
+        return
+    thread = unwrap(await store.create_thread("agent", {"user_id": "ana"}))
+    entry = unwrap(await store.add_entry({"thread_id": thread.id, "message": {"role": "user", "content": "hi"}}))
+    kept = [_rec(entry.id, "walrus in a thread that is there", user_id="ana", thread_id=thread.id)]
+    stale = [_rec("e-gone", "walrus of a deleted thread", user_id="ana", thread_id="thread-gone")]
+    if callable(getattr(store, "add_items", None)):
+        [item] = unwrap(await store.add_items([_item("mem_kept", "walrus")]))
+        kept.append(_rec(item.id, "walrus item", kind="item", user_id="ana"))
+        stale.append(_rec("mem_gone", "walrus item deleted", kind="item", user_id="ana"))
+        stale.append(_rec("mem_gone", "walrus core fact deleted", kind="core_fact", user_id="ana"))
+    if callable(getattr(store, "add_edges", None)):
+        ana, porto = unwrap(await store.add_nodes([_node("Ana walrus"), _node("Porto")]))
+        [edge] = unwrap(
+            await store.add_edges([{"source_id": ana.id, "target_id": porto.id, "type": "likes", "scope": _ANA}])
+        )
+        kept += [_rec(ana.id, "Ana walrus", kind="graph_fact"), _rec(edge.id, "Ana likes walrus", kind="graph_fact")]
+        stale += [_rec("node_gone", "walrus node", kind="graph_fact"), _rec("edge_gone", "walrus", kind="graph_fact")]
+    if callable(getattr(store, "add_file_versions", None)):
+        from ..files.service import MemoryFiles
+
+        files = MemoryFiles(adapter=store)
+        await files.run(
+            _ANA_FILES, {"command": "create", "path": "/memories/w.md", "file_text": "# A\nwalrus\n# B\nmore"}
+        )
+        [section] = [c.record for c in unwrap(await store.recall_keyword("walrus", filter={"kinds": ["file_section"]}))]
+        gone_path = {**section.model_dump(), "source_id": "file-gone#0", "text": "/memories/gone.md\nwalrus"}
+        past_end = {**section.model_dump(), "source_id": section.source_id[:-1] + "7", "text": section.text}
+        stale += [{k: v for k, v in r.items() if k not in ("id", "terms")} for r in (gone_path, past_end)]
+    await _put(store, *kept, *stale)
+    before = unwrap(await store.count_recall_records(filter={"statuses": ["active", "superseded", "stale"]}))
+    checked, removed = await _prune_all(store)
+    _eq(checked, before, "every record checked once")
+    _eq(removed, len(stale), "the records of sources gone removed")
+    left = {c.record.source_id for c in unwrap(await store.recall_keyword("walrus", limit=100))}
+    _eq(left & {r["source_id"] for r in stale if r["source_id"] not in {k["source_id"] for k in kept}}, set(), "gone")
+    _true({r["source_id"] for r in kept} <= left, f"the records of sources held stay: {sorted(left)}")
+    _eq(await _prune_all(store), (before - len(stale), 0), "a second pass removes nothing")
+
+
+@_case
+async def case_an_edge_added_to_a_node_being_deleted_keeps_no_record(store: Any) -> None:
+    # Two writers on one node, interleaved as a graph write runs (its read of the edges it
+    # deletes, the engine's write, then the index): the edge another writer adds to a node
+    # being deleted goes with the node, and so does its record, whichever writes it last.
+    if not callable(getattr(store, "_write_graph", None)):
+        return
+    from ..graph.base import GraphChanges
+    from ..graph.checks import check_edge
+
+    ana, porto, lisbon = unwrap(await store.add_nodes([_node("Ana"), _node("Porto"), _node("Lisbon")]))
+    # 1. the edge and its record are written between the deleting writer's read and its write
+    deleting = GraphChanges(delete_nodes=[porto.id])
+    plan = await store._recall_graph_plan(deleting)
+    [late] = unwrap(
+        await store.add_edges([{"source_id": ana.id, "target_id": porto.id, "type": "visited", "scope": _ANA}])
+    )
+    _eq(len(unwrap(await store.get_recall_records([f"graph_fact:{late.id}"]))), 1, "the late edge is indexed")
+    await store._write_graph(deleting)
+    await store._recall_graph(deleting, plan)
+    _eq(unwrap(await store.get_edge(late.id)), None, "the edge went with its node")
+    _eq(unwrap(await store.get_recall_records([f"graph_fact:{late.id}"])), [], "and so did its record")
+    # 2. the edge is written before the node's deletion, its record after it
+    edge = check_edge("edge", {"source_id": ana.id, "target_id": lisbon.id, "type": "moved_to", "scope": _ANA})
+    adding = GraphChanges(add_edges=[edge])
+    plan = await store._recall_graph_plan(adding)
+    await store._write_graph(adding)
+    _eq(unwrap(await store.delete_nodes([lisbon.id])), [lisbon.id], "the other writer deletes the node")
+    await store._recall_graph(adding, plan)
+    _eq(unwrap(await store.get_recall_records([f"graph_fact:{edge.id}"])), [], "a record written late is taken out")
+    _eq(await _graph_records(store, "visited moved Porto Lisbon"), [], "nothing of either edge is found")
+    [record] = unwrap(await store.get_recall_records([f"graph_fact:{ana.id}"]))
+    _eq(record.text, "Ana", "the node that stays keeps its record")
 
 
 _Case = Callable[[Any], Awaitable[None]]

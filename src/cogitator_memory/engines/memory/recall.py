@@ -107,6 +107,12 @@ class InMemoryRecallIndex(RecallIndexMixin):
     async def _recall_count(self, flt: RecallFilter) -> int:
         return sum(1 for r in self._recall.values() if record_in_scope(r, flt))
 
+    async def _recall_page(self, cursor: str | None, limit: int) -> tuple[list[RecallRecord], str | None]:
+        # by id: the cursor is the last id returned
+        ids = heapq.nsmallest(limit, (i for i in self._recall if cursor is None or i > cursor))
+        records = [self._recall[i].model_copy(deep=True) for i in ids]
+        return records, (ids[-1] if len(ids) == limit else None)
+
     async def _recall_state_get(self, key: str) -> str | None:
         return self._recall_state.get(key)
 

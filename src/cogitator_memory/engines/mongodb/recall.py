@@ -358,6 +358,13 @@ class MongoDBRecallIndex(RecallIndexMixin):
     async def _recall_count(self, flt: RecallFilter) -> int:
         return int(await self.recall_collection.count_documents(scope_filter(flt)))
 
+    async def _recall_page(self, cursor: str | None, limit: int) -> tuple[list[RecallRecord], str | None]:
+        # by _id: the cursor is the last id returned
+        query: Doc = {} if cursor is None else {"_id": {"$gt": cursor}}
+        docs = await self.recall_collection.find(query, _READ).sort("_id", 1).limit(limit).to_list()
+        records = [record_from_document(d) for d in docs]
+        return records, (records[-1].id if len(records) == limit else None)
+
     async def _recall_state_get(self, key: str) -> str | None:
         doc = await self.recall_meta_collection.find_one({"_id": STATE_PREFIX + key})
         return None if doc is None else str(doc["value"])

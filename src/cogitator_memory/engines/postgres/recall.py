@@ -388,6 +388,17 @@ class PostgresRecallIndex(RecallIndexMixin):
 
         return await self.run(op)
 
+    async def _recall_page(self, cursor: str | None, limit: int) -> tuple[list[RecallRecord], str | None]:
+        # by id, along its unique index (collation "C"): the cursor is the last id returned
+        sql = f"SELECT {_COLUMNS} FROM {self._recall.records} r WHERE r.id > %s ORDER BY r.id LIMIT %s"
+
+        async def op(conn: AsyncConnection[Any]) -> list[Any]:
+            cur = await conn.execute(sql, (cursor or "", limit))
+            return await cur.fetchall()
+
+        records = [_record(row) for row in await self.run(op)]
+        return records, (records[-1].id if len(records) == limit else None)
+
     async def _recall_state_get(self, key: str) -> str | None:
         sql = self._recall.state_get
 

@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ...clock import to_micros
+from ...errors import InvalidArgumentError
 from ...index.base import RECALL_BM25, RecallIndexMixin
 from ...index.records import RECALL_STATUSES, RecallFilter, RecallRecord
 from . import recall_scripts as lua
@@ -129,6 +130,19 @@ class RedisRecallIndex(RecallIndexMixin):
     async def _recall_count(self, flt: RecallFilter) -> int:
         args = [*_filter_args(flt), "1" if _lets_all_through(flt) else "0"]
         return int(await self._run(lua.COUNT, self._recall_keys(), args))
+
+    async def _recall_page(self, cursor: str | None, limit: int) -> tuple[list[RecallRecord], str | None]:
+        # ZSCAN of the set of every record: the cursor is the server's (a number), which walks
+        # each member held throughout once; a page is about ``limit`` ids (a small set at once)
+        if cursor is not None and not cursor.isdigit():
+            raise InvalidArgumentError("cursor", "must be a page's next_cursor (text) or None")
+        async with self._guard():
+            after, members = await self.client.zscan(
+                f"{self.key_prefix}recall:said", cursor=int(cursor or 0), count=limit
+            )
+        ids = [m[0] if isinstance(m, tuple | list) else m for m in members]
+        records = await self._recall_get(ids) if ids else []
+        return records, (None if int(after) == 0 else str(after))
 
     async def _recall_state_get(self, key: str) -> str | None:
         async with self._guard():

@@ -246,6 +246,14 @@ class SQLiteRecallIndex(RecallIndexMixin):
         where, args = scope_where(flt)
         return int(self.connection.execute(f"SELECT count(*) FROM recall_records r WHERE {where}", args).fetchone()[0])
 
+    async def _recall_page(self, cursor: str | None, limit: int) -> tuple[list[RecallRecord], str | None]:
+        # by id, along its unique index: the cursor is the last id returned
+        rows = self.connection.execute(
+            f"SELECT {_COLUMNS} FROM recall_records r WHERE r.id > ? ORDER BY r.id LIMIT ?", (cursor or "", limit)
+        ).fetchall()
+        records = [_record(row) for row in rows]
+        return records, (records[-1].id if len(records) == limit else None)
+
     async def _recall_state_get(self, key: str) -> str | None:
         row = self.connection.execute("SELECT value FROM recall_state WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
