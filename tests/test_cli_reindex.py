@@ -307,6 +307,34 @@ def test_a_reindex_stopped_while_removing_goes_on_removing(
     assert (report["threads_checked"], report["records_removed"], report["resumed"]) == (3, 0, False), report
 
 
+def test_a_reindex_stopped_after_its_threads_goes_on_with_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config, _ = _config(tmp_path, "sqlite")
+    _seed(config, 3)
+    stale = _stale_sources(config)
+    real = RecallIndexer._index_sources
+
+    async def stop(self: RecallIndexer, agents: list[str]) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(RecallIndexer, "_index_sources", stop)
+    code, _, err = _run(capsys, "reindex", "--config", str(config))
+    assert code == 130 and "interrupted after 2 threads (4 records)" in err, err
+    monkeypatch.setattr(RecallIndexer, "_index_sources", real)
+    code, out, err = _run(capsys, "reindex", "--config", str(config), "--json", "--progress")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["resumed"] and report["threads_checked"] == 0, "the threads are not read again"
+    assert (report["records_checked"], report["records_removed"]) == (4 + 3, 3), report
+    assert "removing the records of sources gone (resumed): 7 records checked, done in " in err, err
+
+    async def left(store: Any) -> list[str]:
+        return [r.id for r in unwrap(await store.get_recall_records(list(stale.values())[1:]))]
+
+    assert asyncio.run(_on_store(config, left)) == []
+
+
 def test_a_stopped_reindex_goes_on_from_where_it_stopped(
     engine_config: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
