@@ -619,6 +619,8 @@ def main(argv: list[str] | None = None) -> int:
         "--before", default=None, help="also run on the package of this commit; figures printed with their change"
     )
     args = parser.parse_args(argv)
+    if args.set == "chitchat" and (args.data or args.latency_only):
+        parser.error("--data and --latency-only measure BEAM; the chitchat set is read from its package")
     model = LocalEmbeddingService(batch_size=16)
     settings = {**SETTINGS, **(json.loads(args.settings) if args.settings else {})}
     if args.latency_only:
