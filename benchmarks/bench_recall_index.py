@@ -41,9 +41,11 @@ at most 100 MB from 10k to 1M. (``MemoryItems.add_many(500)`` beside a raw batch
 
 Run: ``python -m benchmarks --only recall_index`` or ``python -m benchmarks.bench_recall_index
 [--sizes 10000 100000] [--huge] [--no-before] [--no-postgres] [--no-sqlite] [--profile PATH]
-[--same-load COMMIT]``; ``--same-load`` loads SQLite's files with ``COMMIT``'s code and measures them
-with it, then opens them once with this checkout (its migrations, timed) and measures them again:
-each size beside the code before, on the same file, in one run;
+[--same-load COMMIT]``; ``--same-load`` loads SQLite's files (and PostgreSQL's schemas) with
+``COMMIT``'s code and measures them with it, then opens them once with this checkout (its
+migrations, timed) and measures them again: each size beside the code before, on the same data,
+in one run; on PostgreSQL a schema loaded by this checkout is measured too (what a migration does
+not change in rows written before, such as how they are stored, shows there);
 ``--huge`` (or ``COGMEM_BENCH_HUGE=1``) adds 1,000,000 turns; ``--quick`` (the runner's) measures
 1,000 and 5,000 turns on SQLite without the baseline.
 """
@@ -493,15 +495,22 @@ def same_load_rows(
     figures: dict[int, dict[str, Any]],
     before: dict[int, dict[str, Any]],
     commit: str,
+    label: str = "same data",
 ) -> list[Row]:
-    """Each size's figures beside those of ``commit``'s code on the same file."""
-    group = f"recall index ({engine}), beside {commit} on the same files"
+    """Each size's figures beside those of ``commit``'s code on the same file (or, ``label``
+    says, on data this checkout loaded)."""
+    group = f"recall index ({engine}), beside {commit}, {label}"
     rows: list[Row] = []
     names = (
         ("search p95 ms", "Memory.search p95", "ms"),
         ("build p95 ms", "build_context(hybrid) p95", "ms"),
         ("first search ms", "first search after a restart", "ms"),
         ("first build ms", "first build_context after a restart", "ms"),
+        ("build p50 ms (first-build process)", "build_context(hybrid) p50 in the first-build process", "ms"),
+        ("search p50 ms", "Memory.search p50", "ms"),
+        ("build p50 ms", "build_context(hybrid) p50", "ms"),
+        ("recall_keyword p50 ms", "recall_keyword (200 candidates) alone p50", "ms"),
+        ("recall_keyword p95 ms", "recall_keyword (200 candidates) alone p95", "ms"),
         ("vector search p95 ms", "vector search of the user's messages alone p95", "ms"),
         ("rss end MB", "process RSS after the warm rounds", "MB"),
     )
@@ -533,8 +542,9 @@ def run_all(
     same_load: str | None = None,
 ) -> list[Row]:
     """Every engine and size and the baseline; the rows of the table. With ``same_load`` (a
-    commit), SQLite's files are loaded and measured by that commit's code first, then measured
-    by this checkout's (after opening once: its migrations), each size beside the other."""
+    commit), SQLite's files and PostgreSQL's schemas are loaded and measured by that commit's
+    code first, then measured by this checkout's (after opening once: its migrations), each size
+    beside the other; on PostgreSQL a schema loaded by this checkout is measured after them."""
     rows: list[Row] = []
     folder = Path(tempfile.mkdtemp(prefix="bench-recall-index-"))
     engines: list[tuple[str, Any]] = []
@@ -546,8 +556,9 @@ def run_all(
     try:
         for engine, make in engines:
             figures: dict[int, dict[str, Any]] = {}
-            same = before_tree(same_load) if same_load and engine == "sqlite" else None
+            same = before_tree(same_load) if same_load else None
             before_at: dict[int, dict[str, Any]] = {}
+            fresh: dict[int, dict[str, Any]] = {}
             for n in sizes:
                 store = make(n)
                 started = time.perf_counter()
@@ -561,6 +572,16 @@ def run_all(
                 finally:
                     if engine == "postgres":
                         _drop_schema(store)
+                if same is not None and engine == "postgres":  # loaded by this checkout
+                    store = make(n)
+                    try:
+                        fresh[n] = measure_size(store, n)
+                    finally:
+                        _drop_schema(store)
+                    print(
+                        f"[recall_index] {engine} {n:,} loaded by this checkout: {json.dumps(fresh[n])}",
+                        file=sys.stderr,
+                    )
                 print(
                     f"[recall_index] {engine} {n:,}: {time.perf_counter() - started:.0f}s {json.dumps(figures[n])}",
                     file=sys.stderr,
@@ -575,6 +596,9 @@ def run_all(
             rows.extend(rows_for(engine, sizes, figures, before))
             if same is not None:
                 rows.extend(same_load_rows(engine, sizes, figures, before_at, str(same_load)))
+                if fresh:
+                    label = "data loaded by each"
+                    rows.extend(same_load_rows(engine, sizes, fresh, before_at, str(same_load), label))
                 shutil.rmtree(same.parent, ignore_errors=True)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -602,7 +626,8 @@ def main(argv: list[str] | None = None) -> int:
         "--same-load",
         default=None,
         metavar="COMMIT",
-        help="load SQLite's files with COMMIT's code, measure them with it, then with this checkout",
+        help="load SQLite's files and PostgreSQL's schemas with COMMIT's code, measure them with it, then with this"
+        " checkout (and on PostgreSQL a schema this checkout loaded)",
     )
     args = parser.parse_args(argv)
     if args.worker:

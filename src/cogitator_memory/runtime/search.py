@@ -313,12 +313,15 @@ async def search_memory(
     flt = RecallFilter(agent_id=agent, user_id=user, thread_id=thread_id)
     query_vector = None
     by_meaning = "entry" in wanted or "item" in wanted
-    if by_meaning and memory.message_index is not None and memory.embedding_service is not None:
-        query_vector = await _query_vector(memory, query)
     record_kinds = [r for k in wanted for r in _RECORD_KINDS[k]]
     # the keyword channel's candidates are shared by turns and items when both are searched
     depth = 2 * DEPTH if "entry" in wanted and len(wanted) > 1 else DEPTH
-    found = await channel_hits(store, query, flt.model_copy(update={"kinds": record_kinds}), analysis, depth)
+    keyword_call = channel_hits(store, query, flt.model_copy(update={"kinds": record_kinds}), analysis, depth)
+    if by_meaning and memory.message_index is not None and memory.embedding_service is not None:
+        # the query's embedding (off the event loop) while the store answers the keyword channel
+        query_vector, found = await asyncio.gather(_query_vector(memory, query), keyword_call)
+    else:
+        found = await keyword_call
     vectors = memory.vectors if query_vector is not None else None
     candidates = TurnCandidates()
     if "entry" in wanted:

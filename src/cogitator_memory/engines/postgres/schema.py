@@ -22,6 +22,8 @@ Versions:
    node text (``m007_graph_node_text``) and evidence (``m008_graph_evidence``).
 9. ``m009_recall_index``: the recall index (:mod:`cogitator_memory.engines.postgres.recall`).
 10. ``m010_recall_terms_text``: a recall record's terms as one text (read back in one piece).
+11. ``m011_recall_records_inline``: recall records kept uncompressed in their rows (read back
+    without decompressing).
 
 The SQL here (the migrations, and :class:`ThreadSql`, the statements of the thread store) is
 plain text built from a quoted schema name; nothing in this module but :func:`migrate`,
@@ -37,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import InvalidArgumentError, StoreUnavailableError
 from .graph import EVIDENCE_STATEMENTS, GRAPH_TABLES, NODE_TEXT_STATEMENTS
-from .recall import RECALL_TABLES, RECALL_TERMS_TEXT
+from .recall import RECALL_RECORDS_INLINE, RECALL_TABLES, RECALL_TERMS_TEXT
 from .sql import quote_ident
 
 if TYPE_CHECKING:
@@ -226,6 +228,9 @@ M009_RECALL_INDEX = Migration(9, "m009_recall_index", RECALL_TABLES)
 #: A recall record's terms as one text (see :data:`~cogitator_memory.engines.postgres.recall.RECALL_TERMS_TEXT`).
 M010_RECALL_TERMS_TEXT = Migration(10, "m010_recall_terms_text", RECALL_TERMS_TEXT)
 
+#: Recall records kept whole in their rows (see :data:`~cogitator_memory.engines.postgres.recall.RECALL_RECORDS_INLINE`).
+M011_RECALL_RECORDS_INLINE = Migration(11, "m011_recall_records_inline", RECALL_RECORDS_INLINE)
+
 MIGRATIONS: tuple[Migration, ...] = (
     M001_INITIAL,
     M002_TREES,
@@ -237,6 +242,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     M008_GRAPH_EVIDENCE,
     M009_RECALL_INDEX,
     M010_RECALL_TERMS_TEXT,
+    M011_RECALL_RECORDS_INLINE,
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
