@@ -27,9 +27,15 @@ TOPICS = [
 ]
 
 
+#: The 64-dimension hashing embedder scores unrelated texts up to about 0.3 by chance (a real
+#: model's unrelated texts score under 0.1, the retriever's default floor): tests that rank by
+#: its cosines keep the vector channel above that noise.
+HASHING_NOISE_FLOOR = {"vector_min_cosine": 0.3}
+
+
 def relevant(memory: BaseMemoryAdapter, service: object, **extra: object) -> ContextBuilder:
     return ContextBuilder(
-        {"strategy": "relevant", "max_tokens": 1000, "reserve_tokens": 0},
+        {"strategy": "relevant", "max_tokens": 1000, "reserve_tokens": 0, "recall": HASHING_NOISE_FLOOR},
         {"memory_adapter": memory, "embedding_service": service, **extra},
     )
 

@@ -87,17 +87,19 @@ async def test_small_talk_finds_nothing(memory: InMemoryAdapter) -> None:
 
 async def test_vector_channel_keeps_cosines_over_both_thresholds(memory: InMemoryAdapter) -> None:
     turns = await thread_of(memory, ["alpha", "beta", "gamma", "delta", "epsilon"])
-    cos = {turns[0].id: 0.90, turns[1].id: 0.50, turns[2].id: 0.55, turns[3].id: 0.30, turns[4].id: 0.44}
+    cos = {turns[0].id: 0.90, turns[1].id: 0.50, turns[2].id: 0.55, turns[3].id: 0.30, turns[4].id: 0.05}
+    # the defaults keep every cosine from 0.1, whatever the best one is: the fusion ranks by place
     found = await MemoryRetriever().retrieve("tell me about zeta", anchor=LATER, history=turns, cosines=cos)
     by_vector = [h.id for h in found.hits if "vector" in h.channels]
-    # 0.9 and 0.55 pass (0.55 >= 0.6 * 0.9 = 0.54); 0.50 is under 0.6 of the best, 0.30 and 0.44 under 0.45.
-    assert set(by_vector) == {turns[0].id, turns[2].id}
+    assert by_vector == [turns[0].id, turns[2].id, turns[1].id, turns[3].id]
     assert found.hits[0].channels == {"vector": 1}
-    lower = MemoryRetriever({"vector_min_cosine": 0.25, "vector_relative": 0.0})
-    wider = await lower.retrieve("tell me about zeta", anchor=LATER, history=turns, cosines=cos)
-    assert {h.id for h in wider.hits if "vector" in h.channels} == {t.id for t in turns}
-    # Only the best cosine counts as "best": with every cosine below 0.45 nothing is found.
-    low = {t.id: 0.2 for t in turns}
+    # a floor of 0.45 and 0.6 of the best: 0.9 and 0.55 pass (0.55 >= 0.6 * 0.9 = 0.54), 0.50 is
+    # under 0.6 of the best, 0.30 and 0.05 under 0.45
+    strict = MemoryRetriever({"vector_min_cosine": 0.45, "vector_relative": 0.6})
+    narrow = await strict.retrieve("tell me about zeta", anchor=LATER, history=turns, cosines=cos)
+    assert {h.id for h in narrow.hits if "vector" in h.channels} == {turns[0].id, turns[2].id}
+    # Only the best cosine counts as "best": with every cosine below the floor nothing is found.
+    low = {t.id: 0.08 for t in turns}
     assert (await MemoryRetriever().retrieve("zeta", anchor=LATER, history=turns, cosines=low)).hits == []
 
 

@@ -16,7 +16,9 @@ turn, since the watermark moves only when a whole pass is done. ``catch_up(full=
 every thread (``cogitator-memory reindex``); it keeps its place (:data:`REINDEX_KEY`) so a pass
 stopped half way resumes where it stopped. A store's first catch-up, and every full one, also
 writes the records of the memory items, graph nodes and edges and memory-file sections of the
-agents of its threads (those the stores' own write paths index from then on).
+agents of its threads (those the stores' own write paths index from then on). A thread indexed
+again is handed to :attr:`RecallIndexer.on_resync`, through which ``Memory`` has its message
+index embed the turns that have no vector yet.
 
 **What is gone.** A full catch-up then walks every record of the index, a page at a time
 (:meth:`~cogitator_memory.index.RecallIndexMixin.prune_recall_records`), and removes those whose
@@ -115,6 +117,9 @@ class RecallIndexer:
         self._scopes: OrderedDict[str, Thread] = OrderedDict()
         self._dirty: set[str] = set()
         self._caught_up: asyncio.Task[CatchUpReport] | None = None
+        #: Called with the id of each thread a catch-up indexed again (turns another writer
+        #: added): ``Memory`` has its message index embed the turns of it that have no vector.
+        self.on_resync: Callable[[str], None] | None = None
 
     # ----- wiring ----------------------------------------------------------------------------
 
@@ -319,6 +324,8 @@ class RecallIndexer:
                     if written:
                         report.threads_indexed += 1
                         report.records_written += written
+                        if self.on_resync is not None:
+                            self.on_resync(thread.id)
                 if progress is not None:
                     progress(report)
                 cursor = page.next_cursor

@@ -76,6 +76,10 @@ class RetrieverSettings(BaseModel):
 
     - ``vector_min_cosine`` / ``vector_relative``: a turn or item is found by its vector when
       its cosine with the input is at least this much, and at least this share of the best one.
+      The defaults (0.1 and 0) keep nearly every cosine: the fusion ranks by place, not by
+      cosine, and with the default local model related turns often score only 0.3-0.45. A floor
+      of 0.45 and 0.6 of the best (the defaults before stop 32) lost .038 of R@10 on the
+      held-out BEAM chats and .089 on the held-out two-person chat (``docs/benchmarks.md``).
     - ``depth``: hits each channel hands to the fusion.
     - ``rrf_k`` and ``weights``: weighted reciprocal rank fusion, weights per kind of question
       (given kinds and channels are merged over :data:`DEFAULT_WEIGHTS`).
@@ -119,8 +123,8 @@ class RetrieverSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    vector_min_cosine: float = Field(default=0.45, ge=-1.0, le=1.0)
-    vector_relative: float = Field(default=0.6, ge=0.0, le=1.0)
+    vector_min_cosine: float = Field(default=0.1, ge=-1.0, le=1.0)
+    vector_relative: float = Field(default=0.0, ge=0.0, le=1.0)
     depth: int = Field(default=100, ge=1, le=10_000)
     rrf_k: float = Field(default=10.0, ge=0.0)
     weights: dict[QueryKind, dict[Channel, float]] = Field(default_factory=lambda: _copy(DEFAULT_WEIGHTS))

@@ -362,6 +362,8 @@ class Memory(MemoryTools, BetweenRuns, Forgetting):
                 store=cast(EmbeddingAdapter, self.vectors), embedding=self.embedding_service
             )
             self.message_index.attach(self.adapter)
+            if self.indexer is not None:  # turns another writer added get their vectors too
+                self.indexer.on_resync = self.message_index.use
         ctx = cfg.context_builder
         strategy = ctx.strategy or "hybrid"
         builder_config: dict[str, Any] = {

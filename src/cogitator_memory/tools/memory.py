@@ -12,7 +12,7 @@ its core facts (:func:`create_memory_tools`).
   an ``embedding_service`` search by meaning as well (the spec's ``embeddingFn``): after the text
   matches come the nodes near the query by meaning, each with its cosine as ``score``, and only
   those at :data:`MIN_RECALL_SCORE` or more and at least :data:`RELATIVE_RECALL_SCORE` of the best
-  (the rule the recall index's vector channel keeps): an unrelated fact is never given.
+  : an unrelated fact is never given.
   Between the two, ``recall`` also gives the nodes that hold every content word of a question in
   another form (:func:`word_matches`: stopwords and question words dropped, words compared by
   their stems and roots, as the recall index compares them), so "what is Ana allergic to?" finds
@@ -39,7 +39,6 @@ from ..graph.records import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, GraphNode
 from ..index.terms import ROOT_LENGTH, recall_terms, word_terms
 from ..items.facts import DEFAULT_CATEGORY, MAX_CATEGORY_CHARS
 from ..items.records import MemoryScope, check_scope
-from ..recall.settings import RetrieverSettings
 from ..result import unwrap
 from ..search.tokenizer import index_terms
 from ..threads import tree
@@ -53,12 +52,12 @@ if TYPE_CHECKING:
 FACT_TYPE = "fact"
 #: The most results ``recall`` gives unless told otherwise.
 RECALL_LIMIT = 10
-#: The least cosine of a node ``recall`` gives by meaning (tools with an embedding service): the
-#: recall index's vector channel's floor (``RetrieverSettings.vector_min_cosine``).
-MIN_RECALL_SCORE: float = RetrieverSettings.model_fields["vector_min_cosine"].default
-#: The least share of the best cosine a node ``recall`` gives by meaning must reach
-#: (``RetrieverSettings.vector_relative``).
-RELATIVE_RECALL_SCORE: float = RetrieverSettings.model_fields["vector_relative"].default
+#: The least cosine of a node ``recall`` gives by meaning alone (tools with an embedding
+#: service). ``recall`` lists what it found, unranked by anything else, so a node must be near
+#: the query to be listed; the retriever's vector channel only ranks and keeps every cosine.
+MIN_RECALL_SCORE: float = 0.45
+#: The least share of the best cosine a node ``recall`` gives by meaning alone must reach.
+RELATIVE_RECALL_SCORE: float = 0.6
 #: The most facts one ``forget`` call deletes, even with ``all: true``.
 MAX_FORGET = 50
 #: The most facts ``forget`` takes without ``all: true``; a query matching more is broad.
