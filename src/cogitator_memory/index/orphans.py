@@ -20,6 +20,7 @@ say its records are stale.
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
 from typing import Any
 
@@ -27,6 +28,9 @@ from ..errors import InvalidArgumentError
 from ..result import unwrap
 from .build import file_section_records, item_record
 from .records import MAX_RECORD_BATCH, RecallRecord
+
+#: Threads read at once when checking turn records.
+THREAD_READS = 32
 
 
 async def orphan_ids(store: Any, records: list[RecallRecord]) -> list[str]:
@@ -46,10 +50,12 @@ async def orphan_ids(store: Any, records: list[RecallRecord]) -> list[str]:
 async def _turns(store: Any, records: list[RecallRecord]) -> list[str]:
     if not records or not callable(getattr(store, "get_thread", None)):
         return []
+    threads = sorted({r.thread_id for r in records if r.thread_id is not None})
     missing: set[str] = set()
-    for thread_id in sorted({r.thread_id for r in records if r.thread_id is not None}):
-        if unwrap(await store.get_thread(thread_id)) is None:
-            missing.add(thread_id)
+    for start in range(0, len(threads), THREAD_READS):  # a few reads at once (a page may name many)
+        chunk = threads[start : start + THREAD_READS]
+        found = await asyncio.gather(*(store.get_thread(t) for t in chunk))
+        missing.update(t for t, result in zip(chunk, found, strict=True) if unwrap(result) is None)
     return [r.id for r in records if r.thread_id in missing]
 
 
