@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
@@ -367,7 +367,9 @@ class RecallIndexMixin(ABC):
         then, holds the node's term (:func:`~cogitator_memory.index.build.node_term`) and is
         found by it here (one bounded search, when nodes are deleted). Written later, it is
         taken out by its own writer, which reads its edges again once their records are written
-        (one read by ids, when edges are written): an edge gone by then keeps no record."""
+        (one read by ids, when edges are written): an edge gone by then keeps no record. A
+        writer updating nodes reads them again the same way (one read, when nodes are updated),
+        so a node updated while another writer deletes it keeps no record either."""
         from ..graph.records import EdgeQuery
 
         graph: Any = self
@@ -391,7 +393,9 @@ class RecallIndexMixin(ABC):
             records.extend(edge_record(e, names) for e in edges.values())
         await self._recall_put_all(records)
         if edges:
-            await self._recall_drop_gone_edges(sorted(edges))
+            await self._recall_drop_gone(sorted(edges), graph._get_edges)
+        if changes.put_nodes:
+            await self._recall_drop_gone(sorted({n.id for n in changes.put_nodes}), graph._get_nodes)
 
     async def _recall_drop_edges_of(self, node_ids: list[str], written: set[str]) -> None:
         """After nodes were deleted: the records of edges naming them (by their node terms)
@@ -410,13 +414,12 @@ class RecallIndexMixin(ABC):
                 if len(found) < MAX_CANDIDATES or not stale:
                     break
 
-    async def _recall_drop_gone_edges(self, edge_ids: list[str]) -> None:
-        """After the records of edges were written: those of the edges another writer deleted
-        meanwhile (with their node) are deleted."""
-        graph: Any = self
-        for start in range(0, len(edge_ids), MAX_RECORD_BATCH):
-            chunk = edge_ids[start : start + MAX_RECORD_BATCH]
-            held = {e.id for e in await graph._get_edges(chunk)}
+    async def _recall_drop_gone(self, ids: list[str], read: Callable[[list[str]], Awaitable[list[Any]]]) -> None:
+        """After the records of graph nodes or edges were written: those of the ones another
+        writer deleted meanwhile (``read`` finds them no more) are deleted."""
+        for start in range(0, len(ids), MAX_RECORD_BATCH):
+            chunk = ids[start : start + MAX_RECORD_BATCH]
+            held = {x.id for x in await read(chunk)}
             gone = [record_id("graph_fact", i) for i in chunk if i not in held]
             if gone:
                 await self._recall_delete(gone)

@@ -641,6 +641,15 @@ async def case_an_edge_added_to_a_node_being_deleted_keeps_no_record(store: Any)
     _eq(await _graph_records(store, "visited moved Porto Lisbon"), [], "nothing of either edge is found")
     [record] = unwrap(await store.get_recall_records([f"graph_fact:{ana.id}"]))
     _eq(record.text, "Ana", "the node that stays keeps its record")
+    # 3. a node updated before its deletion, its record written after it
+    stored = unwrap(await store.get_node(ana.id))
+    renamed = stored.model_copy(update={"name": "Ana Silva", "version": stored.version + 1})
+    updating = GraphChanges(put_nodes=[renamed])
+    plan = await store._recall_graph_plan(updating)
+    await store._write_graph(updating)
+    _eq(unwrap(await store.delete_nodes([ana.id])), [ana.id], "the other writer deletes the node")
+    await store._recall_graph(updating, plan)
+    _eq(unwrap(await store.get_recall_records([f"graph_fact:{ana.id}"])), [], "a node's record written late goes")
 
 
 _Case = Callable[[Any], Awaitable[None]]
