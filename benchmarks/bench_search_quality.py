@@ -15,8 +15,9 @@ history measured in the same run (the ``bench_recall`` figure):
 * each question is searched the day after the chat's last message: ``Memory.search(question,
   user_id=..., limit=20)``, its turn hits mapped back to message ids; R@5/10/20 is the share of
   the evidence messages among the first 5/10/20 turn hits;
-* ``retriever``: ``MemoryRetriever()`` with the package defaults over the whole history (every
-  cosine given), and ``retriever (bench settings)`` with ``bench_recall.SETTINGS``.
+* ``retriever``: ``MemoryRetriever()`` with the package defaults (or ``--settings``, given to
+  both sides) over the whole history, every cosine given: what ``bench_recall`` measures;
+  ``search@100`` says how much of the evidence the index's candidates held at all.
 
 Run: ``python -m benchmarks.bench_search_quality [--set beam|chitchat] [--chats N] [--store
 memory|sqlite] [--json PATH]``.
@@ -40,7 +41,7 @@ import numpy as np
 from cogitator_memory.embeddings.local import LocalEmbeddingService
 
 from .beam import Chat, load_chats
-from .bench_recall import KS, SETTINGS, VectorTable, summarise
+from .bench_recall import KS, VectorTable, summarise
 from .bench_retrieval import chat_vectors, recall
 from .chitchat import load_histories
 
@@ -93,14 +94,15 @@ async def _load(memory: Any, chat: Chat) -> tuple[dict[str, int], list[str], Any
     return ids, [f"beam-{chat.name}-{n}" for n in range(1, session + 1)], max(times)
 
 
-async def evaluate(chats: list[Chat], model: LocalEmbeddingService, store: str, progress: bool) -> list[dict[str, Any]]:
+async def evaluate(
+    chats: list[Chat], model: LocalEmbeddingService, store: str, progress: bool, settings: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
     from cogitator_memory import frozen_clock, unwrap
     from cogitator_memory.recall import MemoryRetriever
     from cogitator_memory.runtime import Memory
 
     table = VectorTable(model)
-    defaults = MemoryRetriever()
-    tuned = MemoryRetriever(SETTINGS)
+    defaults = MemoryRetriever(settings)
     out: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         for chat in chats:
@@ -113,6 +115,7 @@ async def evaluate(chats: list[Chat], model: LocalEmbeddingService, store: str, 
             if store == "sqlite":
                 config = {"adapter": "sqlite", "path": str(Path(tmp) / f"{chat.name}.db")}
             async with Memory(config, embedding_service=table) as memory:
+                memory.retriever = defaults
                 id_map, threads, last = await _load(memory, chat)
                 as_of = last + timedelta(days=1)
                 thread_entries = []
@@ -125,10 +128,10 @@ async def evaluate(chats: list[Chat], model: LocalEmbeddingService, store: str, 
                     qvec = np.asarray(table.table[question.question], dtype=np.float32)
                     cosines = {e.id: float(c) for e, c in zip(thread_entries, matrix @ qvec, strict=True)}
                     with frozen_clock(as_of):
-                        hits = await memory.search(question.question, user_id=USER, limit=max(KS))
+                        hits = await memory.search(question.question, user_id=USER, limit=100)
                     found = [id_map[h.id] for h in hits if h.kind == "entry" and h.id in id_map]
                     record: dict[str, Any] = {"chat": chat.name, "type": question.type}
-                    for name, retriever in (("retriever", defaults), ("bench settings", tuned)):
+                    for name, retriever in (("retriever", defaults),):
                         got = await retriever.retrieve(
                             question.question, anchor=as_of, history=thread_entries, cosines=cosines, limit=max(KS)
                         )
@@ -137,6 +140,7 @@ async def evaluate(chats: list[Chat], model: LocalEmbeddingService, store: str, 
                             record[f"{name}@{k}"] = recall(ranked, question.evidence, k)
                     for k in KS:
                         record[f"search@{k}"] = recall(found, question.evidence, k)
+                    record["search@100"] = recall(found, question.evidence, 100)
                     out.append(record)
             if progress:
                 print(f"chat {chat.name}: {time.perf_counter() - started:.1f}s", file=sys.stderr)
@@ -144,7 +148,7 @@ async def evaluate(chats: list[Chat], model: LocalEmbeddingService, store: str, 
 
 
 def keys() -> list[str]:
-    return [f"{m}@{k}" for m in ("search", "retriever", "bench settings") for k in KS]
+    return [*(f"{m}@{k}" for m in ("search", "retriever") for k in KS), "search@100"]
 
 
 def markdown(summary: dict[str, dict[str, float]]) -> str:
@@ -162,10 +166,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", choices=("memory", "sqlite"), default="memory")
     parser.add_argument("--set", choices=("beam", "chitchat"), default="beam", help="BEAM or the two-person chat set")
     parser.add_argument("--json", default=None, help="write the summary and records here")
+    parser.add_argument("--settings", default=None, help="JSON of RetrieverSettings fields (both sides)")
     args = parser.parse_args(argv)
     model = LocalEmbeddingService(batch_size=16)
     chats = load_histories()[: args.chats] if args.set == "chitchat" else load_chats(args.data, limit=args.chats)
-    records = asyncio.run(evaluate(chats, model, args.store, progress=True))
+    settings = json.loads(args.settings) if args.settings else None
+    records = asyncio.run(evaluate(chats, model, args.store, progress=True, settings=settings))
     summary = summarise(records, keys(), args.set)
     print(markdown(summary))
     if args.json:

@@ -235,3 +235,21 @@ async def test_a_value_that_no_longer_holds_ranks_below_the_current_one(memory: 
     old = next(h for h in hits if h.text == "Ana city Lisbon")
     assert old.valid_to == datetime(2026, 1, 1, tzinfo=UTC) and old.dump()["valid_to"].startswith("2026-01-01")
     assert next(h for h in hits if h.text == "Ana city Porto").valid_to is None
+
+
+@pytest.mark.parametrize("engine", ["memory", "sqlite", "postgres", "redis", "mongodb"])
+async def test_a_question_about_one_of_two_people_ranks_what_that_person_said_first(engine: str, tmp_path: Path) -> None:
+    # a chat between two named people: the index keeps each turn's speaker, so the retriever
+    # reads who a question asks about (the same words said by the other rank below)
+    config = {**_config(engine, tmp_path), "embedding": {"provider": "none"}}
+    owen = "We adopted a rescue dog last week, his name is Biscuit."
+    casey = "We adopted a rescue dog too, her name is Pepper."
+    async with Memory(config) as memory:
+        said = [
+            {"role": "user", "name": "Owen", "content": owen},
+            {"role": "user", "name": "Casey", "content": casey},
+        ]
+        await memory.add(said, user_id="room", thread_id="chat")
+        for asked, first in (("Casey", casey), ("Owen", owen)):
+            hits = await memory.search(f"What is the name of the rescue dog {asked} adopted?", user_id="room")
+            assert [h.text for h in hits][:2] == [first, owen if first == casey else casey], asked

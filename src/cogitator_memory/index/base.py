@@ -88,8 +88,8 @@ def _iso(value: str | None) -> datetime | None:
 def stored_record(row: Sequence[Any], moment: Callable[[Any], datetime], term_sep: str = " ") -> RecallRecord:
     """A record read back from an engine's row, valid when written, so built without validating
     it again. The row's columns: id, kind, agent, user, thread, status, said at, time start, time
-    end, the terms joined by ``term_sep``, the JSON body (source id, role, seq, text, validity,
-    lineage); ``moment`` reads the engine's time columns."""
+    end, the terms joined by ``term_sep``, the JSON body (source id, role, name, seq, text,
+    validity, lineage); ``moment`` reads the engine's time columns."""
     body: dict[str, Any] = from_json(row[10])  # pydantic-core's parser: a fraction of json.loads' time
     fields = {
         "id": row[0],
@@ -99,6 +99,7 @@ def stored_record(row: Sequence[Any], moment: Callable[[Any], datetime], term_se
         "user_id": row[3],
         "thread_id": row[4],
         "role": body.get("role"),
+        "name": body.get("name"),
         "seq": body.get("seq"),
         "text": body["text"],
         "terms": row[9].split(term_sep) if row[9] else [],

@@ -109,6 +109,7 @@ def turn_record(entry: MemoryEntry, thread: Thread) -> RecallRecord | None:
             "user_id": user if isinstance(user, str) and user else None,
             "thread_id": entry.thread_id,
             "role": entry.message.role if entry.message is not None else "tool",
+            "name": entry.message.name if entry.message is not None else None,
             "seq": entry.seq,
             "text": text,
             "said_at": entry.created_at,

@@ -52,7 +52,9 @@ class RecallRecord(Record):
     """One recallable unit of memory (see the module docs).
 
     ``source_id`` is the id of what it stands for (the entry, the item, the fact...), ``id`` is
-    ``"<kind>:<source_id>"``. ``role`` is who said a turn; ``seq`` its place in its thread.
+    ``"<kind>:<source_id>"``. ``role`` is who said a turn and ``name`` their name when the
+    message carried one (``message.name``: the people of a chat between two or more); ``seq``
+    its place in its thread.
     ``time_start``/``time_end`` is the time the text is about, when known (an item's time in
     the world); ``valid_from``/``valid_to`` the interval a superseded value held. ``terms`` are
     the stemmed search terms of ``text`` (:func:`~cogitator_memory.index.terms.recall_terms`),
@@ -66,6 +68,7 @@ class RecallRecord(Record):
     user_id: str | None = None
     thread_id: str | None = None
     role: str | None = None
+    name: str | None = None
     seq: int | None = None
     text: str
     terms: list[str] = Field(default_factory=list)

@@ -87,7 +87,7 @@ def record_entry(record: RecallRecord) -> MemoryEntry:
         seq=record.seq or 0,
         token_count=0,
         created_at=record.said_at,
-        message=Message(role=role, content=record.text),
+        message=Message(role=role, content=record.text, name=record.name),
     )
 
 

@@ -83,6 +83,7 @@ async def case_round_trip(store: Any) -> None:
             user_id="ana",
             thread_id="t1",
             role="user",
+            name="Ana",
             seq=3,
             time_start=T0 - timedelta(days=30),
             time_end=T0 - timedelta(days=29),
@@ -92,8 +93,8 @@ async def case_round_trip(store: Any) -> None:
     [got] = unwrap(await store.get_recall_records(["turn:e1"]))
     _eq(got.id, "turn:e1", "id")
     _eq(
-        (got.kind, got.source_id, got.user_id, got.thread_id, got.role, got.seq),
-        ("turn", "e1", "ana", "t1", "user", 3),
+        (got.kind, got.source_id, got.user_id, got.thread_id, got.role, got.name, got.seq),
+        ("turn", "e1", "ana", "t1", "user", "Ana", 3),
         "fields",
     )
     _eq(got.text, "I moved to Porto in May.", "text")

@@ -66,7 +66,7 @@ SCOPE_CHUNK = 1000
 #: Most ids in one ``$in`` list.
 _CHUNK = 5000
 #: The fields of a record kept in its JSON body (the others are fields of their own).
-_BODY_FIELDS = {"role", "seq", "text", "terms", "said_at", "valid_from", "valid_to", "lineage"}
+_BODY_FIELDS = {"role", "name", "seq", "text", "terms", "said_at", "valid_from", "valid_to", "lineage"}
 #: What a read fetches of a document (everything but the postings).
 _READ: Doc = {"post": 0, "len": 0}
 

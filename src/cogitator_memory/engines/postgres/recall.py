@@ -105,7 +105,7 @@ RECALL_TERMS_TEXT: tuple[str, ...] = (
 RECALL_RECORDS_INLINE: tuple[str, ...] = ("ALTER TABLE {s}.recall_records SET (toast_tuple_target = 8160)",)
 
 #: The fields of a record kept in its JSON body (the others are columns).
-_BODY_FIELDS = frozenset({"source_id", "role", "seq", "text", "valid_from", "valid_to", "lineage"})
+_BODY_FIELDS = frozenset({"source_id", "role", "name", "seq", "text", "valid_from", "valid_to", "lineage"})
 #: Joins a record's terms into one array element on the way in (a term holding it is refused).
 _TERM_SEP = "\x1f"
 #: A record's columns as read back (its terms one text, split in one call).

@@ -63,7 +63,7 @@ RECALL_TABLES: tuple[str, ...] = (
 )
 
 #: The fields of a record kept in its JSON body (the others are columns).
-_BODY_FIELDS = ("source_id", "role", "seq", "text", "valid_from", "valid_to", "lineage")
+_BODY_FIELDS = ("source_id", "role", "name", "seq", "text", "valid_from", "valid_to", "lineage")
 
 
 def _marks(n: int) -> str:
