@@ -179,3 +179,28 @@ def test_turns_said_in_a_time_are_those_a_scan_finds_in_the_corpus_order() -> No
     later = (day + timedelta(days=2), day + timedelta(days=3))
     assert _said_between(corpus, *later) == scan(*later) == ["s3"]
     assert checked > 500
+
+
+@dataclass
+class _Said:
+    id: str
+    text: str
+
+
+def test_a_lazy_corpus_searches_with_the_scores_of_its_index_without_building_it() -> None:
+    rng = random.Random(11)
+    said = [_Said(f"d{i:03d}", " ".join(rng.choice(VOCAB[:60]) for _ in range(rng.randint(1, 30)))) for i in range(300)]
+    lazy: Corpus[_Said] = Corpus.new(3.0, 1.0, lazy=True)
+    whole: Corpus[_Said] = Corpus.new(3.0, 1.0)
+    for corpus in (lazy, whole):
+        corpus.sync(said, lambda d: d.id, lambda d: d.text)
+    for trial in range(60):
+        terms = [f"w{rng.randrange(70)}" for _ in range(rng.randint(1, 12))]  # some held by none
+        keep = rng.choice([None, lambda key: int(key[1:]) % 4 != 0])
+        limit = rng.choice([1, 10, 400])
+        got = lazy.search_terms(terms, limit=limit, keep=keep)
+        want = _one_by_one(whole.bm25, terms, limit, keep)
+        assert [k for k, _ in got] == [k for k, _ in want], trial
+        assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-12)
+        assert lazy.doc_freqs(terms) == whole.doc_freqs(terms)
+    assert lazy._pending  # scored without indexing the documents

@@ -11,6 +11,7 @@ import pytest
 
 from cogitator_memory import InMemoryAdapter, MemoryEntry, frozen_clock, unwrap
 from cogitator_memory.errors import InvalidArgumentError
+from cogitator_memory.index.terms import recall_terms
 from cogitator_memory.recall import MemoryRetriever
 from cogitator_memory.recall.hops import asks_across
 from cogitator_memory.recall.query import QUERY_KINDS
@@ -88,6 +89,26 @@ async def test_the_hop_finds_a_piece_sharing_words_with_the_first_hit_not_with_t
     assert ids(one)[0] == first and second not in ids(one)
     assert ids(two)[:2] == [first, second]
     assert two.hits[1].channels == {"hop": 1}
+
+
+async def test_the_hop_runs_on_the_candidates_of_an_index_as_on_a_thread(memory: InMemoryAdapter) -> None:
+    # the recall index's candidates come with their terms (a lazy corpus): the hop scores them
+    # without indexing them all, and finds the same second piece with the same order
+    turns: list[tuple[str, str]] = [
+        ("user", "I added a currency column to the transactions table with an alembic migration")
+    ]
+    turns += [("user", text) for text in FILLER[:7]]
+    turns += [("user", "another alembic migration today: the merchant field goes in as well")]
+    turns += [("user", text) for text in FILLER[7:]]
+    entries = await thread_of(memory, turns)
+    question = "How many columns did I add to the transactions table?"
+    terms = {e.id: recall_terms(e.message.text) for e in entries if e.message is not None}
+    retriever = MemoryRetriever({"hop_seeds": 1})
+    on_thread = await retriever.retrieve(question, anchor=LATER, history=entries)
+    on_index = await retriever.retrieve(question, anchor=LATER, history=entries, turn_terms=terms)
+    assert ids(on_index)[:2] == [entries[0].id, entries[8].id]
+    assert on_index.hits[1].channels == {"hop": 1}
+    assert ids(on_index) == ids(on_thread)
 
 
 async def test_a_lookup_of_a_word_or_two_gets_no_hop(memory: InMemoryAdapter) -> None:

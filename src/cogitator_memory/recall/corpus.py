@@ -97,12 +97,40 @@ class Corpus(Generic[D]):
             index = self._bm25
             return len(index), {t: index.doc_freq(t) for t in wanted}
         counts = dict.fromkeys(wanted, 0)
+        asked = frozenset(wanted)
         for doc in self.docs.values():
-            held = doc.term_set
-            for term in wanted:
-                if term in held:
-                    counts[term] += 1
+            for term in doc.term_set & asked:  # the smaller set is walked, at C speed
+                counts[term] += 1
         return len(self.docs), counts
+
+    def search_terms(
+        self, terms: Sequence[str], *, limit: int, keep: Callable[[str], bool] | None = None
+    ) -> list[tuple[str, float]]:
+        """BM25 of ``terms`` over the documents, best first (ties by id), the first ``limit``
+        that ``keep`` keeps: from the BM25 index once built; in a lazy corpus not indexed yet,
+        scored over the documents holding a term (their term lists read for these terms only,
+        not indexed whole)."""
+        if not self._pending:
+            return self._bm25.search_terms(terms, limit=limit, keep=keep)
+        asked = list(dict.fromkeys(terms))
+        size, freqs = self.doc_freqs(asked)
+        if not size:
+            return []
+        bm25 = self._bm25.bm25
+        idf = {t: bm25.idf(size, df) for t, df in freqs.items() if df}
+        wanted = frozenset(idf)
+        avg = sum(len(doc.terms) for doc in self.docs.values()) / size
+        scored: list[tuple[str, float]] = []
+        for rid, doc in self.docs.items():
+            held = doc.term_set & wanted
+            if not held or (keep is not None and not keep(rid)):
+                continue
+            length = len(doc.terms)
+            score = sum(bm25.term_score(doc.terms.count(t), length, avg, idf[t]) for t in held)
+            if score > 0:
+                scored.append((rid, score))
+        scored.sort(key=lambda pair: (-pair[1], pair[0]))
+        return scored[:limit]
 
     def _index_add(self, rid: str, terms: list[str]) -> None:
         if self.lazy:

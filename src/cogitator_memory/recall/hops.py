@@ -50,11 +50,6 @@ def hop_terms(
     frequency."""
     if count < 1 or not seeds:
         return []
-    index = corpus.bm25
-    size = len(index)
-    if size < 2:
-        return []
-    most = max(2, int(size * most_share))
     held: dict[str, int] = {}
     for rid in seeds:
         doc = corpus.docs.get(rid)
@@ -63,9 +58,13 @@ def hop_terms(
         for term in doc.term_set:
             if term not in asked:
                 held[term] = held.get(term, 0) + 1
+    size, freqs = corpus.doc_freqs(held)
+    if size < 2:
+        return []
+    most = max(2, int(size * most_share))
     scored: list[tuple[float, str]] = []
     for term, seeds_holding in held.items():
-        df = index.doc_freq(term)
+        df = freqs[term]
         if 1 < df <= most:  # a term only the seed holds finds nothing else
             scored.append((-seeds_holding * math.log(size / df), term))
     scored.sort()
@@ -86,7 +85,7 @@ def hop_ranking(
     if not extra:
         return []
     left_out = frozenset(seeds)
-    found = corpus.bm25.search_terms([*asked, *extra], limit=depth + len(left_out), keep=keep)
+    found = corpus.search_terms([*asked, *extra], limit=depth + len(left_out), keep=keep)
     return [rid for rid, _score in found if rid not in left_out][:depth]
 
 

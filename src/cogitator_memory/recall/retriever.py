@@ -322,7 +322,6 @@ class MemoryRetriever:
         )
         if (
             corpus_t is not None
-            and not corpus_t.lazy  # candidates of an index search: a hop would index them all again
             and s.hop_seeds
             and len(analysis.terms) >= HOP_MIN_TERMS  # a lookup of a word or two is no question of several pieces
             and s.weight(analysis.kind, "hop") > 0
