@@ -44,8 +44,9 @@ Run: ``python -m benchmarks --only recall_index`` or ``python -m benchmarks.benc
 [--same-load COMMIT]``; ``--same-load`` loads SQLite's files (and PostgreSQL's schemas) with
 ``COMMIT``'s code and measures them with it, then opens them once with this checkout (its
 migrations, timed) and measures them again: each size beside the code before, on the same data,
-in one run; on PostgreSQL a schema loaded by this checkout is measured too (what a migration does
-not change in rows written before, such as how they are stored, shows there);
+in one run; on PostgreSQL (where a schema this checkout migrated cannot be opened by older code
+again) a schema loaded by each side is measured ``--alternate`` (3) times, the sides in turn, each
+figure the median of its runs, then ``COMMIT``'s schema once more after this checkout migrated it;
 ``--huge`` (or ``COGMEM_BENCH_HUGE=1``) adds 1,000,000 turns; ``--quick`` (the runner's) measures
 1,000 and 5,000 turns on SQLite without the baseline.
 """
@@ -58,6 +59,7 @@ import hashlib
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -349,6 +351,16 @@ def measure_size(
         figures = worker({"do": "load", "store": store, "turns": turns}, src)
     if store["adapter"] == "sqlite":
         figures["file MB"] = file_mb(Path(store["path"]))
+    figures.update(measure_loaded(store, turns, src=src, queries=queries, profile=profile))
+    return figures
+
+
+def measure_loaded(
+    store: dict[str, Any], turns: int, *, src: Path | None = None, queries: int = QUERIES, profile: str | None = None
+) -> dict[str, Any]:
+    """Measure a loaded store: the first search and the warm rounds in one fresh process, the
+    first build in another (see the module docs)."""
+    figures: dict[str, Any] = {}
     rounds = ROUNDS if turns <= 10_000 else 1
     common = {"do": "measure", "store": store, "rounds": rounds, "queries": queries}
     figures.update(worker({**common, "first": "search", "profile": profile}, src))
@@ -356,6 +368,53 @@ def measure_size(
     figures["first build ms"] = built["first build ms"]
     figures["build p50 ms (first-build process)"] = built["build p50 ms"]
     return figures
+
+
+def _median_figures(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Each number's median over ``runs`` (each list joined), with each run's first-call ratios."""
+    out: dict[str, Any] = {}
+    for key in runs[0]:
+        values = [r[key] for r in runs if key in r]
+        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+            out[key] = statistics.median(values)
+        elif all(isinstance(v, list) for v in values):
+            out[key] = [x for v in values for x in v]
+        else:
+            out[key] = values[-1]
+    out["first search / warm p50 per run"] = [round(r["first search ms"] / r["search p50 ms"], 2) for r in runs]
+    out["first build / warm p50 per run"] = [
+        round(r["first build ms"] / r["build p50 ms (first-build process)"], 2) for r in runs
+    ]
+    out["runs"] = len(runs)
+    return out
+
+
+def alternate_postgres(
+    make: Any, turns: int, commit: str, src: Path, times: int
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """PostgreSQL beside ``commit``'s code (``src``): a schema loaded by each, measured ``times``
+    times each, alternately (the shared machine's load moves between processes; a schema that
+    this checkout migrated cannot be opened by older code again), each figure the median of its
+    runs; then the schema ``commit`` loaded, opened once by this checkout (its migrations) and
+    measured once. Returns (``commit``'s figures, this checkout's, this checkout's on ``commit``'s schema)."""
+    old, new = make(turns), make(turns)
+    try:
+        loads = (
+            worker({"do": "load", "store": old, "turns": turns}, src),
+            worker({"do": "load", "store": new, "turns": turns}),
+        )
+        runs: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
+        for i in range(times):
+            runs[0].append(measure_loaded(old, turns, src=src))
+            runs[1].append(measure_loaded(new, turns))
+            print(f"[recall_index] postgres {turns:,} run {i + 1}/{times}: {json.dumps(runs)}", file=sys.stderr)
+        migrated = measure_size(old, turns, loaded=True)
+    finally:
+        _drop_schema(old)
+        _drop_schema(new)
+    before = {**loads[0], **_median_figures(runs[0])}
+    after = {**loads[1], **_median_figures(runs[1])}
+    return before, after, migrated
 
 
 def _postgres_store(url: str) -> dict[str, Any]:
@@ -467,10 +526,12 @@ def rows_for(
                 "MB",
                 baseline=figures[small]["file MB"] / figures[small]["turns"] * 100_000,
                 baseline_name=f"same at {small:,} turns",
-                extra={f"load s at {n}": figures[n]["load s"] for n in sizes},
+                extra={f"load s at {n}": figures[n].get("load s") for n in sizes},
             )
         )
     for n in sizes:
+        if "load s" not in figures[n]:  # opened, not loaded (--same-load)
+            continue
         rows.append(
             Row(group, f"load through Memory.add + flush, {n:,} turns", figures[n]["load s"], "s", extra=figures[n])
         )
@@ -540,11 +601,13 @@ def run_all(
     with_sqlite: bool = True,
     profile: str | None = None,
     same_load: str | None = None,
+    alternate: int = 3,
 ) -> list[Row]:
     """Every engine and size and the baseline; the rows of the table. With ``same_load`` (a
     commit), SQLite's files and PostgreSQL's schemas are loaded and measured by that commit's
     code first, then measured by this checkout's (after opening once: its migrations), each size
-    beside the other; on PostgreSQL a schema loaded by this checkout is measured after them."""
+    beside the other; on PostgreSQL a schema loaded by each is measured ``alternate`` times, in
+    turn (:func:`alternate_postgres`)."""
     rows: list[Row] = []
     folder = Path(tempfile.mkdtemp(prefix="bench-recall-index-"))
     engines: list[tuple[str, Any]] = []
@@ -558,10 +621,19 @@ def run_all(
             figures: dict[int, dict[str, Any]] = {}
             same = before_tree(same_load) if same_load else None
             before_at: dict[int, dict[str, Any]] = {}
-            fresh: dict[int, dict[str, Any]] = {}
+            migrated: dict[int, dict[str, Any]] = {}
             for n in sizes:
-                store = make(n)
                 started = time.perf_counter()
+                if same is not None and engine == "postgres":
+                    before_at[n], figures[n], migrated[n] = alternate_postgres(make, n, str(same_load), same, alternate)
+                    print(f"[recall_index] {same_load} {n:,}: {json.dumps(before_at[n])}", file=sys.stderr)
+                    print(f"[recall_index] {engine} {n:,}: {json.dumps(figures[n])}", file=sys.stderr)
+                    print(
+                        f"[recall_index] {engine} {n:,} on {same_load}'s schema: {json.dumps(migrated[n])}",
+                        file=sys.stderr,
+                    )
+                    continue
+                store = make(n)
                 try:
                     if same is not None:
                         before_at[n] = measure_size(store, n, src=same)
@@ -572,16 +644,6 @@ def run_all(
                 finally:
                     if engine == "postgres":
                         _drop_schema(store)
-                if same is not None and engine == "postgres":  # loaded by this checkout
-                    store = make(n)
-                    try:
-                        fresh[n] = measure_size(store, n)
-                    finally:
-                        _drop_schema(store)
-                    print(
-                        f"[recall_index] {engine} {n:,} loaded by this checkout: {json.dumps(fresh[n])}",
-                        file=sys.stderr,
-                    )
                 print(
                     f"[recall_index] {engine} {n:,}: {time.perf_counter() - started:.0f}s {json.dumps(figures[n])}",
                     file=sys.stderr,
@@ -595,10 +657,11 @@ def run_all(
                 shutil.rmtree(src.parent, ignore_errors=True)
             rows.extend(rows_for(engine, sizes, figures, before))
             if same is not None:
-                rows.extend(same_load_rows(engine, sizes, figures, before_at, str(same_load)))
-                if fresh:
-                    label = "data loaded by each"
-                    rows.extend(same_load_rows(engine, sizes, fresh, before_at, str(same_load), label))
+                label = "schemas loaded by each, measured alternately" if migrated else "same data"
+                rows.extend(same_load_rows(engine, sizes, figures, before_at, str(same_load), label))
+                if migrated:
+                    label = f"this checkout once on {same_load}'s schema (migrated)"
+                    rows.extend(same_load_rows(engine, sizes, migrated, before_at, str(same_load), label))
                 shutil.rmtree(same.parent, ignore_errors=True)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -627,7 +690,10 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         metavar="COMMIT",
         help="load SQLite's files and PostgreSQL's schemas with COMMIT's code, measure them with it, then with this"
-        " checkout (and on PostgreSQL a schema this checkout loaded)",
+        " checkout (on PostgreSQL: a schema loaded by each, measured --alternate times in turn)",
+    )
+    parser.add_argument(
+        "--alternate", type=int, default=3, help="runs of each side on PostgreSQL with --same-load (default 3)"
     )
     args = parser.parse_args(argv)
     if args.worker:
@@ -650,6 +716,7 @@ def main(argv: list[str] | None = None) -> int:
         with_sqlite=not args.no_sqlite,
         profile=args.profile,
         same_load=args.same_load,
+        alternate=args.alternate,
     )
     for row in rows:
         print(json.dumps(row.as_dict()))
