@@ -44,6 +44,7 @@ from .beam import Chat, load_chats
 from .bench_recall import KS, VectorTable, summarise
 from .bench_retrieval import chat_vectors, recall
 from .chitchat import load_histories
+from .common import Row
 
 USER = "reader"
 
@@ -145,6 +146,36 @@ async def evaluate(
             if progress:
                 print(f"chat {chat.name}: {time.perf_counter() - started:.1f}s", file=sys.stderr)
     return out
+
+
+async def run(quick: bool) -> list[Row]:
+    """The runner's entry point: ``Memory.search`` R@k on BEAM beside the retriever over the
+    whole history (3 chats with ``quick``)."""
+    try:
+        chats = load_chats(limit=3 if quick else None)
+    except FileNotFoundError as exc:
+        print(f"[search_quality] skipped: {exc}", file=sys.stderr)
+        return []
+    records = await evaluate(chats, LocalEmbeddingService(batch_size=16), "memory", progress=True)
+    summary = summarise(records, keys())
+    print(markdown(summary), file=sys.stderr)
+    overall = summary["overall"]
+    rows: list[Row] = []
+    for k in KS:
+        value, base = overall[f"search@{k}"], overall[f"retriever@{k}"]
+        rows.append(
+            Row(
+                "recall",
+                f"beam-100k recall@{k}, Memory.search turn hits (recall index)",
+                value,
+                "recall",
+                baseline=base,
+                baseline_name="MemoryRetriever over the whole history",
+                ratio=value / base if base else None,
+                extra={"summary": summary} if k == KS[-1] else {},
+            )
+        )
+    return rows
 
 
 def keys() -> list[str]:
