@@ -367,3 +367,23 @@ async def test_user_weight_puts_what_the_user_said_before_an_equal_reply(memory:
     biased = MemoryRetriever({"user_weight": 1.0, "neighbour_weight": 0.0, "weights": {"general": {"bm25": 0.0}}})
     found = await biased.retrieve(question, anchor=LATER, history=turns, cosines=cos)
     assert [h.id for h in found.hits] == [turns[0].id, turns[1].id]
+
+
+async def test_the_turns_said_on_a_day_a_question_names_rank_by_what_they_share_with_it(
+    memory: InMemoryAdapter,
+) -> None:
+    # a day of chat: the turn that answers is said late that day; the time channel alone (the
+    # others weighed 0) ranks the day's turns by the question's terms, not by when they were said
+    topics = ["rain", "bikes", "cats", "trains", "socks", "lamps", "clouds", "tea", "maps", "kites", "moss", "bells"]
+    texts = [f"small talk about {topic} and nothing much" for topic in topics]
+    texts[8] = "I am eating an ahi tuna bowl for dinner"  # a turn of the user's, late that day
+    texts.append("another day, another ahi tuna bowl")
+    days = [5] * 12 + [6]
+    turns = await thread_of(memory, texts, days)
+    off = {c: 0.0 for c in ("vector", "bm25", "entity", "hop", "standing", "evidence")}
+    retriever = MemoryRetriever({"weights": {"temporal": off, "general": off}})
+    found = await retriever.retrieve("What was I eating on 6 March 2024?", anchor=LATER, history=turns)
+    assert found.analysis.interval is not None
+    assert found.hits[0].id == turns[8].id and found.hits[0].channels == {"time": 1}
+    # the channel finds only that day's turns (the next day's comes in as a neighbour alone)
+    assert {h.id for h in found.hits if h.channels} == {t.id for t in turns[:12]}

@@ -238,7 +238,9 @@ async def test_a_value_that_no_longer_holds_ranks_below_the_current_one(memory: 
 
 
 @pytest.mark.parametrize("engine", ["memory", "sqlite", "postgres", "redis", "mongodb"])
-async def test_a_question_about_one_of_two_people_ranks_what_that_person_said_first(engine: str, tmp_path: Path) -> None:
+async def test_a_question_about_one_of_two_people_ranks_what_that_person_said_first(
+    engine: str, tmp_path: Path
+) -> None:
     # a chat between two named people: the index keeps each turn's speaker, so the retriever
     # reads who a question asks about (the same words said by the other rank below)
     config = {**_config(engine, tmp_path), "embedding": {"provider": "none"}}

@@ -117,7 +117,7 @@ class Corpus(Generic[D]):
         if not size:
             return []
         bm25 = self._bm25.bm25
-        idf = {t: bm25.idf(size, df) for t, df in freqs.items() if df}
+        idf = {t: bm25.idf(size, df) for t, df in freqs.items() if df}  # in the query's order
         wanted = frozenset(idf)
         avg = sum(len(doc.terms) for doc in self.docs.values()) / size
         scored: list[tuple[str, float]] = []
@@ -126,7 +126,8 @@ class Corpus(Generic[D]):
             if not held or (keep is not None and not keep(rid)):
                 continue
             length = len(doc.terms)
-            score = sum(bm25.term_score(doc.terms.count(t), length, avg, idf[t]) for t in held)
+            # summed in the query's order, as the index sums them: the same float to the last bit
+            score = sum(bm25.term_score(doc.terms.count(t), length, avg, w) for t, w in idf.items() if t in held)
             if score > 0:
                 scored.append((rid, score))
         scored.sort(key=lambda pair: (-pair[1], pair[0]))

@@ -453,9 +453,15 @@ class MemoryRetriever:
             return [r for r in candidates if corpus.times_of(r, entries[r].created_at, zone)][:depth]
         start, end = interval.start, interval.end
         said = [rid for rid in _said_between(corpus, start, end) if rid in entries]
-        if len(said) > depth:  # the ones sharing most terms with the input first
+        if len(said) > 1:  # those sharing most terms with the input first, then the other channels' best
             terms = frozenset(stemmed_terms(analysis.terms))
-            said.sort(key=lambda r: -len(terms & corpus.docs[r].term_set))
+            placed: dict[str, int] = {}
+            for ranking in found:
+                for at, rid in enumerate(ranking):
+                    if at < placed.get(rid, at + 1):
+                        placed[rid] = at
+            unplaced = len(entries)
+            said.sort(key=lambda r: (-len(terms & corpus.docs[r].term_set), placed.get(r, unplaced)))
         naming = [
             r for r in candidates if any(t.overlaps(interval) for t in corpus.times_of(r, entries[r].created_at, zone))
         ]
