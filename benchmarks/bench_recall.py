@@ -45,8 +45,8 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from datetime import datetime, timedelta
 from datetime import time as day_start
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,7 @@ import numpy as np
 from cogitator_memory.embeddings.base import BaseEmbeddingService
 from cogitator_memory.embeddings.local import LocalEmbeddingService
 
-from .beam import Chat, load_chats
+from .beam import Chat, Message, load_chats
 from .bench_retrieval import CANDIDATES, FUSION, TUNED_BM25, chat_vectors, recall
 from .chitchat import TUNING as CHITCHAT_TUNING
 from .chitchat import load_histories
@@ -105,35 +105,47 @@ class VectorTable(BaseEmbeddingService):
         return [self.table[t] for t in texts]
 
 
-async def load_chat_thread(memory: Any, index: Any, chat: Chat) -> tuple[str, dict[str, int], Any]:
-    """Write the chat as a thread; returns its id, entry id -> message id, and its last date.
-
-    A message dated by a day alone (BEAM's batch dates, midnight) is written at 9:00 that day
-    plus a minute per message, after the one before it; one with a time of day (when it was
-    said) is written at that time, its ``name`` with it."""
-    from cogitator_memory import frozen_clock, unwrap
-
-    thread = unwrap(await memory.create_thread("beam", {"user_id": "reader"}))
-    ids: dict[str, int] = {}
-    last = None
+def message_times(chat: Chat) -> list[datetime]:
+    """When each message of ``chat`` is written: a message dated by a day alone (BEAM's batch
+    dates, midnight) at 9:00 that day plus a minute per message, after the one before it; one
+    with a time of day (when it was said) at that time."""
+    out: list[datetime] = []
     previous = None
     for i, message in enumerate(chat.messages):
         day = message.anchor
         assert day is not None
         if day.time() != day_start(0):
-            at = day
-        else:
-            at = day + timedelta(hours=9, minutes=i)
-            if previous is not None and at <= previous:
-                at = previous + timedelta(minutes=1)
-            previous = at
-        said: dict[str, Any] = {"role": message.role or "user", "content": message.content}
-        if message.name:
-            said["name"] = message.name
+            out.append(day)
+            continue
+        at = day + timedelta(hours=9, minutes=i)
+        if previous is not None and at <= previous:
+            at = previous + timedelta(minutes=1)
+        out.append(at)
+        previous = at
+    return out
+
+
+def said(message: Message) -> dict[str, Any]:
+    """The stored message of a chat's message: its role, text and speaker's name."""
+    out: dict[str, Any] = {"role": message.role or "user", "content": message.content}
+    if message.name:
+        out["name"] = message.name
+    return out
+
+
+async def load_chat_thread(memory: Any, index: Any, chat: Chat) -> tuple[str, dict[str, int], Any]:
+    """Write the chat as a thread (each message at its :func:`message_times`, as :func:`said`);
+    returns its id, entry id -> message id, and its last time."""
+    from cogitator_memory import frozen_clock, unwrap
+
+    thread = unwrap(await memory.create_thread("beam", {"user_id": "reader"}))
+    ids: dict[str, int] = {}
+    times = message_times(chat)
+    for message, at in zip(chat.messages, times, strict=True):
         with frozen_clock(at):
-            entry = unwrap(await memory.add_entry({"thread_id": thread.id, "message": said}))
+            entry = unwrap(await memory.add_entry({"thread_id": thread.id, "message": said(message)}))
         ids[entry.id] = message.id
-        last = at if last is None else max(last, at)
+    last = max(times) if times else None
     await index.flush()
     return thread.id, ids, last
 

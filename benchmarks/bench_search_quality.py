@@ -31,7 +31,6 @@ import json
 import sys
 import tempfile
 import time
-from datetime import time as day_start
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -41,7 +40,7 @@ import numpy as np
 from cogitator_memory.embeddings.local import LocalEmbeddingService
 
 from .beam import Chat, load_chats
-from .bench_recall import KS, VectorTable, summarise
+from .bench_recall import KS, VectorTable, message_times, said, summarise
 from .bench_retrieval import chat_vectors, recall
 from .chitchat import load_histories
 from .common import Row
@@ -53,43 +52,21 @@ USER = "reader"
 SESSION_GAP = timedelta(hours=4)
 
 
-def _times(chat: Chat) -> list[Any]:
-    """Each message's time, as ``bench_recall`` loads it: when it was said, or for a message dated
-    by its day alone (BEAM's batches), 09:00 that day plus a minute per message."""
-    out: list[Any] = []
-    previous = None
-    for i, message in enumerate(chat.messages):
-        day = message.anchor
-        assert day is not None
-        if day.time() != day_start(0):
-            out.append(day)
-            continue
-        at = day + timedelta(hours=9, minutes=i)
-        if previous is not None and at <= previous:
-            at = previous + timedelta(minutes=1)
-        out.append(at)
-        previous = at
-    return out
-
-
 async def _load(memory: Any, chat: Chat) -> tuple[dict[str, int], list[str], Any]:
     """The chat as one user's threads (a new one after a pause of :data:`SESSION_GAP`): entry id
     -> message id, the threads, and the last time."""
     from cogitator_memory import frozen_clock
 
     ids: dict[str, int] = {}
-    times = _times(chat)
+    times = message_times(chat)
     session = 0
     previous = None
     for message, at in zip(chat.messages, times, strict=True):
         if previous is None or at - previous > SESSION_GAP:
             session += 1
         previous = at
-        said: dict[str, Any] = {"role": message.role or "user", "content": message.content}
-        if message.name:
-            said["name"] = message.name
         with frozen_clock(at):
-            added = await memory.add([said], user_id=USER, thread_id=f"beam-{chat.name}-{session}")
+            added = await memory.add([said(message)], user_id=USER, thread_id=f"beam-{chat.name}-{session}")
         ids[added.entries[0].id] = message.id
     await memory.flush()
     return ids, [f"beam-{chat.name}-{n}" for n in range(1, session + 1)], max(times)

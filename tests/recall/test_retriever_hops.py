@@ -72,16 +72,22 @@ def ids(found: Any) -> list[str]:
 # ----- the second hop ------------------------------------------------------------------------------
 
 
-async def test_the_hop_finds_a_piece_sharing_words_with_the_first_hit_not_with_the_question(
-    memory: InMemoryAdapter,
-) -> None:
+async def two_migrations(memory: InMemoryAdapter) -> list[MemoryEntry]:
+    """Two turns about one table's migrations (0 and 8), filler between and after them: the
+    second shares "alembic migration" with the first, not the question's words."""
     turns: list[tuple[str, str]] = [
         ("user", "I added a currency column to the transactions table with an alembic migration")
     ]
     turns += [("user", text) for text in FILLER[:7]]
     turns += [("user", "another alembic migration today: the merchant field goes in as well")]
     turns += [("user", text) for text in FILLER[7:]]
-    entries = await thread_of(memory, turns)
+    return await thread_of(memory, turns)
+
+
+async def test_the_hop_finds_a_piece_sharing_words_with_the_first_hit_not_with_the_question(
+    memory: InMemoryAdapter,
+) -> None:
+    entries = await two_migrations(memory)
     first, second = entries[0].id, entries[8].id
     question = "How many columns did I add to the transactions table?"
     one = await MemoryRetriever({"hop_seeds": 0}).retrieve(question, anchor=LATER, history=entries)
@@ -94,13 +100,7 @@ async def test_the_hop_finds_a_piece_sharing_words_with_the_first_hit_not_with_t
 async def test_the_hop_runs_on_the_candidates_of_an_index_as_on_a_thread(memory: InMemoryAdapter) -> None:
     # the recall index's candidates come with their terms (a lazy corpus): the hop scores them
     # without indexing them all, and finds the same second piece with the same order
-    turns: list[tuple[str, str]] = [
-        ("user", "I added a currency column to the transactions table with an alembic migration")
-    ]
-    turns += [("user", text) for text in FILLER[:7]]
-    turns += [("user", "another alembic migration today: the merchant field goes in as well")]
-    turns += [("user", text) for text in FILLER[7:]]
-    entries = await thread_of(memory, turns)
+    entries = await two_migrations(memory)
     question = "How many columns did I add to the transactions table?"
     terms = {e.id: recall_terms(e.message.text) for e in entries if e.message is not None}
     retriever = MemoryRetriever({"hop_seeds": 1})

@@ -11,8 +11,8 @@ its core facts (:func:`create_memory_tools`).
   Every node of the agent the scope sees takes part, the extracted ones too. Only tools made with
   an ``embedding_service`` search by meaning as well (the spec's ``embeddingFn``): after the text
   matches come the nodes near the query by meaning, each with its cosine as ``score``, and only
-  those at :data:`MIN_RECALL_SCORE` or more and at least :data:`RELATIVE_RECALL_SCORE` of the best
-  : an unrelated fact is never given.
+  those at :data:`MIN_RECALL_SCORE` or more and at least :data:`RELATIVE_RECALL_SCORE` of the best,
+  so an unrelated fact is never given.
   Between the two, ``recall`` also gives the nodes that hold every content word of a question in
   another form (:func:`word_matches`: stopwords and question words dropped, words compared by
   their stems and roots, as the recall index compares them), so "what is Ana allergic to?" finds
