@@ -13,7 +13,7 @@ from cogitator_memory import InMemoryAdapter, MemoryEntry, frozen_clock, unwrap
 from cogitator_memory.errors import InvalidArgumentError
 from cogitator_memory.index.terms import recall_terms
 from cogitator_memory.recall import MemoryRetriever
-from cogitator_memory.recall.hops import asks_across
+from cogitator_memory.recall.hops import asks_across, asks_summary
 from cogitator_memory.recall.query import QUERY_KINDS
 from cogitator_memory.recall.speakers import Asked, asked_speakers, participants
 
@@ -308,3 +308,66 @@ async def test_standing_words_unrelated_to_the_question_are_not_found(memory: In
     found = await MemoryRetriever().retrieve("What colour is my bike?", anchor=LATER, history=entries)
     assert ids(found)[0] == entries[1].id  # "my red bike needs oil today"
     assert all("standing" not in h.channels for h in found.hits)
+
+
+# ----- summaries: exchanges --------------------------------------------------------------------
+
+
+def test_questions_asking_for_a_summary_are_told_from_others() -> None:
+    for asked in (
+        "Can you summarize what I learned about caching?",
+        "Give me a comprehensive summary of the budget tracker project",
+        "an overview of my reading plan, please",
+        "Quick recap of the trip planning?",
+    ):
+        assert asks_summary(asked), asked
+    for other in ("What are my summer plans?", "How did the caching go?", "Which city do I live in?"):
+        assert not asks_summary(other), other
+
+
+async def caching_exchanges(memory: InMemoryAdapter) -> list[MemoryEntry]:
+    """Two exchanges about a weather app's caching (turns 0-1 and 6-7), each reply holding what
+    was learned in words the question does not use; small talk between and after them."""
+    turns: list[tuple[str, str]] = [
+        ("user", "I want caching in my weather app so it stops calling the API for every city"),
+        ("assistant", "Keep each forecast in localStorage keyed by name, expiring after ten minutes"),
+    ]
+    for text in FILLER[:2]:
+        turns += [("user", text), ("assistant", "Noted, " + text.replace("my ", "your "))]
+    turns += [
+        ("user", "The caching in my weather app serves stale forecasts after midnight"),
+        ("assistant", "Store the fetch timestamp too, and invalidate entries whose date changed"),
+    ]
+    for text in FILLER[2:6]:
+        turns += [("user", text), ("assistant", "Noted, " + text.replace("my ", "your "))]
+    return await thread_of(memory, turns)
+
+
+async def test_a_summary_question_gets_each_exchange_whole(memory: InMemoryAdapter) -> None:
+    # a summary is in the replies as much as in the questions: each hit brings the other turn
+    # of its exchange next to it, and the user's turns are not favoured over the replies
+    entries = await caching_exchanges(memory)
+    first, reply, second, answer = (entries[i].id for i in (0, 1, 6, 7))
+    question = "Summarize what I learned about caching in my weather app"
+    paired = await MemoryRetriever().retrieve(question, anchor=LATER, history=entries)
+    plain = await MemoryRetriever({"exchanges": False}).retrieve(question, anchor=LATER, history=entries)
+    assert sorted([tuple(ids(paired)[:2]), tuple(ids(paired)[2:4])]) == sorted([(first, reply), (second, answer)])
+    assert set(ids(plain)[:2]) == {first, second}  # without: the user's two turns, then the replies
+    # a question asking for no summary ranks as before
+    other = "What did I learn about caching in my weather app?"
+    assert ids(await MemoryRetriever().retrieve(other, anchor=LATER, history=entries)) == ids(
+        await MemoryRetriever({"exchanges": False}).retrieve(other, anchor=LATER, history=entries)
+    )
+
+
+async def test_over_an_index_a_partner_must_be_next_to_its_turn(memory: InMemoryAdapter) -> None:
+    # an index hands over candidates, not the thread: the turn after a hit among them is its
+    # reply only when it is next to it in the thread (seq)
+    entries = await caching_exchanges(memory)
+    question = "Summarize what I learned about caching in my weather app"
+    kept = [e for i, e in enumerate(entries) if i not in (1, 2)]  # the first reply is no candidate
+    terms = {e.id: recall_terms(e.message.text) for e in kept if e.message is not None}
+    found = await MemoryRetriever().retrieve(question, anchor=LATER, history=kept, turn_terms=terms)
+    at = ids(found).index(entries[0].id)
+    assert ids(found)[at + 1 : at + 2] != [entries[3].id]  # the reply after the gap answers another turn
+    assert entries[7].id == ids(found)[ids(found).index(entries[6].id) + 1]

@@ -13,6 +13,12 @@ search's best turns left out.
 search crowd into the one that matched best. :func:`session_spread` orders the best hits so
 that each session's next hit pays for those of its session before it. Sessions are runs of
 turns without a pause of ``session_gap_hours`` (:func:`sessions`).
+
+**Exchanges.** A question asking for a summary ("summarize what I learned about ...") is
+answered by what was said on both sides: on the BEAM dev chats two in three of the evidence
+turns of such questions are the assistant's replies, and most of the user's come with their
+reply. For those (:func:`asks_summary`), each hit brings the other turn of its exchange next to
+it (:func:`exchanges`), and the user's turns are not favoured over the replies.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ _SPREAD = re.compile(
     r"summar\w+|overview|recap)\b",
     re.I,
 )
+#: A question asking for a summary of what was said ("summarize", "an overview", "recap").
+_SUMMARY = re.compile(r"\b(?:summar\w+|overview|recap)\b", re.I)
 #: The characters of a question read for whether it asks across the conversation.
 READ_CHARS = 2000
 
@@ -39,6 +47,30 @@ def asks_across(question: str) -> bool:
     """Whether ``question`` asks about something across the conversation (see the module docs),
     read in its first :data:`READ_CHARS` characters."""
     return _SPREAD.search(question, 0, READ_CHARS) is not None
+
+
+def asks_summary(question: str) -> bool:
+    """Whether ``question`` asks for a summary of what was said ("summarize how the project
+    went", "give me an overview of ..."), read in its first :data:`READ_CHARS` characters: its
+    answer is in exchanges, a question and the reply to it, more than in single turns."""
+    return _SUMMARY.search(question, 0, READ_CHARS) is not None
+
+
+def exchanges(order: Sequence[str], partner: Callable[[str], str | None], limit: int) -> list[str]:
+    """The first ``limit`` of ``order`` (hit ids, best first) with each hit followed by its
+    ``partner`` (the other turn of its exchange, ``None`` for none), each id once."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for rid in order:
+        if len(out) >= limit:
+            break
+        other = partner(rid)
+        pair = (rid,) if other is None else (rid, other)
+        for one in pair:
+            if one not in seen:
+                seen.add(one)
+                out.append(one)
+    return out[:limit]
 
 
 def hop_terms(
@@ -137,4 +169,13 @@ def session_spread(
     return out + scored[pool:]
 
 
-__all__ = ["READ_CHARS", "asks_across", "hop_ranking", "hop_terms", "session_spread", "sessions"]
+__all__ = [
+    "READ_CHARS",
+    "asks_across",
+    "asks_summary",
+    "exchanges",
+    "hop_ranking",
+    "hop_terms",
+    "session_spread",
+    "sessions",
+]

@@ -113,7 +113,7 @@ _UPDATE = re.compile(
 _AGGREGATE_STRONG = re.compile(
     r"\b(?:how\s+many\s+(?:times|different|separate|distinct)|how\s+often|what\s+(?:are|were)\s+all|"
     r"(?:list|name|tell\s+me|give\s+me|show\s+me)\s+(?:all|every|each)|every\s+(?:time|single)|each\s+time|"
-    r"all\s+the\s+(?:times|ways|things|places|people)|in\s+total|altogether|combined)\b",
+    r"all\s+the\s+(?:times|ways|things|places|people)|in\s+total|altogether|combined|summar\w+|overview|recap)\b",
     re.I,
 )
 _AGGREGATE = re.compile(

@@ -36,7 +36,7 @@ import bisect
 import itertools
 import math
 import re
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from operator import attrgetter
@@ -51,11 +51,11 @@ from ..search.fusion import reciprocal_rank_fusion
 from ..threads.records import EVENT_TYPES, MemoryEntry
 from . import item_search
 from .corpus import Corpus, CorpusCache, Doc, phrase_pattern, turn_text
-from .hops import asks_across, hop_ranking, session_spread, sessions
+from .hops import asks_across, asks_summary, exchanges, hop_ranking, session_spread, sessions
 from .query import QueryAnalysis, analyze_query_async
 from .rerank import Reranker, check_results, reranked_order
 from .settings import Channel, RetrieverSettings, check_settings
-from .speakers import Asked, Participants, asked_speakers, participants, speaker_boost
+from .speakers import Asked, Participants, asked_speakers, participants, speaker_boost, speaker_name
 from .standing import standing_ranking
 
 HitKind = Literal["turn", "item"]
@@ -345,6 +345,9 @@ class MemoryRetriever:
         terms = frozenset(stemmed_terms(analysis.terms))
         n_terms = len(terms)
         recency, user, coverage, retrieved = s.recency_weight, s.user_weight, s.coverage_weight, s.retrieved_weight
+        summary = s.exchanges and corpus_t is not None and asks_summary(analysis.text)
+        if summary:
+            user = 0.0  # the replies hold most of what a summary is asked about
         turn_docs = corpus_t.docs if corpus_t is not None else {}
         people = _participants(corpus_t)
         asked_speaker = asked_speakers(analysis.text, people) if s.speaker_from_question else Asked()
@@ -382,10 +385,19 @@ class MemoryRetriever:
             scored = session_spread(
                 scored, lambda rid: placed.get(rid[2:]) if rid[0] == "t" else None, s.session_spread, wanted
             )
-        order = _mmr(scored, term_sets, s.mmr_lambda, s.mmr_pool)[:limit]
+        by_id = dict((rid, sc) for sc, rid in scored)
+        if summary:
+            assert corpus_t is not None
+            partner = _partner(corpus_t.order, index_of, held_ids, corpus_t.docs)
+            ranked = _mmr(scored, term_sets, s.mmr_lambda, s.mmr_pool)
+            order = exchanges(ranked, partner, limit)
+            for i, rid in enumerate(order):
+                if rid not in by_id:  # a partner nothing found: it ranks with the hit it answers
+                    by_id[rid] = by_id[order[i - 1]] if i else 0.0
+        else:
+            order = _mmr(scored, term_sets, s.mmr_lambda, s.mmr_pool)[:limit]
 
         hits: list[RecallHit] = []
-        by_id = dict((rid, sc) for sc, rid in scored)
         for rid in order:
             raw = rid[2:]
             if rid[0] == "t":
@@ -587,6 +599,42 @@ def _with_neighbours(
         out[key] = out.get(key, 0.0) + extra
     ranked = sorted([(-score, key) for key, score in out.items()])  # best first, then by id
     return [(key, -score) for score, key in ranked]
+
+
+def _partner(
+    order: Sequence[str], index_of: Mapping[str, int], held: Collection[str], docs: Mapping[str, Doc[Any]]
+) -> Callable[[str], str | None]:
+    """The other turn of a hit's exchange (``None`` for an item or a turn without one): the turn
+    after a user's turn (its reply), the turn before another role's (what it answers), in the
+    same thread, next to it there (``seq``), said by another speaker (role or name) and not held."""
+    last = len(order) - 1
+
+    def partner(rid: str) -> str | None:
+        if rid[0] != "t":
+            return None
+        at = index_of.get(rid[2:])
+        if at is None:
+            return None
+        record = docs[rid[2:]].record
+        message = record.message
+        step = 1 if message is None or message.role == "user" else -1
+        j = at + step
+        if not 0 <= j <= last:
+            return None
+        other = order[j]
+        near = docs[other].record
+        if (held and other in held) or near.thread_id != record.thread_id or near.seq != record.seq + step:
+            return None  # a turn of another thread, or (over an index's candidates) not next to it
+        if _speaker(near) == _speaker(record):
+            return None  # the same speaker going on: no reply
+        return "t:" + other
+
+    return partner
+
+
+def _speaker(entry: MemoryEntry) -> tuple[str | None, str | None]:
+    message = entry.message
+    return (message.role if message is not None else None), speaker_name(entry)
 
 
 class _Turns(Mapping[str, MemoryEntry]):
