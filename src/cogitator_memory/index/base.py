@@ -117,6 +117,26 @@ def stored_record(row: Sequence[Any], moment: Callable[[Any], datetime], term_se
 logger = logging.getLogger("cogitator_memory")
 
 
+def item_records(items: list[MemoryItem], fresh: Collection[str] = ()) -> tuple[list[RecallRecord], list[str]]:
+    """What the recall index holds for written ``items``: the records to write, and the ids of
+    the records to delete (of items recall never shows, such as suggested ones; ``fresh`` names
+    items just added, which have none)."""
+    records: list[RecallRecord] = []
+    hidden: list[str] = []
+    for item in items:
+        record = item_record(item)
+        if record is not None:
+            records.append(record)
+        elif item.id not in fresh:
+            hidden.extend(record_id(k, item.id) for k in ITEM_KINDS)
+    return records, hidden
+
+
+def log_unindexed(count: int, exc: Exception) -> None:
+    """Items were stored but their records could not be written (``cogitator-memory reindex`` writes them)."""
+    logger.warning("recall index: %d items written but not indexed (%s); run reindex", count, exc)
+
+
 @dataclass
 class _GraphPlan:
     """What :meth:`RecallIndexMixin._recall_graph_plan` read before a graph write."""
@@ -309,19 +329,12 @@ class RecallIndexMixin(ABC):
         try:
             await self._recall_items_now(items, fresh)
         except Exception as exc:
-            logger.warning("recall index: %d items written but not indexed (%s); run reindex", len(items), exc)
+            log_unindexed(len(items), exc)
 
     async def _recall_items_now(self, items: list[MemoryItem], fresh: Collection[str]) -> None:
-        records: list[RecallRecord] = []
-        hidden: list[str] = []
-        for item in items:
-            record = item_record(item)
-            if record is not None:
-                records.append(record)
-            elif item.id not in fresh:
-                hidden.append(item.id)
+        records, hidden = item_records(items, fresh)
         if hidden:
-            await self._recall_delete_all([record_id(k, i) for i in hidden for k in ITEM_KINDS])
+            await self._recall_delete_all(hidden)
         await self._recall_put_all(records)
 
     async def _recall_forget_items(self, ids: list[str]) -> None:
@@ -652,7 +665,9 @@ __all__ = [
     "RecallIndexAdapter",
     "RecallIndexMixin",
     "is_recall_index",
+    "item_records",
     "length_terms",
+    "log_unindexed",
     "stored_record",
     "within_budget",
 ]

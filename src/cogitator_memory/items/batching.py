@@ -18,11 +18,19 @@ from datetime import datetime
 from typing import Any
 
 from ..ids import new_id
+from ..threads.records import built_record
 from . import rules
 from .records import MUTABLE_FIELDS, ItemUpdate, MemoryItem, NewMemoryItem, scope_key
 
 #: A slot in one exact scope: (scope key, slot key).
 GroupKey = tuple[str, str]
+_ITEM_FIELDS = tuple(MemoryItem.model_fields)
+#: The fields of a stored item a new one does not tell, at their defaults (None and numbers).
+_STORED_DEFAULTS: dict[str, Any] = {
+    name: info.get_default(call_default_factory=True)
+    for name, info in MemoryItem.model_fields.items()
+    if name not in NewMemoryItem.model_fields and not info.is_required()
+}
 
 
 def group_key(item: MemoryItem | NewMemoryItem) -> GroupKey:
@@ -75,8 +83,10 @@ def new_item(new: NewMemoryItem, recorded: datetime, *, shadow: bool, activation
         ends_at=own_end,
         recorded_at=recorded,
     )
-    # Every field comes from the checked ``new`` or is made here: built without validating again.
-    return MemoryItem.model_construct(**data)
+    # Every field comes from the checked ``new`` or is made here: built without validating
+    # again, as ``model_construct`` builds it (the fields in their order, the rest at defaults).
+    fields = {name: data[name] if name in data else _STORED_DEFAULTS[name] for name in _ITEM_FIELDS}
+    return built_record(MemoryItem, fields, set(data))
 
 
 def _apply(update: ItemUpdate, item: MemoryItem) -> MemoryItem:

@@ -20,11 +20,16 @@ Each primitive is one statement, or one transaction when it must read before it 
   the retrieval counters only when an update carries them (the fallback of stores without
   ``count_retrieved``), so no count made meanwhile is lost;
 - ``count_retrieved`` is one ``UPDATE`` (``times_retrieved + 1``, ``GREATEST`` of the times);
-- rows are locked in id order by every writer of several rows, so two batches cannot deadlock.
+- rows are locked in id order by every writer of several rows, so two batches cannot deadlock;
+- a batch of ``MemoryItems.add_many`` (``_write_plan``) is one transaction: its updates, its
+  inserts and the recall-index records of the items written (in a savepoint, see
+  :mod:`.recall`), the records built while the server inserts the rows. The index's counters
+  row is the last lock it takes, as in every writer of the index.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,10 +40,14 @@ from pydantic import ValidationError
 
 from ...clock import to_utc
 from ...errors import ConflictError, NotFoundError, StoreUnavailableError
+from ...index.base import item_records, log_unindexed
+from ...index.records import MAX_RECORD_BATCH
 from ...items.base import MemoryItemStoreMixin
 from ...items.records import TRUSTED, ItemQuery, ItemUpdate, MemoryItem, scope_key
 from ...items.scope_sql import postgres_scope
+from ...result import MemoryResult, unwrap
 from ...threads import tree
+from .recall import RecallWrite
 from .sql import quote_ident
 
 if TYPE_CHECKING:
@@ -171,6 +180,101 @@ def _query_sql(table: str, query: ItemQuery, columns: str = _READ) -> tuple[str,
     return f"{sql} ORDER BY recorded_at, id", params
 
 
+def _insert_columns(items: list[MemoryItem]) -> list[list[Any]]:
+    """The arguments of ``_ItemSql.insert`` for ``items``: one array per column."""
+    scopes = [item.scope for item in items]
+    return [
+        [item.id for item in items],
+        [scope.agent_id for scope in scopes],
+        [scope.user_id for scope in scopes],
+        [scope.project_id for scope in scopes],
+        [scope.thread_id for scope in scopes],
+        [scope_key(scope) for scope in scopes],
+        [item.subject_key for item in items],
+        [item.slot_key for item in items],
+        [item.kind for item in items],
+        [item.status for item in items],
+        [item.start for item in items],
+        [item.valid_to for item in items],
+        [item.recorded_at for item in items],
+        [item.expired_at for item in items],
+        [_entries(item) for item in items],
+        [item.times_retrieved for item in items],
+        [item.last_retrieved_at for item in items],
+        [_body(item) for item in items],
+    ]
+
+
+async def _apply_updates(conn: AsyncConnection[Any], sql: _ItemSql, updates: list[ItemUpdate]) -> list[MemoryItem]:
+    """In the caller's transaction: lock the rows ``updates`` change (in id order), check their
+    versions (``ConflictError``, ``NotFoundError``) and write every change with one ``UPDATE``;
+    the updated items, in the order of ``updates``."""
+    cur = await conn.execute(sql.lock, ([u.id for u in updates],))
+    current = {row[0]: _item(row[1:]) for row in await cur.fetchall()}
+    changed: list[MemoryItem] = []
+    for update in updates:
+        item = current.get(update.id)
+        if item is None:
+            raise NotFoundError(f"memory item not found: {update.id}")
+        if item.version != update.expected_version:
+            raise ConflictError(
+                f"memory item {update.id} is at version {item.version}, not {update.expected_version}:"
+                " it changed since it was read"
+            )
+        try:
+            changed.append(update.apply(item))
+        except ValidationError as exc:
+            raise tree.validation_error("updates", exc) from None
+    cur = await conn.execute(
+        sql.update,
+        (
+            [n.id for n in changed],
+            [n.status for n in changed],
+            [n.start for n in changed],
+            [n.valid_to for n in changed],
+            [n.expired_at for n in changed],
+            [_entries(n) for n in changed],
+            [n.version for n in changed],
+            [_body(n) for n in changed],
+            [bool(u.model_fields_set & _COUNTERS) for u in updates],
+            [n.times_retrieved for n in changed],
+            [n.last_retrieved_at for n in changed],
+        ),
+    )
+    if cur.rowcount != len(changed):
+        raise StoreUnavailableError(
+            f"postgres update_items: {cur.rowcount} of {len(changed)} locked items were written"
+        )
+    return changed
+
+
+def _recall_writes(schema: str, items: list[MemoryItem], fresh: set[str]) -> list[RecallWrite]:
+    """The recall-index writes for the items written
+    (:func:`~cogitator_memory.index.base.item_records`), or none when they cannot be made (logged)."""
+    try:
+        records, hidden = item_records(items, fresh)
+        return [
+            RecallWrite(schema, records[start : start + MAX_RECORD_BATCH], hidden if not start else ())
+            for start in range(0, max(len(records), 1), MAX_RECORD_BATCH)
+        ]
+    except Exception as exc:
+        log_unindexed(len(items), exc)
+        return []
+
+
+async def _run_recall_writes(conn: AsyncConnection[Any], writes: list[RecallWrite], count: int) -> None:
+    """``writes`` in the caller's transaction, in a savepoint: a failure is logged and rolled
+    back to the savepoint, the ``count`` items written before it kept."""
+    if not writes:
+        return
+    try:
+        async with conn.transaction():
+            for write in writes:
+                await write.run(conn)
+    except Exception as exc:
+        log_unindexed(count, exc)
+
+
 class PostgresItems(MemoryItemStoreMixin):
     """The item half of :class:`~cogitator_memory.engines.postgres.adapter.PostgresAdapter`: it
     runs its SQL through the adapter's ``run`` (a pooled connection within its deadline)."""
@@ -189,42 +293,30 @@ class PostgresItems(MemoryItemStoreMixin):
 
     async def _add_items(self, items: list[MemoryItem]) -> None:
         sql = self._items_sql
-        scopes = [item.scope for item in items]
-        ids = [item.id for item in items]
-        columns: list[list[Any]] = [
-            ids,
-            [scope.agent_id for scope in scopes],
-            [scope.user_id for scope in scopes],
-            [scope.project_id for scope in scopes],
-            [scope.thread_id for scope in scopes],
-            [scope_key(scope) for scope in scopes],
-            [item.subject_key for item in items],
-            [item.slot_key for item in items],
-            [item.kind for item in items],
-            [item.status for item in items],
-            [item.start for item in items],
-            [item.valid_to for item in items],
-            [item.recorded_at for item in items],
-            [item.expired_at for item in items],
-            [_entries(item) for item in items],
-            [item.times_retrieved for item in items],
-            [item.last_retrieved_at for item in items],
-            [_body(item) for item in items],
-        ]
+        columns = _insert_columns(items)
         unique_violation = self._psycopg.errors.UniqueViolation
 
-        async def op(conn: AsyncConnection[Any]) -> str | None:
+        async def op(conn: AsyncConnection[Any]) -> bool:
             try:
                 await conn.execute(sql.insert, columns)
             except unique_violation:
-                cur = await conn.execute(sql.taken, (ids,))
-                row = await cur.fetchone()
-                return "" if row is None else str(row[0])
-            return None
+                return False
+            return True
+
+        if not await self.run(op):
+            await self._raise_taken([item.id for item in items])
+
+    async def _raise_taken(self, ids: list[str]) -> None:
+        """After an insert of ``ids`` failed on a taken id: the ``ConflictError`` naming it."""
+        sql = self._items_sql.taken
+
+        async def op(conn: AsyncConnection[Any]) -> str:
+            cur = await conn.execute(sql, (ids,))
+            row = await cur.fetchone()
+            return "" if row is None else str(row[0])
 
         taken = await self.run(op)
-        if taken is not None:
-            raise ConflictError(f"memory item id is taken: {taken}" if taken else "memory item id is taken")
+        raise ConflictError(f"memory item id is taken: {taken}" if taken else "memory item id is taken")
 
     async def _get_items(self, ids: list[str]) -> list[MemoryItem]:
         sql = self._items_sql.get
@@ -258,49 +350,58 @@ class PostgresItems(MemoryItemStoreMixin):
 
     async def _update_items(self, updates: list[ItemUpdate]) -> list[MemoryItem]:
         sql = self._items_sql
-        ids = [u.id for u in updates]
 
         async def op(conn: AsyncConnection[Any]) -> list[MemoryItem]:
             async with conn.transaction():
-                cur = await conn.execute(sql.lock, (ids,))
-                current = {row[0]: _item(row[1:]) for row in await cur.fetchall()}
-                changed: list[MemoryItem] = []
-                for update in updates:
-                    item = current.get(update.id)
-                    if item is None:
-                        raise NotFoundError(f"memory item not found: {update.id}")
-                    if item.version != update.expected_version:
-                        raise ConflictError(
-                            f"memory item {update.id} is at version {item.version}, not {update.expected_version}:"
-                            " it changed since it was read"
-                        )
-                    try:
-                        changed.append(update.apply(item))
-                    except ValidationError as exc:
-                        raise tree.validation_error("updates", exc) from None
-                cur = await conn.execute(
-                    sql.update,
-                    (
-                        [n.id for n in changed],
-                        [n.status for n in changed],
-                        [n.start for n in changed],
-                        [n.valid_to for n in changed],
-                        [n.expired_at for n in changed],
-                        [_entries(n) for n in changed],
-                        [n.version for n in changed],
-                        [_body(n) for n in changed],
-                        [bool(u.model_fields_set & _COUNTERS) for u in updates],
-                        [n.times_retrieved for n in changed],
-                        [n.last_retrieved_at for n in changed],
-                    ),
-                )
-                if cur.rowcount != len(changed):
-                    raise StoreUnavailableError(
-                        f"postgres update_items: {cur.rowcount} of {len(changed)} locked items were written"
-                    )
-                return changed
+                return await _apply_updates(conn, sql, updates)
 
         return await self.run(op)
+
+    async def _write_plan(
+        self, updates: list[ItemUpdate], adds: list[MemoryItem], undo: Callable[[], list[ItemUpdate]]
+    ) -> list[MemoryItem] | None:
+        """:meth:`MemoryItemStoreMixin._write_plan` as one transaction: the updates (rows locked
+        and versions checked as ``update_items`` does), the inserts, and the recall-index records
+        of every item written, so a failure leaves nothing written (``undo`` is not needed) and
+        no reader sees the items before their records. The records go in a savepoint: when they
+        fail, the items are written all the same and the failure logged, as on every store
+        (``cogitator-memory reindex`` writes what is missing)."""
+        try:
+            self._require_connected()
+            sql = self._items_sql
+            columns = _insert_columns(adds) if adds else None
+            fresh = {item.id for item in adds}
+            unique_violation = self._psycopg.errors.UniqueViolation
+            schema = self.schema
+
+            async def op(conn: AsyncConnection[Any]) -> list[MemoryItem] | bool | None:
+                try:
+                    async with conn.transaction():
+                        written = await _apply_updates(conn, sql, updates) if updates else []
+                        written.extend(adds)
+                        inserting = None
+                        if columns is not None:
+                            inserting = asyncio.ensure_future(conn.execute(sql.insert, columns))
+                            await asyncio.sleep(0)  # sent: the records are built while the server inserts
+                        try:
+                            writes = _recall_writes(schema, written, fresh)
+                        finally:
+                            if inserting is not None:
+                                await inserting
+                        await _run_recall_writes(conn, writes, len(written))
+                        return written
+                except ConflictError:  # an update met another version: nothing written
+                    return None
+                except unique_violation:  # an id another writer took: nothing written
+                    return False
+
+            outcome = await self.run(op)
+            if outcome is False:
+                await self._raise_taken([item.id for item in adds])
+            return outcome if isinstance(outcome, list) else None
+        except Exception as exc:
+            failed: MemoryResult[list[MemoryItem] | None] = self._fail("add_items", exc)
+            return unwrap(failed)
 
     async def _delete_items(self, ids: list[str]) -> int:
         sql = self._items_sql.delete

@@ -270,6 +270,36 @@ def _columns(records: list[RecallRecord]) -> list[list[Any]]:
     ]
 
 
+class RecallWrite:
+    """One write of the index, its arguments laid out and checked up front: the records to put
+    (each replacing the record of its id) and the ids of records to delete (``drop``). Its
+    statements run inside a transaction of the caller's (:meth:`run`), so a writer can put the
+    records of rows it writes in the same transaction (see ``PostgresItems._write_plan``)."""
+
+    __slots__ = ("_columns", "_drop", "_sql")
+
+    def __init__(self, schema: str, records: list[RecallRecord], drop: Sequence[str] = ()) -> None:
+        _check_terms(records)
+        self._sql = _recall_sql(schema)
+        self._drop = [*drop, *(r.id for r in records)]
+        self._columns = _columns(records) if records else None
+
+    async def run(self, conn: AsyncConnection[Any]) -> None:
+        """Lock the counters, drop the records replaced or deleted, insert the new ones and prune
+        the terms no record holds any more (in the caller's transaction)."""
+        if not self._drop:
+            return
+        sql = self._sql
+        await conn.execute(sql.lock)
+        cur = await conn.execute(sql.drop_ids, (self._drop,))
+        row = await cur.fetchone()
+        assert row is not None
+        if self._columns is not None:
+            await conn.execute(sql.insert, self._columns)
+        if row[1]:
+            await conn.execute(sql.prune, (row[1],))
+
+
 def _record(row: Sequence[Any]) -> RecallRecord:
     return stored_record(row, to_utc, _TERM_SEP)
 
@@ -306,20 +336,11 @@ class PostgresRecallIndex(RecallIndexMixin):
         return await self.run(op)
 
     async def _recall_put(self, records: list[RecallRecord]) -> None:
-        _check_terms(records)
-        sql = self._recall
-        ids = [r.id for r in records]
-        columns = _columns(records)
+        write = RecallWrite(self.schema, records)
 
         async def op(conn: AsyncConnection[Any]) -> None:
             async with conn.transaction():
-                await conn.execute(sql.lock)
-                cur = await conn.execute(sql.drop_ids, (ids,))
-                row = await cur.fetchone()
-                assert row is not None
-                await conn.execute(sql.insert, columns)
-                if row[1]:
-                    await conn.execute(sql.prune, (row[1],))
+                await write.run(conn)
 
         await self.run(op)
 
@@ -427,4 +448,11 @@ class PostgresRecallIndex(RecallIndexMixin):
         await self.run(op)
 
 
-__all__ = ["RECALL_RECORDS_INLINE", "RECALL_TABLES", "RECALL_TERMS_TEXT", "PostgresRecallIndex", "scope_where"]
+__all__ = [
+    "RECALL_RECORDS_INLINE",
+    "RECALL_TABLES",
+    "RECALL_TERMS_TEXT",
+    "PostgresRecallIndex",
+    "RecallWrite",
+    "scope_where",
+]
