@@ -11,13 +11,15 @@ supersedes the value its slot held (each slot read, the old state closed, the ne
 raw side still inserts the 500 new rows only).
 
 ``add_many`` also writes each item's recall-index record (its text, stemmed terms and postings:
-see ``docs/recall-index.md``). On SQLite the raw side is measured twice: the item and evidence
-rows alone, and the same rows with the recall-index rows the store holds for them (the records,
-their postings, the terms' record counts and the totals), so both sides write the same rows. On
-PostgreSQL (``COGMEM_TEST_POSTGRES_URL``), Redis (``COGMEM_TEST_REDIS_URL``) and MongoDB
-(``COGMEM_TEST_MONGODB_URL``) the raw side writes the item rows, hashes and index entries, or
-documents only (the raw writers of ``bench_items_postgres``, ``bench_redis_items`` and
-``bench_mongodb_items``). Target: ``add_many`` at least 0.5 of the raw insert's items/s.
+see ``docs/recall-index.md``). On SQLite and PostgreSQL (``COGMEM_TEST_POSTGRES_URL``) the raw
+side is measured twice: the item rows (and SQLite's evidence rows) alone, and the same rows with
+the recall-index rows the store holds for them (the records, their postings, the terms' record
+counts and the totals), so both sides write the same rows (PostgreSQL's raw side writes the
+postings, some 15 a record, by ``COPY``, its bulk path, and the rest by ``executemany``). On
+Redis (``COGMEM_TEST_REDIS_URL``) and MongoDB (``COGMEM_TEST_MONGODB_URL``) the raw side writes
+the item hashes and index entries, or documents only (the raw writers of
+``bench_redis_items`` and ``bench_mongodb_items``; PostgreSQL's item rows are those of
+``bench_items_postgres``). Target: ``add_many`` at least 0.5 of the raw insert's items/s.
 ``COGMEM_BENCH_ADD_MANY_STORES`` (``sqlite,postgresql,redis,mongodb``) measures only those stores.
 """
 
@@ -50,6 +52,8 @@ BATCH = 500
 _RAW_NAMES = {
     "items": "raw {driver} of the same {n} item rows, same schema, 1 tx",
     "full": "raw sqlite3 executemany of the same {n} item rows and their recall-index rows, same schema, 1 tx",
+    "pg_full": "raw psycopg executemany of the same {n} item rows and their recall-index rows (postings by COPY),"
+    " same schema, 1 tx",
 }
 
 _COLUMNS = (
@@ -204,8 +208,71 @@ async def _sqlite(full: bool) -> AsyncIterator[tuple[MemoryItemStoreMixin, RawWr
 # --- PostgreSQL, Redis, MongoDB --------------------------------------------------------------
 
 
+#: The fields of a recall record PostgreSQL keeps in its JSON body (engines/postgres/recall.py).
+_PG_RECALL_BODY = {"source_id", "role", "name", "seq", "text", "valid_from", "valid_to", "lineage"}
+
+
+async def _postgres_recall_rows(conn: Any, schema: str, records: list[RecallRecord]) -> None:
+    """The rows the PostgreSQL recall index keeps for ``records`` (engines/postgres/recall.py),
+    written raw in the caller's transaction: the records by ``executemany`` (their generated
+    ``rid`` returned), their postings by ``COPY``, the terms' record counts by ``executemany``
+    upserts, the totals by one ``UPDATE``."""
+    from cogitator_memory.engines.postgres.schema import quote_ident
+
+    s = quote_ident(schema)
+    rows = [
+        (
+            r.id,
+            r.kind,
+            r.agent_id,
+            r.user_id,
+            r.thread_id,
+            r.status,
+            r.said_at,
+            r.time_start,
+            r.time_end,
+            len(r.terms),
+            "\x1f".join(r.terms),
+            r.model_dump_json(include=_PG_RECALL_BODY, exclude_none=True),
+        )
+        for r in records
+    ]
+    async with conn.cursor() as cur:
+        await cur.executemany(
+            f"INSERT INTO {s}.recall_records (id, kind, agent_id, user_id, thread_id, status, said_at, time_start,"
+            " time_end, term_count, terms, body) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+            " RETURNING rid",
+            rows,
+            returning=True,
+        )
+        rids: list[int] = []
+        while True:
+            rids.append((await cur.fetchone())[0])
+            if not cur.nextset():
+                break
+        postings: list[tuple[str, int, int, int]] = []
+        held: Counter[str] = Counter()
+        for record, rid in zip(records, rids, strict=True):
+            counts = Counter(record.terms)
+            postings.extend((term, rid, tf, len(record.terms)) for term, tf in counts.items())
+            held.update(counts.keys())
+        postings.sort()
+        async with cur.copy(f"COPY {s}.recall_terms (term, rid, tf, len) FROM STDIN") as copy:
+            for posting in postings:
+                await copy.write_row(posting)
+        await cur.executemany(
+            f"INSERT INTO {s}.recall_df AS d (term, df) VALUES (%s, %s)"
+            " ON CONFLICT (term) DO UPDATE SET df = d.df + EXCLUDED.df",
+            sorted(held.items()),
+        )
+        await cur.execute(
+            f"UPDATE {s}.recall_stats SET records = records + %s, total = total + %s WHERE one = 1",
+            (len(records), sum(len(r.terms) for r in records)),
+        )
+
+
 @asynccontextmanager
-async def _postgres() -> AsyncIterator[tuple[MemoryItemStoreMixin, RawWrite]]:
+async def _postgres(full: bool = False) -> AsyncIterator[tuple[MemoryItemStoreMixin, RawWrite]]:
     import psycopg
 
     from cogitator_memory.engines.postgres.adapter import PostgresAdapter
@@ -222,6 +289,10 @@ async def _postgres() -> AsyncIterator[tuple[MemoryItemStoreMixin, RawWrite]]:
             sql = _RAW_INSERT.format(t=f"{quote_ident('bench_add_many_raw')}.memory_items")
 
             async def write(items: list[MemoryItem], suffix: str) -> float:
+                records: list[RecallRecord] = []
+                if full:  # read before the clock starts, as the items were
+                    records = unwrap(await store.get_recall_records([f"item:{item.id}" for item in items]))
+                    records = [r.model_copy(update={"id": f"{r.id}{suffix}"}) for r in records]
                 start = time.perf_counter()
                 rows = [
                     (
@@ -247,8 +318,11 @@ async def _postgres() -> AsyncIterator[tuple[MemoryItemStoreMixin, RawWrite]]:
                     )
                     for item in _renamed(items, suffix)
                 ]
-                async with conn.transaction(), conn.cursor() as cur:
-                    await cur.executemany(sql, rows)
+                async with conn.transaction():
+                    async with conn.cursor() as cur:
+                        await cur.executemany(sql, rows)
+                    if full:
+                        await _postgres_recall_rows(conn, "bench_add_many_raw", records)
                 return time.perf_counter() - start
 
             yield store, write
@@ -313,7 +387,7 @@ async def _measure(
     """Items/s of ``add_many`` and of the raw write over ``rounds`` counted rounds."""
     spent = {"add_many": 0.0, "raw": 0.0}
     async with opened as (store, raw_write):
-        items = MemoryItems(adapter=store)  # type: ignore[arg-type]
+        items = MemoryItems(adapter=store)
         for round_no in range(rounds + 1):
             if supersede:  # every slot holds a value already (not timed)
                 await items.add_many([_new(round_no, n, "old") for n in range(BATCH)])
@@ -368,4 +442,8 @@ async def run(quick: bool) -> list[Row]:
             rate, raw_rate = await _measure(opened(), max(2, rounds // 2), supersede)
             raw_name = _RAW_NAMES["items"].format(driver=driver, n=BATCH)
             rows.append(_row(store, what, rate, raw_rate, raw_name, max(2, rounds // 2)))
+            if store == "PostgreSQL":  # and beside the same rows, the records' too
+                rate, raw_rate = await _measure(_postgres(full=True), max(2, rounds // 2), supersede)
+                raw_name = _RAW_NAMES["pg_full"].format(n=BATCH)
+                rows.append(_row(store, what, rate, raw_rate, raw_name, max(2, rounds // 2)))
     return rows
