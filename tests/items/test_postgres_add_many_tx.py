@@ -1,10 +1,13 @@
 """``MemoryItems.add_many`` on PostgreSQL writes a batch in one transaction (``PostgresItems._write_plan``):
 the slots' changes, the new items and their recall-index records together, so a batch that fails
 part way leaves every stored item as it was (same version, same record) and adds nothing; when
-only the records fail, the items are written and the failure is logged, as on every store."""
+only the records fail, the items are written and the failure is logged, as on every store; and
+batches of two processes racing over the same slots leave them laid out, each item's record at
+its status."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 from collections.abc import AsyncIterator, Iterator
@@ -17,7 +20,7 @@ from cogitator_memory import unwrap
 from cogitator_memory.engines.postgres.adapter import PostgresAdapter
 from cogitator_memory.engines.postgres.schema import quote_ident
 from cogitator_memory.errors import ConflictError
-from cogitator_memory.items import MemoryItem, MemoryItems
+from cogitator_memory.items import MemoryItem, MemoryItems, rules
 from cogitator_memory.items.records import NewMemoryItem
 from cogitator_memory.testing import service_url
 
@@ -131,3 +134,36 @@ async def test_items_are_written_when_only_their_records_fail(
     assert sorted(await _items(store)) == sorted(i.id for i in written)
     assert await _records(store) == {}
     assert any("2 items written but not indexed" in r.getMessage() for r in caplog.records)
+
+
+async def test_racing_batches_over_the_same_slots_converge_with_their_records(pg_url: str) -> None:
+    schema = f"cogmem_am_{secrets.token_hex(6)}"
+    stores = [PostgresAdapter(connection_string=pg_url, schema=schema, pool_size=3, dimensions=8) for _ in range(2)]
+    for one in stores:
+        unwrap(await one.connect())
+    try:
+        first = stores[0]
+        attributes = [f"slot {n}" for n in range(30)]
+        await MemoryItems(adapter=first).add_many([_fact(a, "Lisbon") for a in attributes])
+        # two processes (a store and its agent locks each) write every slot at once, three times
+        for round_ in range(3):
+            await asyncio.gather(
+                *(
+                    MemoryItems(adapter=one).add_many([_fact(a, f"value {round_} {w}") for a in attributes])
+                    for w, one in enumerate(stores)
+                )
+            )
+        stored = list((await _items(first)).values())
+        assert len(stored) == 30 * 7
+        by_slot: dict[str, list[MemoryItem]] = {}
+        for item in stored:
+            by_slot.setdefault(item.slot_key, []).append(item)
+        now = max(i.recorded_at for i in stored)
+        for slot in by_slot.values():
+            assert [i.status for i in slot].count("active") == 1
+            assert rules.layout_updates(slot, now) == []  # laid out: no writer left it half done
+        records = unwrap(await first.get_recall_records([f"item:{i.id}" for i in stored]))
+        assert {r.source_id: r.status for r in records} == {i.id: i.status for i in stored}
+    finally:
+        for one in stores:
+            await one.disconnect()
