@@ -253,6 +253,8 @@ def _recall_writes(schema: str, items: list[MemoryItem], fresh: set[str]) -> lis
     (:func:`~cogitator_memory.index.base.item_records`), or none when they cannot be made (logged)."""
     try:
         records, hidden = item_records(items, fresh)
+        if not records and not hidden:
+            return []
         return [
             RecallWrite(schema, records[start : start + MAX_RECORD_BATCH], hidden if not start else ())
             for start in range(0, max(len(records), 1), MAX_RECORD_BATCH)
