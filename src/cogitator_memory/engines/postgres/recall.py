@@ -21,7 +21,9 @@ Tables (migration ``m009_recall_index``), in the store's schema:
 
 Every write is one transaction that first locks the stats row (``FOR UPDATE``): writers of the
 index queue up there, so the counters never lose an update and two writers never deadlock over
-the rows they both touch. A record's postings are found again from its ``terms`` column, so a
+the rows they both touch. (A batch of memory items writes its records in its own transaction,
+after its item rows: :class:`RecallWrite`; the stats row is still the first row of the index it
+locks, and no writer holding it waits for an item row.) A record's postings are found again from its ``terms`` column, so a
 delete reads the postings by primary key (no second index on ``recall_terms``).
 """
 
