@@ -211,7 +211,7 @@ class GraphStoreMixin(ABC):
         return None
 
     async def _recall_clear_graph(self, agent_id: str) -> None:
-        """What a store keeping a recall index does before an agent's graph is cleared: nothing here."""
+        """What a store keeping a recall index does once an agent's graph is cleared: nothing here."""
         return None
 
     @abstractmethod
@@ -713,8 +713,8 @@ class GraphStoreMixin(ABC):
         try:
             self._require_connected()
             agent = tree.check_id("agent_id", agent_id)
-            await self._recall_clear_graph(agent)
             nodes, edges = await self._clear_graph(agent)
+            await self._recall_clear_graph(agent)
             return ok({"nodes": nodes, "edges": edges})
         except Exception as exc:
             return self._fail("clear_graph", exc)

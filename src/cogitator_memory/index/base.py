@@ -36,7 +36,7 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic_core import from_json
@@ -157,6 +157,9 @@ COMMON_TERMS_FROM = 2000
 POSTINGS_BUDGET = 5_000
 #: Deleted nodes whose edges' records one search of :meth:`RecallIndexMixin._recall_graph` looks for.
 EDGE_LOOKUP_NODES = 100
+#: The time channel's range over all time: what :meth:`RecallIndexMixin._recall_clear_graph`
+#: reads an agent's graph-fact records by, a page at a time.
+ALL_TIME = (datetime(1, 1, 2, tzinfo=UTC), datetime(9999, 12, 30, tzinfo=UTC))
 #: The keys :meth:`RecallIndexMixin.delete_recall_scope` takes.
 SCOPE_DELETE_KEYS = ("thread_id", "user_id")
 
@@ -439,14 +442,27 @@ class RecallIndexMixin(ABC):
                 await self._recall_delete(gone)
 
     async def _recall_clear_graph(self, agent_id: str) -> None:
-        """What the graph store calls before it clears an agent's graph: the records of every
-        node and edge of the agent go first."""
-        from ..graph.records import EdgeQuery, NodeQuery
-
+        """What the graph store calls once it cleared an agent's graph: the agent's graph-fact
+        records whose node or edge is gone are deleted, read a page of :data:`MAX_CANDIDATES` at
+        a time (the time channel over all time), until a page holds none gone. Neither the graph
+        nor the index is read whole, and an edge another writer adds while the graph is cleared
+        keeps no record: written before this sweep reads, the sweep finds its edge gone; written
+        after, its writer does (it reads its edges again once their records are written). A
+        record of a node or edge written after the clear stays with it."""
         graph: Any = self
-        nodes = await graph._query_nodes(NodeQuery(agent_id=agent_id))
-        edges = await graph._query_edges(EdgeQuery(agent_id=agent_id))
-        await self._recall_delete_all([record_id("graph_fact", x.id) for x in [*nodes, *edges]])
+        flt = RecallFilter(agent_id=agent_id, kinds=["graph_fact"], statuses=list(RECALL_STATUSES))
+        while True:
+            page = await self._recall_time(ALL_TIME[0], ALL_TIME[1], flt, MAX_CANDIDATES)
+            ids = [r.source_id for r in page]
+            held: set[str] = {x.id for x in await graph._get_nodes(ids)} if ids else set()
+            rest = [i for i in ids if i not in held]
+            if rest:
+                held.update(x.id for x in await graph._get_edges(rest))
+            gone = [record_id("graph_fact", i) for i in ids if i not in held]
+            if gone:
+                await self._recall_delete_all(gone)
+            if not gone or len(page) < MAX_CANDIDATES:
+                return
 
     async def _recall_files(self, versions: list[Any], *, forgetting: bool = False) -> None:
         """What the file store calls once versions are written (or redacted, ``forgetting``):

@@ -473,6 +473,29 @@ async def case_merged_and_cleared_graph_records_follow(store: Any) -> None:
     _eq(await _graph_records(store, "works Lisbon Ana"), [], "a cleared graph leaves nothing in the index")
 
 
+@_case
+async def case_clearing_a_graph_takes_every_record_of_its_facts(store: Any) -> None:
+    # A graph-fact record whose node or edge is gone (what an edge written while the graph is
+    # cleared would leave, whatever its status) goes with the clear; another agent's stays.
+    if not callable(getattr(store, "clear_graph", None)):
+        return
+    unwrap(await store.add_nodes([_node("Ana"), _node("Porto")]))
+    [other] = unwrap(await store.add_nodes([{**_node("Bob"), "scope": {"agent_id": "other", "user_id": "bob"}}]))
+    orphans = [
+        _rec("node_gone", "Walrus keeper", kind="graph_fact"),
+        _rec("edge_gone", "Ana visited the walrus", kind="graph_fact", status="stale"),
+    ]
+    await _put(store, *orphans)
+    unwrap(await store.clear_graph("agent"))
+    every = {"kinds": ["graph_fact"], "statuses": ["active", "superseded", "stale"]}
+    _eq(unwrap(await store.count_recall_records(filter={**every, "agent_id": "agent"})), 0, "the agent's")
+    _eq(
+        [r.source_id for r in unwrap(await store.get_recall_records([f"graph_fact:{other.id}"]))],
+        [other.id],
+        "another agent's node keeps its record",
+    )
+
+
 _ANA_FILES = {"scope": {"agent_id": "agent", "user_id": "ana"}}
 _ANA = {"agent_id": "agent", "user_id": "ana"}
 _NOTES = "# Health\nAna is allergic to peanuts.\n\n## Home\nShe lives in Lisbon.\n"
