@@ -313,10 +313,7 @@ async def search_memory(
     flt = RecallFilter(agent_id=agent, user_id=user, thread_id=thread_id)
     query_vector = None
     by_meaning = "entry" in wanted or "item" in wanted
-    record_kinds = [r for k in wanted for r in _RECORD_KINDS[k]]
-    # the keyword channel's candidates are shared by turns and items when both are searched
-    depth = 2 * DEPTH if "entry" in wanted and len(wanted) > 1 else DEPTH
-    keyword_call = channel_hits(store, query, flt.model_copy(update={"kinds": record_kinds}), analysis, depth)
+    keyword_call = _keyword_channels(store, query, flt, analysis, wanted)
     if by_meaning and memory.message_index is not None and memory.embedding_service is not None:
         # the query's embedding (off the event loop) while the store answers the keyword channel
         query_vector, found = await asyncio.gather(_query_vector(memory, query), keyword_call)
@@ -358,6 +355,27 @@ async def search_memory(
     stored = await verified_turns(store, turn_ids) if turn_ids else {}
     made = [_hit(hit, stored, items.facts, items.files) for hit in ranked.hits]
     return _current_first([h for h in made if h is not None], items.items)[:limit]
+
+
+async def _keyword_channels(
+    store: Any, query: str, flt: RecallFilter, analysis: QueryAnalysis, wanted: Collection[SearchKind]
+) -> ChannelHits:
+    """The index's keyword (and time) channels for the kinds ``wanted``: turns and the other
+    kinds asked apart, side by side, each for :data:`DEPTH` candidates, so neither crowds the
+    other out and no more turns are read than the turn ranking keeps (one call of twice the
+    depth read up to 400 turns of which at most 200 were kept)."""
+    others = [r for k in wanted if k != "entry" for r in _RECORD_KINDS[k]]
+    calls = []
+    if "entry" in wanted:
+        calls.append(channel_hits(store, query, flt.model_copy(update={"kinds": ["turn"]}), analysis, DEPTH))
+    if others:
+        calls.append(channel_hits(store, query, flt.model_copy(update={"kinds": others}), analysis, DEPTH))
+    found = await asyncio.gather(*calls)
+    if len(found) == 1:
+        return found[0]
+    return ChannelHits(
+        keyword=[c for hits in found for c in hits.keyword], timed=[c for hits in found for c in hits.timed]
+    )
 
 
 def _current_first(hits: list[SearchHit], items: list[MemoryItem]) -> list[SearchHit]:
