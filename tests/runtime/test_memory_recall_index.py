@@ -255,3 +255,28 @@ async def test_a_question_about_one_of_two_people_ranks_what_that_person_said_fi
         for asked, first in (("Casey", casey), ("Owen", owen)):
             hits = await memory.search(f"What is the name of the rescue dog {asked} adopted?", user_id="room")
             assert [h.text for h in hits][:2] == [first, owen if first == casey else casey], asked
+
+
+@pytest.mark.parametrize("engine", ["memory", "sqlite"])
+async def test_many_items_do_not_crowd_a_turn_out_of_the_keyword_channel(engine: str, tmp_path: Path) -> None:
+    # turns and the other kinds are asked of the keyword channel apart: 450 short items holding
+    # the word outrank the one long turn by BM25, and it is found all the same
+    async with Memory({**_config(engine, tmp_path), "embedding": {"provider": "none"}}) as memory:
+        said = "On the boat trip we saw a walrus resting on the ice, " + "and the guide told stories " * 12
+        await memory.add([{"role": "user", "content": said}], user_id="ana")
+        scope = {"agent_id": memory.agent_id, "user_id": "ana"}
+        await memory.items.add_many(
+            [
+                {
+                    "kind": "fact",
+                    "subject": f"walrus {i}",
+                    "value": f"walrus number {i}",
+                    "trust": "system",
+                    "scope": scope,
+                }
+                for i in range(450)
+            ]
+        )
+        hits = await memory.search("walrus", user_id="ana", limit=20)
+        assert sum(h.kind == "item" for h in hits) >= 10
+        assert any(h.kind == "entry" and "boat trip" in h.text for h in hits), [h.text for h in hits]
