@@ -13,24 +13,14 @@ import pytest
 from cascade_raw import postgres_table_text
 
 from cogitator_memory.engines.postgres.adapter import PostgresAdapter
-from cogitator_memory.testing import service_url
+from cogitator_memory.testing import postgres_database
 from cogitator_memory.testing.cascade import DIMENSIONS, CascadeCase, CascadeStores, cascade_cases
 
 
 @pytest.fixture(scope="module")
 def pg_url() -> Iterator[str]:
-    import psycopg
-    from psycopg.conninfo import make_conninfo
-
-    admin_url = service_url("COGMEM_TEST_POSTGRES_URL")
-    name = f"cogmem_cascade_{secrets.token_hex(4)}"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_conninfo(admin_url, dbname=name)
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with postgres_database("cogmem_cascade") as url:
+        yield url
 
 
 @pytest.fixture

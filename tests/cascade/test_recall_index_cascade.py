@@ -44,7 +44,7 @@ from cogitator_memory.cascade import MemoryCascade
 from cogitator_memory.index.indexer import RecallIndexer
 from cogitator_memory.index.terms import word_terms
 from cogitator_memory.items.service import MemoryItems
-from cogitator_memory.testing import service_url
+from cogitator_memory.testing import postgres_database, service_url
 from cogitator_memory.testing.cascade import DIMENSIONS, CascadeCase, CascadeStores, cascade_cases
 
 ENGINES = ["memory", "sqlite", "postgres", "redis", "redis-cluster", "mongodb"]
@@ -68,18 +68,8 @@ class IndexedStore:
 
 @pytest.fixture(scope="module")
 def pg_url() -> Iterator[str]:
-    import psycopg
-    from psycopg.conninfo import make_conninfo
-
-    admin_url = service_url("COGMEM_TEST_POSTGRES_URL")
-    name = f"cogmem_rcascade_{secrets.token_hex(4)}"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_conninfo(admin_url, dbname=name)
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with postgres_database("cogmem_rcascade") as url:
+        yield url
 
 
 def _redis_client(cluster: bool) -> Any:

@@ -14,7 +14,7 @@ import pytest
 from cogitator_memory import SQLiteAdapter, unwrap
 from cogitator_memory.cascade import find_user_threads
 from cogitator_memory.engines.postgres.adapter import PostgresAdapter
-from cogitator_memory.testing import service_url
+from cogitator_memory.testing import postgres_database
 
 
 async def _fill(store: Any) -> None:
@@ -65,18 +65,8 @@ async def test_sqlite_finds_a_users_threads_by_index(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def pg_url() -> Iterator[str]:
-    import psycopg
-    from psycopg.conninfo import make_conninfo
-
-    admin_url = service_url("COGMEM_TEST_POSTGRES_URL")
-    name = f"cogmem_users_{secrets.token_hex(4)}"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_conninfo(admin_url, dbname=name)
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with postgres_database("cogmem_users") as url:
+        yield url
 
 
 async def test_postgres_finds_a_users_threads_by_index(pg_url: str) -> None:

@@ -13,7 +13,7 @@ import pytest
 from cogitator_memory import InMemoryAdapter, SQLiteAdapter
 from cogitator_memory.http import RetryPolicy
 from cogitator_memory.models import OpenAIChatClient
-from cogitator_memory.testing import service_url
+from cogitator_memory.testing import postgres_database, service_url
 from cogitator_memory.testing.scripted_server import ScriptedServer
 from cogitator_memory.threads.base import BaseMemoryAdapter
 
@@ -23,18 +23,8 @@ STORES = ["memory", "sqlite", "postgres", "redis", "mongodb"]
 @pytest.fixture(scope="module")
 def pg_url() -> Iterator[str]:
     """A database of the module's own on the test server (``COGMEM_TEST_POSTGRES_URL``)."""
-    import psycopg
-    from psycopg.conninfo import make_conninfo
-
-    admin_url = service_url("COGMEM_TEST_POSTGRES_URL")
-    name = f"cogmem_compact_{secrets.token_hex(4)}"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_conninfo(admin_url, dbname=name)
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with postgres_database("cogmem_compact") as url:
+        yield url
 
 
 @pytest.fixture(params=STORES)

@@ -22,7 +22,7 @@ import pytest
 from cogitator_memory import PostgresAdapter, SQLiteAdapter, unwrap
 from cogitator_memory.files import MemoryFiles
 from cogitator_memory.files.paths import is_under
-from cogitator_memory.testing import service_url
+from cogitator_memory.testing import postgres_database
 
 WRITER = Path(__file__).with_name("file_writer.py")
 ACCESS: dict[str, Any] = {"scope": {"agent_id": "concierge", "user_id": "ana"}}
@@ -31,18 +31,8 @@ RACED = "Another writer changed the memory around {path} at the same time. View 
 
 @pytest.fixture(scope="module")
 def pg_url() -> Iterator[str]:
-    import psycopg
-    from psycopg.conninfo import make_conninfo
-
-    admin_url = service_url("COGMEM_TEST_POSTGRES_URL")
-    name = f"cogmem_fw_{secrets.token_hex(4)}"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_conninfo(admin_url, dbname=name)
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with postgres_database("cogmem_fw") as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

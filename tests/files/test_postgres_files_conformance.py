@@ -17,7 +17,7 @@ from cogitator_memory.engines.postgres.adapter import PostgresAdapter
 from cogitator_memory.engines.postgres.files import heads_sql, versions_sql
 from cogitator_memory.engines.postgres.schema import MIGRATIONS, applied_migrations, migrate, quote_ident
 from cogitator_memory.files.records import check_head_filter, check_version_filter
-from cogitator_memory.testing import service_url
+from cogitator_memory.testing import postgres_database
 from cogitator_memory.testing.files import FileConformanceCase, memory_file_adapter_conformance_cases
 
 T0 = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
@@ -26,18 +26,8 @@ T0 = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
 @pytest.fixture(scope="module")
 def pg_url() -> Iterator[str]:
     """A database of the module's own on the test server (``COGMEM_TEST_POSTGRES_URL``), dropped at the end."""
-    import psycopg
-    from psycopg.conninfo import make_conninfo
-
-    admin_url = service_url("COGMEM_TEST_POSTGRES_URL")
-    name = f"cogmem_files_{secrets.token_hex(4)}"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_conninfo(admin_url, dbname=name)
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with postgres_database("cogmem_files") as url:
+        yield url
 
 
 @pytest.fixture

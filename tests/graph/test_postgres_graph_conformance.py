@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from cogitator_memory.engines.postgres.adapter import PostgresAdapter
-from cogitator_memory.testing import service_url
+from cogitator_memory.testing import postgres_database
 from cogitator_memory.testing.graph import GraphConformanceCase, graph_adapter_conformance_cases
 
 T0 = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
@@ -18,18 +18,8 @@ T0 = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
 @pytest.fixture(scope="module")
 def pg_url() -> Iterator[str]:
     """A database of the module's own on the test server (``COGMEM_TEST_POSTGRES_URL``), dropped at the end."""
-    import psycopg
-    from psycopg.conninfo import make_conninfo
-
-    admin_url = service_url("COGMEM_TEST_POSTGRES_URL")
-    name = f"cogmem_graph_{secrets.token_hex(4)}"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_conninfo(admin_url, dbname=name)
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with postgres_database("cogmem_graph") as url:
+        yield url
 
 
 @pytest.fixture

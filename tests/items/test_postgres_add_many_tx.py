@@ -22,7 +22,7 @@ from cogitator_memory.engines.postgres.schema import quote_ident
 from cogitator_memory.errors import ConflictError
 from cogitator_memory.items import MemoryItem, MemoryItems, rules
 from cogitator_memory.items.records import NewMemoryItem
-from cogitator_memory.testing import service_url
+from cogitator_memory.testing import postgres_database
 
 T0 = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
 SCOPE = {"agent_id": "concierge", "user_id": "ana"}
@@ -31,18 +31,8 @@ SCOPE = {"agent_id": "concierge", "user_id": "ana"}
 @pytest.fixture(scope="module")
 def pg_url() -> Iterator[str]:
     """A database of the module's own on the test server (``COGMEM_TEST_POSTGRES_URL``), dropped at the end."""
-    import psycopg
-    from psycopg.conninfo import make_conninfo
-
-    admin_url = service_url("COGMEM_TEST_POSTGRES_URL")
-    name = f"cogmem_addmany_{secrets.token_hex(4)}"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_conninfo(admin_url, dbname=name)
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with postgres_database("cogmem_addmany") as url:
+        yield url
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from cogitator_memory.files import MemoryFiles
 from cogitator_memory.http import RetryPolicy
 from cogitator_memory.items import MemoryItem, MemoryItems
 from cogitator_memory.models import OpenAIChatClient, SummarizeFn
-from cogitator_memory.testing import service_url
+from cogitator_memory.testing import postgres_database
 from cogitator_memory.testing.scripted_server import ScriptedChatRequest, ScriptedServer, openai_chat_handler
 
 PATH = "/v1/chat/completions"
@@ -101,18 +101,8 @@ class World:
 
 
 def _pg_url() -> Iterator[str]:
-    import psycopg
-    from psycopg.conninfo import make_conninfo
-
-    admin_url = service_url("COGMEM_TEST_POSTGRES_URL")
-    name = f"cogmem_upkeep_{secrets.token_hex(4)}"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_conninfo(admin_url, dbname=name)
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with postgres_database("cogmem_upkeep") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

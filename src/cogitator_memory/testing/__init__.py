@@ -27,7 +27,7 @@ from .graph import GraphConformanceCase, graph_adapter_conformance_cases
 from .items import ItemConformanceCase, memory_item_adapter_conformance_cases
 from .recall_index import RecallIndexConformanceCase, recall_index_conformance_cases
 from .scripted_server import ScriptedServer
-from .services import service_url
+from .services import postgres_database, service_url
 
 __all__ = [
     "CONFORMANCE_DIMENSIONS",
@@ -50,6 +50,7 @@ __all__ = [
     "memory_adapter_conformance_cases",
     "memory_file_adapter_conformance_cases",
     "memory_item_adapter_conformance_cases",
+    "postgres_database",
     "recall_index_conformance_cases",
     "seeded_vector",
     "service_url",

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
 def service_url(variable: str) -> str:
@@ -22,4 +25,23 @@ def service_url(variable: str) -> str:
     pytest.skip(message)
 
 
-__all__ = ["service_url"]
+@contextmanager
+def postgres_database(prefix: str, variable: str = "COGMEM_TEST_POSTGRES_URL") -> Iterator[str]:
+    """A database of its own on the server in ``variable`` (``prefix`` and a random suffix),
+    its URL given, dropped (connections closed) on the way out: a suite's own database, so
+    pgvector and schemas are made there and not in the shared one."""
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    admin_url = service_url(variable)
+    name = f"{prefix}_{secrets.token_hex(4)}"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield make_conninfo(admin_url, dbname=name)
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+__all__ = ["postgres_database", "service_url"]
