@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from cogitator_memory.testing import service_url
+from cogitator_memory.testing import postgres_database, service_url
 
 
 @pytest.fixture(scope="module")
@@ -20,20 +20,11 @@ def admin_url() -> str:
 
 
 @pytest.fixture(scope="module")
-def pg_url(admin_url: str) -> Iterator[str]:
+def pg_url() -> Iterator[str]:
     """A database of the module's own on the test server (so pgvector is created there, not in
     the shared database), dropped at the end."""
-    import psycopg
-    from psycopg.conninfo import make_conninfo
-
-    name = f"cogmem_pgtest_{secrets.token_hex(4)}"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_conninfo(admin_url, dbname=name)
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with postgres_database("cogmem_pgtest") as url:
+        yield url
 
 
 @pytest.fixture

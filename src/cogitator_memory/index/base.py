@@ -431,15 +431,18 @@ class RecallIndexMixin(ABC):
                 if len(found) < MAX_CANDIDATES or not stale:
                     break
 
-    async def _recall_drop_gone(self, ids: list[str], read: Callable[[list[str]], Awaitable[list[Any]]]) -> None:
-        """After the records of graph nodes or edges were written: those of the ones another
-        writer deleted meanwhile (``read`` finds them no more) are deleted."""
+    async def _recall_drop_gone(self, ids: list[str], read: Callable[[list[str]], Awaitable[list[Any]]]) -> int:
+        """The records of the graph nodes or edges ``ids`` that ``read`` finds no more (another
+        writer deleted them) are deleted; how many."""
+        dropped = 0
         for start in range(0, len(ids), MAX_RECORD_BATCH):
             chunk = ids[start : start + MAX_RECORD_BATCH]
             held = {x.id for x in await read(chunk)}
             gone = [record_id("graph_fact", i) for i in chunk if i not in held]
             if gone:
                 await self._recall_delete(gone)
+                dropped += len(gone)
+        return dropped
 
     async def _recall_clear_graph(self, agent_id: str) -> None:
         """What the graph store calls once it cleared an agent's graph: the agent's graph-fact
@@ -450,18 +453,18 @@ class RecallIndexMixin(ABC):
         after, its writer does (it reads its edges again once their records are written). A
         record of a node or edge written after the clear stays with it."""
         graph: Any = self
+
+        async def held(ids: list[str]) -> list[Any]:  # a graph fact is a node or an edge
+            nodes = await graph._get_nodes(ids)
+            found = {n.id for n in nodes}
+            rest = [i for i in ids if i not in found]
+            return [*nodes, *(await graph._get_edges(rest) if rest else [])]
+
         flt = RecallFilter(agent_id=agent_id, kinds=["graph_fact"], statuses=list(RECALL_STATUSES))
         while True:
             page = await self._recall_time(ALL_TIME[0], ALL_TIME[1], flt, MAX_CANDIDATES)
-            ids = [r.source_id for r in page]
-            held: set[str] = {x.id for x in await graph._get_nodes(ids)} if ids else set()
-            rest = [i for i in ids if i not in held]
-            if rest:
-                held.update(x.id for x in await graph._get_edges(rest))
-            gone = [record_id("graph_fact", i) for i in ids if i not in held]
-            if gone:
-                await self._recall_delete_all(gone)
-            if not gone or len(page) < MAX_CANDIDATES:
+            dropped = await self._recall_drop_gone([r.source_id for r in page], held)
+            if not dropped or len(page) < MAX_CANDIDATES:
                 return
 
     async def _recall_files(self, versions: list[Any], *, forgetting: bool = False) -> None:
