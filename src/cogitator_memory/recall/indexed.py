@@ -33,16 +33,19 @@ _ROLES = frozenset({"user", "assistant", "system"})
 
 async def nearest(vectors: Any, query_vector: Sequence[float], flt: RecallFilter, index: str, depth: int) -> list[Any]:
     """The ``depth`` vectors of ``index`` (``metadata.index``) nearest ``query_vector`` in the
-    embedding store ``vectors``, scoped as ``flt`` is (agent, user, thread: the same rule),
-    without their vectors."""
+    embedding store ``vectors``, scoped as ``flt`` is (agent, user, thread: the same rule), as
+    hits with a ``source_id`` and a ``score``: the store's ``search_ids`` (every built-in store
+    has it: ids and cosines only), else its ``search`` without vectors."""
     scope: dict[str, Any] = {"metadata": {"index": index}}
     for key in ("agent_id", "user_id", "thread_id"):
         value = getattr(flt, key)
         if value is not None:
             scope[key] = value
-    found: list[Any] = unwrap(
-        await vectors.search(query_vector, limit=depth, threshold=-1.0, filter=scope, include_vectors=False)
-    )
+    search_ids = getattr(vectors, "search_ids", None)
+    if search_ids is not None:
+        found: list[Any] = unwrap(await search_ids(query_vector, limit=depth, threshold=-1.0, filter=scope))
+        return found
+    found = unwrap(await vectors.search(query_vector, limit=depth, threshold=-1.0, filter=scope, include_vectors=False))
     return found
 
 
@@ -101,13 +104,22 @@ async def gather_turns(
     query_vector: Sequence[float] | None = None,
     depth: int = DEPTH,
     found: ChannelHits | None = None,
+    near: Sequence[Any] | None = None,
 ) -> TurnCandidates:
     """The turns in ``flt``'s scope the index's channels find for ``query`` (see the module docs).
     ``vectors`` (an embedding store holding the message index's vectors) and ``query_vector``
     add the vector channel. ``found`` is what :func:`channel_hits` asked already (of every
-    kind: the turns among it are taken)."""
-    if found is None:
-        found = await channel_hits(store, query, flt.model_copy(update={"kinds": ["turn"]}), analysis, depth)
+    kind: the turns among it are taken), ``near`` what :func:`nearest` found already of the
+    message index; what is not given is asked here, the channels side by side."""
+    turn_flt = flt.model_copy(update={"kinds": ["turn"]})
+    if near is None and vectors is not None and query_vector is not None:
+        vector_call = nearest(vectors, query_vector, flt, MESSAGES_INDEX, depth)
+        if found is None:
+            found, near = await asyncio.gather(channel_hits(store, query, turn_flt, analysis, depth), vector_call)
+        else:
+            near = await vector_call
+    elif found is None:
+        found = await channel_hits(store, query, turn_flt, analysis, depth)
     keyword = [c for c in found.keyword if c.record.kind == "turn"][:depth]
     timed = [c for c in found.timed if c.record.kind == "turn"][:depth]
     out = TurnCandidates()
@@ -116,9 +128,8 @@ async def gather_turns(
         out.keyword.append(candidate.record.source_id)
     for candidate in timed:
         out.records.setdefault(candidate.record.source_id, candidate.record)
-    if vectors is not None and query_vector is not None:
-        hits = await nearest(vectors, query_vector, flt, MESSAGES_INDEX, depth)
-        for hit in hits:
+    if near:
+        for hit in near:
             if hit.source_id is not None:
                 out.cosines[hit.source_id] = hit.score
         missing = [record_id("turn", s) for s in out.cosines if s not in out.records]

@@ -31,6 +31,7 @@ from ..index.records import MAX_RECORD_BATCH, RecallFilter, RecallKind, RecallRe
 from ..items.records import MAX_VALUE_CHARS, MemoryItem, MemoryScope
 from ..recall.indexed import (
     DEPTH,
+    MESSAGES_INDEX,
     ChannelHits,
     TurnCandidates,
     channel_hits,
@@ -154,6 +155,7 @@ async def indexed_items(
     service: Any = None,
     depth: int = DEPTH,
     kinds: Collection[SearchKind] = SEARCH_KINDS,
+    near: Sequence[Any] | None = None,
 ) -> FoundItems:
     """The memory items and core facts (``"item"`` in ``kinds``) and graph facts (``"fact"``)
     among what the index's channels ``found`` (keywords; time, when the query names one), and
@@ -167,7 +169,8 @@ async def indexed_items(
     none, and kept) only when that search came back short (fewer than ``depth`` vectors in
     scope: the item has no vector yet) or the item is among the keyword channel's best
     ``depth``; below those, its cosine is under every one the vector search returned and cannot
-    place it in the vector ranking, so it is not read."""
+    place it in the vector ranking, so it is not read. ``near`` is that search's hits when it
+    was done already."""
     out = FoundItems()
     chosen = [*found.keyword, *found.timed]
     records: dict[str, RecallRecord] = {}
@@ -177,9 +180,11 @@ async def indexed_items(
             records.setdefault(record.source_id, record)
     out.keyword = list(dict.fromkeys(c.record.source_id for c in found.keyword if c.record.source_id in records))
     ids = [i for i in records if records[i].kind not in _TEXT_KINDS]
-    near: list[Any] = []
-    if "item" in kinds and vectors is not None and query_vector is not None:
-        near = await nearest(vectors, query_vector, flt.model_copy(update={"thread_id": None}), ITEMS_INDEX, depth)
+    if near is None:
+        near = []
+        if "item" in kinds and vectors is not None and query_vector is not None:
+            near = await nearest(vectors, query_vector, _item_scope(flt), ITEMS_INDEX, depth)
+    if near:
         out.cosines = {h.source_id: h.score for h in near if h.source_id}
         ids = list(dict.fromkeys([*ids, *out.cosines]))
     stored: list[MemoryItem] = unwrap(await store.get_items(ids)) if ids else []
@@ -311,19 +316,22 @@ async def search_memory(
     if memory.indexer is not None:
         await memory.indexer.ready()
     flt = RecallFilter(agent_id=agent, user_id=user, thread_id=thread_id)
-    query_vector = None
+    depth = memory.retriever.settings.depth
+    meaning = _Meaning()
     by_meaning = "entry" in wanted or "item" in wanted
     keyword_call = _keyword_channels(store, query, flt, analysis, wanted)
     if by_meaning and memory.message_index is not None and memory.embedding_service is not None:
-        # the query's embedding (off the event loop) while the store answers the keyword channel
-        query_vector, found = await asyncio.gather(_query_vector(memory, query), keyword_call)
+        # the query's embedding (off the event loop) and the vector searches it starts while the
+        # store answers the keyword channel
+        meaning, found = await asyncio.gather(_by_meaning(memory, query, flt, wanted, depth), keyword_call)
     else:
         found = await keyword_call
+    query_vector = meaning.vector
     vectors = memory.vectors if query_vector is not None else None
     candidates = TurnCandidates()
     if "entry" in wanted:
         candidates = await gather_turns(
-            store, query, flt, analysis, vectors=vectors, query_vector=query_vector, found=found
+            store, query, flt, analysis, vectors=vectors, query_vector=query_vector, found=found, near=meaning.turns
         )
     items = FoundItems()
     if "item" in wanted or "fact" in wanted or "file" in wanted:
@@ -335,8 +343,9 @@ async def search_memory(
             vectors=vectors,
             query_vector=query_vector,
             service=memory.embedding_service,
-            depth=memory.retriever.settings.depth,
+            depth=depth,
             kinds=wanted,
+            near=meaning.items,
         )
     ranked = await memory.retriever.retrieve(
         query,
@@ -355,6 +364,39 @@ async def search_memory(
     stored = await verified_turns(store, turn_ids) if turn_ids else {}
     made = [_hit(hit, stored, items.facts, items.files) for hit in ranked.hits]
     return _current_first([h for h in made if h is not None], items.items)[:limit]
+
+
+@dataclass(frozen=True, slots=True)
+class _Meaning:
+    """The query's vector and the vector channels' hits it found (``None``: not searched)."""
+
+    vector: list[float] | None = None
+    turns: list[Any] | None = None
+    items: list[Any] | None = None
+
+
+def _item_scope(flt: RecallFilter) -> RecallFilter:
+    """The scope of the items' vectors: an item belongs to no thread."""
+    return flt.model_copy(update={"thread_id": None})
+
+
+async def _by_meaning(
+    memory: Searched, query: str, flt: RecallFilter, wanted: Collection[SearchKind], depth: int
+) -> _Meaning:
+    """The query's vector and, with an embedding store, the nearest turns (:data:`DEPTH`) and
+    items (``depth``) to it, searched side by side as soon as the vector is made."""
+    vector = await _query_vector(memory, query)
+    vectors = memory.vectors
+    if vector is None or vectors is None:
+        return _Meaning(vector)
+    turn_call = nearest(vectors, vector, flt, MESSAGES_INDEX, DEPTH) if "entry" in wanted else _nothing()
+    item_call = nearest(vectors, vector, _item_scope(flt), ITEMS_INDEX, depth) if "item" in wanted else _nothing()
+    turns, items = await asyncio.gather(turn_call, item_call)
+    return _Meaning(vector, turns, items)
+
+
+async def _nothing() -> None:
+    return None
 
 
 async def _keyword_channels(

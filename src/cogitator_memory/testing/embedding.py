@@ -367,6 +367,43 @@ async def _hits_without_vectors(store: EmbeddingAdapter) -> None:
     _same_direction(got.vector, axis_vector(0))  # the stored vector is still there
 
 
+async def _ids_only_search(store: EmbeddingAdapter) -> None:
+    """``search_ids`` (what recall's vector channel asks) finds what ``search`` finds, in its
+    order: the same ids, source ids and cosines, scoped, cut by ``threshold`` and ``limit``;
+    its arguments are checked the same way."""
+    searcher: Any = store
+    await _add(
+        store,
+        *(
+            _new(
+                f"turn {i}",
+                blend({0: 1, 1: i / 4}),
+                source_id=f"src-{i}",
+                metadata={"user_id": "u1" if i % 2 else "u2"},
+            )
+            for i in range(8)
+        ),
+        _new("a twin", axis_vector(0), source_id="twin-a"),
+        _new("a twin", axis_vector(0), source_id="twin-b"),  # the same cosine: ties go by id
+    )
+    for flt, limit, threshold in (
+        (None, 10, 0.0),
+        (None, 3, 0.0),
+        ({"user_id": "u1"}, 10, 0.0),
+        (None, 10, 0.9),
+        ({"user_id": "nobody"}, 10, -1.0),
+    ):
+        full = _ok(await store.search(axis_vector(0), limit=limit, threshold=threshold, filter=flt), "search")
+        ids = _ok(await searcher.search_ids(axis_vector(0), limit=limit, threshold=threshold, filter=flt), "search_ids")
+        assert [(h.id, h.source_id) for h in ids] == [(h.id, h.source_id) for h in full], (flt, limit, threshold)
+        assert all(abs(a.score - b.score) < 1e-6 for a, b in zip(ids, full, strict=True))
+    assert len(_ok(await searcher.search_ids(axis_vector(0), limit=3), "search_ids")) == 3
+    _failed(await searcher.search_ids(axis_vector(0), limit=0), "search_ids(limit=0)", "limit")
+    _failed(await searcher.search_ids(axis_vector(0), threshold=2.0), "search_ids(threshold=2)", "threshold")
+    _failed(await searcher.search_ids(axis_vector(0), filter={"bogus": 1}), "search_ids(bogus)", "filter", "bogus")
+    _failed(await searcher.search_ids([1.0, 2.0]), "search_ids(a vector of another size)", "vector")
+
+
 async def _unknown_filter_keys(store: EmbeddingAdapter) -> None:
     await _add(store, _new("x"))
     _failed(await store.search(axis_vector(0), filter={"agentId": "a"}), "search(agentId)", "filter", "agentId")
@@ -632,6 +669,7 @@ _CASES: tuple[tuple[str, Callable[[EmbeddingAdapter], Awaitable[None]]], ...] = 
     ("keyword_scoping", _keyword_scoping),
     ("keyword_long_query", _keyword_long_query),
     ("hits_without_vectors", _hits_without_vectors),
+    ("ids_only_search", _ids_only_search),
     ("delete_embedding", _delete_embedding),
     ("delete_embeddings", _delete_embeddings),
     ("delete_by_filter", _delete_by_filter),

@@ -45,6 +45,7 @@ from .records import (
     EmbeddingFilter,
     NewEmbedding,
     ScoredEmbedding,
+    VectorHit,
     check_deletion,
     check_filter,
     check_include_vectors,
@@ -246,6 +247,14 @@ class EmbeddingStoreMixin(ABC):
         hits = await self._search(vector, limit, threshold, flt)
         return hits if include_vectors else without_vectors(hits)
 
+    async def _search_ids(
+        self, vector: list[float], limit: int, threshold: float, flt: EmbeddingFilter
+    ) -> list[VectorHit]:
+        """:meth:`_search`'s hits as ids and cosines, best first (cosine descending, then id). An
+        engine that can leave the rest of the rows unread overrides this."""
+        hits = sort_hits(await self._search_hits(vector, limit, threshold, flt, False), limit)
+        return [VectorHit(h.id, h.source_id, h.score) for h in hits]
+
     async def _keyword_hits(
         self, terms: list[str], limit: int, flt: EmbeddingFilter, include_vectors: bool
     ) -> list[ScoredEmbedding]:
@@ -365,6 +374,25 @@ class EmbeddingStoreMixin(ABC):
             return ok(sort_hits(await self._search_hits(query, size, floor, flt, with_vectors), size))
         except Exception as exc:
             return self._fail("search", exc)
+
+    async def search_ids(
+        self, vector: Sequence[float], *, limit: int = 10, threshold: float = 0.0, filter: FilterInput = None
+    ) -> MemoryResult[list[VectorHit]]:
+        """What :meth:`search` finds, each hit as a :class:`~cogitator_memory.vectors.records.VectorHit`
+        (id, source id, cosine), in the same order: for a caller that wants only which sources
+        are nearest (recall's vector channel), a server store sends neither texts nor metadata.
+        The arguments are checked as :meth:`search` checks them."""
+        try:
+            self._require_connected()
+            query = check_query_vector("vector", vector, await self._known_dimensions())
+            size = check_limit(limit)
+            floor = check_threshold(threshold)
+            flt = check_filter(filter)
+            if self._dimensions is None:
+                return ok([])
+            return ok(await self._search_ids(query, size, floor, flt))
+        except Exception as exc:
+            return self._fail("search_ids", exc)
 
     async def keyword_search(
         self, query: str, *, limit: int = 10, filter: FilterInput = None, include_vectors: bool = True

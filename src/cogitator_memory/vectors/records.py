@@ -17,6 +17,7 @@ import math
 import struct
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar, TypeVar
 
@@ -455,6 +456,16 @@ def sort_hits(hits: Sequence[ScoredEmbedding], limit: int) -> list[ScoredEmbeddi
     return sorted(hits, key=lambda h: (-h.score, h.id))[:limit]
 
 
+@dataclass(frozen=True, slots=True)
+class VectorHit:
+    """A search hit as :meth:`~cogitator_memory.vectors.EmbeddingStoreMixin.search_ids` returns
+    it: the embedding's id, its ``source_id`` and its cosine with the query (in [-1, 1])."""
+
+    id: str
+    source_id: str | None
+    score: float
+
+
 def without_vectors(hits: Sequence[ScoredEmbedding]) -> list[ScoredEmbedding]:
     """The hits with an empty ``vector`` (what ``include_vectors=False`` returns)."""
     return [h if not h.vector else h.model_copy(update={"vector": []}) for h in hits]
@@ -481,6 +492,7 @@ __all__ = [
     "NewEmbedding",
     "QueryVector",
     "ScoredEmbedding",
+    "VectorHit",
     "check_deletion",
     "check_filter",
     "check_include_vectors",

@@ -51,7 +51,7 @@ from ...errors import ConflictError, InvalidArgumentError, StoreUnavailableError
 from ...search.tokenizer import index_terms
 from ...threads.records import built_record
 from ...vectors.base import EmbeddingStoreMixin
-from ...vectors.records import SCOPE_KEYS, DeletionFilter, Embedding, EmbeddingFilter, ScoredEmbedding
+from ...vectors.records import SCOPE_KEYS, DeletionFilter, Embedding, EmbeddingFilter, ScoredEmbedding, VectorHit
 from .schema import ADVISORY_LOCK_CLASS
 from .sql import quote_ident
 
@@ -688,31 +688,47 @@ class PostgresVectors(EmbeddingStoreMixin):
     async def _search_hits(
         self, vector: list[float], limit: int, threshold: float, flt: EmbeddingFilter, include_vectors: bool
     ) -> list[ScoredEmbedding]:
+        cols = _EMB_COLS if include_vectors else _EMB_COLS_NO_VECTOR
+        out = "id, source_id, source_type, content, embedding, metadata, created_at"
+        rows = await self._nearest(vector, limit, threshold, flt, cols, out)
+        return [scored_from_row(row, cosine=True) for row in rows]
+
+    async def _search_ids(
+        self, vector: list[float], limit: int, threshold: float, flt: EmbeddingFilter
+    ) -> list[VectorHit]:
+        """The nearest rows' ids, source ids and cosines only (a search of a few hundred turns
+        otherwise reads each turn's text and metadata back, most of its time)."""
+        rows = await self._nearest(vector, limit, threshold, flt, "id, source_id", "id, source_id")
+        return [VectorHit(row[0], row[1], max(-1.0, min(1.0, float(row[2])))) for row in rows]
+
+    async def _nearest(
+        self, vector: list[float], limit: int, threshold: float, flt: EmbeddingFilter, cols: str, out: str
+    ) -> list[Any]:
+        """The rows (columns ``out`` of ``cols``, then the cosine) of the ``limit`` embeddings
+        nearest ``vector`` passing ``flt`` with a cosine >= ``threshold``, best first (then by
+        id). The session's ``hnsw.ef_search`` serves limits up to it; a larger limit raises it
+        for this one transaction, sent in a pipeline (BEGIN, the setting and the search in one
+        round trip, not one each)."""
         layout = self._vectors()
         where, params = search_filter_sql(flt)
         dist = f"embedding {layout.distance} {layout.query_vector('q')}"
-        cols = _EMB_COLS if include_vectors else _EMB_COLS_NO_VECTOR
         sql = (
             f"WITH hits AS MATERIALIZED (SELECT {cols}, {dist} AS dist FROM {layout.table}"
             f" WHERE {where} ORDER BY {dist} LIMIT %(limit)s)"
-            " SELECT id, source_id, source_type, content, embedding, metadata, created_at, 1 - dist"
-            " FROM hits WHERE 1 - dist >= %(threshold)s ORDER BY dist, id"
+            f" SELECT {out}, 1 - dist FROM hits WHERE 1 - dist >= %(threshold)s ORDER BY dist, id"
         )
         params.update({"q": vector_literal(vector), "limit": limit, "threshold": threshold})
-        # the session's ef_search (set on each pooled connection) serves limits up to it; a larger
-        # limit raises it for this one transaction, sent in a pipeline (BEGIN, the setting and the
-        # search in one round trip, not one each)
         raise_ef = layout.indexed and limit > self.ef_search
         ef = str(min(MAX_EF_SEARCH, limit))
 
-        async def op(conn: AsyncConnection[Any]) -> list[ScoredEmbedding]:
+        async def op(conn: AsyncConnection[Any]) -> list[Any]:
             if not raise_ef:
                 cur = await conn.execute(sql, params)
-                return [scored_from_row(row, cosine=True) for row in await cur.fetchall()]
+                return await cur.fetchall()
             async with conn.pipeline(), conn.transaction():
                 await conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (ef,))
                 cur = await conn.execute(sql, params)
-                return [scored_from_row(row, cosine=True) for row in await cur.fetchall()]
+                return await cur.fetchall()
 
         return await self.run(op)
 
