@@ -345,6 +345,27 @@ async def test_neighbour_weight_finds_a_turn_through_the_turn_next_to_it(memory:
     assert paired.hits[1].channels == {}  # found by no channel of its own
 
 
+async def test_over_an_index_a_neighbour_must_be_next_to_the_turn(memory: InMemoryAdapter) -> None:
+    # an index hands over candidates, not the thread: two candidates with a turn between them
+    # in the thread are no neighbours, though nothing lies between them among the candidates
+    turns = await thread_of(
+        memory,
+        ["what should I grow this spring?", "my cousin visits on friday", "Plant tomatoes and basil in the sunny bed"],
+    )
+    question = "which plants: tomatoes or basil in the sunny bed?"
+    retriever = MemoryRetriever({"neighbour_weight": 0.5})
+    whole = await retriever.retrieve(question, anchor=LATER, history=turns)
+    assert [h.id for h in whole.hits] == [turns[2].id, turns[1].id]  # the thread's own neighbour
+    candidates = [turns[0], turns[2]]
+    terms = {e.id: e.message.text.lower().split() for e in candidates if e.message is not None}
+    found = await retriever.retrieve(question, anchor=LATER, history=candidates, turn_terms=terms)
+    assert [h.id for h in found.hits] == [turns[2].id]  # turns[0] is two turns away: no bonus
+    nearby = [turns[1], turns[2]]
+    terms = {e.id: e.message.text.lower().split() for e in nearby if e.message is not None}
+    found = await retriever.retrieve(question, anchor=LATER, history=nearby, turn_terms=terms)
+    assert [h.id for h in found.hits] == [turns[2].id, turns[1].id]  # next to it: its neighbour
+
+
 async def test_keyword_hits_from_elsewhere_replace_the_turns_bm25(memory: InMemoryAdapter) -> None:
     turns = await thread_of(memory, ["the gunicorn workers", "three of them", "lunch at noon", "pasta"])
     retriever = MemoryRetriever({"neighbour_weight": 0.0, "user_weight": 0.0})

@@ -336,7 +336,15 @@ class MemoryRetriever:
                     [r for _, r in rankings], k=s.rrf_k, weights=[s.weight(analysis.kind, c) for c, _ in rankings]
                 )
         if s.neighbour_weight > 0 and corpus_t is not None:
-            fused = _with_neighbours(fused, corpus_t.order, index_of, held_ids, s.neighbour_weight, corpus_t.docs)
+            fused = _with_neighbours(
+                fused,
+                corpus_t.order,
+                index_of,
+                held_ids,
+                s.neighbour_weight,
+                corpus_t.docs,
+                sparse=turn_terms is not None,
+            )
         places: dict[str, dict[Channel, int]] = {}
         for channel, ranking in rankings:
             for rank, rid in enumerate(ranking, start=1):
@@ -575,10 +583,13 @@ def _with_neighbours(
     held: Collection[str],
     weight: float,
     docs: Mapping[str, Doc[Any]],
+    sparse: bool = False,
 ) -> list[tuple[str, float]]:
     """Each turn's fused score plus ``weight`` times the best score of the turns next to it in
     the same thread (a question is found through its answer, and the answer through its
-    question; ``order`` is every turn, ``held`` those never returned), best first."""
+    question; ``order`` is every turn, ``held`` those never returned), best first. With
+    ``sparse`` (``order`` is an index's candidates, not a whole thread) a turn is next to
+    another only when their ``seq`` says so, not because no candidate lies between them."""
     out = dict(fused)
     bonus: dict[str, float] = {}
     last = len(order) - 1
@@ -589,9 +600,13 @@ def _with_neighbours(
         if at is None:
             continue
         extra = weight * score
-        thread = docs[key[2:]].record.thread_id
+        record = docs[key[2:]].record
+        thread = record.thread_id
         for j in (at - 1, at + 1):
-            if 0 <= j <= last and (not held or order[j] not in held) and docs[order[j]].record.thread_id == thread:
+            if 0 <= j <= last and (not held or order[j] not in held):
+                other = docs[order[j]].record
+                if other.thread_id != thread or (sparse and abs(other.seq - record.seq) != 1):
+                    continue
                 near = "t:" + order[j]
                 kept = bonus.get(near, 0.0)
                 bonus[near] = extra if extra > kept else kept
