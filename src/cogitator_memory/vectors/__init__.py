@@ -28,6 +28,7 @@ from .records import (
     EmbeddingFilter,
     NewEmbedding,
     ScoredEmbedding,
+    VectorHit,
     deletion_matches,
     filter_matches,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "FilterInput",
     "NewEmbedding",
     "ScoredEmbedding",
+    "VectorHit",
     "check_dimensions",
     "deletion_matches",
     "filter_matches",
