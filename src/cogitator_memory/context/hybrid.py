@@ -424,7 +424,13 @@ class HybridRecall:
         flt = RecallFilter(agent_id=agent_id, user_id=user_id)
         vectors = self.deps.embedding_adapter if self.deps.message_index is not None else None
         found = await gather_turns(
-            memory, analysis.text, flt, analysis, vectors=vectors, query_vector=vector if vectors is not None else None
+            memory,
+            analysis.text,
+            flt,
+            analysis,
+            vectors=vectors,
+            query_vector=vector if vectors is not None else None,
+            keyword_depth=self.retriever.settings.depth,
         )
         others = [e for e in found.history if e.thread_id != thread_id]
         if not others:

@@ -71,6 +71,10 @@ DEFAULT_WEIGHTS: dict[QueryKind, dict[Channel, float]] = {
 }
 
 
+#: Hits each channel hands to the fusion unless ``depth`` says otherwise.
+DEFAULT_DEPTH = 100
+
+
 class RetrieverSettings(BaseModel):
     """How :class:`~cogitator_memory.recall.MemoryRetriever` searches (every field has a default).
 
@@ -130,7 +134,7 @@ class RetrieverSettings(BaseModel):
 
     vector_min_cosine: float = Field(default=0.1, ge=-1.0, le=1.0)
     vector_relative: float = Field(default=0.0, ge=0.0, le=1.0)
-    depth: int = Field(default=100, ge=1, le=10_000)
+    depth: int = Field(default=DEFAULT_DEPTH, ge=1, le=10_000)
     rrf_k: float = Field(default=10.0, ge=0.0)
     weights: dict[QueryKind, dict[Channel, float]] = Field(default_factory=lambda: _copy(DEFAULT_WEIGHTS))
     bm25_k1: float = Field(default=3.0, ge=0.0)
@@ -201,6 +205,7 @@ def check_settings(value: object, name: str = "settings") -> RetrieverSettings:
 
 __all__ = [
     "CHANNELS",
+    "DEFAULT_DEPTH",
     "DEFAULT_WEIGHTS",
     "ITEM_CHANNELS",
     "TURN_CHANNELS",

@@ -319,7 +319,7 @@ async def search_memory(
     depth = memory.retriever.settings.depth
     meaning = _Meaning()
     by_meaning = "entry" in wanted or "item" in wanted
-    keyword_call = _keyword_channels(store, query, flt, analysis, wanted)
+    keyword_call = _keyword_channels(store, query, flt, analysis, wanted, depth)
     if by_meaning and memory.message_index is not None and memory.embedding_service is not None:
         # the query's embedding (off the event loop) and the vector searches it starts while the
         # store answers the keyword channel
@@ -331,7 +331,15 @@ async def search_memory(
     candidates = TurnCandidates()
     if "entry" in wanted:
         candidates = await gather_turns(
-            store, query, flt, analysis, vectors=vectors, query_vector=query_vector, found=found, near=meaning.turns
+            store,
+            query,
+            flt,
+            analysis,
+            vectors=vectors,
+            query_vector=query_vector,
+            found=found,
+            near=meaning.turns,
+            keyword_depth=depth,
         )
     items = FoundItems()
     if "item" in wanted or "fact" in wanted or "file" in wanted:
@@ -400,18 +408,23 @@ async def _nothing() -> None:
 
 
 async def _keyword_channels(
-    store: Any, query: str, flt: RecallFilter, analysis: QueryAnalysis, wanted: Collection[SearchKind]
+    store: Any,
+    query: str,
+    flt: RecallFilter,
+    analysis: QueryAnalysis,
+    wanted: Collection[SearchKind],
+    depth: int,
 ) -> ChannelHits:
     """The index's keyword (and time) channels for the kinds ``wanted``: turns and the other
-    kinds asked apart, side by side, each for :data:`DEPTH` candidates, so neither crowds the
-    other out and no more turns are read than the turn ranking keeps (one call of twice the
-    depth read up to 400 turns of which at most 200 were kept)."""
+    kinds asked apart, side by side, each for ``depth`` candidates (the retriever's ranking
+    depth: its keyword ranking takes no more), so neither crowds the other out and no more
+    records are read than the ranking uses."""
     others = [r for k in wanted if k != "entry" for r in _RECORD_KINDS[k]]
     calls = []
     if "entry" in wanted:
-        calls.append(channel_hits(store, query, flt.model_copy(update={"kinds": ["turn"]}), analysis, DEPTH))
+        calls.append(channel_hits(store, query, flt.model_copy(update={"kinds": ["turn"]}), analysis, depth))
     if others:
-        calls.append(channel_hits(store, query, flt.model_copy(update={"kinds": others}), analysis, DEPTH))
+        calls.append(channel_hits(store, query, flt.model_copy(update={"kinds": others}), analysis, depth))
     found = await asyncio.gather(*calls)
     if len(found) == 1:
         return found[0]
