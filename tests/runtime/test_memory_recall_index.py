@@ -45,6 +45,21 @@ async def test_a_fact_said_in_the_first_of_200_conversations_is_found(memory: Me
     assert all("cats" not in h.text for h in hits), "Bo's turn is not Ana's"
 
 
+async def test_a_ranking_deeper_than_a_channel_answers_asks_what_it_can(memory: Memory) -> None:
+    # a retriever may rank 10,000 hits a channel (RetrieverSettings.depth); the index's channels
+    # return at most MAX_CANDIDATES: the gathering asks for that many instead of failing
+    from cogitator_memory.index.records import MAX_CANDIDATES, RecallFilter
+    from cogitator_memory.recall.indexed import gather_turns
+    from cogitator_memory.recall.query import analyze_query
+
+    await memory.add([{"role": "user", "content": "I'm allergic to peanuts."}], user_id="ana")
+    await memory.flush()
+    question = "what am I allergic to?"
+    flt = RecallFilter(agent_id=memory.agent_id, user_id="ana")
+    found = await gather_turns(memory.adapter, question, flt, analyze_query(question), keyword_depth=MAX_CANDIDATES + 1)
+    assert [r.text for r in found.records.values()] == ["I'm allergic to peanuts."]
+
+
 async def test_stemmed_words_find_other_forms(memory: Memory) -> None:
     await memory.add([{"role": "user", "content": "Yesterday I painted the fence blue."}], user_id="ana")
     hits = await memory.search("painting", user_id="ana")

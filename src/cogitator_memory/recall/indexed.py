@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..index.records import RecallCandidate, RecallFilter, RecallRecord, record_id
+from ..index.records import MAX_CANDIDATES, RecallCandidate, RecallFilter, RecallRecord, record_id
 from ..result import unwrap
 from ..threads.records import REDACTED_KEY, MemoryEntry, Message
 from .query import QueryAnalysis
@@ -66,7 +66,10 @@ class ChannelHits:
 
 async def channel_hits(store: Any, query: str, flt: RecallFilter, analysis: QueryAnalysis, depth: int) -> ChannelHits:
     """Ask the index's keyword channel, and its time channel when the query names a time, for at
-    most ``depth`` records each in ``flt``'s scope (one call each, whatever kinds it names)."""
+    most ``depth`` records each in ``flt``'s scope (one call each, whatever kinds it names; a
+    ``depth`` past what a channel returns, :data:`~cogitator_memory.index.records.MAX_CANDIDATES`,
+    asks for that many)."""
+    depth = min(depth, MAX_CANDIDATES)
     keyword_call = store.recall_keyword(query, filter=flt, limit=depth)
     interval = analysis.interval
     if interval is None:
