@@ -63,6 +63,10 @@ T = TypeVar("T")
 
 DEFAULT_SCHEMA = "public"
 DEFAULT_POOL_SIZE = 10
+#: Connections the pool opens at connect (at most ``pool_size``): as many as one search asks on
+#: at once (the keyword channels of turns and of the other kinds, the vector searches of turns
+#: and of items), so the first search after a restart opens none.
+WARM_CONNECTIONS = 4
 DEFAULT_CONNECT_TIMEOUT = 5.0
 DEFAULT_COMMAND_TIMEOUT = 30.0
 #: The deadline of :meth:`PostgresAdapter.health_check`, in seconds.
@@ -118,7 +122,7 @@ class PostgresAdapter(
 ):
     """Threads, pgvector embeddings, memory items (and facts), memory files, the knowledge graph and
     the recall index (:mod:`.recall`) in one PostgreSQL schema (psycopg 3, async, a pool of
-    ``pool_size`` connections).
+    ``pool_size`` connections, :data:`WARM_CONNECTIONS` of them opened at connect).
 
     ``connection_string`` (or ``url``) is a libpq URL or DSN; ``schema`` (default ``public``) holds
     the tables, created on the first :meth:`connect`; ``dimensions`` is the size of the vectors
@@ -217,7 +221,7 @@ class PostgresAdapter(
         pool: AsyncConnectionPool[AsyncConnection[Any]] = psycopg_pool.AsyncConnectionPool(
             self.connection_string,
             kwargs=kwargs,
-            min_size=1,
+            min_size=min(WARM_CONNECTIONS, self.pool_size),
             max_size=self.pool_size,
             open=False,
             configure=self._configure_connection,
