@@ -45,6 +45,7 @@ from ...vectors.records import (
     EmbeddingFilter,
     MetadataValue,
     ScoredEmbedding,
+    VectorHit,
     packed_embedding,
     without_vectors,
 )
@@ -446,6 +447,31 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
         self, vector: list[float], limit: int, threshold: float, flt: EmbeddingFilter, include_vectors: bool
     ) -> list[ScoredEmbedding]:
         """The binary codes' shortlist rescored exactly (see the module docstring)."""
+        hits = self._best_rowids(vector, limit, threshold, flt)
+        rows = self._rows_by_rowid([r for r, _ in hits], vectors=include_vectors)
+        return self._scored_rows([(rows[r], s) for r, s in hits if r in rows])
+
+    async def _search_ids(
+        self, vector: list[float], limit: int, threshold: float, flt: EmbeddingFilter
+    ) -> list[VectorHit]:
+        """The codes' hits as ids, source ids and cosines: the rows' text and metadata unread."""
+        if self.vector_backend == "sqlite-vec":
+            return await super()._search_ids(vector, limit, threshold, flt)
+        hits = self._best_rowids(vector, limit, threshold, flt)
+        found: dict[int, tuple[str, str | None]] = {}
+        rowids = [r for r, _ in hits]
+        for start in range(0, len(rowids), _ONE_READ):
+            chunk = rowids[start : start + _ONE_READ]
+            sql = f"SELECT rowid, id, source_id FROM embeddings WHERE rowid IN ({','.join('?' * len(chunk))})"
+            for rowid, embedding_id, source_id in self.connection.execute(sql, chunk):
+                found[rowid] = (embedding_id, source_id)
+        return [VectorHit(found[r][0], found[r][1], s) for r, s in hits if r in found]
+
+    def _best_rowids(
+        self, vector: list[float], limit: int, threshold: float, flt: EmbeddingFilter
+    ) -> list[tuple[int, float]]:
+        """The rowids and cosines of the ``limit`` best embeddings passing ``flt`` (cosine >=
+        ``threshold``), best first, then by id: the codes' shortlist rescored exactly."""
         db = self.connection
         generation = self._generation()
         width = (len(vector) + 7) // 8
@@ -468,9 +494,7 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
                 break
             want *= 4
         best = sorted(scored.items(), key=lambda kv: (-kv[1][1], kv[1][0]))
-        hits = [(rowid, score) for rowid, (_, score) in best[:limit] if score >= threshold]
-        rows = self._rows_by_rowid([r for r, _ in hits], vectors=include_vectors)
-        return self._scored_rows([(rows[r], s) for r, s in hits if r in rows])
+        return [(rowid, score) for rowid, (_, score) in best[:limit] if score >= threshold]
 
     def _rows_by_rowid(self, rowids: list[int], *, vectors: bool) -> dict[int, Sequence[Any]]:
         """The rows of these embeddings by rowid."""
