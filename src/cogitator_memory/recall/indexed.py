@@ -21,7 +21,7 @@ from typing import Any
 
 from ..index.records import MAX_CANDIDATES, RecallCandidate, RecallFilter, RecallRecord, record_id
 from ..result import unwrap
-from ..threads.records import REDACTED_KEY, MemoryEntry, Message
+from ..threads.records import REDACTED_KEY, MemoryEntry, Message, built_record
 from .query import QueryAnalysis
 from .settings import DEFAULT_DEPTH
 
@@ -36,6 +36,10 @@ KEYWORD_DEPTH = DEFAULT_DEPTH
 #: ``metadata.index`` of the message index's vectors (see :mod:`cogitator_memory.context.message_index`).
 MESSAGES_INDEX = "messages"
 _ROLES = frozenset({"user", "assistant", "system"})
+#: The fields :func:`record_entry` gives (what validating them would mark as set; copied for
+#: each record, whose set pydantic changes when a field is assigned).
+_MESSAGE_SET = {"role", "content", "name"}
+_ENTRY_SET = {"id", "thread_id", "seq", "token_count", "created_at", "message"}
 
 
 async def nearest(vectors: Any, query_vector: Sequence[float], flt: RecallFilter, index: str, depth: int) -> list[Any]:
@@ -92,16 +96,37 @@ class TurnCandidates:
 
 
 def record_entry(record: RecallRecord) -> MemoryEntry:
-    """An entry made from a turn's record, for ranking (see the module docs)."""
+    """An entry made from a turn's record, for ranking (see the module docs): built from the
+    record's fields, valid already, without validating them again (a search makes a few
+    hundred)."""
     role = record.role if record.role in _ROLES else "assistant"
-    return MemoryEntry(
-        id=record.source_id,
-        thread_id=record.thread_id or "",
-        seq=record.seq or 0,
-        token_count=0,
-        created_at=record.said_at,
-        message=Message(role=role, content=record.text, name=record.name),
+    message = built_record(
+        Message,
+        {
+            "role": role,
+            "content": record.text,
+            "name": record.name,
+            "tool_calls": None,
+            "tool_call_id": None,
+            "cache_breakpoint": None,
+        },
+        _MESSAGE_SET.copy(),
     )
+    fields = {
+        "message": message,
+        "token_count": 0,
+        "type": "message",
+        "event": None,
+        "metadata": None,
+        "tool_calls": None,
+        "tool_results": None,
+        "id": record.source_id,
+        "thread_id": record.thread_id or "",
+        "parent_id": None,
+        "seq": record.seq or 0,
+        "created_at": record.said_at,
+    }
+    return built_record(MemoryEntry, fields, _ENTRY_SET.copy())
 
 
 async def gather_turns(
