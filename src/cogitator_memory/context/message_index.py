@@ -55,10 +55,11 @@ from ..result import unwrap
 from ..threads.base import MemoryAdapter
 from ..threads.records import INDEX_KEY, USER_ID_KEY, ChangeEvent, MemoryEntry
 from ..threads.tree import check_id
+from ..vectors.base import nearest_ids
+from ..vectors.records import VectorHit
 
 if TYPE_CHECKING:
     from ..vectors.base import EmbeddingAdapter
-    from ..vectors.records import ScoredEmbedding
 
 logger = logging.getLogger("cogitator_memory")
 
@@ -391,9 +392,9 @@ class MessageIndex:
 
     # ----- reads for the builder -------------------------------------------------------------
 
-    async def search(self, thread_id: str, vector: Sequence[float], *, limit: int = 50) -> list[ScoredEmbedding]:
+    async def search(self, thread_id: str, vector: Sequence[float], *, limit: int = 50) -> list[VectorHit]:
         """The entries of the thread most similar to ``vector``, best first: hits whose
-        ``source_id`` is the entry id, without their vectors (raises the store's error).
+        ``source_id`` is the entry id, with their cosine (``score``; raises the store's error).
 
         The first search of a thread waits for its backfill (see the module docs); a backfill
         that fails is logged, and the search goes on with what is indexed."""
@@ -406,15 +407,9 @@ class MessageIndex:
                     await asyncio.shield(pending)
                 except Exception as exc:
                     logger.warning("message index: backfilling thread %s failed: %s", thread_id, exc)
-        return unwrap(
-            await self.store.search(
-                vector,
-                limit=limit,
-                threshold=-1.0,
-                filter={"thread_id": thread_id, "metadata": {INDEX_KEY: MESSAGES_INDEX}},
-                include_vectors=False,
-            )
-        )
+        scope = {"thread_id": thread_id, "metadata": {INDEX_KEY: MESSAGES_INDEX}}
+        found = unwrap(await nearest_ids(self.store, vector, limit=limit, threshold=-1.0, filter=scope))
+        return [VectorHit(h.id, h.source_id, h.score) if type(h) is not VectorHit else h for h in found]
 
     async def vectors_of(self, entry_ids: Sequence[str]) -> dict[str, list[float]]:
         """The stored vectors of these entries, by entry id (entries not indexed yet are missing)."""

@@ -22,6 +22,7 @@ from typing import Any
 from ..index.records import MAX_CANDIDATES, RecallCandidate, RecallFilter, RecallRecord, record_id
 from ..result import unwrap
 from ..threads.records import REDACTED_KEY, MemoryEntry, Message, built_record
+from ..vectors.base import nearest_ids
 from .query import QueryAnalysis
 from .settings import DEFAULT_DEPTH
 
@@ -45,18 +46,14 @@ _ENTRY_SET = {"id", "thread_id", "seq", "token_count", "created_at", "message"}
 async def nearest(vectors: Any, query_vector: Sequence[float], flt: RecallFilter, index: str, depth: int) -> list[Any]:
     """The ``depth`` vectors of ``index`` (``metadata.index``) nearest ``query_vector`` in the
     embedding store ``vectors``, scoped as ``flt`` is (agent, user, thread: the same rule), as
-    hits with a ``source_id`` and a ``score``: the store's ``search_ids`` (every built-in store
-    has it: ids and cosines only), else its ``search`` without vectors."""
+    hits with a ``source_id`` and a ``score`` (:func:`~cogitator_memory.vectors.base.nearest_ids`:
+    ids and cosines only)."""
     scope: dict[str, Any] = {"metadata": {"index": index}}
     for key in ("agent_id", "user_id", "thread_id"):
         value = getattr(flt, key)
         if value is not None:
             scope[key] = value
-    search_ids = getattr(vectors, "search_ids", None)
-    if search_ids is not None:
-        found: list[Any] = unwrap(await search_ids(query_vector, limit=depth, threshold=-1.0, filter=scope))
-        return found
-    found = unwrap(await vectors.search(query_vector, limit=depth, threshold=-1.0, filter=scope, include_vectors=False))
+    found: list[Any] = unwrap(await nearest_ids(vectors, query_vector, limit=depth, threshold=-1.0, filter=scope))
     return found
 
 

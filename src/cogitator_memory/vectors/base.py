@@ -165,6 +165,23 @@ def check_dimensions(value: object) -> int | None:
     return value
 
 
+async def nearest_ids(
+    store: Any, vector: Sequence[float], *, limit: int, threshold: float = 0.0, filter: FilterInput = None
+) -> MemoryResult[list[Any]]:
+    """The hits of ``store.search_ids`` (id, source id, cosine) when ``store`` has it (every
+    built-in store does), else of its ``search`` without vectors (an embedding store of your own
+    written to :class:`EmbeddingAdapter` alone): for callers that want only which sources are
+    nearest, each hit with ``id``, ``source_id`` and ``score``."""
+    search_ids = getattr(store, "search_ids", None)
+    if search_ids is not None:
+        found: MemoryResult[list[Any]] = await search_ids(vector, limit=limit, threshold=threshold, filter=filter)
+        return found
+    hits: MemoryResult[list[Any]] = await store.search(
+        vector, limit=limit, threshold=threshold, filter=filter, include_vectors=False
+    )
+    return hits
+
+
 class EmbeddingStoreMixin(ABC):
     """The public embedding calls, written once over the engine's underscore primitives.
 
