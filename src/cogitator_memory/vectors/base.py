@@ -380,11 +380,7 @@ class EmbeddingStoreMixin(ABC):
         send them).
         """
         try:
-            self._require_connected()
-            query = check_query_vector("vector", vector, await self._known_dimensions())
-            size = check_limit(limit)
-            floor = check_threshold(threshold)
-            flt = check_filter(filter)
+            query, size, floor, flt = await self._search_args(vector, limit, threshold, filter)
             with_vectors = check_include_vectors(include_vectors)
             if self._dimensions is None:
                 return ok([])
@@ -400,16 +396,20 @@ class EmbeddingStoreMixin(ABC):
         are nearest (recall's vector channel), a server store sends neither texts nor metadata.
         The arguments are checked as :meth:`search` checks them."""
         try:
-            self._require_connected()
-            query = check_query_vector("vector", vector, await self._known_dimensions())
-            size = check_limit(limit)
-            floor = check_threshold(threshold)
-            flt = check_filter(filter)
+            query, size, floor, flt = await self._search_args(vector, limit, threshold, filter)
             if self._dimensions is None:
                 return ok([])
             return ok(await self._search_ids(query, size, floor, flt))
         except Exception as exc:
             return self._fail("search_ids", exc)
+
+    async def _search_args(
+        self, vector: Sequence[float], limit: object, threshold: object, filter: object
+    ) -> tuple[list[float], int, float, EmbeddingFilter]:
+        """A vector search's arguments checked (the store connected, the vector of its size)."""
+        self._require_connected()
+        query = check_query_vector("vector", vector, await self._known_dimensions())
+        return query, check_limit(limit), check_threshold(threshold), check_filter(filter)
 
     async def keyword_search(
         self, query: str, *, limit: int = 10, filter: FilterInput = None, include_vectors: bool = True
