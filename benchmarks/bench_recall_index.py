@@ -41,14 +41,14 @@ at most 100 MB from 10k to 1M. (``MemoryItems.add_many(500)`` beside a raw batch
 
 Run: ``python -m benchmarks --only recall_index`` or ``python -m benchmarks.bench_recall_index
 [--sizes 10000 100000] [--huge] [--no-before] [--no-postgres] [--no-sqlite] [--profile PATH]
-[--same-load COMMIT]``; ``--same-load`` loads SQLite's files (and PostgreSQL's schemas) with
+[--same-load COMMIT] [--keep]``; ``--same-load`` loads SQLite's files (and PostgreSQL's schemas) with
 ``COMMIT``'s code and measures them with it, then opens them once with this checkout (its
 migrations, timed) and measures them again: each size beside the code before, on the same data,
 in one run; on PostgreSQL (where a schema this checkout migrated cannot be opened by older code
 again) a schema loaded by each side is measured ``--alternate`` (3) times, the sides in turn, each
 figure the median of its runs, then ``COMMIT``'s schema once more after this checkout migrated it;
 ``--huge`` (or ``COGMEM_BENCH_HUGE=1``) adds 1,000,000 turns; ``--quick`` (the runner's) measures
-1,000 and 5,000 turns on SQLite without the baseline.
+1,000 and 5,000 turns on SQLite without the baseline; ``--keep`` leaves the loaded stores for another look.
 """
 
 from __future__ import annotations
@@ -141,6 +141,16 @@ def file_mb(path: Path) -> float:
     return sum(p.stat().st_size for p in path.parent.glob(path.name + "*")) / 1e6
 
 
+def first_thread_at(threads: int) -> datetime:
+    """When the first of ``threads`` threads (6 hours apart) is dated: :data:`START`, or earlier
+    when the last would be dated after today. A thread dated after the indexer's watermark (the
+    real time of its last catch-up) is checked again by every process's first search: loaded
+    from 2022, most of a million turns' 20,000 threads were dated after today, and the first
+    search after a restart re-checked 12,000 of them (108 s)."""
+    latest = datetime.now(UTC) - timedelta(days=1)
+    return min(START, latest - timedelta(hours=6 * threads))
+
+
 async def load(store: dict[str, Any], turns: int) -> dict[str, Any]:
     """Write ``turns`` turns for one user through ``Memory`` (see the module docs)."""
     from cogitator_memory import Memory, frozen_clock
@@ -150,12 +160,13 @@ async def load(store: dict[str, Any], turns: int) -> dict[str, Any]:
     await memory.connect()
     started = time.perf_counter()
     threads = max(1, turns // TURNS_PER_THREAD)
+    start = first_thread_at(threads)
     for t in range(threads):
         batch = [
             {"role": role, "content": text}
             for role, text in (messages[(t * TURNS_PER_THREAD + i) % len(messages)] for i in range(TURNS_PER_THREAD))
         ]
-        with frozen_clock(START + timedelta(hours=6 * t)):
+        with frozen_clock(start + timedelta(hours=6 * t)):
             await memory.add(batch, user_id=USER)
         if t % 100 == 99:
             print(
@@ -602,12 +613,14 @@ def run_all(
     profile: str | None = None,
     same_load: str | None = None,
     alternate: int = 3,
+    keep: bool = False,
 ) -> list[Row]:
     """Every engine and size and the baseline; the rows of the table. With ``same_load`` (a
     commit), SQLite's files and PostgreSQL's schemas are loaded and measured by that commit's
     code first, then measured by this checkout's (after opening once: its migrations), each size
     beside the other; on PostgreSQL a schema loaded by each is measured ``alternate`` times, in
-    turn (:func:`alternate_postgres`)."""
+    turn (:func:`alternate_postgres`). With ``keep`` the stores measured without ``same_load``
+    (SQLite's files, PostgreSQL's schemas) are left for another look, their names printed."""
     rows: list[Row] = []
     folder = Path(tempfile.mkdtemp(prefix="bench-recall-index-"))
     engines: list[tuple[str, Any]] = []
@@ -642,7 +655,9 @@ def run_all(
                         store, n, profile=profile if n == sizes[-1] else None, loaded=same is not None
                     )
                 finally:
-                    if engine == "postgres":
+                    if keep:
+                        print(f"[recall_index] kept {engine} {n:,}: {json.dumps(store)}", file=sys.stderr)
+                    elif engine == "postgres":
                         _drop_schema(store)
                 print(
                     f"[recall_index] {engine} {n:,}: {time.perf_counter() - started:.0f}s {json.dumps(figures[n])}",
@@ -664,7 +679,8 @@ def run_all(
                     rows.extend(same_load_rows(engine, sizes, migrated, before_at, str(same_load), label))
                 shutil.rmtree(same.parent, ignore_errors=True)
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(folder, ignore_errors=True)
     return rows
 
 
@@ -695,6 +711,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--alternate", type=int, default=3, help="runs of each side on PostgreSQL with --same-load (default 3)"
     )
+    parser.add_argument(
+        "--keep", action="store_true", help="leave the loaded SQLite files and PostgreSQL schemas (names printed)"
+    )
     args = parser.parse_args(argv)
     if args.worker:
         task = json.loads(args.worker)
@@ -717,6 +736,7 @@ def main(argv: list[str] | None = None) -> int:
         profile=args.profile,
         same_load=args.same_load,
         alternate=args.alternate,
+        keep=args.keep,
     )
     for row in rows:
         print(json.dumps(row.as_dict()))
