@@ -462,7 +462,7 @@ class VectorHit:
     it: the embedding's id, its ``source_id`` and its cosine with the query (in [-1, 1])."""
 
     id: str
-    source_id: str | None
+    source_id: str
     score: float
 
 

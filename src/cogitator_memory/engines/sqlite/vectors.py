@@ -458,7 +458,7 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
         if self.vector_backend == "sqlite-vec":
             return await super()._search_ids(vector, limit, threshold, flt)
         hits = self._best_rowids(vector, limit, threshold, flt)
-        found: dict[int, tuple[str, str | None]] = {}
+        found: dict[int, tuple[str, str]] = {}
         rowids = [r for r, _ in hits]
         for start in range(0, len(rowids), _ONE_READ):
             chunk = rowids[start : start + _ONE_READ]
