@@ -18,16 +18,12 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import psycopg
-from psycopg.conninfo import make_conninfo
 
 from cogitator_memory import SQLiteAdapter, SQLiteEmbeddingAdapter, unwrap
 from cogitator_memory.cascade import MemoryCascade, find_user_threads
@@ -35,6 +31,7 @@ from cogitator_memory.clock import now
 from cogitator_memory.engines.postgres.adapter import PostgresAdapter
 from cogitator_memory.files.service import MemoryFiles
 from cogitator_memory.items.service import MemoryItems
+from cogitator_memory.testing.services import own_database
 
 from .common import Row
 
@@ -204,18 +201,6 @@ async def _measure(label: str, memory: Any, vectors: Any, threads: int, size: in
     ]
 
 
-@contextmanager
-def _database() -> Iterator[str]:
-    name = f"cogmem_bench_{secrets.token_hex(4)}"
-    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_conninfo(ADMIN_URL, dbname=name)
-    finally:
-        with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 async def run(quick: bool) -> list[Row]:
     threads, size = (10, 200) if quick else (100, 1_000)
     other_threads = threads * 2
@@ -228,7 +213,7 @@ async def run(quick: bool) -> list[Row]:
                 await _fill_sqlite(memory, vectors, "ana", threads, size, True)
                 await _fill_sqlite(memory, vectors, "bo", other_threads, 20, False)
                 rows += await _measure("SQLite", memory, vectors, threads, size)
-    with _database() as url:
+    with own_database(ADMIN_URL, "cogmem_bench") as url:
         schema = "bench_cascade"
         async with PostgresAdapter(url=url, schema=schema, pool_size=4, dimensions=DIMENSIONS) as pg:
             await _fill_postgres(pg, url, schema, "ana", threads, size, True)

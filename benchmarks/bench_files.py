@@ -19,12 +19,10 @@ from __future__ import annotations
 
 import os
 import random
-import secrets
 import sqlite3
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -32,6 +30,7 @@ from typing import Any
 from cogitator_memory import SQLiteAdapter, unwrap
 from cogitator_memory.files import MemoryFiles, MemoryFileVersion
 from cogitator_memory.items.records import MemoryScope, scope_key
+from cogitator_memory.testing.services import own_database
 
 from .common import Row, percentiles
 
@@ -250,27 +249,12 @@ async def _sqlite(folder: Path, files_count: int, flat_files: int, repeat: int) 
             raw.db.close()
 
 
-@contextmanager
-def _database() -> Iterator[str]:
-    import psycopg
-    from psycopg.conninfo import make_conninfo
-
-    name = f"cogmem_bench_files_{secrets.token_hex(4)}"
-    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_conninfo(ADMIN_URL, dbname=name)
-    finally:
-        with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 async def _postgres(files_count: int, flat_files: int, repeat: int) -> list[Row]:
     import psycopg
 
     from cogitator_memory.engines.postgres.adapter import PostgresAdapter
 
-    with _database() as url:
+    with own_database(ADMIN_URL, "cogmem_bench_files") as url:
         async with (
             PostgresAdapter(url=url, schema="bench", dimensions=8) as store,
             await psycopg.AsyncConnection.connect(url, autocommit=True) as conn,

@@ -20,21 +20,19 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
-from psycopg.conninfo import make_conninfo
 
 from cogitator_memory import unwrap
 from cogitator_memory.engines.postgres.adapter import PostgresAdapter
 from cogitator_memory.engines.postgres.schema import migrate, quote_ident
 from cogitator_memory.items import MemoryItem, MemoryItems, MemoryScope
 from cogitator_memory.items.records import visible_scope_keys
+from cogitator_memory.testing.services import own_database
 
 from .common import Row, percentiles, time_async
 
@@ -48,18 +46,6 @@ _RAW_COLUMNS = (
     " valid_to, recorded_at, expired_at, entry_ids, times_retrieved, last_retrieved_at, version, body"
 )
 _RAW_INSERT = f"INSERT INTO {{t}} ({_RAW_COLUMNS}) VALUES ({', '.join(['%s'] * 19)})"
-
-
-@contextmanager
-def _database() -> Iterator[str]:
-    name = f"cogmem_bench_items_{secrets.token_hex(4)}"
-    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_conninfo(ADMIN_URL, dbname=name)
-    finally:
-        with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _item(n: int, user: str) -> MemoryItem:
@@ -307,5 +293,5 @@ async def _bench_query(url: str, quick: bool) -> list[Row]:
 
 
 async def run(quick: bool) -> list[Row]:
-    with _database() as url:
+    with own_database(ADMIN_URL, "cogmem_bench_items") as url:
         return [*await _bench_writes(url, quick), *await _bench_query(url, quick)]

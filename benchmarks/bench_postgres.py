@@ -20,38 +20,24 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 import psycopg
-from psycopg.conninfo import make_conninfo
 
 from cogitator_memory.clock import now
-from cogitator_memory.engines.postgres.adapter import PostgresAdapter, entry_content
+from cogitator_memory.engines.postgres.adapter import PostgresAdapter
+from cogitator_memory.engines.postgres.threads import entry_content
 from cogitator_memory.ids import entry_id as new_entry_id
 from cogitator_memory.result import unwrap
+from cogitator_memory.testing.services import own_database
 from cogitator_memory.threads.records import NewMemoryEntry
 
 from .common import Row, percentiles, time_async
 
 ADMIN_URL = os.environ.get("COGMEM_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5433/postgres")
 GROUP = "postgres"
-
-
-@contextmanager
-def _database() -> Iterator[str]:
-    name = f"cogmem_bench_{secrets.token_hex(4)}"
-    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_conninfo(ADMIN_URL, dbname=name)
-    finally:
-        with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _message(i: int) -> dict[str, Any]:
@@ -305,7 +291,7 @@ async def _exact_latencies(url: str, qs: np.ndarray, filtered: bool) -> list[flo
 
 async def run(quick: bool) -> list[Row]:
     """Every figure of the PostgreSQL store (see the module docstring)."""
-    with _database() as url:
+    with own_database(ADMIN_URL, "cogmem_bench") as url:
         rows = await _bench_add_entry(url, quick)
         rows += await _bench_get_path(url, quick)
         rows += await _bench_vectors(url, quick)

@@ -29,11 +29,19 @@ def service_url(variable: str) -> str:
 def postgres_database(prefix: str, variable: str = "COGMEM_TEST_POSTGRES_URL") -> Iterator[str]:
     """A database of its own on the server in ``variable`` (``prefix`` and a random suffix),
     its URL given, dropped (connections closed) on the way out: a suite's own database, so
-    pgvector and schemas are made there and not in the shared one."""
+    pgvector and schemas are made there and not in the shared one (see :func:`own_database`)."""
+    with own_database(service_url(variable), prefix) as url:
+        yield url
+
+
+@contextmanager
+def own_database(admin_url: str, prefix: str) -> Iterator[str]:
+    """A database named ``prefix`` and a random suffix made on the server of ``admin_url``, its
+    URL given, dropped (connections closed) on the way out (what :func:`postgres_database` does
+    for a test; a benchmark gives its own URL, without pytest)."""
     import psycopg
     from psycopg.conninfo import make_conninfo
 
-    admin_url = service_url(variable)
     name = f"{prefix}_{secrets.token_hex(4)}"
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
@@ -44,4 +52,4 @@ def postgres_database(prefix: str, variable: str = "COGMEM_TEST_POSTGRES_URL") -
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-__all__ = ["postgres_database", "service_url"]
+__all__ = ["own_database", "postgres_database", "service_url"]
