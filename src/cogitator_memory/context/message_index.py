@@ -408,8 +408,10 @@ class MessageIndex:
                 except Exception as exc:
                     logger.warning("message index: backfilling thread %s failed: %s", thread_id, exc)
         scope = {"thread_id": thread_id, "metadata": {INDEX_KEY: MESSAGES_INDEX}}
-        found = unwrap(await nearest_ids(self.store, vector, limit=limit, threshold=-1.0, filter=scope))
-        return [VectorHit(h.id, h.source_id, h.score) if type(h) is not VectorHit else h for h in found]
+        found: list[VectorHit] = unwrap(
+            await nearest_ids(self.store, vector, limit=limit, threshold=-1.0, filter=scope)
+        )
+        return found
 
     async def vectors_of(self, entry_ids: Sequence[str]) -> dict[str, list[float]]:
         """The stored vectors of these entries, by entry id (entries not indexed yet are missing)."""

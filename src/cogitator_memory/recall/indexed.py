@@ -23,6 +23,7 @@ from ..index.records import MAX_CANDIDATES, RecallCandidate, RecallFilter, Recal
 from ..result import unwrap
 from ..threads.records import REDACTED_KEY, MemoryEntry, Message, built_record
 from ..vectors.base import nearest_ids
+from ..vectors.records import VectorHit
 from .query import QueryAnalysis
 from .settings import DEFAULT_DEPTH
 
@@ -43,7 +44,9 @@ _MESSAGE_SET = {"role", "content", "name"}
 _ENTRY_SET = {"id", "thread_id", "seq", "token_count", "created_at", "message"}
 
 
-async def nearest(vectors: Any, query_vector: Sequence[float], flt: RecallFilter, index: str, depth: int) -> list[Any]:
+async def nearest(
+    vectors: Any, query_vector: Sequence[float], flt: RecallFilter, index: str, depth: int
+) -> list[VectorHit]:
     """The ``depth`` vectors of ``index`` (``metadata.index``) nearest ``query_vector`` in the
     embedding store ``vectors``, scoped as ``flt`` is (agent, user, thread: the same rule), as
     hits with a ``source_id`` and a ``score`` (:func:`~cogitator_memory.vectors.base.nearest_ids`:
@@ -53,7 +56,7 @@ async def nearest(vectors: Any, query_vector: Sequence[float], flt: RecallFilter
         value = getattr(flt, key)
         if value is not None:
             scope[key] = value
-    found: list[Any] = unwrap(await nearest_ids(vectors, query_vector, limit=depth, threshold=-1.0, filter=scope))
+    found: list[VectorHit] = unwrap(await nearest_ids(vectors, query_vector, limit=depth, threshold=-1.0, filter=scope))
     return found
 
 
@@ -136,7 +139,7 @@ async def gather_turns(
     query_vector: Sequence[float] | None = None,
     depth: int = DEPTH,
     found: ChannelHits | None = None,
-    near: Sequence[Any] | None = None,
+    near: Sequence[VectorHit] | None = None,
     keyword_depth: int = KEYWORD_DEPTH,
 ) -> TurnCandidates:
     """The turns in ``flt``'s scope the index's channels find for ``query`` (see the module docs).
@@ -149,9 +152,10 @@ async def gather_turns(
     if near is None and vectors is not None and query_vector is not None:
         vector_call = nearest(vectors, query_vector, flt, MESSAGES_INDEX, depth)
         if found is None:
-            found, near = await asyncio.gather(
+            asked, near = await asyncio.gather(
                 channel_hits(store, query, turn_flt, analysis, keyword_depth), vector_call
             )
+            found = asked
         else:
             near = await vector_call
     elif found is None:
@@ -166,8 +170,7 @@ async def gather_turns(
         out.records.setdefault(candidate.record.source_id, candidate.record)
     if near:
         for hit in near:
-            if hit.source_id is not None:
-                out.cosines[hit.source_id] = hit.score
+            out.cosines[hit.source_id] = hit.score
         missing = [record_id("turn", s) for s in out.cosines if s not in out.records]
         for start in range(0, len(missing), 1000):
             for record in unwrap(await store.get_recall_records(missing[start : start + 1000])):

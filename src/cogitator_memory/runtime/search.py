@@ -44,6 +44,7 @@ from ..recall.query import QueryAnalysis, analyze_query_async
 from ..recall.retriever import MemoryRetriever, RecallHit
 from ..result import unwrap
 from ..threads.records import USER_ID_KEY
+from ..vectors.records import VectorHit
 
 
 class Searched(Protocol):
@@ -155,7 +156,7 @@ async def indexed_items(
     service: Any = None,
     depth: int = DEPTH,
     kinds: Collection[SearchKind] = SEARCH_KINDS,
-    near: Sequence[Any] | None = None,
+    near: Sequence[VectorHit] | None = None,
 ) -> FoundItems:
     """The memory items and core facts (``"item"`` in ``kinds``) and graph facts (``"fact"``)
     among what the index's channels ``found`` (keywords; time, when the query names one), and
@@ -379,8 +380,8 @@ class _Meaning:
     """The query's vector and the vector channels' hits it found (``None``: not searched)."""
 
     vector: list[float] | None = None
-    turns: list[Any] | None = None
-    items: list[Any] | None = None
+    turns: list[VectorHit] | None = None
+    items: list[VectorHit] | None = None
 
 
 def _item_scope(flt: RecallFilter) -> RecallFilter:

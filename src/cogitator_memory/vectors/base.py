@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast, runtime_checkable
 
 from .. import clock
 from ..errors import ConflictError, InvalidArgumentError
@@ -167,19 +167,22 @@ def check_dimensions(value: object) -> int | None:
 
 async def nearest_ids(
     store: Any, vector: Sequence[float], *, limit: int, threshold: float = 0.0, filter: FilterInput = None
-) -> MemoryResult[list[Any]]:
+) -> MemoryResult[list[VectorHit]]:
     """The hits of ``store.search_ids`` (id, source id, cosine) when ``store`` has it (every
-    built-in store does), else of its ``search`` without vectors (an embedding store of your own
+    built-in store does), else those of its ``search`` without vectors, each made a
+    :class:`~cogitator_memory.vectors.records.VectorHit` (an embedding store of your own
     written to :class:`EmbeddingAdapter` alone): for callers that want only which sources are
-    nearest, each hit with ``id``, ``source_id`` and ``score``."""
+    nearest."""
     search_ids = getattr(store, "search_ids", None)
     if search_ids is not None:
-        found: MemoryResult[list[Any]] = await search_ids(vector, limit=limit, threshold=threshold, filter=filter)
+        found: MemoryResult[list[VectorHit]] = await search_ids(vector, limit=limit, threshold=threshold, filter=filter)
         return found
-    hits: MemoryResult[list[Any]] = await store.search(
+    hits: MemoryResult[list[ScoredEmbedding]] = await store.search(
         vector, limit=limit, threshold=threshold, filter=filter, include_vectors=False
     )
-    return hits
+    if not hits.success or hits.data is None:
+        return cast("MemoryResult[list[VectorHit]]", hits)
+    return ok([VectorHit(h.id, h.source_id, h.score) for h in hits.data])
 
 
 class EmbeddingStoreMixin(ABC):
