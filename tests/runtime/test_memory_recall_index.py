@@ -5,6 +5,7 @@ forgetting that takes the index with it, and a restart that finds what another p
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -295,3 +296,25 @@ async def test_many_items_do_not_crowd_a_turn_out_of_the_keyword_channel(engine:
         hits = await memory.search("walrus", user_id="ana", limit=20)
         assert sum(h.kind == "item" for h in hits) >= 10
         assert any(h.kind == "entry" and "boat trip" in h.text for h in hits), [h.text for h in hits]
+
+
+async def test_an_index_that_fails_leaves_the_threads_own_recall(tmp_path: Path) -> None:
+    # the thread's older turns and the user's other conversations are searched side by side:
+    # the index failing under the second (its postings gone) is one relevance error, and the
+    # first still recalls from the thread
+    path = tmp_path / "memory.db"
+    config = {"adapter": "sqlite", "path": str(path), "embedding": {"provider": "none"}}
+    async with Memory(config) as memory:
+        await memory.add([{"role": "user", "content": "My sister Zelda lives in Porto."}], user_id="ana", thread_id="t")
+        for i in range(40):
+            chat = f"Weather chat number {i} about clouds and rain over the hills today."
+            await memory.add([{"role": "user", "content": chat}], user_id="ana", thread_id="t")
+        await memory.add([{"role": "user", "content": "Zelda once visited Oslo."}], user_id="ana", thread_id="other")
+        with sqlite3.connect(path) as conn:
+            conn.execute("DROP TABLE recall_terms")
+        built = await memory.build_context("t", user_id="ana", current_input="Where does Zelda live?", max_tokens=300)
+    relevance = [e for e in built.errors if e.source == "relevance"]
+    assert len(relevance) == 1 and "recall_terms" in relevance[0].message
+    context = built.memory_context or ""
+    assert "Earlier in this conversation:" in context and "Zelda lives in Porto" in context
+    assert "Oslo" not in context

@@ -241,6 +241,8 @@ class ContextBuilder(MemorySections, RelevanceRanking):
             jobs.append(self._load_vector(text_input or "", loaded, errors, relevance or recall_on, semantic))
         if recall_on and self.deps.memory_items is not None:
             jobs.append(self._load_items(tid, agent, user, anchor, loaded, errors))
+        if recall_on and analysis is not None:
+            jobs.append(self._load_other_channels(tid, analysis, loaded, errors))
         if cfg.include_graph_context and has_input:
             graph_analysis = analysis or await analyze_query_async(text_input or "", anchor, zone)
             jobs.append(self._load_graph(tid, agent, user, text_input or "", graph_analysis, loaded, errors, warnings))
@@ -441,6 +443,19 @@ class ContextBuilder(MemorySections, RelevanceRanking):
         except Exception as exc:
             errors.append(ContextBuildError("relevance", exc))
 
+    async def _load_other_channels(
+        self, thread_id: str, analysis: QueryAnalysis, loaded: _Loaded, errors: list[ContextBuildError]
+    ) -> None:
+        """The thread's agent and user, and what the recall index's keyword and time channels
+        find of the user's other conversations (asked while the input is embedded: they need
+        no vector)."""
+        try:
+            loaded.scope = agent, user = await self._thread_scope(thread_id, None, None)
+            loaded.others_found = await self._recall.other_channels(agent, user, analysis)
+        except Exception as exc:
+            errors.append(ContextBuildError("relevance", exc))
+            loaded.others_failed = True
+
     async def _recall_blocks(
         self,
         thread_id: str,
@@ -454,24 +469,39 @@ class ContextBuilder(MemorySections, RelevanceRanking):
         zone: ZoneInfo,
         as_of: datetime,
     ) -> list[ContextBlock]:
-        """The recall partition's blocks of a hybrid build, best first (see ``context/hybrid.py``)."""
-        try:
-            history_room = self._history_room(window, room, required, loaded)
-            cut = estimated_cut(window, history_room, self._tokens, self._window_blocks(window))
-            turns, places = await self._recall.older_turns(thread_id, leaf_id, window, cut)
-            turn_cos, item_cos = await gather_vectors(
-                self._recall, thread_id, turns, loaded.items, loaded.vector, self._embed_entries, errors
-            )
-            hits = await self._recall.search(analysis, turns, turn_cos, loaded.items, item_cos, errors)
-            own = self._recall.blocks(hits, turns, zone, as_of, analysis.terms, places)
-            agent, user = await self._thread_scope(thread_id, None, None)
-            others = await self._recall.other_conversations(
-                thread_id, agent, user, analysis, loaded.vector, zone, errors
-            )
-            return [*own, *others]
-        except Exception as exc:
-            errors.append(ContextBuildError("relevance", exc))
-            return []
+        """The recall partition's blocks of a hybrid build, best first (see ``context/hybrid.py``):
+        those of the thread's older turns, then those of the user's other conversations. The two
+        searches run side by side (one's reads while the other ranks); one that fails leaves the
+        other's blocks and is reported in ``errors``."""
+
+        async def own() -> list[ContextBlock]:
+            try:
+                history_room = self._history_room(window, room, required, loaded)
+                cut = estimated_cut(window, history_room, self._tokens, self._window_blocks(window))
+                turns, places = await self._recall.older_turns(thread_id, leaf_id, window, cut)
+                turn_cos, item_cos = await gather_vectors(
+                    self._recall, thread_id, turns, loaded.items, loaded.vector, self._embed_entries, errors
+                )
+                hits = await self._recall.search(analysis, turns, turn_cos, loaded.items, item_cos, errors)
+                return self._recall.blocks(hits, turns, zone, as_of, analysis.terms, places)
+            except Exception as exc:
+                errors.append(ContextBuildError("relevance", exc))
+                return []
+
+        async def others() -> list[ContextBlock]:
+            if loaded.others_failed:
+                return []
+            try:
+                agent, user = loaded.scope or await self._thread_scope(thread_id, None, None)
+                return await self._recall.other_conversations(
+                    thread_id, agent, user, analysis, loaded.vector, zone, errors, loaded.others_found
+                )
+            except Exception as exc:
+                errors.append(ContextBuildError("relevance", exc))
+                return []
+
+        mine, theirs = await asyncio.gather(own(), others())
+        return [*mine, *theirs]
 
     def _held_tokens(self, entry: MemoryEntry) -> int:
         """The tokens of an entry that is a store's own object (see ``reads_shared``): such an

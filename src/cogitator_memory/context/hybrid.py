@@ -42,7 +42,7 @@ from ..index.records import RecallFilter
 from ..items.base import is_memory_item_adapter
 from ..items.records import MemoryItem
 from ..recall.corpus import is_word_char
-from ..recall.indexed import gather_turns, verified_turns
+from ..recall.indexed import ChannelHits, channel_hits, gather_turns, verified_turns
 from ..recall.item_search import item_text
 from ..recall.item_vectors import item_vectors
 from ..recall.query import QueryAnalysis
@@ -403,6 +403,18 @@ class HybridRecall:
         errors.extend(ContextBuildError("relevance", exc) for exc in found.errors)
         return found.hits
 
+    async def other_channels(
+        self, agent_id: str | None, user_id: str | None, analysis: QueryAnalysis
+    ) -> ChannelHits | None:
+        """What the recall index's keyword and time channels find of the user's turns for
+        :meth:`other_conversations` (which needs no vector for them, so a build asks them while
+        the input is embedded); ``None`` when that search finds nothing by its rules."""
+        memory = self.deps.memory_adapter
+        if agent_id is None or user_id is None or not is_recall_index(memory):
+            return None
+        flt = RecallFilter(agent_id=agent_id, user_id=user_id, kinds=["turn"])
+        return await channel_hits(memory, analysis.text, flt, analysis, self.retriever.settings.depth)
+
     async def other_conversations(
         self,
         thread_id: str,
@@ -412,18 +424,19 @@ class HybridRecall:
         vector: Sequence[float] | None,
         zone: ZoneInfo,
         errors: list[ContextBuildError],
+        found: ChannelHits | None = None,
     ) -> list[ContextBlock]:
         """Blocks of the turns of the user's other conversations (of the same agent) that answer
         the input, best first (at most :data:`OTHER_LIMIT`), each dated: found through the store's
         recall index, ranked by the retriever, read again from the store. Nothing when the store
         keeps no recall index, or the thread has no agent or no user (whose other conversations
-        would be anyone's)."""
+        would be anyone's). ``found`` is what :meth:`other_channels` asked already."""
         memory = self.deps.memory_adapter
         if agent_id is None or user_id is None or not is_recall_index(memory):
             return []
         flt = RecallFilter(agent_id=agent_id, user_id=user_id)
         vectors = self.deps.embedding_adapter if self.deps.message_index is not None else None
-        found = await gather_turns(
+        found_turns = await gather_turns(
             memory,
             analysis.text,
             flt,
@@ -431,8 +444,9 @@ class HybridRecall:
             vectors=vectors,
             query_vector=vector if vectors is not None else None,
             keyword_depth=self.retriever.settings.depth,
+            found=found,
         )
-        others = [e for e in found.history if e.thread_id != thread_id]
+        others = [e for e in found_turns.history if e.thread_id != thread_id]
         if not others:
             return []
         kept = {e.id for e in others}
@@ -440,9 +454,9 @@ class HybridRecall:
             analysis.text,
             analysis=analysis,
             history=others,
-            cosines={k: v for k, v in found.cosines.items() if k in kept},
-            keyword_hits=[k for k in found.keyword if k in kept],
-            turn_terms={rid: r.terms for rid, r in found.records.items()},
+            cosines={k: v for k, v in found_turns.cosines.items() if k in kept},
+            keyword_hits=[k for k in found_turns.keyword if k in kept],
+            turn_terms={rid: r.terms for rid, r in found_turns.records.items()},
             items=[],
             limit=OTHER_LIMIT * 2,
         )

@@ -16,7 +16,7 @@ from ..embeddings import cooldown
 from ..embeddings.base import EmbeddingServiceError
 from ..embeddings.cooldown import cooling, mark_failed, mark_working
 from ..items.records import MemoryItem
-from ..recall.indexed import MESSAGES_INDEX
+from ..recall.indexed import MESSAGES_INDEX, ChannelHits
 from ..recall.item_vectors import ITEMS_INDEX
 from ..recall.query import QueryAnalysis
 from ..result import unwrap
@@ -54,6 +54,13 @@ class _Loaded:
     graph: GraphSelection | None = None
     observations: list[Any] | None = None
     assembler: ContextAssembler | None = None
+    #: The thread's agent and user, read for the search of the user's other conversations.
+    scope: tuple[str | None, str | None] | None = None
+    #: What the recall index's keyword and time channels found for that search (asked while the
+    #: input is embedded); ``None``: not asked, it asks them itself.
+    others_found: ChannelHits | None = None
+    #: Whether asking them failed (reported in the build's errors: the search is not tried again).
+    others_failed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
