@@ -19,7 +19,7 @@ import logging
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 from ..context.strategies import cosines
 from ..embeddings import cooldown
@@ -60,6 +60,8 @@ class Searched(Protocol):
 
 
 logger = logging.getLogger("cogitator_memory")
+
+T = TypeVar("T")
 
 #: Seconds a search waits for the vectors of turns added a moment ago.
 VECTOR_WAIT = 2.0
@@ -329,9 +331,9 @@ async def search_memory(
         found = await keyword_call
     query_vector = meaning.vector
     vectors = memory.vectors if query_vector is not None else None
-    candidates = TurnCandidates()
-    if "entry" in wanted:
-        candidates = await gather_turns(
+    # the turns' and the items' records are read side by side
+    turn_call = (
+        gather_turns(
             store,
             query,
             flt,
@@ -342,9 +344,11 @@ async def search_memory(
             near=meaning.turns,
             keyword_depth=depth,
         )
-    items = FoundItems()
-    if "item" in wanted or "fact" in wanted or "file" in wanted:
-        items = await indexed_items(
+        if "entry" in wanted
+        else _given(TurnCandidates())
+    )
+    item_call = (
+        indexed_items(
             store,
             found,
             flt,
@@ -356,6 +360,10 @@ async def search_memory(
             kinds=wanted,
             near=meaning.items,
         )
+        if "item" in wanted or "fact" in wanted or "file" in wanted
+        else _given(FoundItems())
+    )
+    candidates, items = await asyncio.gather(turn_call, item_call)
     ranked = await memory.retriever.retrieve(
         query,
         history=candidates.history,
@@ -406,6 +414,10 @@ async def _by_meaning(
 
 async def _nothing() -> None:
     return None
+
+
+async def _given(value: T) -> T:
+    return value
 
 
 async def _keyword_channels(
