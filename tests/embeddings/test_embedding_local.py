@@ -78,3 +78,12 @@ async def test_bad_files_and_options_are_named(tmp_path: object) -> None:
     service = LocalEmbeddingService(model_path="/nonexistent/model.onnx")
     with pytest.raises(InvalidArgumentError, match="'model_path'"):
         await service.embed("hi")
+
+
+async def test_the_model_threads_sleep_between_runs(service: LocalEmbeddingService) -> None:
+    # spinning threads would take the cores a search's store and event loop need
+    from cogitator_memory.embeddings.local import SPINNING_KEY
+
+    await service.embed("load the model")
+    options = service._session.get_session_options()
+    assert options.get_session_config_entry(SPINNING_KEY) == "0"
