@@ -318,3 +318,42 @@ async def test_an_index_that_fails_leaves_the_threads_own_recall(tmp_path: Path)
     context = built.memory_context or ""
     assert "Earlier in this conversation:" in context and "Zelda lives in Porto" in context
     assert "Oslo" not in context
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_turns_found_by_meaning_first_are_read_while_the_keywords_are_asked(
+    engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the nearest turns' records are read while a slow keyword channel answers: the same hits
+    from cogitator_memory.runtime import search as searching
+
+    config = {**_config(engine, tmp_path), "embedding": {"provider": "hashing", "dimensions": 64}}
+    async with Memory(config) as memory:
+        for i in range(12):
+            await memory.add(
+                [
+                    {"role": "user", "content": f"Trip {i}: we hiked the ridge near Braga and saw wolves."},
+                    {"role": "assistant", "content": f"Noted trip {i}, the ridge walk with the wolves."},
+                ],
+                user_id="ana",
+            )
+        question = "when did we see wolves on the ridge?"
+        plain = await memory.search(question, user_id="ana")
+        read: list[int] = []
+        turn_records = searching.turn_records
+
+        async def counted(store: Any, ids: Any, flt: Any) -> Any:
+            read.append(len(ids))
+            return await turn_records(store, ids, flt)
+
+        asked = searching._keyword_channels
+
+        async def slow(*args: Any) -> Any:
+            await asyncio.sleep(0.3)
+            return await asked(*args)
+
+        monkeypatch.setattr(searching, "turn_records", counted)
+        monkeypatch.setattr(searching, "_keyword_channels", slow)
+        early = await memory.search(question, user_id="ana")
+    assert read and read[0] > 0  # read while the keywords were asked
+    assert [(h.id, h.score) for h in early] == [(h.id, h.score) for h in plain] and plain

@@ -15,7 +15,7 @@ indexed, and copies of one turn that forks made.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,13 +141,15 @@ async def gather_turns(
     found: ChannelHits | None = None,
     near: Sequence[VectorHit] | None = None,
     keyword_depth: int = KEYWORD_DEPTH,
+    near_records: Mapping[str, RecallRecord] | None = None,
 ) -> TurnCandidates:
     """The turns in ``flt``'s scope the index's channels find for ``query`` (see the module docs).
     ``vectors`` (an embedding store holding the message index's vectors) and ``query_vector``
     add the vector channel. ``found`` is what :func:`channel_hits` asked already (of every
     kind: the turns among it are taken), ``near`` what :func:`nearest` found already of the
     message index; what is not given is asked here, the channels side by side: the ``depth``
-    nearest turns, the best ``keyword_depth`` records of the keyword and time channels."""
+    nearest turns, the best ``keyword_depth`` records of the keyword and time channels.
+    ``near_records`` are the records of ``near``'s turns read already (:func:`turn_records`)."""
     turn_flt = flt.model_copy(update={"kinds": ["turn"]})
     if near is None and vectors is not None and query_vector is not None:
         vector_call = nearest(vectors, query_vector, flt, MESSAGES_INDEX, depth)
@@ -171,14 +173,26 @@ async def gather_turns(
     if near:
         for hit in near:
             out.cosines[hit.source_id] = hit.score
-        missing = [record_id("turn", s) for s in out.cosines if s not in out.records]
-        for start in range(0, len(missing), 1000):
-            for record in unwrap(await store.get_recall_records(missing[start : start + 1000])):
-                if record.status in flt.statuses:
-                    out.records[record.source_id] = record
+        missing = [s for s in out.cosines if s not in out.records]
+        if near_records is not None:
+            out.records.update((s, near_records[s]) for s in missing if s in near_records)
+        else:
+            out.records.update(await turn_records(store, missing, flt))
         out.cosines = {k: v for k, v in out.cosines.items() if k in out.records}
     ordered = sorted(out.records.values(), key=lambda r: (r.said_at, r.thread_id or "", r.seq or 0, r.id))
     out.history = [record_entry(r) for r in ordered]
+    return out
+
+
+async def turn_records(store: Any, source_ids: Sequence[str], flt: RecallFilter) -> dict[str, RecallRecord]:
+    """The index's records of the turns ``source_ids`` (entry ids) of a status ``flt`` keeps, by
+    entry id (a turn without one is left out)."""
+    ids = [record_id("turn", s) for s in source_ids]
+    out: dict[str, RecallRecord] = {}
+    for start in range(0, len(ids), 1000):
+        for record in unwrap(await store.get_recall_records(ids[start : start + 1000])):
+            if record.status in flt.statuses:
+                out[record.source_id] = record
     return out
 
 
@@ -210,5 +224,6 @@ __all__ = [
     "gather_turns",
     "nearest",
     "record_entry",
+    "turn_records",
     "verified_turns",
 ]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Awaitable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal, Protocol, TypeVar
@@ -37,6 +37,7 @@ from ..recall.indexed import (
     channel_hits,
     gather_turns,
     nearest,
+    turn_records,
     verified_turns,
 )
 from ..recall.item_vectors import ITEMS_INDEX, item_vectors
@@ -323,10 +324,13 @@ async def search_memory(
     meaning = _Meaning()
     by_meaning = "entry" in wanted or "item" in wanted
     keyword_call = _keyword_channels(store, query, flt, analysis, wanted, depth)
+    near_records: dict[str, RecallRecord] | None = None
     if by_meaning and memory.message_index is not None and memory.embedding_service is not None:
         # the query's embedding (off the event loop) and the vector searches it starts while the
         # store answers the keyword channel
-        meaning, found = await asyncio.gather(_by_meaning(memory, query, flt, wanted, depth), keyword_call)
+        meaning, found, near_records = await _beside_keywords(
+            keyword_call, _by_meaning(memory, query, flt, wanted, depth), store, flt
+        )
     else:
         found = await keyword_call
     query_vector = meaning.vector
@@ -343,6 +347,7 @@ async def search_memory(
             found=found,
             near=meaning.turns,
             keyword_depth=depth,
+            near_records=near_records,
         )
         if "entry" in wanted
         else _given(TurnCandidates())
@@ -381,6 +386,32 @@ async def search_memory(
     stored = await verified_turns(store, turn_ids) if turn_ids else {}
     made = [_hit(hit, stored, items.facts, items.files) for hit in ranked.hits]
     return _current_first([h for h in made if h is not None], items.items)[:limit]
+
+
+async def _beside_keywords(
+    keyword_call: Awaitable[ChannelHits], meaning_call: Awaitable[_Meaning], store: Any, flt: RecallFilter
+) -> tuple[_Meaning, ChannelHits, dict[str, RecallRecord] | None]:
+    """The keyword channels and the search by meaning side by side; when the nearest turns are
+    found while the keyword channels are still asked, their records are read meanwhile (all of
+    them: which ones the keyword channels return too is not known yet), else (``None``) those
+    the keyword channels did not return are read after them."""
+    keywords = asyncio.ensure_future(keyword_call)
+    early: asyncio.Future[dict[str, RecallRecord]] | None = None
+    try:
+        meaning = await meaning_call
+        if meaning.turns and not keywords.done():
+            early = asyncio.ensure_future(turn_records(store, [h.source_id for h in meaning.turns], flt))
+        found = await keywords
+        return meaning, found, (await early if early is not None else None)
+    except BaseException:
+        for task in (keywords, early):
+            if task is None:
+                continue
+            if not task.done():
+                task.cancel()
+            elif not task.cancelled():
+                task.exception()  # retrieved: the error raised is the first one
+        raise
 
 
 @dataclass(frozen=True, slots=True)
