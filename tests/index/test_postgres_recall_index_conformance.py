@@ -175,6 +175,20 @@ async def test_searches_are_served_by_the_indexes(store: PostgresAdapter, pg_url
     assert "recall_terms_pkey" in plan and "Index Scan using recall_records_pkey" in plan, plan
     assert "Seq Scan" not in plan and "recall_by_user" not in plan, plan
 
+    # Items among thousands of turns holding the same words: a search of items keeps the
+    # postings of records that are not turns through their small partial index, and reads the
+    # rows of those alone (the items), not the turns' rows it used to look up one by one.
+    items = [_rec(f"i{n}", f"golf item {n}", kind="item", user_id="new") for n in range(3)]
+    unwrap(await store.index_recall_records(items))
+    flt = RecallFilter(user_id="new", agent_id="agent", kinds=["item", "core_fact"])
+    where, params = scope_where(flt)
+    params.update(terms=["golf"], idfs=[1.5], k1p1=2.2, k1=1.2, fixed=0.25, per_len=0.15, limit=10)
+    plan = await _plan(pg_url, _keyword_sql(schema, where, True), params)
+    assert "recall_not_turns" in plan and "Seq Scan" not in plan, plan
+    assert "recall_records_pkey" not in plan, plan  # no record looked up among all of them
+    found = unwrap(await store.recall_keyword("golf", filter=flt))
+    assert sorted(c.record.source_id for c in found) == ["i0", "i1", "i2"]
+
     lo, hi = T0 + timedelta(days=3), T0 + timedelta(days=3, hours=2)
     # Said in the range: the user's (and the shared) records through (user_id, said_at), or with
     # no user, every record through (said_at DESC, id); the named times through the GiST index.

@@ -256,3 +256,35 @@ async def test_m010_recall_terms_text_keeps_every_record_searchable(pg_url: str,
     async with PostgresAdapter(url=pg_url, schema=schema) as memory:
         unwrap(await memory.index_recall_records([record]))
         assert [c.record.id for c in unwrap(await memory.recall_keyword("peanut"))] == ["turn:e1"]
+
+
+async def test_m012_recall_not_turns_from_version_11_and_again(pg_url: str, schema: str) -> None:
+    """A schema at version 11 gains the partial index of the records that are not turns on
+    connect, a schema whose record of m012 was lost builds it again, and a search of items
+    finds them through it."""
+    s = quote_ident(schema)
+    async with await connect(pg_url) as conn:
+        await migrate(conn, schema, MIGRATIONS[:11])
+    async with PostgresAdapter(url=pg_url, schema=schema):
+        pass  # connect() migrates to the newest version
+    async with await connect(pg_url) as conn:
+        assert (12, "m012_recall_not_turns") in await applied_migrations(conn, schema)
+        await conn.execute(f"DROP INDEX {s}.recall_not_turns")
+        await conn.execute(f"DELETE FROM {s}.cogitator_schema_migrations WHERE version = 12")
+    said = datetime(2026, 1, 1, tzinfo=UTC)
+    rows = [
+        {"kind": kind, "source_id": f"{kind}{n}", "text": f"peanut note {n}", "said_at": said, "agent_id": "a"}
+        for kind in ("turn", "item")
+        for n in range(3)
+    ]
+    async with PostgresAdapter(url=pg_url, schema=schema) as memory:
+        unwrap(await memory.index_recall_records(rows))
+        async with await connect(pg_url) as conn:
+            cur = await conn.execute(
+                "SELECT indexdef FROM pg_indexes WHERE schemaname = %s AND indexname = 'recall_not_turns'", (schema,)
+            )
+            row = await cur.fetchone()
+            assert row is not None and "WHERE (kind <> 'turn'::text)" in row[0]
+        found = unwrap(await memory.recall_keyword("peanut", filter={"kinds": ["item"]}))
+        assert sorted(c.record.source_id for c in found) == ["item0", "item1", "item2"]
+        assert len(unwrap(await memory.recall_keyword("peanut"))) == 6

@@ -106,6 +106,15 @@ RECALL_TERMS_TEXT: tuple[str, ...] = (
 #: are written again.
 RECALL_RECORDS_INLINE: tuple[str, ...] = ("ALTER TABLE {s}.recall_records SET (toast_tuple_target = 8160)",)
 
+#: Migration ``m012_recall_not_turns``: the records that are not turns under a partial index of
+#: their ``rid``. A keyword search for other kinds (items, facts, file sections) keeps the postings
+#: of those records before reading any record: it read each scored turn's row to learn it was a
+#: turn (up to the postings budget, some 5,000 rows of the biggest table), now it probes an index
+#: as small as the items (100,000 turns and no items, warm: 5.40 -> 1.56 ms p50).
+RECALL_NOT_TURNS: tuple[str, ...] = (
+    "CREATE INDEX IF NOT EXISTS recall_not_turns ON {s}.recall_records (rid) WHERE kind <> 'turn'",
+)
+
 #: The fields of a record kept in its JSON body (the others are columns).
 _BODY_FIELDS = frozenset({"source_id", "role", "name", "seq", "text", "valid_from", "valid_to", "lineage"})
 #: Joins a record's terms into one array element on the way in (a term holding it is refused).
@@ -213,16 +222,23 @@ def scope_where(flt: RecallFilter) -> tuple[str, dict[str, Any]]:
 
 
 @lru_cache(maxsize=128)
-def _keyword_sql(schema: str, where: str) -> str:
+def _keyword_sql(schema: str, where: str, not_turns: bool = False) -> str:
     # The scores are summed from the postings alone (tf and length are in the index); the
     # records are then read by rid in score order, filtered by scope, until ``limit`` have
     # passed (the incremental sort orders equal scores by id). ``LIMIT 1`` keeps the lateral
     # read a lookup per candidate: flattened into a join, the planner may scan the scope instead.
+    # ``not_turns`` (a search of other kinds only) keeps the postings of records that are not
+    # turns first, through the small partial index ``recall_not_turns`` (see RECALL_NOT_TURNS).
     s = quote_ident(schema)
+    others = (
+        f" WHERE EXISTS (SELECT 1 FROM {s}.recall_records o WHERE o.rid = t.rid AND o.kind <> 'turn')"
+        if not_turns
+        else ""
+    )
     return (
         "WITH q AS (SELECT * FROM unnest(%(terms)b::text[], %(idfs)b::float8[]) AS q(term, idf)),"
         " scored AS (SELECT t.rid, sum(q.idf * t.tf * %(k1p1)s / (t.tf + %(k1)s * (%(fixed)s + %(per_len)s * t.len)))"
-        f" AS score FROM q JOIN {s}.recall_terms t ON t.term = q.term GROUP BY t.rid)"
+        f" AS score FROM q JOIN {s}.recall_terms t ON t.term = q.term{others} GROUP BY t.rid)"
         f" SELECT {_COLUMNS}, b.score FROM (SELECT rid, score FROM scored WHERE score > 0 ORDER BY score DESC) b"
         f" CROSS JOIN LATERAL (SELECT * FROM {s}.recall_records r WHERE r.rid = b.rid AND {where} LIMIT 1) r"
         " ORDER BY b.score DESC, r.id LIMIT %(limit)s"
@@ -381,7 +397,7 @@ class PostgresRecallIndex(RecallIndexMixin):
         k1 = RECALL_BM25.k1
         fixed, per_length = length_terms(avg_len)
         where, params = scope_where(flt)
-        sql = _keyword_sql(self.schema, where)
+        sql = _keyword_sql(self.schema, where, flt.kinds is not None and "turn" not in flt.kinds)
         params.update(
             terms=[t for t, _ in weights],
             idfs=[w for _, w in weights],

@@ -24,6 +24,8 @@ Versions:
 10. ``m010_recall_terms_text``: a recall record's terms as one text (read back in one piece).
 11. ``m011_recall_records_inline``: recall records kept uncompressed in their rows (read back
     without decompressing).
+12. ``m012_recall_not_turns``: the recall records that are not turns under a partial index (a
+    keyword search of items and facts does not read turns' rows).
 
 The SQL here (the migrations, and :class:`ThreadSql`, the statements of the thread store) is
 plain text built from a quoted schema name; nothing in this module but :func:`migrate`,
@@ -39,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import InvalidArgumentError, StoreUnavailableError
 from .graph import EVIDENCE_STATEMENTS, GRAPH_TABLES, NODE_TEXT_STATEMENTS
-from .recall import RECALL_RECORDS_INLINE, RECALL_TABLES, RECALL_TERMS_TEXT
+from .recall import RECALL_NOT_TURNS, RECALL_RECORDS_INLINE, RECALL_TABLES, RECALL_TERMS_TEXT
 from .sql import quote_ident
 
 if TYPE_CHECKING:
@@ -231,6 +233,9 @@ M010_RECALL_TERMS_TEXT = Migration(10, "m010_recall_terms_text", RECALL_TERMS_TE
 #: Recall records kept whole in their rows (see :data:`~cogitator_memory.engines.postgres.recall.RECALL_RECORDS_INLINE`).
 M011_RECALL_RECORDS_INLINE = Migration(11, "m011_recall_records_inline", RECALL_RECORDS_INLINE)
 
+#: Records other than turns under a partial index (see :data:`~cogitator_memory.engines.postgres.recall.RECALL_NOT_TURNS`).
+M012_RECALL_NOT_TURNS = Migration(12, "m012_recall_not_turns", RECALL_NOT_TURNS)
+
 MIGRATIONS: tuple[Migration, ...] = (
     M001_INITIAL,
     M002_TREES,
@@ -243,6 +248,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     M009_RECALL_INDEX,
     M010_RECALL_TERMS_TEXT,
     M011_RECALL_RECORDS_INLINE,
+    M012_RECALL_NOT_TURNS,
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
