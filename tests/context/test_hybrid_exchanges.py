@@ -10,7 +10,8 @@ from typing import Any
 from cogitator_memory import MemoryEntry, frozen_clock, unwrap
 from cogitator_memory.context import ContextBuilder
 from cogitator_memory.context.history import TokenCache
-from cogitator_memory.context.hybrid import RecalledTurns, fit_recall, opening
+from cogitator_memory.context.hybrid import RecalledTurns, fit_recall
+from cogitator_memory.context.passages import opening
 from cogitator_memory.context.records import ContextBlock
 from cogitator_memory.embeddings import HashingEmbedder
 from cogitator_memory.threads.base import BaseMemoryAdapter

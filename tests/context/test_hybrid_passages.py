@@ -6,7 +6,7 @@ import random
 import re
 
 from cogitator_memory.context.history import TokenCache
-from cogitator_memory.context.hybrid import _line_scores, best_passage
+from cogitator_memory.context.passages import _line_scores, best_passage
 from cogitator_memory.tokens import count_tokens, truncate_to_tokens
 
 
