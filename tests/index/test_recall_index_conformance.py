@@ -24,3 +24,53 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 @pytest.mark.parametrize("case", recall_index_conformance_cases(), ids=str)
 async def test_recall_index_conformance(case: RecallIndexConformanceCase, store: Any) -> None:
     await case.run(store)
+
+
+async def test_sqlite_searches_items_without_reading_turns(tmp_path: Path) -> None:
+    # a keyword search of items keeps the postings of records that are not turns, through their
+    # partial index, before it reads any record's row (migration m014)
+    from datetime import UTC, datetime
+
+    from cogitator_memory import unwrap
+
+    said = datetime(2026, 1, 1, tzinfo=UTC)
+    rows = [
+        {"kind": kind, "source_id": f"{kind}{n}", "text": f"peanut note {n}", "said_at": said, "agent_id": "a"}
+        for kind, count in (("turn", 200), ("item", 3))
+        for n in range(count)
+    ]
+    async with SQLiteAdapter(path=str(tmp_path / "recall.db")) as store:
+        unwrap(await store.index_recall_records(rows))
+        statements: list[str] = []
+        store.connection.set_trace_callback(statements.append)
+        found = unwrap(await store.recall_keyword("peanut", filter={"kinds": ["item", "core_fact"]}))
+        store.connection.set_trace_callback(None)
+        assert sorted(c.record.source_id for c in found) == ["item0", "item1", "item2"]
+        [search] = [s for s in statements if "recall_terms" in s]
+        plan = " | ".join(str(row[-1]) for row in store.connection.execute(f"EXPLAIN QUERY PLAN {search}"))
+        assert "recall_not_turns" in plan, plan
+        assert len(unwrap(await store.recall_keyword("peanut", limit=500))) == 203
+
+
+async def test_a_sqlite_file_at_version_13_gains_the_index_of_records_not_turns(tmp_path: Path) -> None:
+    import sqlite3
+    from contextlib import closing
+    from datetime import UTC, datetime
+
+    from cogitator_memory import unwrap
+    from cogitator_memory.engines.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, migrate
+
+    path = tmp_path / "old.db"
+    with closing(sqlite3.connect(path, isolation_level=None)) as db:
+        migrate(db, MIGRATIONS[:13])
+    said = datetime(2026, 1, 1, tzinfo=UTC)
+    async with SQLiteAdapter(path=str(path)) as store:
+        unwrap(
+            await store.index_recall_records([{"kind": "item", "source_id": "i", "text": "peanut", "said_at": said}])
+        )
+        found = unwrap(await store.recall_keyword("peanut", filter={"kinds": ["item"]}))
+        assert [c.record.source_id for c in found] == ["i"]
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        [(sql,)] = db.execute("SELECT sql FROM sqlite_master WHERE name = 'recall_not_turns'").fetchall()
+        assert "WHERE kind <> 'turn'" in sql

@@ -62,6 +62,14 @@ RECALL_TABLES: tuple[str, ...] = (
     "CREATE TABLE IF NOT EXISTS recall_state (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
 )
 
+#: Migration ``m014_recall_not_turns``: the records that are not turns under a partial index of
+#: their ``rid``. A keyword search of other kinds (items, facts, file sections) keeps the postings
+#: of those records before it reads any record's row: it read the row of every posting's record
+#: (up to the postings budget, some 5,000 rows of the biggest table) to learn it was a turn.
+RECALL_NOT_TURNS: tuple[str, ...] = (
+    "CREATE INDEX IF NOT EXISTS recall_not_turns ON recall_records (rid) WHERE kind <> 'turn'",
+)
+
 #: The fields of a record kept in its JSON body (the others are columns).
 _BODY_FIELDS = ("source_id", "role", "name", "seq", "text", "valid_from", "valid_to", "lineage")
 
@@ -213,6 +221,10 @@ class SQLiteRecallIndex(RecallIndexMixin):
         k1 = RECALL_BM25.k1
         fixed, per_length = length_terms(avg_len)
         where, args = scope_where(flt)
+        if flt.kinds is not None and "turn" not in flt.kinds:
+            # other kinds only: the postings of records that are not turns, found in their small
+            # partial index, before any record's row is read (m014)
+            where = f"t.rid IN (SELECT rid FROM recall_records WHERE kind <> 'turn') AND {where}"
         sql = (
             f"WITH q (term, idf) AS (VALUES {','.join('(?, ?)' for _ in weights)}),"
             " top AS (SELECT t.rid AS rid, sum(q.idf * t.tf * ? / (t.tf + ? * (? + ? * r.term_count))) AS score"
@@ -266,4 +278,4 @@ class SQLiteRecallIndex(RecallIndexMixin):
             )
 
 
-__all__ = ["RECALL_TABLES", "SQLiteRecallIndex", "scope_where"]
+__all__ = ["RECALL_NOT_TURNS", "RECALL_TABLES", "SQLiteRecallIndex", "scope_where"]

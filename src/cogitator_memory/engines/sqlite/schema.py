@@ -293,6 +293,15 @@ def _m013_graph_node_vectors(db: sqlite3.Connection) -> None:
     pack_node_vectors(db)
 
 
+def _m014_recall_not_turns(db: sqlite3.Connection) -> None:
+    """The recall records that are not turns under a partial index, so a keyword search of items
+    and facts does not read turns' rows (see :data:`~cogitator_memory.engines.sqlite.recall.RECALL_NOT_TURNS`)."""
+    from .recall import RECALL_NOT_TURNS
+
+    for statement in RECALL_NOT_TURNS:
+        db.execute(statement)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "m001_initial", _m001_initial),
     Migration(2, "m002_embeddings", _m002_embeddings),
@@ -307,6 +316,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(11, "m011_recall_index", _m011_recall_index),
     Migration(12, "m012_embedding_codes", _m012_embedding_codes),
     Migration(13, "m013_graph_node_vectors", _m013_graph_node_vectors),
+    Migration(14, "m014_recall_not_turns", _m014_recall_not_turns),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
