@@ -26,9 +26,10 @@ async def test_recall_index_conformance(case: RecallIndexConformanceCase, store:
     await case.run(store)
 
 
-async def test_sqlite_searches_items_without_reading_turns(tmp_path: Path) -> None:
-    # a keyword search of items keeps the postings of records that are not turns, through their
-    # partial index, before it reads any record's row (migration m014)
+async def test_sqlite_keyword_searches_join_their_postings_to_small_indexes(tmp_path: Path) -> None:
+    # a keyword search joins its postings to an index of what it reads of the records (scope,
+    # kind, status, length), not to their rows; and a search of items keeps the postings of the
+    # records that are not turns, through their partial index, before that (migration m014)
     from datetime import UTC, datetime
 
     from cogitator_memory import unwrap
@@ -44,15 +45,18 @@ async def test_sqlite_searches_items_without_reading_turns(tmp_path: Path) -> No
         statements: list[str] = []
         store.connection.set_trace_callback(statements.append)
         found = unwrap(await store.recall_keyword("peanut", filter={"kinds": ["item", "core_fact"]}))
+        turns = unwrap(await store.recall_keyword("peanut", filter={"kinds": ["turn"]}, limit=500))
         store.connection.set_trace_callback(None)
         assert sorted(c.record.source_id for c in found) == ["item0", "item1", "item2"]
-        [search] = [s for s in statements if "recall_terms" in s]
-        plan = " | ".join(str(row[-1]) for row in store.connection.execute(f"EXPLAIN QUERY PLAN {search}"))
-        assert "recall_not_turns" in plan, plan
-        assert len(unwrap(await store.recall_keyword("peanut", limit=500))) == 203
+        assert len(turns) == 200 and len(unwrap(await store.recall_keyword("peanut", limit=500))) == 203
+        items_sql, turns_sql = [s for s in statements if "recall_terms" in s]
+        for sql in (items_sql, turns_sql):
+            plan = " | ".join(str(row[-1]) for row in store.connection.execute(f"EXPLAIN QUERY PLAN {sql}"))
+            assert "SEARCH r USING COVERING INDEX recall_scoring" in plan, plan
+            assert ("recall_not_turns" in plan) == (sql is items_sql), plan
 
 
-async def test_a_sqlite_file_at_version_13_gains_the_index_of_records_not_turns(tmp_path: Path) -> None:
+async def test_a_sqlite_file_at_version_13_gains_the_search_indexes(tmp_path: Path) -> None:
     import sqlite3
     from contextlib import closing
     from datetime import UTC, datetime
@@ -74,3 +78,4 @@ async def test_a_sqlite_file_at_version_13_gains_the_index_of_records_not_turns(
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         [(sql,)] = db.execute("SELECT sql FROM sqlite_master WHERE name = 'recall_not_turns'").fetchall()
         assert "WHERE kind <> 'turn'" in sql
+        assert db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'recall_scoring'").fetchone() == (1,)

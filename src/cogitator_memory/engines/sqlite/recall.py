@@ -62,12 +62,17 @@ RECALL_TABLES: tuple[str, ...] = (
     "CREATE TABLE IF NOT EXISTS recall_state (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
 )
 
-#: Migration ``m014_recall_not_turns``: the records that are not turns under a partial index of
-#: their ``rid``. A keyword search of other kinds (items, facts, file sections) keeps the postings
-#: of those records before it reads any record's row: it read the row of every posting's record
-#: (up to the postings budget, some 5,000 rows of the biggest table) to learn it was a turn.
-RECALL_NOT_TURNS: tuple[str, ...] = (
+#: Migration ``m014_recall_search_indexes``. A keyword search sums BM25 over the postings of the
+#: query's terms (up to the postings budget, some 5,000), each joined to its record for the
+#: record's length and scope: it read each of those rows, the largest table's, mostly out of
+#: the cache on a large file. ``recall_scoring`` holds what that join reads (scope, kind,
+#: status, length, id), some 60 bytes a record, so the join reads it instead; and the records
+#: that are not turns are under a partial index of their ``rid``, so a search of other kinds
+#: (items, facts, file sections) keeps their postings before it joins any.
+RECALL_SEARCH_INDEXES: tuple[str, ...] = (
     "CREATE INDEX IF NOT EXISTS recall_not_turns ON recall_records (rid) WHERE kind <> 'turn'",
+    "CREATE INDEX IF NOT EXISTS recall_scoring"
+    " ON recall_records (rid, kind, status, user_id, agent_id, thread_id, term_count, id)",
 )
 
 #: The fields of a record kept in its JSON body (the others are columns).
@@ -223,12 +228,13 @@ class SQLiteRecallIndex(RecallIndexMixin):
         where, args = scope_where(flt)
         if flt.kinds is not None and "turn" not in flt.kinds:
             # other kinds only: the postings of records that are not turns, found in their small
-            # partial index, before any record's row is read (m014)
+            # partial index, before any of them is joined (m014)
             where = f"t.rid IN (SELECT rid FROM recall_records WHERE kind <> 'turn') AND {where}"
         sql = (
             f"WITH q (term, idf) AS (VALUES {','.join('(?, ?)' for _ in weights)}),"
             " top AS (SELECT t.rid AS rid, sum(q.idf * t.tf * ? / (t.tf + ? * (? + ? * r.term_count))) AS score"
-            f" FROM q JOIN recall_terms t ON t.term = q.term JOIN recall_records r ON r.rid = t.rid"
+            f" FROM q JOIN recall_terms t ON t.term = q.term JOIN recall_records r INDEXED BY recall_scoring"
+            " ON r.rid = t.rid"
             f" WHERE {where} GROUP BY t.rid ORDER BY score DESC, min(r.id) LIMIT ?)"
             f" SELECT {_COLUMNS}, top.score FROM top JOIN recall_records r ON r.rid = top.rid"
             " ORDER BY top.score DESC, r.id"
@@ -278,4 +284,4 @@ class SQLiteRecallIndex(RecallIndexMixin):
             )
 
 
-__all__ = ["RECALL_NOT_TURNS", "RECALL_TABLES", "SQLiteRecallIndex", "scope_where"]
+__all__ = ["RECALL_SEARCH_INDEXES", "RECALL_TABLES", "SQLiteRecallIndex", "scope_where"]

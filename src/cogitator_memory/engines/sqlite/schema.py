@@ -293,12 +293,14 @@ def _m013_graph_node_vectors(db: sqlite3.Connection) -> None:
     pack_node_vectors(db)
 
 
-def _m014_recall_not_turns(db: sqlite3.Connection) -> None:
-    """The recall records that are not turns under a partial index, so a keyword search of items
-    and facts does not read turns' rows (see :data:`~cogitator_memory.engines.sqlite.recall.RECALL_NOT_TURNS`)."""
-    from .recall import RECALL_NOT_TURNS
+def _m014_recall_search_indexes(db: sqlite3.Connection) -> None:
+    """What a keyword search joins its postings to, under indexes of its own: the records' scope
+    and length, and the records that are not turns (see
+    :data:`~cogitator_memory.engines.sqlite.recall.RECALL_SEARCH_INDEXES`). Built in one pass over
+    ``recall_records``."""
+    from .recall import RECALL_SEARCH_INDEXES
 
-    for statement in RECALL_NOT_TURNS:
+    for statement in RECALL_SEARCH_INDEXES:
         db.execute(statement)
 
 
@@ -316,7 +318,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(11, "m011_recall_index", _m011_recall_index),
     Migration(12, "m012_embedding_codes", _m012_embedding_codes),
     Migration(13, "m013_graph_node_vectors", _m013_graph_node_vectors),
-    Migration(14, "m014_recall_not_turns", _m014_recall_not_turns),
+    Migration(14, "m014_recall_search_indexes", _m014_recall_search_indexes),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
