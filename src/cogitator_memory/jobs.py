@@ -14,6 +14,12 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Generic, TypeVar
 
 J = TypeVar("J")
+T = TypeVar("T")
+
+
+async def given(value: T) -> T:
+    """``value``, awaited: the part of a gathered call that has nothing to do."""
+    return value
 
 
 class JobQueue(Generic[J]):
@@ -87,4 +93,4 @@ class JobQueue(Generic[J]):
             self._worker = None
 
 
-__all__ = ["JobQueue"]
+__all__ = ["JobQueue", "given"]

@@ -16,12 +16,13 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import datetime
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from .. import clock
 from ..errors import InvalidArgumentError, NotFoundError
 from ..items.records import MemoryItem
+from ..jobs import given
 from ..recall.query import THREAD_ABOVE_CHARS, QueryAnalysis, analyze_query_async, check_query
 from ..result import unwrap
 from ..threads import tree
@@ -84,8 +85,6 @@ from .sections import (
 from .sources import ContextBuilderDeps, check_deps
 from .strategies import fit_recent, fit_relevant
 from .turn_context import format_turn_context
-
-_T = TypeVar("_T")
 
 #: The default of ``config.recall.window``: how many entries ``relevant`` scores without a
 #: message index (the newest of the history; ``hybrid``: of the turns older than it keeps).
@@ -267,7 +266,7 @@ class ContextBuilder(MemorySections, RelevanceRanking):
             recall_job = self._recall_blocks(tid, leaf, window, analysis, loaded, room, blocks, errors, zone, anchor)
         if rank_job is not None or semantic_job is not None or recall_job is not None:
             candidates, semantic_hits, recall_blocks = await asyncio.gather(
-                rank_job or _given(None), semantic_job or _given([]), recall_job or _given([])
+                rank_job or given(None), semantic_job or given([]), recall_job or given([])
             )
         # The strategy reported is the one that chose the history: ``hybrid`` only when its recall
         # searched, ``relevant`` only when the entries were ranked; otherwise ``recent``.
@@ -450,11 +449,11 @@ class ContextBuilder(MemorySections, RelevanceRanking):
         find of the user's other conversations (asked while the input is embedded: they need
         no vector)."""
         try:
-            loaded.scope = agent, user = await self._thread_scope(thread_id, None, None)
+            agent, user = await self._thread_scope(thread_id, None, None)
             loaded.others_found = await self._recall.other_channels(agent, user, analysis)
+            loaded.scope = agent, user
         except Exception as exc:
             errors.append(ContextBuildError("relevance", exc))
-            loaded.others_failed = True
 
     async def _recall_blocks(
         self,
@@ -489,10 +488,10 @@ class ContextBuilder(MemorySections, RelevanceRanking):
                 return []
 
         async def others() -> list[ContextBlock]:
-            if loaded.others_failed:
+            if loaded.scope is None:  # its channels failed (reported) before
                 return []
+            agent, user = loaded.scope
             try:
-                agent, user = loaded.scope or await self._thread_scope(thread_id, None, None)
                 return await self._recall.other_conversations(
                     thread_id, agent, user, analysis, loaded.vector, zone, errors, loaded.others_found
                 )
@@ -736,11 +735,6 @@ class ContextBuilder(MemorySections, RelevanceRanking):
             }
         built._hold(included, shared=window.shared)
         return built
-
-
-async def _given(value: _T) -> _T:
-    """``value``, awaited (a part of a build that has nothing to do)."""
-    return value
 
 
 def mark_turn_ends(history: list[Message]) -> None:

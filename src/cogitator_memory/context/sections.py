@@ -54,13 +54,12 @@ class _Loaded:
     graph: GraphSelection | None = None
     observations: list[Any] | None = None
     assembler: ContextAssembler | None = None
-    #: The thread's agent and user, read for the search of the user's other conversations.
+    #: The thread's agent and user, read for the search of the user's other conversations
+    #: (``None``: reading them or asking the channels below failed, and that search is not run).
     scope: tuple[str | None, str | None] | None = None
     #: What the recall index's keyword and time channels found for that search (asked while the
-    #: input is embedded); ``None``: not asked, it asks them itself.
+    #: input is embedded; ``None`` when it finds nothing by its rules).
     others_found: ChannelHits | None = None
-    #: Whether asking them failed (reported in the build's errors: the search is not tried again).
-    others_failed: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -236,6 +236,12 @@ def record_in_scope(record: RecallRecord, flt: RecallFilter) -> bool:
     )
 
 
+def without_turns(flt: RecallFilter) -> bool:
+    """Whether ``flt`` names kinds and turns are not among them (a search of items, facts or
+    file sections only: an engine may keep the postings of records that are not turns first)."""
+    return flt.kinds is not None and "turn" not in flt.kinds
+
+
 def names_time_in(record: RecallRecord, start: datetime, end: datetime) -> bool:
     """Whether the time ``record`` names overlaps ``[start, end)``: a range ``[time_start,
     time_end)`` that meets it, or a moment ``time_start`` (no ``time_end``) inside it."""
@@ -269,4 +275,5 @@ __all__ = [
     "names_time_in",
     "record_id",
     "record_in_scope",
+    "without_turns",
 ]

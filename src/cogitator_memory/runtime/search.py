@@ -19,7 +19,7 @@ import logging
 from collections.abc import Awaitable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol
 
 from ..context.strategies import cosines
 from ..embeddings import cooldown
@@ -29,6 +29,7 @@ from ..index.base import is_recall_index
 from ..index.build import CORE_AGENT, turn_text
 from ..index.records import MAX_RECORD_BATCH, RecallFilter, RecallKind, RecallRecord, record_id
 from ..items.records import MAX_VALUE_CHARS, MemoryItem, MemoryScope
+from ..jobs import given
 from ..recall.indexed import (
     DEPTH,
     MESSAGES_INDEX,
@@ -61,8 +62,6 @@ class Searched(Protocol):
 
 
 logger = logging.getLogger("cogitator_memory")
-
-T = TypeVar("T")
 
 #: Seconds a search waits for the vectors of turns added a moment ago.
 VECTOR_WAIT = 2.0
@@ -350,7 +349,7 @@ async def search_memory(
             near_records=near_records,
         )
         if "entry" in wanted
-        else _given(TurnCandidates())
+        else given(TurnCandidates())
     )
     item_call = (
         indexed_items(
@@ -366,7 +365,7 @@ async def search_memory(
             near=meaning.items,
         )
         if "item" in wanted or "fact" in wanted or "file" in wanted
-        else _given(FoundItems())
+        else given(FoundItems())
     )
     candidates, items = await asyncio.gather(turn_call, item_call)
     ranked = await memory.retriever.retrieve(
@@ -437,18 +436,10 @@ async def _by_meaning(
     vectors = memory.vectors
     if vector is None or vectors is None:
         return _Meaning(vector)
-    turn_call = nearest(vectors, vector, flt, MESSAGES_INDEX, DEPTH) if "entry" in wanted else _nothing()
-    item_call = nearest(vectors, vector, _item_scope(flt), ITEMS_INDEX, depth) if "item" in wanted else _nothing()
+    turn_call = nearest(vectors, vector, flt, MESSAGES_INDEX, DEPTH) if "entry" in wanted else given(None)
+    item_call = nearest(vectors, vector, _item_scope(flt), ITEMS_INDEX, depth) if "item" in wanted else given(None)
     turns, items = await asyncio.gather(turn_call, item_call)
     return _Meaning(vector, turns, items)
-
-
-async def _nothing() -> None:
-    return None
-
-
-async def _given(value: T) -> T:
-    return value
 
 
 async def _keyword_channels(

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ...clock import to_utc
 from ...errors import InvalidArgumentError
 from ...index.base import RECALL_BM25, RecallIndexMixin, length_terms, stored_record
-from ...index.records import RecallFilter, RecallRecord
+from ...index.records import RecallFilter, RecallRecord, without_turns
 from .sql import quote_ident
 
 if TYPE_CHECKING:
@@ -397,7 +397,7 @@ class PostgresRecallIndex(RecallIndexMixin):
         k1 = RECALL_BM25.k1
         fixed, per_length = length_terms(avg_len)
         where, params = scope_where(flt)
-        sql = _keyword_sql(self.schema, where, flt.kinds is not None and "turn" not in flt.kinds)
+        sql = _keyword_sql(self.schema, where, without_turns(flt))
         params.update(
             terms=[t for t, _ in weights],
             idfs=[w for _, w in weights],

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...clock import from_micros, to_micros
 from ...index.base import RECALL_BM25, RecallIndexMixin, length_terms, stored_record
-from ...index.records import RecallFilter, RecallRecord
+from ...index.records import RecallFilter, RecallRecord, without_turns
 
 _COLUMNS = "r.id, r.kind, r.agent_id, r.user_id, r.thread_id, r.status, r.said_us, r.time_start_us, r.time_end_us, r.terms, r.body"
 #: Most ids in one ``IN (...)`` list.
@@ -226,7 +226,7 @@ class SQLiteRecallIndex(RecallIndexMixin):
         k1 = RECALL_BM25.k1
         fixed, per_length = length_terms(avg_len)
         where, args = scope_where(flt)
-        if flt.kinds is not None and "turn" not in flt.kinds:
+        if without_turns(flt):
             # other kinds only: the postings of records that are not turns, found in their small
             # partial index, before any of them is joined (m014)
             where = f"t.rid IN (SELECT rid FROM recall_records WHERE kind <> 'turn') AND {where}"
