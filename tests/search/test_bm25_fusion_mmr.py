@@ -53,6 +53,22 @@ def test_bm25_index_matches_the_function_and_supports_removal() -> None:
     assert BM25().rank(["fish"], DOCS) == [("d2", pytest.approx(math.log(2) * 2.2 / 2.5))]
 
 
+def test_bm25_index_takes_term_counts_as_it_takes_terms() -> None:
+    from collections import Counter
+
+    by_terms: BM25Index[str] = BM25Index()
+    by_counts: BM25Index[str] = BM25Index()
+    for key, terms in DOCS.items():
+        by_terms.add(key, terms)
+        by_counts.add_counts(key, Counter(terms), len(terms))
+    assert by_counts.avg_len == by_terms.avg_len == 3.0
+    assert by_counts.search_terms(["cat", "fish"]) == by_terms.search_terms(["cat", "fish"])
+    by_counts.add_counts("d1", {"fish": 2}, 2)  # replaces d1
+    assert len(by_counts) == 2 and by_counts.doc_freq("dog") == 0 and by_counts.doc_freq("fish") == 2
+    by_counts.remove_terms("d2", Counter(DOCS["d2"]))  # the counts' keys are its terms
+    assert len(by_counts) == 1 and by_counts.doc_freq("cat") == 0 and by_counts.avg_len == 2.0
+
+
 def test_rrf_hand_computed() -> None:
     fused = reciprocal_rank_fusion([["a", "b", "c"], ["c", "a"]])
     assert [k for k, _ in fused] == ["a", "c", "b"]

@@ -10,8 +10,9 @@ only for the documents a search looks at, and kept.
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterable, KeysView, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, TypeVar
@@ -31,17 +32,32 @@ MAX_SPARE = 1000
 
 @dataclass(slots=True)
 class Doc(Generic[D]):
-    """One document as searched: the record, its text, terms and folded text (made when first read)."""
+    """One document as searched: the record, its text, its terms (in order, as given: not
+    copied) and how many times each occurs, and its folded text (made when first read).
+
+    The counts are what a search reads of the terms (BM25's term frequencies, the set of terms
+    as their keys): counting them costs what hashing the terms into a set would (each term is
+    hashed once either way), and no term is counted again in a list."""
 
     record: D
     text: str
-    terms: list[str]
-    term_set: frozenset[str]
+    terms: Sequence[str]
+    counts: dict[str, int]
     _folded: str | None = None
     times: list[TimeInterval] | None = None
     #: Whether the document states a lasting instruction or preference (read when first asked,
     #: see :mod:`~cogitator_memory.recall.standing`).
     standing: bool | None = None
+
+    @classmethod
+    def of(cls, record: D, text: str, terms: Sequence[str]) -> Doc[D]:
+        """The document of ``record`` whose text and terms are these."""
+        return cls(record, text, terms, Counter(terms))
+
+    @property
+    def term_set(self) -> KeysView[str]:
+        """The document's distinct terms (a set view: ``&``, ``<=``, ``isdisjoint``, ``len``)."""
+        return self.counts.keys()
 
     @property
     def folded(self) -> str:
@@ -84,7 +100,8 @@ class Corpus(Generic[D]):
         """The BM25 index of the documents (those added lazily go in now)."""
         if self._pending:
             for rid in sorted(self._pending, key=self.index().__getitem__):
-                self._bm25.add(rid, self.docs[rid].terms)
+                doc = self.docs[rid]
+                self._bm25.add_counts(rid, doc.counts, len(doc.terms))
             self._pending.clear()
         return self._bm25
 
@@ -99,7 +116,7 @@ class Corpus(Generic[D]):
         counts = dict.fromkeys(wanted, 0)
         asked = frozenset(wanted)
         for doc in self.docs.values():
-            for term in doc.term_set & asked:  # the smaller set is walked, at C speed
+            for term in shared(doc.counts, asked):
                 counts[term] += 1
         return len(self.docs), counts
 
@@ -122,32 +139,34 @@ class Corpus(Generic[D]):
         avg = sum(len(doc.terms) for doc in self.docs.values()) / size
         scored: list[tuple[str, float]] = []
         for rid, doc in self.docs.items():
-            held = doc.term_set & wanted
+            counts = doc.counts
+            held = counts.keys() & wanted
             if not held or (keep is not None and not keep(rid)):
                 continue
             length = len(doc.terms)
             # summed in the query's order, as the index sums them: the same float to the last bit
-            score = sum(bm25.term_score(doc.terms.count(t), length, avg, w) for t, w in idf.items() if t in held)
+            score = sum(bm25.term_score(counts[t], length, avg, w) for t, w in idf.items() if t in held)
             if score > 0:
                 scored.append((rid, score))
         scored.sort(key=lambda pair: (-pair[1], pair[0]))
         return scored[:limit]
 
-    def _index_add(self, rid: str, terms: list[str]) -> None:
+    def _index_add(self, rid: str, doc: Doc[D]) -> None:
         if self.lazy:
             self._pending.add(rid)
         else:
-            self._bm25.add(rid, terms)
+            self._bm25.add_counts(rid, doc.counts, len(doc.terms))
 
-    def _index_remove(self, rid: str, terms: list[str]) -> None:
+    def _index_remove(self, rid: str, doc: Doc[D]) -> None:
         if rid in self._pending:
             self._pending.discard(rid)
         else:
-            self._bm25.remove_terms(rid, terms)
+            self._bm25.remove_terms(rid, doc.counts)
 
-    def _terms(self, rid: str, body: str) -> list[str]:
+    def _doc(self, rid: str, record: D, body: str) -> Doc[D]:
+        """The document of ``record``: its terms those known (not read again), else read from ``body``."""
         known = self.known_terms.get(rid)
-        return list(known) if known is not None else recall_terms(body)
+        return Doc.of(record, body, known if known is not None else recall_terms(body))
 
     @classmethod
     def new(cls, k1: float, b: float, *, lazy: bool = False) -> Corpus[D]:
@@ -205,7 +224,7 @@ class Corpus(Generic[D]):
                 continue
             rid = self.order.pop()
             doc = self.docs.pop(rid)
-            self._index_remove(rid, doc.terms)
+            self._index_remove(rid, doc)
             if self._index is not None:
                 self._index.pop(rid, None)
             self._spare[rid] = doc
@@ -215,12 +234,10 @@ class Corpus(Generic[D]):
     def _add(self, rid: str, record: D, text: Callable[[D], str]) -> None:
         doc = self._spare.pop(rid, None)
         if doc is None or (doc.record is not record and doc.text != text(record)):
-            body = text(record)
-            terms = self._terms(rid, body)
-            doc = Doc(record, body, terms, frozenset(terms))
+            doc = self._doc(rid, record, text(record))
         doc.record = record
         self.docs[rid] = doc
-        self._index_add(rid, doc.terms)
+        self._index_add(rid, doc)
 
     def _resync(
         self, records: Sequence[D], key: Callable[[D], str], text: Callable[[D], str], skip: Callable[[D], bool] | None
@@ -241,16 +258,15 @@ class Corpus(Generic[D]):
                 doc.record = record
                 continue
             if doc is not None:
-                self._index_remove(rid, doc.terms)
-            terms = self._terms(rid, body)
-            docs[rid] = Doc(record, body, terms, frozenset(terms))
-            self._index_add(rid, terms)
+                self._index_remove(rid, doc)
+            docs[rid] = doc = self._doc(rid, record, body)
+            self._index_add(rid, doc)
             changed = True
         if changed or len(docs) != len(ids):
             wanted = set(ids)
             if len(wanted) != len(docs):
                 for rid in [r for r in docs if r not in wanted]:
-                    self._index_remove(rid, docs.pop(rid).terms)
+                    self._index_remove(rid, docs.pop(rid))
         if ids != self.order:
             self.order = ids
             self._index = None
@@ -334,6 +350,13 @@ class CorpusCache(Generic[D]):
         self._corpora.clear()
 
 
+def shared(counts: Mapping[str, int], terms: frozenset[str]) -> AbstractSet[str]:
+    """The ``terms`` a document holds (its term ``counts``), the smaller side walked at C speed."""
+    if len(terms) <= len(counts):
+        return counts.keys() & terms  # walks ``terms``
+    return terms.intersection(counts)  # walks the counts' keys
+
+
 def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
     """The share of terms two sets have in common (0 when both are empty)."""
     sa = a if isinstance(a, frozenset | set) else frozenset(a)
@@ -344,4 +367,14 @@ def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
     return inter / (len(sa) + len(sb) - inter)
 
 
-__all__ = ["MAX_DOC_CHARS", "Corpus", "CorpusCache", "Doc", "Phrase", "jaccard", "phrase_pattern", "turn_text"]
+__all__ = [
+    "MAX_DOC_CHARS",
+    "Corpus",
+    "CorpusCache",
+    "Doc",
+    "Phrase",
+    "jaccard",
+    "phrase_pattern",
+    "shared",
+    "turn_text",
+]

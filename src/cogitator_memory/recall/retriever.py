@@ -37,6 +37,7 @@ import itertools
 import math
 import re
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from operator import attrgetter
@@ -365,7 +366,7 @@ class MemoryRetriever:
         wanted = max(limit, s.mmr_pool) if s.mmr_lambda < 1.0 else limit
         most = (1.0 + recency) * (1.0 + max(user, s.speaker_weight)) * (1.0 + coverage) * (1.0 + 1e-9)
         floor = fused[wanted - 1][1] if len(fused) > wanted else 0.0
-        term_sets: dict[str, frozenset[str]] = {}
+        term_sets: dict[str, AbstractSet[str]] = {}
         scored: list[tuple[float, str]] = []
         for rid, score in fused:
             raw = rid[2:]
@@ -681,7 +682,9 @@ def _best_first(pair: tuple[float, str]) -> tuple[float, str]:
     return -pair[0], pair[1]
 
 
-def _mmr(scored: list[tuple[float, str]], term_sets: Mapping[str, frozenset[str]], lam: float, pool: int) -> list[str]:
+def _mmr(
+    scored: list[tuple[float, str]], term_sets: Mapping[str, AbstractSet[str]], lam: float, pool: int
+) -> list[str]:
     """Ids in maximal-marginal-relevance order over the best ``pool`` (the rest after them, as
     they were): each step takes the hit maximising ``lam * relevance - (1 - lam) * likeness``
     to those taken (the first of equals), relevance being the score over the best score,
@@ -692,7 +695,7 @@ def _mmr(scored: list[tuple[float, str]], term_sets: Mapping[str, frozenset[str]
     head = scored[:pool]
     best = head[0][0] or 1.0
     rel = [sc / best for sc, _ in head]
-    sets = [term_sets.get(rid, frozenset()) for _, rid in head]
+    sets: list[AbstractSet[str]] = [term_sets.get(rid, frozenset()) for _, rid in head]
     alike = [0.0] * len(head)
     left = list(range(len(head)))
     taken: list[str] = []

@@ -45,7 +45,7 @@ def is_standing(doc: Any) -> bool:
         found = doc.standing = bool(
             message is not None
             and message.role == "user"
-            and not _WORDS.isdisjoint(doc.term_set)
+            and not doc.term_set.isdisjoint(_WORDS)  # walks the smaller
             and STANDING.search(doc.text[:READ_CHARS])
         )
     return found

@@ -130,16 +130,20 @@ class BM25Index(Generic[K]):
 
     def add(self, key: K, document: str | Sequence[str]) -> None:
         """Index a document (replacing one of the same key)."""
+        terms = self.tokenizer(document) if isinstance(document, str) else document
+        self.add_counts(key, Counter(terms), len(terms))
+
+    def add_counts(self, key: K, counts: Mapping[str, int], length: int) -> None:
+        """Index a document given as how many times each term occurs and its length in terms
+        (the sum of the counts), replacing one of the same key."""
         if key in self._lengths:
             self.remove(key)
-        terms = self.tokenizer(document) if isinstance(document, str) else list(document)
-        counts = Counter(terms)
         for term, tf in counts.items():
             self._postings.setdefault(term, {})[key] = tf
-        self._lengths[key] = len(terms)
-        self._total_len += len(terms)
+        self._lengths[key] = length
+        self._total_len += length
         if self._slots is not None:
-            self._place(key, len(terms))
+            self._place(key, length)
             arrays = self._arrays
             for term in counts:
                 arrays.pop(term, None)
@@ -161,13 +165,13 @@ class BM25Index(Generic[K]):
         self._unplace(key)
 
     def remove_terms(self, key: K, terms: Iterable[str]) -> None:
-        """Drop a document whose terms are known (faster than :meth:`remove`)."""
+        """Drop a document whose terms (or their counts) are known (faster than :meth:`remove`)."""
         length = self._lengths.pop(key, None)
         if length is None:
             return
         self._total_len -= length
         arrays = self._arrays
-        for term in set(terms):
+        for term in terms if isinstance(terms, Mapping) else set(terms):
             docs = self._postings.get(term)
             if docs is not None and docs.pop(key, None) is not None:
                 arrays.pop(term, None)
