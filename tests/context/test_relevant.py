@@ -166,15 +166,28 @@ async def test_semantic_context_is_scoped_and_thresholded(memory: BaseMemoryAdap
     assert no_input.semantic_results == [] and no_input.memory_context is None
 
 
+class _FilteringLate(InMemoryEmbeddingAdapter):
+    """A store whose ``metadata_not`` is not cheap (as PostgreSQL's is not): the section searches
+    without it and drops the turns and items from the hits itself, widening the search."""
+
+    cheap_metadata_not = False
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "filtering late"])
 async def test_semantic_context_looks_past_the_vectors_memory_keeps_of_turns_and_items(
-    memory: BaseMemoryAdapter,
+    memory: BaseMemoryAdapter, kind: str, tmp_path: Path
 ) -> None:
     """Turn and item vectors share the store with documents; however many of them sit nearer the
-    input than a document, the document is still found (and they are not semantic context)."""
+    input than a document, the document is still found (and they are not semantic context). A
+    store that leaves them out cheaply is asked to: SQLite reads none of their codes."""
     thread = unwrap(await memory.create_thread("agent-1", {"user_id": "ana"}))
     await conversation(memory, thread.id, ["hello", "hi"])
     embedder = HashingEmbedder(64)
-    store = InMemoryEmbeddingAdapter()
+    store: InMemoryEmbeddingAdapter | SQLiteEmbeddingAdapter
+    if kind == "sqlite":
+        store = SQLiteEmbeddingAdapter(path=tmp_path / "v.db")
+    else:
+        store = _FilteringLate() if kind == "filtering late" else InMemoryEmbeddingAdapter()
     await store.connect()
     text = "machine learning is a field of artificial intelligence"
     vector = await embedder.embed(text)
@@ -204,6 +217,9 @@ async def test_semantic_context_looks_past_the_vectors_memory_keeps_of_turns_and
     )
     context = await b.build(thread.id, current_input=text)
     assert [r.source_id for r in context.semantic_results] == ["doc"]
+    if isinstance(store, SQLiteEmbeddingAdapter):
+        assert store.code_cache.chunks_read == 1, "only the part of vectors of no index is read"
+    await store.disconnect()
 
 
 async def test_a_disconnected_store_is_reported_not_raised(tmp_path: Path) -> None:

@@ -146,8 +146,9 @@ async def test_a_scope_no_larger_than_the_shortlist_is_exact(tmp_path: Path) -> 
 
 
 async def test_a_filter_few_pass_is_answered_exactly(tmp_path: Path) -> None:
-    """Five embeddings of 3,000 in the thread: the shortlist widens, then the thread's rows are
-    scanned, and every one of them is found, best first."""
+    """Five embeddings of 3,000 in the thread: a search of the thread scores its rows exactly
+    without reading a code; a filter the codes must answer (the thread in the metadata) widens
+    its shortlist, then scans, and finds the same, best first."""
     vectors = _vectors(3000, seed=8)
     async with SQLiteEmbeddingAdapter(path=tmp_path / "f.db") as store:
         unwrap(await store.add_embeddings(_docs(vectors[:2995], thread_id="other")))
@@ -156,8 +157,35 @@ async def test_a_filter_few_pass_is_answered_exactly(tmp_path: Path) -> None:
         got = await _ids(store, query, limit=10, thread_id="t")
         scores = vectors[2995:] @ query
         assert got == [f"emb_{2995 + i}" for i in np.argsort(-scores, kind="stable")]
+        assert store.code_cache.chunks_read == 0, "a small thread is scanned, its user's codes unread"
         only = await _ids(store, query, limit=10, metadata={"thread_id": "t"})
         assert only == got
+        assert store.code_cache.chunks_read == 3
+
+
+async def test_a_thread_search_sees_shared_rows_and_uses_the_codes_past_the_exact_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rows of no thread pass a thread's search (the scoping rule) whichever way it runs;
+    a thread that, with them, holds more than ``THREAD_EXACT_MAX`` is searched through the codes."""
+    from cogitator_memory.engines.sqlite import vectors as sqlite_vectors
+
+    vectors = _vectors(1200, seed=10)
+    async with SQLiteEmbeddingAdapter(path=tmp_path / "b.db") as store:
+        unwrap(await store.add_embeddings(_docs(vectors[:1000], thread_id="other")))
+        unwrap(await store.add_embeddings(_docs(vectors[1000:1150], start=1000, thread_id="t")))
+        unwrap(await store.add_embeddings(_docs(vectors[1150:], start=1150)))  # shared: no thread
+        passing = vectors[1000:]
+        for bound, codes_read in ((sqlite_vectors.THREAD_EXACT_MAX, 0), (199, 2)):
+            monkeypatch.setattr(sqlite_vectors, "THREAD_EXACT_MAX", bound)
+            for q in _vectors(5, seed=11):
+                got = await _ids(store, q, limit=20, thread_id="t")
+                exact = [f"emb_{1000 + i}" for i in np.argsort(-(passing @ q), kind="stable")[:20]]
+                if codes_read == 0:
+                    assert got == exact
+                else:  # a shortlist of the codes, rescored (how near it comes: test_recall_at_10_...)
+                    assert len(got) == 20 and all(int(h[4:]) >= 1000 for h in got), "nothing outside the filter"
+            assert store.code_cache.chunks_read == codes_read
 
 
 async def test_a_failed_write_leaves_the_codes_as_they_were(tmp_path: Path) -> None:

@@ -244,7 +244,12 @@ class MemorySections:
         assert adapter is not None
         try:
             agent, user = await self._thread_scope(thread_id, agent_id, user_id)
+            # the vectors memory keeps of turns and items are recalled by their own channels: a
+            # store that leaves them out cheaply does (SQLite reads none of their codes), and the
+            # hits are filtered here too (the others are searched with them, and widened below)
             scope: dict[str, Any] = {}
+            if getattr(adapter, "cheap_metadata_not", False):
+                scope["metadata_not"] = {"index": sorted(_OWN_INDEXES)}
             if agent is not None:
                 scope["agent_id"] = agent
             if user is not None:
@@ -252,7 +257,6 @@ class MemorySections:
             limit = SEMANTIC_LIMIT * 4
             while True:
                 hits = unwrap(await adapter.search(vector, limit=limit, threshold=SEMANTIC_THRESHOLD, filter=scope))
-                # the vectors memory keeps of turns and items are recalled by their own channels
                 out = [h for h in hits if (h.metadata or {}).get("index") not in _OWN_INDEXES]
                 if len(out) >= SEMANTIC_LIMIT or len(hits) < limit or limit >= SEMANTIC_MAX_SCAN:
                     break

@@ -27,7 +27,7 @@ from typing import Any
 from ..errors import ConflictError, InvalidArgumentError
 from ..result import MemoryResult
 from ..threads.values import MAX_JSON_DEPTH
-from ..vectors.base import EmbeddingAdapter
+from ..vectors.base import EmbeddingAdapter, nearest_ids
 from ..vectors.records import MAX_CONTENT_CHARS, Embedding, EmbeddingFilter, NewEmbedding, ScoredEmbedding
 
 #: The vector size every case uses.
@@ -271,6 +271,51 @@ async def _filters(store: EmbeddingAdapter) -> None:
     assert await _ids(store.search(axis_vector(0), filter={"metadata": {"missing": "x"}})) == []
     kw = await _ids(store.keyword_search("doc", filter={"metadata": {"page": 4}}))
     assert kw == [flagged.id]
+
+
+async def _values_left_out(store: EmbeddingAdapter) -> None:
+    """``metadata_not`` leaves out what holds one of its values (exactly: type too), keeps what
+    lacks the key, in every search, with the other conditions, before the limit."""
+    turn, item, doc, plain, one, text_one = await _add(
+        store,
+        _new("said in a chat", axis_vector(0), metadata={"index": "messages", "user_id": "u"}),
+        _new("an item of memory", blend({0: 1, 1: 0.1}), metadata={"index": "items", "user_id": "u"}),
+        _new("a document in chat", blend({0: 1, 1: 0.2}), metadata={"index": "docs", "user_id": "u"}),
+        _new("a note of chat", blend({0: 1, 1: 0.3}), metadata={"user_id": "u"}),
+        _new("numbered chat", blend({0: 1, 1: 0.4}), metadata={"n": 1}),
+        _new("texted chat", blend({0: 1, 1: 0.5}), metadata={"n": "1"}),
+    )
+    own = {"metadata_not": {"index": ["messages", "items"]}}
+    assert set(await _ids(store.search(axis_vector(0), filter=own))) == {doc.id, plain.id, one.id, text_one.id}
+    got = await _ids(store.search(axis_vector(0), limit=2, filter=own))
+    assert got == [doc.id, plain.id], f"left out before the limit: {got}"
+    hits = _ok(
+        await nearest_ids(store, axis_vector(0), limit=10, threshold=-1.0, filter={**own, "user_id": "u"}),
+        "nearest_ids",
+    )
+    assert {h.id for h in hits} == {doc.id, plain.id, one.id, text_one.id}  # n: shared, no user
+    kw = await _ids(store.keyword_search("chat", filter=own))
+    assert set(kw) == {doc.id, plain.id, one.id, text_one.id}
+    assert set(await _ids(store.search(axis_vector(0), filter={"metadata_not": {"n": [1]}}))) == {
+        turn.id,
+        item.id,
+        doc.id,
+        plain.id,
+        text_one.id,
+    }
+    both = {"metadata": {"user_id": "u"}, "metadata_not": {"index": ["docs"], "n": [True]}}
+    assert set(await _ids(store.search(axis_vector(0), filter=both))) == {turn.id, item.id, plain.id}
+    assert len(await _ids(store.search(axis_vector(0), filter={"metadata_not": {"index": []}}))) == 6
+    _failed(
+        await store.search(axis_vector(0), filter={"metadata_not": {"index": "messages"}}),
+        "metadata_not not a list",
+        "filter.metadata_not.index",
+    )
+    _failed(
+        await store.search(axis_vector(0), filter={"metadata_not": {"index": [["a"]]}}),
+        "metadata_not list in list",
+        "filter.metadata_not",
+    )
 
 
 async def _filters_before_the_limit(store: EmbeddingAdapter) -> None:
@@ -662,6 +707,7 @@ _CASES: tuple[tuple[str, Callable[[EmbeddingAdapter], Awaitable[None]]], ...] = 
     ("writes_invalidate_search", _writes_invalidate_search),
     ("scoping", _scoping),
     ("filters", _filters),
+    ("metadata_not", _values_left_out),
     ("filters_before_the_limit", _filters_before_the_limit),
     ("unknown_filter_keys", _unknown_filter_keys),
     ("keyword_ranking", _keyword_ranking),

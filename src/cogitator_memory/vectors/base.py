@@ -194,6 +194,13 @@ class EmbeddingStoreMixin(ABC):
     """
 
     provider: ClassVar[str]
+    #: Whether a search that ``filter.metadata_not`` narrows to a small part of its scope costs
+    #: about what a search of that part alone would: true where the engine finds the rows left
+    #: in before ranking (SQLite keeps the codes of each ``index`` apart; the in-memory store and
+    #: Qdrant filter first). PostgreSQL's HNSW index walks past every row a filter leaves out, so
+    #: a caller leaving out most of a scope (the semantic section, every turn's vector) searches
+    #: it without the condition there and drops those hits itself. Stores of your own: ``False``.
+    cheap_metadata_not: ClassVar[bool] = False
     _dimensions: int | None = None
     _configured_dimensions: int | None = None
 

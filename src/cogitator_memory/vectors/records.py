@@ -38,7 +38,7 @@ MAX_SOURCE_IDS = 10_000
 #: The metadata keys that scope an embedding to an agent, a user or a thread.
 SCOPE_KEYS: tuple[str, ...] = (AGENT_ID_KEY, USER_ID_KEY, THREAD_ID_KEY)
 #: The keys an :class:`EmbeddingFilter` (or its dict) may have.
-FILTER_KEYS: frozenset[str] = frozenset({*SCOPE_KEYS, "source_type", "metadata"})
+FILTER_KEYS: frozenset[str] = frozenset({*SCOPE_KEYS, "source_type", "metadata", "metadata_not"})
 
 MetadataValue = str | int | bool
 
@@ -123,7 +123,10 @@ def packed_embedding(cls: type[_E], fields: dict[str, Any], packed: bytes) -> _E
 
 class EmbeddingFilter(Record):
     """What narrows a search: scope (``agent_id``, ``user_id``, ``thread_id``), ``source_type``,
-    and ``metadata`` (exact values of top-level metadata keys: strings, integers or booleans).
+    ``metadata`` (exact values of top-level metadata keys: strings, integers or booleans), and
+    ``metadata_not`` (a top-level key to the values it must not hold, matched as exactly: an
+    embedding whose key holds one of them is left out, one without the key passes; the context
+    builder's semantic section leaves out the package's own indexes of turns and items this way).
 
     Unknown keys are refused. See the module docstring for how scoping works.
     """
@@ -133,6 +136,7 @@ class EmbeddingFilter(Record):
     thread_id: str | None = None
     source_type: str | None = None
     metadata: dict[str, MetadataValue] | None = None
+    metadata_not: dict[str, list[MetadataValue]] | None = None
 
     def scope(self) -> dict[str, str]:
         """The scope keys this filter sets, with their values."""
@@ -146,12 +150,22 @@ class EmbeddingFilter(Record):
     def cache_key(self) -> tuple[Any, ...]:
         """A hashable key of the filter (for caches of matrices per scope)."""
         meta = tuple(sorted((k, type(v).__name__, v) for k, v in (self.metadata or {}).items()))
-        return (self.agent_id, self.user_id, self.thread_id, self.source_type, meta)
+        left_out = tuple(
+            sorted(
+                (k, tuple(sorted((type(v).__name__, str(v)) for v in vs)))
+                for k, vs in (self.metadata_not or {}).items()
+            )
+        )
+        return (self.agent_id, self.user_id, self.thread_id, self.source_type, meta, left_out)
 
     @property
     def is_empty(self) -> bool:
         """Whether the filter lets every embedding through."""
-        return not self.scope() and self.source_type is None and not self.metadata
+        return not self.scope() and self.source_type is None and not self.metadata and not self.excluded()
+
+    def excluded(self) -> dict[str, list[MetadataValue]]:
+        """``metadata_not`` without the keys that name no value (they leave nothing out)."""
+        return {k: list(vs) for k, vs in (self.metadata_not or {}).items() if vs}
 
 
 # --- argument checks ------------------------------------------------------------------------
@@ -289,6 +303,27 @@ def check_metadata_filter(name: str, value: object) -> dict[str, MetadataValue] 
     return out
 
 
+def check_metadata_exclusion(name: str, value: object) -> dict[str, list[MetadataValue]] | None:
+    """``None`` or a dict of top-level metadata keys to lists of string, integer or boolean values."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise InvalidArgumentError(name, f"must be a dict, got {type(value).__name__}")
+    out: dict[str, list[MetadataValue]] = {}
+    for key, items in value.items():
+        if not isinstance(key, str) or not key:
+            raise InvalidArgumentError(name, f"keys must be non-empty strings, got {key!r}")
+        if not isinstance(items, list | tuple):
+            raise InvalidArgumentError(f"{name}.{key}", f"must be a list of values, got {type(items).__name__}")
+        checked: list[MetadataValue] = []
+        for item in items:
+            one = check_metadata_filter(name, {key: item})
+            assert one is not None
+            checked.append(one[key])
+        out[key] = checked
+    return out
+
+
 def check_filter(value: object) -> EmbeddingFilter:
     """An :class:`EmbeddingFilter` from a filter, a dict (unknown keys refused) or ``None``."""
     if value is None:
@@ -307,6 +342,7 @@ def check_filter(value: object) -> EmbeddingFilter:
     for key in (*SCOPE_KEYS, "source_type"):
         raw[key] = tree.check_optional_id(f"filter.{key}", raw.get(key))
     raw["metadata"] = check_metadata_filter("filter.metadata", raw.get("metadata"))
+    raw["metadata_not"] = check_metadata_exclusion("filter.metadata_not", raw.get("metadata_not"))
     return EmbeddingFilter.model_construct(**raw)
 
 
@@ -404,7 +440,15 @@ def filter_matches(source_type: str, metadata: Mapping[str, Any], flt: Embedding
         for key, wanted_value in flt.metadata.items():
             if key not in metadata or not same_value(metadata[key], wanted_value):
                 return False
-    return True
+    return not holds_excluded(metadata, flt.excluded())
+
+
+def holds_excluded(metadata: Mapping[str, Any], excluded: Mapping[str, Sequence[MetadataValue]]) -> bool:
+    """Whether ``metadata`` holds, under a key of ``excluded``, one of its values (exactly)."""
+    for key, unwanted in excluded.items():
+        if key in metadata and any(same_value(metadata[key], v) for v in unwanted):
+            return True
+    return False
 
 
 class DeletionFilter(Record):
@@ -507,6 +551,7 @@ __all__ = [
     "check_vector",
     "deletion_matches",
     "filter_matches",
+    "holds_excluded",
     "packed_embedding",
     "same_value",
     "sort_hits",

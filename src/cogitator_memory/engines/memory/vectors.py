@@ -54,6 +54,7 @@ class InMemoryEmbeddingAdapter(BaseEmbeddingAdapter):
     """
 
     provider: ClassVar[str] = "memory"
+    cheap_metadata_not: ClassVar[bool] = True
 
     def __init__(self, *, dimensions: int | None = None, bm25: BM25 | None = None, provider: str | None = None) -> None:
         if provider not in (None, "memory"):

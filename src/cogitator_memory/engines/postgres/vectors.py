@@ -306,6 +306,10 @@ def search_filter_sql(flt: EmbeddingFilter) -> tuple[str, dict[str, Any]]:
                 params[f"f_indexed{i}"] = value
         parts.append("metadata @> %(f_metadata)s::jsonb")
         params["f_metadata"] = _json(flt.metadata)
+    for i, (key, unwanted) in enumerate(sorted(flt.excluded().items())):
+        for j, value in enumerate(unwanted):  # containment matches the JSON type too, as ``metadata`` does
+            parts.append(f"NOT (metadata @> %(f_not{i}_{j})s::jsonb)")
+            params[f"f_not{i}_{j}"] = _json({key: value})
     return (" AND ".join(parts) or "true"), params
 
 

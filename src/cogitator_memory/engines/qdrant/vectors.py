@@ -97,11 +97,13 @@ def qdrant_filter(
     scope: dict[str, str] | None = None,
     exact: dict[str, MetadataValue] | None = None,
     any_terms: Sequence[str] | None = None,
+    excluded: dict[str, list[MetadataValue]] | None = None,
 ) -> Any:
     """A ``models.Filter`` for the conditions (``None`` when there are none).
 
     ``scope`` keys follow the scoping rule (absent is shared); ``exact`` are metadata keys that
-    must hold exactly that value (matched through ``metadata_terms``); ``any_terms`` matches points whose ``terms`` hold any of them.
+    must hold exactly that value (matched through ``metadata_terms``); ``any_terms`` matches points whose ``terms`` hold any of them;
+    ``excluded`` keys must hold none of their values (through ``metadata_terms`` too).
     """
     must: list[Any] = []
     if source_type is not None:
@@ -121,7 +123,15 @@ def qdrant_filter(
         must.append(models.FieldCondition(key=METADATA_TERMS, match=models.MatchValue(value=term)))
     if any_terms:
         must.append(models.FieldCondition(key="terms", match=models.MatchAny(any=list(any_terms))))
-    return models.Filter(must=must) if must else None
+    must_not: list[Any] = []
+    for key, unwanted in (excluded or {}).items():
+        for unwanted_value in unwanted:
+            term = metadata_term(key, unwanted_value)
+            assert term is not None
+            must_not.append(models.FieldCondition(key=METADATA_TERMS, match=models.MatchValue(value=term)))
+    if not must and not must_not:
+        return None
+    return models.Filter(must=must or None, must_not=must_not or None)
 
 
 class QdrantAdapter(BaseEmbeddingAdapter):
@@ -135,6 +145,7 @@ class QdrantAdapter(BaseEmbeddingAdapter):
     """
 
     provider: ClassVar[str] = "qdrant"
+    cheap_metadata_not: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -372,6 +383,7 @@ class QdrantAdapter(BaseEmbeddingAdapter):
             scope=flt.scope(),
             exact=dict(flt.metadata or {}),
             any_terms=any_terms,
+            excluded=flt.excluded(),
         )
 
     async def _search(

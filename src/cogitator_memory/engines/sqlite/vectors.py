@@ -10,7 +10,9 @@ generation (moved by every write, of any connection or process) changes, reads a
 chunks written since. The nearest codes by Hamming distance (:data:`OVERSAMPLE` times the limit,
 at least :data:`SHORTLIST_MIN`) are rescored exactly from their float vectors, read by rowid with
 the search's filter: a scope that holds no more than the shortlist is searched exactly, and
-recall@10 against exact cosine on MiniLM vectors is in ``docs/vectors.md``. Keyword search is
+recall@10 against exact cosine on MiniLM vectors is in ``docs/vectors.md``. A search of one thread
+that few rows can pass (:data:`THREAD_EXACT_MAX`: the thread's and those of no thread) scores
+them exactly along the thread index and reads no code. Keyword search is
 BM25 computed in SQL over the package's own term index (``embedding_terms``, migration
 ``m003_keyword_index``), so it scores exactly as the in-memory store does, with any ``k1`` and ``b``.
 
@@ -46,10 +48,21 @@ from ...vectors.records import (
     MetadataValue,
     ScoredEmbedding,
     VectorHit,
+    holds_excluded,
     packed_embedding,
     without_vectors,
 )
-from .codes import PART_SQL, CodeCache, add_codes, drop_codes, nearest_rows, part_of, parts_for, query_words
+from .codes import (
+    PART_SQL,
+    SEPARATOR,
+    CodeCache,
+    add_codes,
+    drop_codes,
+    nearest_rows,
+    part_of,
+    parts_for,
+    query_words,
+)
 from .db import normalize_path, open_database, write_transaction
 from .schema import drop_embedding_terms, index_embedding_terms, migrate
 
@@ -90,13 +103,16 @@ def where_clause(
     scope: dict[str, str],
     exact: dict[str, MetadataValue],
     alias: str = "",
+    excluded: dict[str, list[MetadataValue]] | None = None,
 ) -> tuple[str, list[Any]]:
     """SQL conditions (joined by AND, ``"1"`` when none) and their parameters.
 
     ``scope`` keys follow the scoping rule (NULL is shared); ``exact`` keys must hold exactly
-    that JSON value (type included).
+    that JSON value (type included); ``excluded`` keys must hold none of their values.
     """
     p = f"{alias}." if alias else ""
+    # the metadata holds the key with exactly this JSON type and value
+    holds = f"EXISTS (SELECT 1 FROM json_each({p}metadata) j WHERE j.key = ? AND j.type = ? AND j.value = ?)"
     parts: list[str] = []
     args: list[Any] = []
     if source_type is not None:
@@ -111,13 +127,24 @@ def where_clause(
             # the column copied from the metadata narrows the rows by its index first
             parts.append(f"{p}{key} = ?")
             args.append(wanted)
-        parts.append(f"EXISTS (SELECT 1 FROM json_each({p}metadata) j WHERE j.key = ? AND j.type = ? AND j.value = ?)")
+        parts.append(holds)
         args.extend([key, kind, stored])
+    for key, unwanted in (excluded or {}).items():
+        for unwanted_value in unwanted:
+            kind, stored = _json_type(unwanted_value)
+            parts.append(f"NOT {holds}")
+            args.extend([key, kind, stored])
     return (" AND ".join(parts) if parts else "1"), args
 
 
 def _search_where(flt: EmbeddingFilter, alias: str = "") -> tuple[str, list[Any]]:
-    return where_clause(source_type=flt.source_type, scope=flt.scope(), exact=dict(flt.metadata or {}), alias=alias)
+    return where_clause(
+        source_type=flt.source_type,
+        scope=flt.scope(),
+        exact=dict(flt.metadata or {}),
+        alias=alias,
+        excluded=flt.excluded(),
+    )
 
 
 #: A vector search rescores exactly this many times its ``limit`` of the nearest codes...
@@ -128,6 +155,12 @@ SHORTLIST_MIN = 200
 #: this many the filter's rows are scanned exactly instead (a filter that few of the scope's
 #: embeddings pass, such as one thread's).
 SHORTLIST_MAX = 20_000
+#: A search of one thread that at most this many embeddings can pass (the thread's, and those of no
+#: thread) scores them all exactly, read along the thread index, instead of ranking codes: a thread
+#: is small beside the codes of its user (or of every user: a thread's search names no user), and
+#: most of a shortlist of those would be other threads' (at 1,000,000 turns it widened four times
+#: before it found enough, then scanned the thread anyway).
+THREAD_EXACT_MAX = 2000
 #: Rowids read by one statement.
 _ONE_READ = 500
 
@@ -146,6 +179,7 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
     """
 
     provider: ClassVar[str] = "sqlite"
+    cheap_metadata_not: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -403,7 +437,8 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
                 parts = [r[0] for r in self.connection.execute("SELECT DISTINCT part FROM embedding_codes")]
                 self._all_parts = (generation, parts)
             every = self._all_parts[1]
-        return parts_for(flt.user_id, index, every)
+        skipped = {v for v in flt.excluded().get("index", ()) if isinstance(v, str)}
+        return [p for p in parts_for(flt.user_id, index, every) if p.partition(SEPARATOR)[2] not in skipped]
 
     def _rescore(self, rowids: list[int], query: Any, flt: EmbeddingFilter, into: dict[int, tuple[str, float]]) -> None:
         """The exact cosines of these embeddings that pass ``flt``, put in ``into`` (rowid -> (id, cosine))."""
@@ -412,6 +447,7 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
         # doubled the statement's time)
         where, args = where_clause(source_type=flt.source_type, scope=flt.scope(), exact={})
         exact = dict(flt.metadata or {})
+        excluded = flt.excluded()
         db = self.connection
         for start in range(0, len(rowids), _ONE_READ):
             chunk = rowids[start : start + _ONE_READ]
@@ -420,8 +456,12 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
                 f" WHERE rowid IN ({','.join('?' * len(chunk))}) AND {where}"
             )
             rows = db.execute(sql, [*chunk, *args]).fetchall()
-            if exact:
-                rows = [r for r in rows if metadata_matches(from_json(r[3]), exact)]
+            if exact or excluded:
+                rows = [
+                    r
+                    for r in rows
+                    if metadata_matches(meta := from_json(r[3]), exact) and not holds_excluded(meta, excluded)
+                ]
             if not rows:
                 continue
             matrix = unit_rows(np.frombuffer(b"".join(r[2] for r in rows), dtype="<f4").reshape(len(rows), -1))
@@ -472,14 +512,26 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
     ) -> list[tuple[int, float]]:
         """The rowids and cosines of the ``limit`` best embeddings passing ``flt`` (cosine >=
         ``threshold``), best first, then by id: the codes' shortlist rescored exactly."""
+        query = unit_vector(vector)
+        scored: dict[int, tuple[str, float]] = {}
+        if flt.thread_id is not None and self._thread_is_small(flt.thread_id):
+            self._scan_exact(query, limit, flt, scored)
+        else:
+            self._rank_codes(len(vector), query, limit, flt, scored)
+        best = sorted(scored.items(), key=lambda kv: (-kv[1][1], kv[1][0]))
+        return [(rowid, score) for rowid, (_, score) in best[:limit] if score >= threshold]
+
+    def _rank_codes(
+        self, dims: int, query: Any, limit: int, flt: EmbeddingFilter, scored: dict[int, tuple[str, float]]
+    ) -> None:
+        """The codes' shortlist rescored exactly into ``scored``, widened 4x while fewer than
+        ``limit`` of it pass ``flt``, the filter's rows scanned exactly past :data:`SHORTLIST_MAX`."""
         db = self.connection
         generation = self._generation()
-        width = (len(vector) + 7) // 8
+        width = (dims + 7) // 8
         held = [self._codes.part(db, part, generation, width) for part in self._parts(flt, generation)]
         total = sum(p.count for p in held)
-        query = unit_vector(vector)
         code = query_words(query)
-        scored: dict[int, tuple[str, float]] = {}
         done: set[int] = set()
         want = max(limit * OVERSAMPLE, SHORTLIST_MIN)
         while True:
@@ -493,8 +545,16 @@ class SQLiteEmbeddingAdapter(BaseEmbeddingAdapter):
             if len(scored) >= limit or len(done) >= total:
                 break
             want *= 4
-        best = sorted(scored.items(), key=lambda kv: (-kv[1][1], kv[1][0]))
-        return [(rowid, score) for rowid, (_, score) in best[:limit] if score >= threshold]
+
+    def _thread_is_small(self, thread_id: str) -> bool:
+        """Whether at most :data:`THREAD_EXACT_MAX` embeddings are the thread's or shared by
+        every thread (no thread: the scoping rule lets a thread's search see them), counted along
+        the thread index (the rows an exact scan reads), no further than one past that."""
+        row = self.connection.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM embeddings WHERE thread_id IS NULL OR thread_id = ? LIMIT ?)",
+            (thread_id, THREAD_EXACT_MAX + 1),
+        ).fetchone()
+        return int(row[0]) <= THREAD_EXACT_MAX
 
     def _rows_by_rowid(self, rowids: list[int], *, vectors: bool) -> dict[int, Sequence[Any]]:
         """The rows of these embeddings by rowid."""
