@@ -24,7 +24,8 @@ loading the model is not recall's warm-up). The queries are the BEAM probing que
   ``ROUNDS`` (3) rounds up to 10,000 turns, the round of the best p95 kept (the machine is
   shared), each round's p95 in ``extra``, one round above 10,000; beside them the
   engine's own calls of the same search (``recall_keyword`` for 200 candidates, the vector search
-  of the message index by user) and the query's embedding;
+  of the message index by user, and by the newest thread as the build's own recall asks it: 50
+  nearest) and the query's embedding;
 * the process's RSS after opening and after the warm rounds, and the file's size per 100,000
   turns.
 
@@ -55,6 +56,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import json
 import os
@@ -268,17 +270,24 @@ async def measure(
         profiler.dump_stats(profile)
         pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(40)
     out["rss end MB"] = _rss_mb()
-    await _engine_calls(memory, service, questions, out)
+    await _engine_calls(memory, service, questions, out, newest)
     await memory.close()
     return out
 
 
-async def _engine_calls(memory: Any, service: Any, questions: Sequence[str], out: dict[str, Any]) -> None:
+async def _engine_calls(
+    memory: Any, service: Any, questions: Sequence[str], out: dict[str, Any], thread_id: str
+) -> None:
     """The engine's calls a search makes, alone: the query's embedding, the keyword channel
-    (``recall_keyword``, 200 candidates) and the vector search of the messages by user."""
+    (``recall_keyword``, 200 candidates), the vector search of the messages by user, and of the
+    thread ``thread_id``'s (50 nearest: the build's recall inside its conversation)."""
     from cogitator_memory import unwrap
 
-    embeds, keywords, vectors = [], [], []
+    nearest_ids: Any = None
+    with contextlib.suppress(ImportError):  # the code before the index has no ids-only search
+        from cogitator_memory.vectors.base import nearest_ids
+
+    embeds, keywords, vectors, in_thread = [], [], [], []
     has_index = hasattr(memory.adapter, "recall_keyword")
     for q in questions:
         t0 = time.perf_counter()
@@ -296,7 +305,13 @@ async def _engine_calls(memory: Any, service: Any, questions: Sequence[str], out
             t0 = time.perf_counter()
             unwrap(await memory.vectors.search(vector, limit=200, threshold=-1.0, filter=scope, include_vectors=False))
             vectors.append((time.perf_counter() - t0) * 1000)
-    for name, samples in (("embed", embeds), ("recall_keyword", keywords), ("vector search", vectors)):
+            if nearest_ids is not None:
+                thread_scope = {"metadata": {"index": "messages"}, "thread_id": thread_id}
+                t0 = time.perf_counter()
+                unwrap(await nearest_ids(memory.vectors, vector, limit=50, threshold=-1.0, filter=thread_scope))
+                in_thread.append((time.perf_counter() - t0) * 1000)
+    parts = (("embed", embeds), ("recall_keyword", keywords), ("vector search", vectors), ("thread search", in_thread))
+    for name, samples in parts:
         if samples:
             out[f"{name} p50 ms"], out[f"{name} p95 ms"] = percentiles(samples)
 
@@ -499,7 +514,7 @@ def rows_for(
             )
     for n in sizes:
         f = figures[n]
-        for part in ("embed", "recall_keyword", "vector search"):
+        for part in ("embed", "recall_keyword", "vector search", "thread search"):
             if f"{part} p95 ms" in f:
                 rows.append(
                     Row(
@@ -584,6 +599,7 @@ def same_load_rows(
         ("recall_keyword p50 ms", "recall_keyword (200 candidates) alone p50", "ms"),
         ("recall_keyword p95 ms", "recall_keyword (200 candidates) alone p95", "ms"),
         ("vector search p95 ms", "vector search of the user's messages alone p95", "ms"),
+        ("thread search p95 ms", "vector search of the newest thread's messages alone p95", "ms"),
         ("rss end MB", "process RSS after the warm rounds", "MB"),
     )
     for n in sizes:
