@@ -174,6 +174,12 @@ async def test_searches_are_served_by_the_indexes(store: PostgresAdapter, pg_url
     # in score order: no read of the user's whole scope.
     assert "recall_terms_pkey" in plan and "Index Scan using recall_records_pkey" in plan, plan
     assert "Seq Scan" not in plan and "recall_by_user" not in plan, plan
+    # A term past the postings budget: its newest postings read backwards along that key, no
+    # sort of all of them (the 600 of "golf" here).
+    params.update(terms=["golf"], idfs=[1.5], newest=50)
+    plan = await _plan(pg_url, _keyword_sql(schema, where, False, True), params)
+    assert "Index Only Scan Backward using recall_terms_pkey" in plan, plan
+    assert "Seq Scan" not in plan, plan
 
     # Items among thousands of turns holding the same words: a search of items keeps the
     # postings of records that are not turns through their small partial index, and reads the

@@ -56,6 +56,31 @@ async def test_sqlite_keyword_searches_join_their_postings_to_small_indexes(tmp_
             assert ("recall_not_turns" in plan) == (sql is items_sql), plan
 
 
+async def test_sqlite_reads_a_common_terms_newest_postings_backwards_along_its_key(tmp_path: Path) -> None:
+    # a term past the postings budget: its newest postings are read from the end of the
+    # postings' key (term, rid), no sort of them all, and then joined as any search's
+    from datetime import UTC, datetime
+
+    from cogitator_memory import unwrap
+
+    said = datetime(2026, 1, 1, tzinfo=UTC)
+    rows = [{"kind": "turn", "source_id": f"t{n:03d}", "text": "peanut", "said_at": said} for n in range(60)]
+    async with SQLiteAdapter(path=str(tmp_path / "recall.db")) as store:
+        store.postings_budget = 50
+        unwrap(await store.index_recall_records(rows))
+        statements: list[str] = []
+        store.connection.set_trace_callback(statements.append)
+        found = unwrap(await store.recall_keyword("peanut", limit=5))
+        store.connection.set_trace_callback(None)
+        assert [c.record.source_id for c in found] == ["t010", "t011", "t012", "t013", "t014"]
+        [sql] = [s for s in statements if "recall_terms" in s]
+        rows = list(store.connection.execute(f"EXPLAIN QUERY PLAN {sql}"))
+        [postings] = [node for node, _parent, _, detail in rows if detail == "MATERIALIZE t"]
+        under = [detail for _node, parent, _, detail in rows if parent == postings]
+        assert under == ["SEARCH recall_terms USING PRIMARY KEY (term=?)"], rows
+        assert any(detail.startswith("SEARCH r USING COVERING INDEX recall_scoring") for *_, detail in rows), rows
+
+
 async def test_a_sqlite_file_at_version_13_gains_the_search_indexes(tmp_path: Path) -> None:
     import sqlite3
     from contextlib import closing

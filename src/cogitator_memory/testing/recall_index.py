@@ -283,6 +283,42 @@ async def case_common_terms_are_not_searched_in_a_large_index(store: Any) -> Non
 
 
 @_case
+async def case_a_term_past_the_postings_budget_reads_the_records_indexed_last(store: Any) -> None:
+    had = store.postings_budget
+    store.postings_budget = 20
+    try:
+        # equal scores (one term, equal lengths): ties by id, so the oldest ids come first
+        ana = [_rec(f"z{i:02d}", f"zebra number{i}", user_id="ana", minutes=i) for i in range(30)]
+        for start in range(0, 30, 10):  # indexed in three writes, oldest first
+            await _put(store, *ana[start : start + 10])
+        _eq(
+            await _keyword(store, "zebra", user_id="ana", limit=5),
+            ["z10", "z11", "z12", "z13", "z14"],
+            "a term held past the budget: only the postings of the 20 records indexed last are scored",
+        )
+        _eq(
+            await _keyword(store, "zebra number3", user_id="ana", limit=5),
+            ["z03"],
+            "a rarer term in the query is searched instead (the budget's usual rule)",
+        )
+        await _put(store, ana[0])
+        _eq(
+            await _keyword(store, "zebra", user_id="ana", limit=5),
+            ["z00", "z11", "z12", "z13", "z14"],
+            "a record written again counts as indexed last",
+        )
+        await _put(store, *[_rec(f"y{i:02d}", f"zebra other{i}", user_id="bo", minutes=100 + i) for i in range(20)])
+        _eq(
+            await _keyword(store, "zebra", user_id="ana", limit=5),
+            ["z00", "z01", "z02", "z03", "z04"],
+            "fewer than limit records in scope among the postings indexed last: every posting is read",
+        )
+        _eq(len(await _keyword(store, "zebra", limit=60)), 50, "out of scope, every record")
+    finally:
+        store.postings_budget = had
+
+
+@_case
 async def case_records_returned_are_copies(store: Any) -> None:
     await _put(store, _rec("e1", "copy me", lineage=["a"]))
     [got] = unwrap(await store.get_recall_records(["turn:e1"]))

@@ -1,7 +1,8 @@
 """The recall index of :class:`~cogitator_memory.engines.memory.threads.InMemoryAdapter`.
 
-Records are kept as copies, with an inverted index (term -> record ids and their counts), the
-records by thread and by user, and a list of ``(said_at, id)`` kept sorted for time ranges.
+Records are kept as copies, with an inverted index (term -> record ids and their counts, in
+the order they were indexed: a record written again moves to the end), the records by thread
+and by user, and a list of ``(said_at, id)`` kept sorted for time ranges.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import bisect
 import heapq
 from collections import Counter
 from datetime import datetime
+from itertools import islice
 
 from ...index.base import RECALL_BM25, RecallIndexMixin
 from ...index.records import RecallFilter, RecallRecord, names_time_in, record_in_scope
@@ -75,13 +77,20 @@ class InMemoryRecallIndex(RecallIndexMixin):
         return len(self._recall), self._total_len, {t: len(self._postings.get(t, ())) for t in terms}
 
     async def _recall_keyword(
-        self, weights: list[tuple[str, float]], avg_len: float, flt: RecallFilter, limit: int
+        self,
+        weights: list[tuple[str, float]],
+        avg_len: float,
+        flt: RecallFilter,
+        limit: int,
+        newest: int | None = None,
     ) -> list[tuple[RecallRecord, float]]:
         k1 = RECALL_BM25.k1
         b = RECALL_BM25.b
         scores: dict[str, float] = {}
         for term, idf in weights:
-            for rid, tf in self._postings.get(term, {}).items():
+            held = self._postings.get(term, {})
+            postings = held.items() if newest is None else islice(reversed(held.items()), newest)
+            for rid, tf in postings:
                 norm = 1.0 - b + b * (self._lengths[rid] / avg_len if avg_len > 0 else 1.0)
                 scores[rid] = scores.get(rid, 0.0) + idf * tf * (k1 + 1.0) / (tf + k1 * norm)
         ranked = (

@@ -4,22 +4,29 @@ as pymongo calls, mixed into :class:`~cogitator_memory.engines.mongodb.adapter.M
 A record is one document of ``<prefix>recall_records`` (``_id`` is the record id). The fields a
 search filters by are fields of their own: the scope (``agent_id``, ``user_id``, ``thread_id``,
 ``None`` when the record has none), ``kind``, ``status``, ``source_id``, the times as integer
-microseconds (``said_us``, ``time_start_us``, ``time_end_us``), the length in terms ``len`` and
-the postings ``post``: one ``{"t": term, "f": count}`` per distinct term. The rest of the record
-(its text, ordered terms, lineage...) is one JSON string ``body``.
+microseconds (``said_us``, ``time_start_us``, ``time_end_us``), the length in terms ``len``,
+the postings ``post``: one ``{"t": term, "f": count}`` per distinct term, and ``wseq``, the
+record's write sequence: written later, a larger number (the records of one put in their order;
+a record written again takes a new one). The rest of the record (its text, ordered terms,
+lineage...) is one JSON string ``body``. A document written before ``wseq`` existed has none and
+counts as written first.
 
 The inverted index is the multikey index on ``post.t``: a keyword search reads the index entries
 of the query's terms only, filtered by scope in the same ``$match``, and sums BM25 over the
 matched postings in an aggregation (``$filter`` and ``$reduce`` over ``post``), sorted and cut
-at ``limit`` by the server; then it reads those ``limit`` records by id. A term's document
-frequency is a ``count_documents`` on that index. The time channel reads ``(said_us, _id)`` and
-``time_start_us`` (two bounded queries, merged). ``<prefix>recall_meta`` holds the ``stats``
-document (record count and total length, BM25's ``N`` and ``avgdl``, moved by ``$inc`` in every
-write) and the index's state strings (``state:<key>``).
+at ``limit`` by the server; then it reads those ``limit`` records by id. A search of the
+postings indexed last (``newest``) reads the ``(post.t, wseq)`` index instead: of the term's
+documents, the ``newest`` of the highest ``wseq`` whatever their scope, then filters and scores
+those. A term's document frequency is a ``count_documents`` on the ``post.t`` index. The time
+channel reads ``(said_us, _id)`` and ``time_start_us`` (two bounded queries, merged).
+``<prefix>recall_meta`` holds the ``stats`` document (record count and total length, BM25's
+``N`` and ``avgdl``, moved by ``$inc`` in every write), the ``wseq`` document (the last write
+sequence given, moved by ``$inc`` in every put) and the index's state strings (``state:<key>``).
 
 Atomicity: a record, with its postings, is one document, so each record is written or deleted
 whole and a search never sees half of one. A batch (a put, a delete) runs in a multi-document
-transaction when the adapter uses them (see ``MongoDBAdapter.uses_transactions``). Without them
+transaction when the adapter uses them (see ``MongoDBAdapter.uses_transactions``), a put's
+write sequence taken in it too, so that puts hold theirs in the order they commit. Without them
 the batch reads the documents it replaces or deletes first, writes, then moves the stats; if any
 step fails it puts those documents back (and deletes the ones it added) before raising, so a
 failed batch leaves nothing. A reader may see the middle of a batch; a client that dies in the
@@ -52,6 +59,7 @@ Doc = dict[str, Any]
 #: The indexes of ``<prefix>recall_records``: name and keys.
 RECALL_INDEXES: tuple[tuple[str, list[tuple[str, int]]], ...] = (
     ("terms", [("post.t", 1)]),
+    ("terms_wseq", [("post.t", 1), ("wseq", -1)]),
     ("said", [("said_us", -1), ("_id", 1)]),
     ("user_said", [("user_id", 1), ("said_us", -1)]),
     ("thread", [("thread_id", 1)]),
@@ -59,6 +67,8 @@ RECALL_INDEXES: tuple[tuple[str, list[tuple[str, int]]], ...] = (
 )
 #: The id of the stats document in ``<prefix>recall_meta``.
 STATS_ID = "stats"
+#: The id of the write sequence's document in ``<prefix>recall_meta`` (``{"value": last given}``).
+WSEQ_ID = "wseq"
 #: What a state key's document id starts with in ``<prefix>recall_meta``.
 STATE_PREFIX = "state:"
 #: Records a scope delete takes in one batch.
@@ -79,7 +89,8 @@ def _micros(value: datetime | None) -> int | None:
 
 
 def recall_document(record: RecallRecord) -> Doc:
-    """The stored form of a record: its filtered fields, length, postings and JSON body."""
+    """The stored form of a record: its filtered fields, length, postings and JSON body (the write
+    sequence ``wseq`` is set by the put)."""
     return {
         "_id": record.id,
         "kind": record.kind,
@@ -129,10 +140,14 @@ def scope_filter(flt: RecallFilter) -> Doc:
     return out
 
 
-def bm25_pipeline(weights: list[tuple[str, float]], avg_len: float, flt: RecallFilter, limit: int) -> list[Doc]:
+def bm25_pipeline(
+    weights: list[tuple[str, float]], avg_len: float, flt: RecallFilter, limit: int, newest: int | None = None
+) -> list[Doc]:
     """The aggregation that scores the records in scope holding any term of ``weights`` by BM25
     (``k1``, ``b`` of :data:`~cogitator_memory.index.base.RECALL_BM25`) and keeps the ``limit``
-    best (ties by id): ``[{"_id": id, "score": score}]``."""
+    best (ties by id): ``[{"_id": id, "score": score}]``. With ``newest`` (``weights`` then holds
+    one term) only the ``newest`` documents holding the term written last (highest ``wseq``)
+    are scored, taken before the scope filter."""
     k1, b = RECALL_BM25.k1, RECALL_BM25.b
     per_length = b / avg_len if avg_len > 0 else 0.0
     fixed = 1.0 - b if avg_len > 0 else 1.0
@@ -166,8 +181,21 @@ def bm25_pipeline(weights: list[tuple[str, float]], avg_len: float, flt: RecallF
             },
         }
     }
+    if newest is None:
+        head: list[Doc] = [{"$match": {"post.t": {"$in": terms}, **scope_filter(flt)}}]
+    else:
+        # the (post.t, wseq) index in order; a document without wseq (written before it existed)
+        # sorts last in this descending sort (a missing field sorts as null, below numbers, in
+        # MongoDB and in the mongoeco emulator), so it counts as written first
+        [term] = terms
+        head = [
+            {"$match": {"post.t": term}},
+            {"$sort": {"wseq": -1}},
+            {"$limit": newest},
+            {"$match": scope_filter(flt)},
+        ]
     return [
-        {"$match": {"post.t": {"$in": terms}, **scope_filter(flt)}},
+        *head,
         {"$project": {"_id": 1, "score": score}},
         {"$match": {"score": {"$gt": 0}}},
         {"$sort": {"score": -1, "_id": 1}},
@@ -247,7 +275,7 @@ class MongoDBRecallIndex(RecallIndexMixin):
             )
 
     async def _recall_put(self, records: list[RecallRecord]) -> None:
-        from pymongo import ReplaceOne
+        from pymongo import ReplaceOne, ReturnDocument
 
         collection = self.recall_collection
         docs = [recall_document(r) for r in records]
@@ -260,6 +288,19 @@ class MongoDBRecallIndex(RecallIndexMixin):
             for chunk in _chunks(ids):
                 old += await collection.find({"_id": {"$in": chunk}}, projection, session=session).to_list()
             had = {d["_id"] for d in old}
+            # the write sequence, in the transaction when there is one: a failed put leaves a
+            # gap at most, and of two puts the one that commits later holds the larger numbers
+            counter = await self.recall_meta_collection.find_one_and_update(
+                {"_id": WSEQ_ID},
+                {"$inc": {"value": len(docs)}},
+                upsert=True,
+                return_document=ReturnDocument.AFTER,
+                session=session,
+            )
+            assert counter is not None  # upserted and returned after the update
+            first = int(counter["value"]) - len(docs) + 1
+            for offset, doc in enumerate(docs):
+                doc["wseq"] = first + offset
             try:
                 ops = [ReplaceOne({"_id": d["_id"]}, d, upsert=True) for d in docs]
                 await collection.bulk_write(ops, ordered=True, session=session)
@@ -326,9 +367,15 @@ class MongoDBRecallIndex(RecallIndexMixin):
         return records, total, dict(zip(terms, (int(n) for n in counts), strict=True))
 
     async def _recall_keyword(
-        self, weights: list[tuple[str, float]], avg_len: float, flt: RecallFilter, limit: int
+        self,
+        weights: list[tuple[str, float]],
+        avg_len: float,
+        flt: RecallFilter,
+        limit: int,
+        newest: int | None = None,
     ) -> list[tuple[RecallRecord, float]]:
-        cursor = await self.recall_collection.aggregate(bm25_pipeline(weights, avg_len, flt, limit))
+        pipeline = bm25_pipeline(weights, avg_len, flt, limit, newest)
+        cursor = await self.recall_collection.aggregate(pipeline)
         ranked = [(str(d["_id"]), float(d["score"])) for d in await cursor.to_list()]
         if not ranked:
             return []

@@ -13,7 +13,9 @@ Tables (migration ``m009_recall_index``), in the store's schema:
 - ``recall_terms``: the inverted index, ``(term, rid)`` as the primary key with ``tf`` and the
   record's length carried in the index (``INCLUDE``), so BM25 is one index range per query term
   summed in SQL, without reading the records; only the best ones in score order are then joined
-  to their rows and filtered by scope, in the same statement, until ``limit`` pass.
+  to their rows and filtered by scope, in the same statement, until ``limit`` pass. Of a term
+  past the postings budget, the postings of the records indexed last are read first, backwards
+  along the key (``rid`` is an identity: it grows with every write).
 - ``recall_df``: how many records hold each term, and ``recall_stats`` (one row): how many records
   and how many terms in all. Both are changed by every write in its transaction, so a search
   reads ``N``, ``avgdl`` and the document frequencies of its terms from a handful of rows.
@@ -222,14 +224,22 @@ def scope_where(flt: RecallFilter) -> tuple[str, dict[str, Any]]:
 
 
 @lru_cache(maxsize=128)
-def _keyword_sql(schema: str, where: str, not_turns: bool = False) -> str:
+def _keyword_sql(schema: str, where: str, not_turns: bool = False, newest: bool = False) -> str:
     # The scores are summed from the postings alone (tf and length are in the index); the
     # records are then read by rid in score order, filtered by scope, until ``limit`` have
     # passed (the incremental sort orders equal scores by id). ``LIMIT 1`` keeps the lateral
     # read a lookup per candidate: flattened into a join, the planner may scan the scope instead.
     # ``not_turns`` (a search of other kinds only) keeps the postings of records that are not
     # turns first, through the small partial index ``recall_not_turns`` (see RECALL_NOT_TURNS).
+    # ``newest`` (one term) reads only the term's postings of the ``%(newest)s`` records indexed
+    # last: rids grow with every write, and the postings' key (term, rid) reads them backwards.
     s = quote_ident(schema)
+    postings = (
+        f"(SELECT term, rid, tf, len FROM {s}.recall_terms WHERE term = (%(terms)b::text[])[1]"
+        " ORDER BY rid DESC LIMIT %(newest)s)"
+        if newest
+        else f"{s}.recall_terms"
+    )
     others = (
         f" WHERE EXISTS (SELECT 1 FROM {s}.recall_records o WHERE o.rid = t.rid AND o.kind <> 'turn')"
         if not_turns
@@ -238,7 +248,7 @@ def _keyword_sql(schema: str, where: str, not_turns: bool = False) -> str:
     return (
         "WITH q AS (SELECT * FROM unnest(%(terms)b::text[], %(idfs)b::float8[]) AS q(term, idf)),"
         " scored AS (SELECT t.rid, sum(q.idf * t.tf * %(k1p1)s / (t.tf + %(k1)s * (%(fixed)s + %(per_len)s * t.len)))"
-        f" AS score FROM q JOIN {s}.recall_terms t ON t.term = q.term{others} GROUP BY t.rid)"
+        f" AS score FROM q JOIN {postings} t ON t.term = q.term{others} GROUP BY t.rid)"
         f" SELECT {_COLUMNS}, b.score FROM (SELECT rid, score FROM scored WHERE score > 0 ORDER BY score DESC) b"
         f" CROSS JOIN LATERAL (SELECT * FROM {s}.recall_records r WHERE r.rid = b.rid AND {where} LIMIT 1) r"
         " ORDER BY b.score DESC, r.id LIMIT %(limit)s"
@@ -392,12 +402,19 @@ class PostgresRecallIndex(RecallIndexMixin):
         return int(rows[0][0]), int(rows[0][1]), freqs
 
     async def _recall_keyword(
-        self, weights: list[tuple[str, float]], avg_len: float, flt: RecallFilter, limit: int
+        self,
+        weights: list[tuple[str, float]],
+        avg_len: float,
+        flt: RecallFilter,
+        limit: int,
+        newest: int | None = None,
     ) -> list[tuple[RecallRecord, float]]:
         k1 = RECALL_BM25.k1
         fixed, per_length = length_terms(avg_len)
         where, params = scope_where(flt)
-        sql = _keyword_sql(self.schema, where, without_turns(flt))
+        sql = _keyword_sql(self.schema, where, without_turns(flt), newest is not None)
+        if newest is not None:
+            params["newest"] = newest
         params.update(
             terms=[t for t, _ in weights],
             idfs=[w for _, w in weights],

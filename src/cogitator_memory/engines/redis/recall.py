@@ -4,15 +4,16 @@ as Lua scripts (:mod:`.recall_scripts`), mixed into
 
 The server has no search module to lean on, so the index is kept as plain structures: a hash
 per record (the fields searches filter by, its terms and its JSON), a hash per term of record
-id -> term count (the postings), sorted sets by ``said_at`` (all records, by user, by thread),
-sorted sets of the records naming a time, and a stats hash with the record count and total
-length that every write keeps. A keyword search is one script that reads the postings of the
-query's terms only, checks each record they name against the scope once, sums BM25 and keeps
-the best ``limit`` in a heap; a time search walks the scope's ``said_at`` set newest first and
-stops after ``limit`` hits. Every write is one script, so it is all or nothing. On a cluster every
-key carries the adapter prefix's hash tag: the whole index of a prefix lives in one slot (one
-node holds it and serves all its searches). Records do not expire: the adapter's ``ttl`` applies
-to threads and entries only.
+id -> term count, record length, scope and write sequence (the postings), sorted sets by
+``said_at`` (all records, by user, by thread), sorted sets of the records naming a time, and a
+stats hash with the record count, total length and last write sequence that every write keeps.
+A keyword search is one script that reads the postings of the query's terms only (with
+``newest``, only those of the records written last, by sequence), checks each record they name
+against the scope once, sums BM25 and keeps the best ``limit`` in a heap; a time search walks
+the scope's ``said_at`` set newest first and stops after ``limit`` hits. Every write is one
+script, so it is all or nothing. On a cluster every key carries the adapter prefix's hash tag:
+the whole index of a prefix lives in one slot (one node holds it and serves all its searches).
+Records do not expire: the adapter's ``ttl`` applies to threads and entries only.
 """
 
 from __future__ import annotations
@@ -115,9 +116,21 @@ class RedisRecallIndex(RecallIndexMixin):
         return int(reply[0]), int(reply[1]), {term: int(n) for term, n in zip(terms, reply[2:], strict=True)}
 
     async def _recall_keyword(
-        self, weights: list[tuple[str, float]], avg_len: float, flt: RecallFilter, limit: int
+        self,
+        weights: list[tuple[str, float]],
+        avg_len: float,
+        flt: RecallFilter,
+        limit: int,
+        newest: int | None = None,
     ) -> list[tuple[RecallRecord, float]]:
-        args: list[Any] = [repr(avg_len), repr(RECALL_BM25.k1), repr(RECALL_BM25.b), limit, *_filter_args(flt)]
+        args: list[Any] = [
+            repr(avg_len),
+            repr(RECALL_BM25.k1),
+            repr(RECALL_BM25.b),
+            limit,
+            newest or 0,
+            *_filter_args(flt),
+        ]
         for term, idf in weights:
             args += [term, repr(idf)]
         reply = await self._run(lua.KEYWORD, self._recall_keys(), args)

@@ -15,9 +15,12 @@ Key layout under the prefix ``P`` (an absent user or thread is ``""``):
     the epoch (``""`` when unset); ``n`` (how many terms), ``tm`` (the terms, a JSON array in order
     with repeats), ``b`` (the record as JSON without its terms).
 ``P recall:term:<term>`` (hash)
-    The postings of one term: record id -> ``"<count> <record length> <scope number>"``, all a
-    keyword search needs of a record to score it and filter it. The hash's length is the term's
-    document frequency.
+    The postings of one term: record id -> ``"<count> <record length> <scope number> <seq>"``,
+    all a keyword search needs of a record to score it, filter it and tell the records indexed
+    last (``seq``, the write sequence of ``P recall:stats`` when the record was written). The
+    hash's length is the term's document frequency. Postings written before ``seq`` was kept
+    have three fields and are read as ``seq`` 0, indexed before any other (nothing migrates
+    them: writing the record again gives them a ``seq``).
 ``P recall:sig`` / ``P recall:sid`` / ``P recall:sidn`` (hashes)
     Scope numbers: a record's scope (kind, status, agent, user, thread joined by the character
     0x1F, which no id holds) -> its number, the number -> the scope, and the number -> how many
@@ -33,8 +36,9 @@ Key layout under the prefix ``P`` (an absent user or thread is ``""``):
 ``P recall:moments`` (by ``time_start``), ``P recall:spans`` (by ``time_end``) (sorted sets)
     The records that name a moment (no ``time_end``) or a range, for the time channel.
 ``P recall:stats`` (hash)
-    ``n`` (records) and ``len`` (their total length in terms), kept by every write, and ``sid``
-    (the last scope number given).
+    ``n`` (records) and ``len`` (their total length in terms), kept by every write, ``sid``
+    (the last scope number given) and ``seq`` (the last write sequence given: each record
+    written gets the next, so a record written again is indexed after every other).
 ``P recall:state`` (hash)
     The indexer's small strings (read and written by plain commands, not scripts).
 
@@ -64,6 +68,14 @@ local SEP = '\31'
 local function zuser(u) if u == '' then return P .. 'recall:nouser' end return P .. 'recall:u:' .. u end
 local function zthread(t) if t == '' then return P .. 'recall:nothread' end return P .. 'recall:t:' .. t end
 local PAGE = 256
+
+-- A posting's fields: count, record length, scope number (text) and write sequence (0 for a
+-- posting of three fields, written before the sequence was kept); nil when malformed.
+local function posting(v)
+  local tf, len, sid, seq = string.match(v, '^(%d+) (%d+) (%d+) ?(%d*)$')
+  if not sid then return nil end
+  return tonumber(tf), tonumber(len), sid, tonumber(seq) or 0
+end
 
 -- Whether id a sorts before id b, byte by byte (Python's order of str for UTF-8 text).
 local function idless(a, b)
@@ -217,7 +229,8 @@ def _script(name: str, body: str) -> LuaScript:
 
 
 # KEYS: stats. ARGV: P, TTL, then 11 values per record: id, kind, agent, user, thread, status,
-# said, time start, time end (microseconds or ''), terms (JSON array), body. Answers 'ok'.
+# said, time start, time end (microseconds or ''), terms (JSON array), body. Each record gets the
+# next write sequence (in the batch's order), kept in its postings. Answers 'ok'.
 PUT = _script(
     "recall_put",
     r"""
@@ -225,12 +238,15 @@ local W = 11
 local ids = {}
 for o = 3, #ARGV, W do ids[#ids + 1] = ARGV[o] end
 unindex_all(ids)
+local seq = redis.call('HINCRBY', STATS, 'seq', #ids) - #ids
 local added, len = 0, 0
 for o = 3, #ARGV, W do
   local id, u, t, s, ts, te, tm = ARGV[o], ARGV[o + 3], ARGV[o + 4], ARGV[o + 6], ARGV[o + 7], ARGV[o + 8], ARGV[o + 9]
   local sid = scope_number(ARGV[o + 1], ARGV[o + 5], ARGV[o + 2], u, t)
   local tf, n = counts(tm)
-  for term, c in pairs(tf) do redis.call('HSET', pkey(term), id, c .. ' ' .. n .. ' ' .. sid) end
+  seq = seq + 1
+  local tail = ' ' .. n .. ' ' .. sid .. ' ' .. seq
+  for term, c in pairs(tf) do redis.call('HSET', pkey(term), id, c .. tail) end
   redis.call('HSET', rkey(id), 'u', u, 't', t, 'sc', sid, 's', s, 'ts', ts, 'te', te, 'n', n, 'tm', tm,
     'b', ARGV[o + 10])
   redis.call('ZADD', ZALL, s, id)
@@ -290,29 +306,52 @@ return out
 """,
 )
 
-# KEYS: stats. ARGV: P, TTL, average length, k1, b, limit, the filter (5 values), then (term, idf)
-# pairs. Reads the postings of those terms only (each names the record's length and scope
-# number), decides each scope number once, and sums BM25 for the records in scope. Answers id, score (text),
-# body, terms... of the best `limit`, best first, ties by id.
+# KEYS: stats. ARGV: P, TTL, average length, k1, b, limit, newest (0 for none), the filter (5
+# values), then (term, idf) pairs. Reads the postings of those terms only (each names the record's
+# length, scope number and write sequence); with newest > 0, of a term holding more, only the
+# `newest` written last (highest sequence, ties by id) are kept, whatever their scope. Decides
+# each scope number once and sums BM25 for the records in scope. Answers id, score (text), body,
+# terms... of the best `limit`, best first, ties by id.
 KEYWORD = _script(
     "recall_keyword",
     r"""
 local avg, k1, b, limit = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local f = parse_filter(7)
+local newest = tonumber(ARGV[7])
+local f = parse_filter(8)
 local per_len = avg > 0 and b / avg or 0
 local fixed = 1 - b + (avg > 0 and 0 or b)
 local score, ids = {}, {}
-for o = 12, #ARGV, 2 do
+local function add(id, idf, tf, len, sid)
+  if not scope_ok(f, sid) then return end
+  local s = idf * tf * (k1 + 1) / (tf + k1 * (fixed + per_len * len))
+  local was = score[id]
+  if was == nil then ids[#ids + 1] = id; score[id] = s else score[id] = was + s end
+end
+local function later(x, y)
+  if x.q ~= y.q then return x.q > y.q end
+  return idless(x.id, y.id)
+end
+for o = 13, #ARGV, 2 do
   local idf = tonumber(ARGV[o + 1])
   local postings = redis.call('HGETALL', pkey(ARGV[o]))
-  for i = 1, #postings, 2 do
-    local tf, len, sid = string.match(postings[i + 1], '^(%d+) (%d+) (%d+)$')
-    if sid and scope_ok(f, sid) then
-      local id = postings[i]
-      tf = tonumber(tf)
-      local add = idf * tf * (k1 + 1) / (tf + k1 * (fixed + per_len * tonumber(len)))
-      local was = score[id]
-      if was == nil then ids[#ids + 1] = id; score[id] = add else score[id] = was + add end
+  if newest > 0 and #postings > 2 * newest then
+    local h = heap_new(newest, later)
+    for i = 1, #postings, 2 do
+      local tf, len, sid, seq = posting(postings[i + 1])
+      local id, top = postings[i], h[1]
+      -- a table only for a posting the heap keeps (most are older than its worst once full)
+      if sid and (h.n < newest or seq > top.q or (seq == top.q and idless(id, top.id))) then
+        heap_push(h, {id = id, q = seq, tf = tf, len = len, sid = sid})
+      end
+    end
+    for i = 1, h.n do
+      local x = h[i]
+      add(x.id, idf, x.tf, x.len, x.sid)
+    end
+  else
+    for i = 1, #postings, 2 do
+      local tf, len, sid = posting(postings[i + 1])
+      if sid then add(postings[i], idf, tf, len, sid) end
     end
   end
 end

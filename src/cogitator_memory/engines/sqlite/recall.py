@@ -7,7 +7,8 @@ reads only the postings of the query's terms; BM25 is summed in SQL over them, f
 in the same statement. ``recall_stats`` keeps the record count and total length in terms (BM25's
 ``N`` and ``avgdl``) and ``recall_df`` each term's record count up to date in every write, so a
 search never counts postings; it reads only those of the terms :func:`~cogitator_memory.index.base.within_budget`
-keeps. Schema:
+keeps (of a term past the budget, those of the records indexed last first: ``rid`` grows with
+every write, so they are read backwards along the key). Schema:
 migration ``m011_recall_index``.
 """
 
@@ -221,7 +222,12 @@ class SQLiteRecallIndex(RecallIndexMixin):
         return int(records), int(total), {str(t): int(n) for t, n in found}
 
     async def _recall_keyword(
-        self, weights: list[tuple[str, float]], avg_len: float, flt: RecallFilter, limit: int
+        self,
+        weights: list[tuple[str, float]],
+        avg_len: float,
+        flt: RecallFilter,
+        limit: int,
+        newest: int | None = None,
     ) -> list[tuple[RecallRecord, float]]:
         k1 = RECALL_BM25.k1
         fixed, per_length = length_terms(avg_len)
@@ -230,17 +236,24 @@ class SQLiteRecallIndex(RecallIndexMixin):
             # other kinds only: the postings of records that are not turns, found in their small
             # partial index, before any of them is joined (m014)
             where = f"t.rid IN (SELECT rid FROM recall_records WHERE kind <> 'turn') AND {where}"
+        params: list[Any] = [x for pair in weights for x in pair]
+        params += [k1 + 1.0, k1, fixed, per_length]
+        postings = "recall_terms"
+        if newest is not None:
+            # the records indexed last: a rid is never smaller than an earlier write's, and the
+            # postings' key (term, rid) reads them backwards from the newest
+            postings = "(SELECT term, rid, tf FROM recall_terms WHERE term = ? ORDER BY rid DESC LIMIT ?)"
+            params += [weights[0][0], newest]
         sql = (
             f"WITH q (term, idf) AS (VALUES {','.join('(?, ?)' for _ in weights)}),"
             " top AS (SELECT t.rid AS rid, sum(q.idf * t.tf * ? / (t.tf + ? * (? + ? * r.term_count))) AS score"
-            f" FROM q JOIN recall_terms t ON t.term = q.term JOIN recall_records r INDEXED BY recall_scoring"
+            f" FROM q JOIN {postings} t ON t.term = q.term JOIN recall_records r INDEXED BY recall_scoring"
             " ON r.rid = t.rid"
             f" WHERE {where} GROUP BY t.rid ORDER BY score DESC, min(r.id) LIMIT ?)"
             f" SELECT {_COLUMNS}, top.score FROM top JOIN recall_records r ON r.rid = top.rid"
             " ORDER BY top.score DESC, r.id"
         )
-        params: list[Any] = [x for pair in weights for x in pair]
-        params += [k1 + 1.0, k1, fixed, per_length, *args, limit]
+        params += [*args, limit]
         rows = self.connection.execute(sql, params).fetchall()
         return [(_record(row), float(row[11])) for row in rows if row[11] > 0]
 
