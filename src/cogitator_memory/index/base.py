@@ -592,7 +592,7 @@ class RecallIndexMixin(ABC):
         ``postings_budget`` (:data:`POSTINGS_BUDGET`; the rarest always). When the rarest alone
         has more, the search first scores only the budget's worth of its postings indexed last
         (the newest records holding it): at a million turns a common word's 50,000 postings
-        cost a search 100-175 ms. If fewer than ``limit`` records in scope are among those,
+        cost a search 100-265 ms. If fewer than ``limit`` records in scope are among those,
         every posting is read, so a user with few records in a large shared index still finds
         them all. A search of other kinds than turns (items, facts, file sections: few beside
         the turns) reads every posting at once."""
