@@ -2,9 +2,9 @@
 
 It runs :meth:`RecallIndexer.catch_up(full=True) <cogitator_memory.index.indexer.RecallIndexer.catch_up>`
 on the store every command works on (:mod:`.where`), any engine that keeps a recall index. Each thread's records are written again from its turns, a
-page of threads at a time; the indexer keeps its place in the index after each page
-(:data:`~cogitator_memory.index.indexer.REINDEX_KEY`), so a run stopped by Ctrl-C or a kill goes
-on from the page it stopped in when run again (``--restart`` starts from the first thread).
+page of threads at a time, the oldest update first; the indexer keeps its place in the index
+after each page (:data:`~cogitator_memory.index.indexer.REINDEX_KEY`), so a run stopped by Ctrl-C
+or a kill goes on from the page it stopped in when run again (``--restart`` starts from the first thread).
 Once the threads, items, graph and files are written, it walks every record of the index and
 removes those whose source is gone (deleted by a writer that kept no index, or undone by a
 restored backup), a page at a time, resumable the same way.
@@ -18,32 +18,26 @@ import json
 from dataclasses import asdict
 from typing import Any
 
+from ..errors import MemoryStoreError
 from ..index.base import is_recall_index
-from ..index.indexer import PRUNE_KEY, REINDEX_KEY, CatchUpReport, RecallIndexer
+from ..index.indexer import PRUNE_KEY, REINDEX_KEY, CatchUpReport, RecallIndexer, parse_mark, threads_oldest_first
 from .formats import CliError
 from .memory_commands import config_flag, memory_config, open_config_store
 from .progress import Progress, progress_flag, progress_of
 from .store import PROG, need
 from .where import store_label
 
-#: Threads listed in one page when counting them for the progress line.
-COUNT_PAGE = 1000
 
-
-async def _count_threads(store: Any, cursor: str | None, progress: Progress) -> int | None:
-    """How many threads a run starting at ``cursor`` will read, for the progress line (their
-    rows only, a page of :data:`COUNT_PAGE` at a time); ``None`` when the store cannot list them."""
+async def _count_threads(store: Any, mark: str | None, progress: Progress) -> int | None:
+    """How many threads a run going on from ``mark`` (where an earlier one stopped) will read,
+    for the progress line (their rows only); ``None`` when the store cannot list them."""
     progress.start("counting threads", unit="threads")
-    total = 0
-    while True:
-        page = await store.list_threads(limit=COUNT_PAGE, cursor=cursor or None)
-        if not page.success:
-            return None
-        total += len(page.data.threads)
-        progress.update(total)
-        cursor = page.data.next_cursor
-        if cursor is None:
-            return total
+    try:
+        left = await threads_oldest_first(store, None, parse_mark(mark))
+    except MemoryStoreError:
+        return None
+    progress.update(len(left))
+    return len(left)
 
 
 async def reindex(store: Any, label: str, progress: Progress, *, restart: bool = False) -> tuple[CatchUpReport, bool]:
@@ -58,7 +52,7 @@ async def reindex(store: Any, label: str, progress: Progress, *, restart: bool =
         need(await store.set_recall_state(REINDEX_KEY, ""))
     cursor = need(await store.get_recall_state(REINDEX_KEY))
     past_threads = bool(need(await store.get_recall_state(PRUNE_KEY)))
-    resumed = bool(cursor) or past_threads
+    resumed = parse_mark(cursor) is not None or past_threads  # a mark of an earlier version starts over
     if past_threads:  # stopped after its threads: it goes on with the rest
         total: int | None = 0
     else:

@@ -12,9 +12,11 @@ import or a process that stopped before its queue was written are found by
 :meth:`RecallIndexer.catch_up`: every thread updated since the last catch-up started (its time
 is kept in the index, :data:`WATERMARK_KEY`) is checked, and a thread whose turns and records
 differ in number is indexed again. The store's threads are the durable queue: a crash loses no
-turn, since the watermark moves only when a whole pass is done. ``catch_up(full=True)`` checks
-every thread (``cogitator-memory reindex``); it keeps its place (:data:`REINDEX_KEY`) so a pass
-stopped half way resumes where it stopped. A store's first catch-up, and every full one, also
+turn, since the watermark moves only when a whole pass is done. A pass walks the threads the
+oldest update first (:func:`threads_oldest_first`), so that the index's write order follows the
+conversations as live indexing does. ``catch_up(full=True)`` checks every thread
+(``cogitator-memory reindex``); it keeps its place (:data:`REINDEX_KEY`: the last thread done)
+so a pass stopped half way resumes where it stopped. A store's first catch-up, and every full one, also
 writes the records of the memory items, graph nodes and edges and memory-file sections of the
 agents of its threads (those the stores' own write paths index from then on). A thread indexed
 again is handed to :attr:`RecallIndexer.on_resync`, through which ``Memory`` has its message
@@ -52,7 +54,8 @@ logger = logging.getLogger("cogitator_memory")
 
 #: The index state holding when the last complete catch-up started (ISO time).
 WATERMARK_KEY = "indexer.turns.watermark"
-#: The index state holding where a full reindex got to (a thread page cursor).
+#: The index state holding where a full reindex got to: the last thread done, in the walk's
+#: order (see :func:`walk_mark`).
 REINDEX_KEY = "indexer.turns.reindex_cursor"
 #: The index state holding how far a full reindex got past its threads: :data:`SOURCES_DONE`
 #: less, then ``prune:`` and the cursor of the records' walk (empty: no such pass under way).
@@ -92,6 +95,53 @@ class _Job:
 
 
 ProgressFn = Callable[[CatchUpReport], None]
+
+
+def walk_mark(updated_at: datetime, thread_id: str) -> str:
+    """Where a full catch-up got to (see :data:`REINDEX_KEY`): the last thread done, in the walk's
+    order (oldest update first), as ``<updated_at ISO>|<thread id>``."""
+    return f"{updated_at.isoformat()}|{thread_id}"
+
+
+def parse_mark(text: str | None) -> tuple[datetime, str] | None:
+    """The ``(updated_at, thread id)`` of :func:`walk_mark`; ``None`` for no mark, or for one this
+    version cannot read (a walk kept by an earlier version starts over)."""
+    if not text:
+        return None
+    when, sep, thread_id = text.partition("|")
+    if not sep or not thread_id:
+        return None
+    try:
+        updated = datetime.fromisoformat(when)
+    except ValueError:
+        return None
+    return (updated, thread_id) if updated.tzinfo is not None else None
+
+
+async def threads_oldest_first(
+    store: Any, after: datetime | None, mark: tuple[datetime, str] | None = None
+) -> list[tuple[datetime, str]]:
+    """The threads of ``store`` updated after ``after`` (every one with ``None``) as
+    ``(updated_at, id)``, the oldest update first, and past ``mark`` in that order when given.
+
+    A catch-up writes the threads' records in this order, so that the index's write order
+    follows the conversations (the records of the newest threads are indexed last, which a
+    keyword search of a common word reads first: see
+    :meth:`~cogitator_memory.index.RecallIndexMixin.recall_keyword`); the store lists them the
+    most recently updated first, so their ids and times are read first, a page at a time (some
+    100 bytes a thread)."""
+    found: list[tuple[datetime, str]] = []
+    cursor: str | None = None
+    while True:
+        page = unwrap(await store.list_threads(updated_after=after, limit=THREAD_PAGE, cursor=cursor))
+        found.extend((t.updated_at, t.id) for t in page.threads)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    found.sort()
+    if mark is not None:
+        found = [x for x in found if x > mark]
+    return found
 
 
 class RecallIndexer:
@@ -311,13 +361,16 @@ class RecallIndexer:
         await self.flush()
         agents: set[str] = {CORE_AGENT}
         if not phase:
-            if cursor:  # resumed: the agents of the threads done before the stop
+            mark = parse_mark(cursor)
+            if mark is not None:  # resumed: the agents of the threads done before the stop
                 agents |= await self._thread_agents()
-            while True:
-                page = unwrap(
-                    await self.store.list_threads(updated_after=after, limit=THREAD_PAGE, cursor=cursor or None)
-                )
-                for thread in page.threads:
+            order = await threads_oldest_first(self.store, after, mark)
+            for start in range(0, len(order), THREAD_PAGE):
+                chunk = order[start : start + THREAD_PAGE]
+                for _updated, thread_id in chunk:
+                    thread = unwrap(await self.store.get_thread(thread_id))
+                    if thread is None:  # deleted since it was listed
+                        continue
                     agents.add(thread.agent_id)
                     written = await self.resync_thread(thread, force=full)
                     report.threads_checked += 1
@@ -328,13 +381,11 @@ class RecallIndexer:
                             self.on_resync(thread.id)
                 if progress is not None:
                     progress(report)
-                cursor = page.next_cursor
-                if full and cursor is None:  # the threads are done: a stop from here goes on past them
-                    unwrap(await self.store.set_recall_state(PRUNE_KEY, SOURCES_PHASE))
                 if full:
-                    unwrap(await self.store.set_recall_state(REINDEX_KEY, cursor or ""))
-                if cursor is None:
-                    break
+                    unwrap(await self.store.set_recall_state(REINDEX_KEY, walk_mark(*chunk[-1])))
+            if full:  # the threads are done: a stop from here goes on past them
+                unwrap(await self.store.set_recall_state(PRUNE_KEY, SOURCES_PHASE))
+                unwrap(await self.store.set_recall_state(REINDEX_KEY, ""))
         elif phase == SOURCES_PHASE:
             agents |= await self._thread_agents()
         if after is None and not phase.startswith(PRUNE_PHASE):
@@ -416,4 +467,13 @@ class RecallIndexer:
         await self.flush()
 
 
-__all__ = ["PRUNE_KEY", "REINDEX_KEY", "WATERMARK_KEY", "CatchUpReport", "RecallIndexer"]
+__all__ = [
+    "PRUNE_KEY",
+    "REINDEX_KEY",
+    "WATERMARK_KEY",
+    "CatchUpReport",
+    "RecallIndexer",
+    "parse_mark",
+    "threads_oldest_first",
+    "walk_mark",
+]
