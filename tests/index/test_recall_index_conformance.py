@@ -56,6 +56,46 @@ async def test_sqlite_keyword_searches_join_their_postings_to_small_indexes(tmp_
             assert ("recall_not_turns" in plan) == (sql is items_sql), plan
 
 
+async def test_sqlite_probes_the_records_that_are_not_turns_when_they_are_many(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a search of items lists the records that are not turns first while they are few; past
+    # LISTED_OTHERS it probes their partial index for each posting instead (a list of 200,000
+    # items and facts was read at every search), and finds the same records either way
+    from datetime import UTC, datetime
+
+    from cogitator_memory import unwrap
+    from cogitator_memory.engines.sqlite import recall as sqlite_recall
+
+    said = datetime(2026, 1, 1, tzinfo=UTC)
+    rows = [
+        {"kind": kind, "source_id": f"{kind}{n}", "text": f"peanut note {n}", "said_at": said, "agent_id": "a"}
+        for kind, count in (("turn", 30), ("item", 6), ("graph_fact", 4))
+        for n in range(count)
+    ]
+    flt = {"kinds": ["item", "graph_fact"], "agent_id": "a"}
+    async with SQLiteAdapter(path=str(tmp_path / "recall.db")) as store:
+        unwrap(await store.index_recall_records(rows))
+        plans: dict[int, str] = {}
+        found: dict[int, list[tuple[str, float]]] = {}
+        for listed in (10, 9):  # 10 records are not turns: listed, then one too many to list
+            monkeypatch.setattr(sqlite_recall, "LISTED_OTHERS", listed)
+            statements: list[str] = []
+            store.connection.set_trace_callback(statements.append)
+            hits = unwrap(await store.recall_keyword("peanut note", filter=flt, limit=50))
+            store.connection.set_trace_callback(None)
+            found[listed] = [(c.record.source_id, round(c.score, 9)) for c in hits]
+            [sql] = [s for s in statements if "recall_terms" in s]
+            plans[listed] = " | ".join(str(r[-1]) for r in store.connection.execute(f"EXPLAIN QUERY PLAN {sql}"))
+        assert len(found[10]) == 10 and found[9] == found[10]
+        assert {s for s, _ in found[9]} == {f"item{n}" for n in range(6)} | {f"graph_fact{n}" for n in range(4)}
+        assert "LIST SUBQUERY" in plans[10] and "recall_not_turns" in plans[10], plans[10]
+        assert "LIST SUBQUERY" not in plans[9], plans[9]
+        assert (
+            "CORRELATED SCALAR SUBQUERY" in plans[9] and "SEARCH x USING INDEX recall_not_turns (rid=?" in plans[9]
+        ), plans[9]
+
+
 async def test_sqlite_reads_a_common_terms_newest_postings_backwards_along_its_key(tmp_path: Path) -> None:
     # a term past the postings budget: its newest postings are read from the end of the
     # postings' key (term, rid), no sort of them all, and then joined as any search's
