@@ -276,6 +276,52 @@ async def test_memory_items_are_recalled_with_the_time_they_held_and_not_repeate
     assert order.index("Known facts:") < order.index("From memory:")
 
 
+async def test_a_build_of_the_present_ranks_what_the_recall_index_finds_of_the_items(
+    memory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The items of a build of the present come from the recall index (its keyword channel, and
+    # the items' vectors searched by meaning), a few hundred at most: not every item the user
+    # holds read at each build. An item of another thread of the user stays out, as before.
+    tid, _entries = await chat(memory, FILLER[:6])
+    other_tid, _ = await chat(memory, FILLER[:2])
+    ana_elsewhere = {"agent_id": "concierge", "user_id": "ana", "thread_id": other_tid}
+    many = [item(f"mem_{n:03d}", "Ana", f"stamps {n}", f"collects stamps from country {n}") for n in range(250)]
+    unwrap(
+        await memory.add_items(
+            [
+                *many,
+                item("mem_boat", "Ana", "boat", "a sailing boat called Gaivota, moored in Cascais"),
+                item("mem_berth", "Ana", "berth", "the sailing boat is moored at berth 12", scope=ana_elsewhere),
+            ]
+        )
+    )
+    reads: list[Any] = []
+    read_items = memory.query_items
+
+    async def counted(flt: Any) -> Any:
+        reads.append(flt)
+        return await read_items(flt)
+
+    monkeypatch.setattr(memory, "query_items", counted)
+    vectors = InMemoryEmbeddingAdapter(dimensions=64)
+    await vectors.connect()
+    b = hybrid(memory, memory_items=memory, embedding_service=HashingEmbedder(64), embedding_adapter=vectors)
+    question = "Where is Ana's sailing boat moored?"
+    context = await b.build(tid, current_input=question, max_tokens=600)
+    assert context.recalled is not None and not context.errors
+    recalled = [i.id for i in context.recalled["items"]]
+    assert recalled[0] == "mem_boat" and "mem_berth" not in recalled
+    assert reads == []  # no item was read by its scope
+    # the items the vector search could not find were given vectors, kept for the next build
+    kept = unwrap(await vectors.get_by_sources(["mem_boat"]))
+    assert [v.metadata.get("index") for v in kept] == ["items"]
+    # a build in the past lays the items out as known then: it reads the scope
+    past = await b.build(tid, current_input=question, max_tokens=600, as_of=START + timedelta(days=400))
+    assert past.recalled is not None
+    then = [i.id for i in past.recalled["items"]]
+    assert then[0] == "mem_boat" and "mem_berth" not in then and len(reads) == 1
+
+
 async def test_relevant_uses_the_configured_search_settings(memory: BaseMemoryAdapter) -> None:
     tid, entries = await chat(memory, HOTEL)
     embedder = CountingEmbedder()

@@ -23,6 +23,7 @@ from .. import clock
 from ..errors import InvalidArgumentError, NotFoundError
 from ..items.records import MemoryItem
 from ..jobs import given
+from ..recall.indexed_items import FoundItems
 from ..recall.query import THREAD_ABOVE_CHARS, QueryAnalysis, analyze_query_async, check_query
 from ..result import unwrap
 from ..threads import tree
@@ -238,8 +239,8 @@ class ContextBuilder(MemorySections, RelevanceRanking):
             )
         if relevance or semantic or (recall_on and service is not None):
             jobs.append(self._load_vector(text_input or "", loaded, errors, relevance or recall_on, semantic))
-        if recall_on and self.deps.memory_items is not None:
-            jobs.append(self._load_items(tid, agent, user, anchor, loaded, errors))
+        if recall_on and self.deps.memory_items is not None and analysis is not None:
+            jobs.append(self._load_items(tid, agent, user, anchor, as_of, analysis, loaded, errors))
         if recall_on and analysis is not None:
             jobs.append(self._load_other_channels(tid, analysis, loaded, errors))
         if cfg.include_graph_context and has_input:
@@ -432,13 +433,22 @@ class ContextBuilder(MemorySections, RelevanceRanking):
         thread_id: str,
         agent_id: str | None,
         user_id: str | None,
-        as_of: datetime,
+        anchor: datetime,
+        as_of: datetime | None,
+        analysis: QueryAnalysis,
         loaded: _Loaded,
         errors: list[ContextBuildError],
     ) -> None:
+        """The items the recall ranks: what the recall index's channels find of them (the items'
+        vectors are searched once the input's is made), or every item the run sees when the
+        index cannot answer for them (see :meth:`HybridRecall.item_filter`)."""
         try:
             agent, user = await self._thread_scope(thread_id, agent_id, user_id)
-            loaded.items = await self._recall.read_items(agent, user, thread_id, as_of)
+            flt = self._recall.item_filter(agent, user, as_of)
+            if flt is not None:
+                loaded.item_channels = flt, await self._recall.item_channels(flt, analysis)
+            else:
+                loaded.items = await self._recall.read_items(agent, user, thread_id, anchor)
         except Exception as exc:
             errors.append(ContextBuildError("relevance", exc))
 
@@ -473,15 +483,28 @@ class ContextBuilder(MemorySections, RelevanceRanking):
         searches run side by side (one's reads while the other ranks); one that fails leaves the
         other's blocks and is reported in ``errors``."""
 
+        async def indexed_items() -> FoundItems | None:
+            if loaded.item_channels is None:
+                return None
+            flt, found = loaded.item_channels
+            try:
+                return await self._recall.indexed_items(flt, thread_id, analysis, found, loaded.vector)
+            except Exception as exc:  # the turns are still searched
+                errors.append(ContextBuildError("relevance", exc))
+                return None
+
         async def own() -> list[ContextBlock]:
             try:
                 history_room = self._history_room(window, room, required, loaded)
                 cut = estimated_cut(window, history_room, self._tokens, self._window_blocks(window))
                 turns, places = await self._recall.older_turns(thread_id, leaf_id, window, cut)
-                turn_cos, item_cos = await gather_vectors(
-                    self._recall, thread_id, turns, loaded.items, loaded.vector, self._embed_entries, errors
+                (turn_cos, item_cos), indexed = await asyncio.gather(
+                    gather_vectors(
+                        self._recall, thread_id, turns, loaded.items, loaded.vector, self._embed_entries, errors
+                    ),
+                    indexed_items(),
                 )
-                hits = await self._recall.search(analysis, turns, turn_cos, loaded.items, item_cos, errors)
+                hits = await self._recall.search(analysis, turns, turn_cos, loaded.items, item_cos, errors, indexed)
                 return self._recall.blocks(hits, turns, zone, as_of, analysis.terms, places)
             except Exception as exc:
                 errors.append(ContextBuildError("relevance", exc))

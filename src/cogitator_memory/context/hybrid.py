@@ -39,8 +39,9 @@ from ..facts.prompt import prompt_line
 from ..index.base import is_recall_index
 from ..index.records import RecallFilter
 from ..items.base import is_memory_item_adapter
-from ..items.records import MemoryItem
+from ..items.records import MemoryItem, MemoryScope
 from ..recall.indexed import ChannelHits, channel_hits, gather_turns, verified_turns
+from ..recall.indexed_items import FoundItems, SearchKind, indexed_items
 from ..recall.item_search import item_text
 from ..recall.item_vectors import item_vectors
 from ..recall.query import QueryAnalysis
@@ -56,6 +57,9 @@ from .message_index import entry_text
 from .passages import best_passage, opening
 from .records import ContextBlock, ContextBuildError, DropReason
 from .strategies import cosines, fit_recent
+
+#: What a build's recall asks the recall index for besides turns: memory items.
+_ITEMS_ONLY: tuple[SearchKind, ...] = ("item",)
 
 if TYPE_CHECKING:
     from .sources import ContextBuilderDeps
@@ -294,6 +298,61 @@ class HybridRecall:
 
     # ----- items ---------------------------------------------------------------------------------
 
+    def item_filter(self, agent_id: str | None, user_id: str | None, as_of: datetime | None) -> RecallFilter | None:
+        """The scope a build asks the recall index for the items it ranks, or ``None`` when it
+        reads every item the run sees instead (:meth:`read_items`): the items are asked of the
+        index when the store that keeps them keeps it too, the run has an agent and a user, and
+        the build is of the present (``as_of`` not given: the index holds what is known now, a
+        build in the past lays the items out as known then)."""
+        memory = self.deps.memory_adapter
+        source = self.deps.memory_items
+        adapter = source if source is not None and is_memory_item_adapter(source) else getattr(source, "adapter", None)
+        if as_of is not None or agent_id is None or user_id is None or adapter is not memory:
+            return None
+        if not is_recall_index(memory):
+            return None
+        # items only: core facts are the system prompt's (``Memory.build_context``), and of another agent
+        return RecallFilter(agent_id=agent_id, user_id=user_id, kinds=["item"])
+
+    async def item_channels(self, flt: RecallFilter, analysis: QueryAnalysis) -> ChannelHits:
+        """What the recall index's keyword (and time) channels find of the items in ``flt``'s
+        scope (asked while the input is embedded: they need no vector)."""
+        return await channel_hits(self.deps.memory_adapter, analysis.text, flt, analysis, self.retriever.settings.depth)
+
+    async def indexed_items(
+        self,
+        flt: RecallFilter,
+        thread_id: str,
+        analysis: QueryAnalysis,
+        found: ChannelHits,
+        vector: Sequence[float] | None,
+    ) -> FoundItems:
+        """The items a build ranks, found through the recall index (:func:`~cogitator_memory.recall.indexed_items.indexed_items`):
+        those the channels ``found`` and, with the input's ``vector``, the nearest items by
+        their vectors, at most a few hundred whatever the user holds; an item of another thread
+        of the user is left out (the run does not see it)."""
+        store = self.deps.embedding_adapter
+        vectors = store if vector is not None and callable(getattr(store, "get_by_sources", None)) else None
+        out = await indexed_items(
+            self.deps.memory_adapter,
+            found,
+            flt,
+            analysis,
+            vectors=vectors,
+            query_vector=vector,
+            service=self.deps.embedding_service,
+            depth=self.retriever.settings.depth,
+            kinds=_ITEMS_ONLY,
+        )
+        assert flt.agent_id is not None
+        viewer = MemoryScope(agent_id=flt.agent_id, user_id=flt.user_id, thread_id=thread_id)
+        unseen = {i.id for i in out.items if not viewer.sees(i.scope)}
+        if unseen:
+            out.items = [i for i in out.items if i.id not in unseen]
+            out.keyword = [i for i in out.keyword if i not in unseen]
+            out.cosines = {k: v for k, v in out.cosines.items() if k not in unseen}
+        return out
+
     async def read_items(self, agent_id: str | None, user_id: str | None, thread_id: str, as_of: datetime) -> Any:
         """The active and superseded items the run sees (its agent, user and thread), as known
         at ``as_of``; ``None`` when the builder has no item store or no agent."""
@@ -321,8 +380,13 @@ class HybridRecall:
         items: Sequence[MemoryItem] | None,
         item_cos: dict[str, float] | None,
         errors: list[ContextBuildError],
+        indexed: FoundItems | None = None,
     ) -> list[RecallHit]:
-        """The hits of the retriever (its failures are ``relevance`` errors)."""
+        """The hits of the retriever (its failures are ``relevance`` errors). ``indexed`` are
+        the items found through the recall index (:meth:`indexed_items`), ranked in place of
+        ``items`` and ``item_cos``, their keyword ranking the index's."""
+        if indexed is not None:
+            items, item_cos = indexed.items, indexed.cosines
         found = await self.retriever.retrieve(
             analysis.text,
             analysis=analysis,
@@ -330,6 +394,8 @@ class HybridRecall:
             cosines=turn_cos,
             items=items,
             item_cosines=item_cos,
+            item_keyword_hits=indexed.keyword if indexed is not None else None,
+            item_terms=indexed.terms if indexed is not None else None,
             limit=self.settings.hybrid_limit,
         )
         errors.extend(ContextBuildError("relevance", exc) for exc in found.errors)

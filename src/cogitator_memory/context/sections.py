@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..embeddings import cooldown
 from ..embeddings.base import EmbeddingServiceError
 from ..embeddings.cooldown import cooling, mark_failed, mark_working
+from ..index.records import RecallFilter
 from ..items.records import MemoryItem
 from ..recall.indexed import MESSAGES_INDEX, ChannelHits
 from ..recall.item_vectors import ITEMS_INDEX
@@ -60,6 +61,9 @@ class _Loaded:
     #: What the recall index's keyword and time channels found for that search (asked while the
     #: input is embedded; ``None`` when it finds nothing by its rules).
     others_found: ChannelHits | None = None
+    #: The scope the recall's items are asked of the recall index in, and what its channels
+    #: found of them (``None``: the items were read whole into ``items``, or not at all).
+    item_channels: tuple[RecallFilter, ChannelHits] | None = None
 
 
 @dataclass(frozen=True, slots=True)

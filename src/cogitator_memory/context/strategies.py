@@ -15,11 +15,11 @@ they get the history blocks in conversation order and the room of the ``recent``
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 from ..threads.records import MemoryEntry
+from ..vectors.similarity import cosine, cosines, numpy_or_none
 from .assembler import Fit
 from .history import TokenCache, is_tool_result, tool_note
 from .records import ContextBlock, DropReason
@@ -129,58 +129,14 @@ def fit_relevant(blocks: Sequence[ContextBlock], room: int) -> Fit:
     return fit
 
 
-def cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    """Cosine similarity of two vectors of the same size (0 when either is all zeros)."""
-    dot = 0.0
-    na = 0.0
-    nb = 0.0
-    for x, y in zip(a, b, strict=True):
-        dot += x * y
-        na += x * x
-        nb += y * y
-    if na == 0.0 or nb == 0.0:
-        return 0.0
-    return dot / math.sqrt(na * nb)
-
-
-def _numpy() -> Any:
-    try:
-        import numpy
-    except ImportError:  # pragma: no cover - numpy is there in the test environment
-        return None
-    return numpy
-
-
 def as_array(vector: Sequence[float]) -> Any:
     """The vector as a unit-length float32 numpy array when numpy is installed, else a list."""
-    np = _numpy()
+    np = numpy_or_none()
     if np is None:  # pragma: no cover
         return list(vector)
     arr = np.asarray(vector, dtype=np.float32)
     norm = float(np.linalg.norm(arr))
     return arr / norm if norm > 0 else arr
-
-
-def cosines(query: Sequence[float], vectors: Sequence[Sequence[float]]) -> list[float]:
-    """Cosine of ``query`` with each vector (numpy when installed). Vectors of another size than
-    the query raise ``ValueError``."""
-    if not vectors:
-        return []
-    size = len(query)
-    for v in vectors:
-        if len(v) != size:
-            raise ValueError(f"vector size mismatch: the input has {size} dimensions, an entry {len(v)}")
-    np = _numpy()
-    if np is None:  # pragma: no cover
-        return [cosine(query, v) for v in vectors]
-    q = np.asarray(query, dtype=np.float32)
-    m = np.stack([np.asarray(v, dtype=np.float32) for v in vectors])
-    qn = float(np.linalg.norm(q))
-    if qn == 0.0:
-        return [0.0] * len(vectors)
-    norms = np.linalg.norm(m, axis=1)
-    norms[norms == 0.0] = 1.0
-    return [float(x) for x in (m @ q) / (norms * qn)]
 
 
 __all__ = ["MIN_RELEVANCE", "as_array", "cosine", "cosines", "fit_recent", "fit_relevant", "group_units"]

@@ -2,7 +2,7 @@
 
 Turns, memory items, core facts and graph facts (what ``remember`` saved) come from the store's
 recall index: every thread of the user, not a window of recent ones
-(:func:`~cogitator_memory.recall.indexed.gather_turns`, :func:`indexed_items`). The
+(:func:`~cogitator_memory.recall.indexed.gather_turns`, :func:`~cogitator_memory.recall.indexed_items.indexed_items`). The
 :class:`~cogitator_memory.recall.MemoryRetriever` ranks those candidates together; the turns it
 returns are read from the store (gone or redacted ones dropped, fork copies merged).
 
@@ -16,19 +16,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Collection, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Awaitable, Collection
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
-from ..context.strategies import cosines
 from ..embeddings import cooldown
 from ..embeddings.cooldown import cooling, mark_failed, mark_working
 from ..errors import InvalidArgumentError, MemoryStoreError
 from ..index.base import is_recall_index
-from ..index.build import CORE_AGENT, turn_text
-from ..index.records import MAX_RECORD_BATCH, RecallFilter, RecallKind, RecallRecord, record_id
-from ..items.records import MAX_VALUE_CHARS, MemoryItem, MemoryScope
+from ..index.build import turn_text
+from ..index.records import RecallFilter, RecallRecord
+from ..items.records import MemoryItem
 from ..jobs import given
 from ..recall.indexed import (
     DEPTH,
@@ -41,7 +40,15 @@ from ..recall.indexed import (
     turn_records,
     verified_turns,
 )
-from ..recall.item_vectors import ITEMS_INDEX, item_vectors
+from ..recall.indexed_items import (
+    RECORD_KINDS,
+    SEARCH_KINDS,
+    FoundItems,
+    SearchKind,
+    indexed_items,
+    item_scope,
+)
+from ..recall.item_vectors import ITEMS_INDEX
 from ..recall.query import QueryAnalysis, analyze_query_async
 from ..recall.retriever import MemoryRetriever, RecallHit
 from ..result import unwrap
@@ -65,22 +72,6 @@ logger = logging.getLogger("cogitator_memory")
 
 #: Seconds a search waits for the vectors of turns added a moment ago.
 VECTOR_WAIT = 2.0
-#: What :meth:`Memory.search` finds: turns (``"entry"``), memory items and core facts
-#: (``"item"``), graph facts (``"fact"``: facts saved with ``remember``, graph nodes and edges)
-#: and sections of memory files (``"file"``), as :attr:`SearchHit.kind` names them.
-SearchKind = Literal["entry", "item", "fact", "file"]
-SEARCH_KINDS: tuple[SearchKind, ...] = ("entry", "item", "fact", "file")
-#: The kinds of recall records each kind of hit comes from.
-_RECORD_KINDS: dict[SearchKind, tuple[RecallKind, ...]] = {
-    "entry": ("turn",),
-    "item": ("item", "core_fact"),
-    "fact": ("graph_fact",),
-    "file": ("file_section",),
-}
-#: The kind of hit each kind of record other than a turn is.
-_HIT_KIND: dict[str, SearchKind] = {"item": "item", "core_fact": "item", "graph_fact": "fact", "file_section": "file"}
-#: The kinds of records ranked by their text alone (no item behind them).
-_TEXT_KINDS = frozenset({"graph_fact", "file_section"})
 #: What the score of a memory item that no longer holds, and of the turns that said it, is
 #: multiplied by: the current value comes first.
 SUPERSEDED_WEIGHT = 0.5
@@ -126,115 +117,6 @@ async def check_reader(memory: Searched, thread_id: str, user_id: str | None) ->
     owner = (thread.metadata or {}).get(USER_ID_KEY) if thread is not None else None
     if owner is not None and owner != user_id:
         raise InvalidArgumentError("thread_id", f"{thread_id} is another user's thread")
-
-
-@dataclass
-class FoundItems:
-    """The memory items, core facts and graph facts a search ranks (see :func:`indexed_items`)."""
-
-    #: The items to rank (a graph fact as an item of subject "fact" holding its text).
-    items: list[MemoryItem] = field(default_factory=list)
-    #: The ids of the items that are graph facts.
-    facts: set[str] = field(default_factory=set)
-    #: The ids of the items that are memory-file sections.
-    files: set[str] = field(default_factory=set)
-    #: Item id -> cosine with the query's vector, for the items whose cosine can place them in
-    #: the retriever's vector ranking.
-    cosines: dict[str, float] = field(default_factory=dict)
-    #: Item ids in the keyword channel's order (the index's BM25 over every record in scope).
-    keyword: list[str] = field(default_factory=list)
-    #: Item id -> the stemmed terms its record carries (the retriever does not read them again).
-    terms: dict[str, list[str]] = field(default_factory=dict)
-
-
-async def indexed_items(
-    store: Any,
-    found: ChannelHits,
-    flt: RecallFilter,
-    analysis: QueryAnalysis,
-    *,
-    vectors: Any = None,
-    query_vector: Sequence[float] | None = None,
-    service: Any = None,
-    depth: int = DEPTH,
-    kinds: Collection[SearchKind] = SEARCH_KINDS,
-    near: Sequence[VectorHit] | None = None,
-) -> FoundItems:
-    """The memory items and core facts (``"item"`` in ``kinds``) and graph facts (``"fact"``)
-    among what the index's channels ``found`` (keywords; time, when the query names one), and
-    with ``vectors`` and ``query_vector`` the items' vectors searched by user and agent in
-    ``flt``'s scope, as items to rank. Items are read from the store (active and superseded ones
-    as stored); a graph fact is ranked as an item of subject "fact" holding its text.
-
-    The vector search asks for the ``depth`` nearest items (the retriever's ranking depth: its
-    vector ranking takes no more), and the cosines are those it returns. An item found by its
-    words alone is looked up in the embedding store (its vector made by ``service`` when it has
-    none, and kept) only when that search came back short (fewer than ``depth`` vectors in
-    scope: the item has no vector yet) or the item is among the keyword channel's best
-    ``depth``; below those, its cosine is under every one the vector search returned and cannot
-    place it in the vector ranking, so it is not read. ``near`` is that search's hits when it
-    was done already."""
-    out = FoundItems()
-    chosen = [*found.keyword, *found.timed]
-    records: dict[str, RecallRecord] = {}
-    for candidate in chosen:
-        record = candidate.record
-        if _HIT_KIND.get(record.kind) in kinds:
-            records.setdefault(record.source_id, record)
-    out.keyword = list(dict.fromkeys(c.record.source_id for c in found.keyword if c.record.source_id in records))
-    ids = [i for i in records if records[i].kind not in _TEXT_KINDS]
-    if near is None:
-        near = []
-        if "item" in kinds and vectors is not None and query_vector is not None:
-            near = await nearest(vectors, query_vector, _item_scope(flt), ITEMS_INDEX, depth)
-    if near:
-        out.cosines = {h.source_id: h.score for h in near if h.source_id}
-        ids = list(dict.fromkeys([*ids, *out.cosines]))
-    stored: list[MemoryItem] = unwrap(await store.get_items(ids)) if ids else []
-    out.items = [i for i in stored if i.status in ("active", "superseded")]
-    for item_id, record in records.items():
-        if record.kind not in _TEXT_KINDS:
-            out.terms[item_id] = record.terms
-            continue
-        (out.files if record.kind == "file_section" else out.facts).add(item_id)
-        out.terms[item_id] = record.terms
-        out.items.append(
-            MemoryItem(
-                id=item_id,
-                status="active",
-                kind="fact",
-                subject="file" if record.kind == "file_section" else "fact",
-                value=record.text[:MAX_VALUE_CHARS],
-                trust="user",
-                scope=MemoryScope(
-                    agent_id=record.agent_id or flt.agent_id or "default",
-                    user_id=record.user_id,
-                    thread_id=record.thread_id,
-                ),
-                recorded_at=record.said_at,
-            )
-        )
-    unread_terms = [
-        record_id("core_fact" if i.scope.agent_id == CORE_AGENT else "item", i.id)
-        for i in out.items
-        if i.id not in out.terms
-    ]
-    if unread_terms:  # items the vector search found: their records' terms (reading is cheaper than stemming)
-        for start in range(0, len(unread_terms), MAX_RECORD_BATCH):
-            for record in unwrap(await store.get_recall_records(unread_terms[start : start + MAX_RECORD_BATCH])):
-                out.terms[record.source_id] = record.terms
-    if vectors is not None and query_vector is not None and service is not None and "item" in kinds:
-        short = len(near) < depth
-        best = set(out.keyword[:depth])
-        unread = [i for i in out.items if i.id not in out.facts and i.id not in out.cosines and (short or i.id in best)]
-        if unread:
-            try:
-                known = await item_vectors(vectors, service, unread)
-                ids = [i.id for i in unread if i.id in known]
-                out.cosines.update(zip(ids, cosines(query_vector, [known[i] for i in ids]), strict=True))
-            except Exception as exc:  # the items are still found by their words
-                logger.warning("search: the items' vectors could not be read or made (%s)", exc)
-    return out
 
 
 async def _query_vector(memory: Searched, query: str) -> list[float] | None:
@@ -422,11 +304,6 @@ class _Meaning:
     items: list[VectorHit] | None = None
 
 
-def _item_scope(flt: RecallFilter) -> RecallFilter:
-    """The scope of the items' vectors: an item belongs to no thread."""
-    return flt.model_copy(update={"thread_id": None})
-
-
 async def _by_meaning(
     memory: Searched, query: str, flt: RecallFilter, wanted: Collection[SearchKind], depth: int
 ) -> _Meaning:
@@ -437,7 +314,7 @@ async def _by_meaning(
     if vector is None or vectors is None:
         return _Meaning(vector)
     turn_call = nearest(vectors, vector, flt, MESSAGES_INDEX, DEPTH) if "entry" in wanted else given(None)
-    item_call = nearest(vectors, vector, _item_scope(flt), ITEMS_INDEX, depth) if "item" in wanted else given(None)
+    item_call = nearest(vectors, vector, item_scope(flt), ITEMS_INDEX, depth) if "item" in wanted else given(None)
     turns, items = await asyncio.gather(turn_call, item_call)
     return _Meaning(vector, turns, items)
 
@@ -454,7 +331,7 @@ async def _keyword_channels(
     kinds asked apart, side by side, each for ``depth`` candidates (the retriever's ranking
     depth: its keyword ranking takes no more), so neither crowds the other out and no more
     records are read than the ranking uses."""
-    others = [r for k in wanted if k != "entry" for r in _RECORD_KINDS[k]]
+    others = [r for k in wanted if k != "entry" for r in RECORD_KINDS[k]]
     calls = []
     if "entry" in wanted:
         calls.append(channel_hits(store, query, flt.model_copy(update={"kinds": ["turn"]}), analysis, depth))
