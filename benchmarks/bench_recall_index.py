@@ -42,7 +42,9 @@ at most 100 MB from 10k to 1M. (``MemoryItems.add_many(500)`` beside a raw batch
 
 Run: ``python -m benchmarks --only recall_index`` or ``python -m benchmarks.bench_recall_index
 [--sizes 10000 100000] [--huge] [--no-before] [--no-postgres] [--no-sqlite] [--profile PATH]
-[--same-load COMMIT] [--keep]``; ``--same-load`` loads SQLite's files (and PostgreSQL's schemas) with
+[--same-load COMMIT] [--keep] [--items N] [--queries N]``; ``--items N`` also loads N memory items (each
+in a slot of its own, active) and N facts (as ``remember`` saves them) after the turns, the
+"plus items and facts" of the targets (the baseline of ``82b1398`` is then not measured); ``--same-load`` loads SQLite's files (and PostgreSQL's schemas) with
 ``COMMIT``'s code and measures them with it, then opens them once with this checkout (its
 migrations, timed) and measures them again: each size beside the code before, on the same data,
 in one run; on PostgreSQL (where a schema this checkout migrated cannot be opened by older code
@@ -60,6 +62,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -153,8 +156,69 @@ def first_thread_at(threads: int) -> datetime:
     return min(START, latest - timedelta(hours=6 * threads))
 
 
-async def load(store: dict[str, Any], turns: int) -> dict[str, Any]:
-    """Write ``turns`` turns for one user through ``Memory`` (see the module docs)."""
+def _sentences() -> list[str]:
+    """The sentences of the BEAM messages (30 to 200 characters): the texts of the items and facts."""
+    messages, _ = _texts()
+    return [s for _, text in messages for s in re.split(r"(?<=[.!?])\s+", text) if 30 <= len(s) <= 200]
+
+
+async def load_items(memory: Any, count: int) -> dict[str, Any]:
+    """Write ``count`` memory items (each in a slot of its own, verified, so active and indexed)
+    and ``count`` facts (as ``remember`` saves them, with their vectors, in batches) of the user
+    through ``memory``: the "plus items and facts" of issue 32's scale figures."""
+    from cogitator_memory.tools import FACT_TYPE
+
+    sentences = _sentences()
+    scope = {"agent_id": memory.agent_id, "user_id": USER}
+    started = time.perf_counter()
+    for first in range(0, count, 500):
+        batch = [
+            {
+                "kind": "fact",
+                "subject": "user",
+                "attribute": f"note {i}",
+                "value": f"{sentences[i % len(sentences)]} (#{i})",
+                "trust": "user",
+                "confidence": 0.9,
+                "verified": True,
+                "evidence": [{"entry_id": f"entry_{i}", "thread_id": "thread_notes", "quote": "noted"}],
+                "scope": scope,
+            }
+            for i in range(first, min(count, first + 500))
+        ]
+        await memory.items.add_many(batch)
+    items_s = time.perf_counter() - started
+    embedder = memory.embedding_service
+    for first in range(0, count, 1000):
+        texts = [
+            f"{sentences[(i * 7 + 3) % len(sentences)]} [fact {i}]" for i in range(first, min(count, first + 1000))
+        ]
+        vectors = await embedder.embed_batch(texts)
+        nodes = [
+            {
+                "type": FACT_TYPE,
+                "name": text,
+                "properties": {"category": "general"},
+                "origin": "user",
+                "scope": scope,
+                "embedding": list(vector),
+            }
+            for text, vector in zip(texts, vectors, strict=True)
+        ]
+        result = await memory.graph.add_nodes(nodes)
+        assert result.success, result.error
+    await memory.flush()
+    return {
+        "items": count,
+        "facts": count,
+        "items load s": items_s,
+        "facts load s": time.perf_counter() - started - items_s,
+    }
+
+
+async def load(store: dict[str, Any], turns: int, items: int = 0) -> dict[str, Any]:
+    """Write ``turns`` turns for one user through ``Memory`` (see the module docs), then
+    ``items`` memory items and as many facts (:func:`load_items`)."""
     from cogitator_memory import Memory, frozen_clock
 
     messages, _ = _texts()
@@ -178,6 +242,8 @@ async def load(store: dict[str, Any], turns: int) -> dict[str, Any]:
     await memory.flush()
     flushed = time.perf_counter() - started
     out = {"turns": threads * TURNS_PER_THREAD, "threads": threads, "write s": written, "load s": flushed}
+    if items:
+        out.update(await load_items(memory, items))
     indexer = getattr(memory, "indexer", None)  # none before the index
     if indexer is not None:
         # what the first search of a process does once on a store no indexer has checked (an
@@ -368,13 +434,15 @@ def measure_size(
     queries: int = QUERIES,
     profile: str | None = None,
     loaded: bool = False,
+    items: int = 0,
 ) -> dict[str, Any]:
-    """Load ``turns`` turns (unless ``loaded``: then the file, written by older code, is opened
-    once, migrating it) and measure them (each step a fresh process)."""
+    """Load ``turns`` turns and ``items`` items and facts (unless ``loaded``: then the file,
+    written by older code, is opened once, migrating it) and measure them (each step a fresh
+    process)."""
     if loaded:
         figures = worker({"do": "open", "store": store}, src)
     else:
-        figures = worker({"do": "load", "store": store, "turns": turns}, src)
+        figures = worker({"do": "load", "store": store, "turns": turns, "items": items}, src)
     if store["adapter"] == "sqlite":
         figures["file MB"] = file_mb(Path(store["path"]))
     figures.update(measure_loaded(store, turns, src=src, queries=queries, profile=profile))
@@ -630,13 +698,19 @@ def run_all(
     same_load: str | None = None,
     alternate: int = 3,
     keep: bool = False,
+    items: int = 0,
+    queries: int = QUERIES,
 ) -> list[Row]:
     """Every engine and size and the baseline; the rows of the table. With ``same_load`` (a
     commit), SQLite's files and PostgreSQL's schemas are loaded and measured by that commit's
     code first, then measured by this checkout's (after opening once: its migrations), each size
     beside the other; on PostgreSQL a schema loaded by each is measured ``alternate`` times, in
     turn (:func:`alternate_postgres`). With ``keep`` the stores measured without ``same_load``
-    (SQLite's files, PostgreSQL's schemas) are left for another look, their names printed."""
+    (SQLite's files, PostgreSQL's schemas) are left for another look, their names printed.
+    ``items`` adds that many memory items and facts to each store after its turns (not to the
+    baseline of ``82b1398``, which is then not measured); ``queries`` questions are timed."""
+    if items:
+        with_before = False
     rows: list[Row] = []
     folder = Path(tempfile.mkdtemp(prefix="bench-recall-index-"))
     engines: list[tuple[str, Any]] = []
@@ -665,10 +739,15 @@ def run_all(
                 store = make(n)
                 try:
                     if same is not None:
-                        before_at[n] = measure_size(store, n, src=same)
+                        before_at[n] = measure_size(store, n, src=same, items=items, queries=queries)
                         print(f"[recall_index] {same_load} {n:,}: {json.dumps(before_at[n])}", file=sys.stderr)
                     figures[n] = measure_size(
-                        store, n, profile=profile if n == sizes[-1] else None, loaded=same is not None
+                        store,
+                        n,
+                        profile=profile if n == sizes[-1] else None,
+                        loaded=same is not None,
+                        items=items,
+                        queries=queries,
                     )
                 finally:
                     if keep:
@@ -730,11 +809,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--keep", action="store_true", help="leave the loaded SQLite files and PostgreSQL schemas (names printed)"
     )
+    parser.add_argument(
+        "--items", type=int, default=0, help="also load this many memory items and as many facts (no baseline)"
+    )
+    parser.add_argument("--queries", type=int, default=QUERIES, help=f"questions timed (default {QUERIES})")
     args = parser.parse_args(argv)
     if args.worker:
         task = json.loads(args.worker)
         if task["do"] == "load":
-            result = asyncio.run(load(task["store"], task["turns"]))
+            result = asyncio.run(load(task["store"], task["turns"], task.get("items", 0)))
         elif task["do"] == "open":
             result = asyncio.run(open_once(task["store"]))
         else:
@@ -753,6 +836,8 @@ def main(argv: list[str] | None = None) -> int:
         same_load=args.same_load,
         alternate=args.alternate,
         keep=args.keep,
+        items=args.items,
+        queries=args.queries,
     )
     for row in rows:
         print(json.dumps(row.as_dict()))

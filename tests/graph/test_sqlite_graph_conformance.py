@@ -166,3 +166,65 @@ async def test_the_evidence_index_is_filled_from_the_records_written_before_it(t
             assert "SCAN" not in text.replace("SCAN json_each", "") and "by_agent" not in text, text
         unwrap(await memory.delete_nodes(["n0"]))
         assert memory.connection.execute("SELECT count(*) FROM graph_evidence").fetchone()[0] == 0
+
+
+async def test_a_search_by_meaning_reads_the_vectors_alone_and_ranks_as_every_node_read(store: SQLiteAdapter) -> None:
+    # SQLite scores the packed vectors in one matrix product and reads only the nodes kept: the
+    # same nodes, order (ties by id) and cosines as reading every node of the query and scoring
+    # each (the base rule), for float32 and float64 vectors, a zero vector, vectors of another
+    # size, ties at the limit, a threshold, types and another user's nodes
+    import random
+
+    from cogitator_memory.graph.base import GraphStoreMixin
+    from cogitator_memory.graph.checks import check_node_filter
+
+    rng = random.Random(7)
+    nodes = []
+    for i in range(60):
+        vector = [rng.uniform(-1, 1) for _ in range(8)]
+        if i % 7 == 0:
+            vector = [float(f"{v:.3f}") for v in vector]  # not float32 exactly: kept as float64
+        nodes.append({"id": f"n{i:02d}", "name": f"N{i}", "type": "fact" if i % 3 else "place", "embedding": vector})
+    nodes[5]["embedding"] = list(nodes[4]["embedding"])  # a tie
+    nodes[6]["embedding"] = [0.0] * 8
+    nodes[9]["embedding"] = [1.0, 0.5]  # another size: never scored
+    nodes.append(
+        {"id": "z", "name": "Z", "type": "fact", "embedding": nodes[4]["embedding"], "scope": {"user_id": "bo"}}
+    )
+    unwrap(
+        await store.add_nodes(
+            [
+                {
+                    **{k: v for k, v in n.items() if k != "scope"},
+                    "scope": {"agent_id": "a", **n.get("scope", {"user_id": "ana"})},
+                }
+                for n in nodes
+            ]
+        )
+    )
+    query = list(nodes[4]["embedding"])
+    for limit, threshold, types in (
+        (5, -1.0, None),
+        (40, 0.1, None),
+        (3, -1.0, ["fact"]),
+        (2, 0.0, None),
+        (100, -1.0, None),
+    ):
+        found = unwrap(
+            await store.search_nodes_semantic(
+                "a",
+                query,
+                limit=limit,
+                threshold=threshold,
+                types=types,
+                visible_to={"agent_id": "a", "user_id": "ana"},
+            )
+        )
+        flt = check_node_filter({"agent_id": "a", "types": types, "visible_to": {"agent_id": "a", "user_id": "ana"}})
+        every = await GraphStoreMixin._nearest_nodes(store, flt, query, limit, threshold)
+        assert [n.id for n, _ in found] == [n.id for n, _ in every], (limit, threshold, types)
+        assert all(abs(a - b) < 1e-12 for (_, a), (_, b) in zip(found, every, strict=True))
+        ids = [n.id for n, _ in found]
+        assert "z" not in ids and "n09" not in ids
+    top = unwrap(await store.search_nodes_semantic("a", query, limit=2, visible_to={"agent_id": "a", "user_id": "ana"}))
+    assert [n.id for n, _ in top] == ["n04", "n05"] and top[0][0].embedding == nodes[4]["embedding"]

@@ -39,6 +39,7 @@ from ..errors import ConflictError, InvalidArgumentError, NotFoundError
 from ..items.records import MemoryScope
 from ..result import MemoryResult, ok
 from ..threads import tree
+from ..vectors.similarity import cosines
 from . import rules
 from .checks import (
     MAX_BATCH,
@@ -229,6 +230,21 @@ class GraphStoreMixin(ABC):
     @abstractmethod
     async def _query_edges(self, query: EdgeQuery) -> list[GraphEdge]:
         """The edges ``query.matches``."""
+
+    async def _nearest_nodes(
+        self, query: NodeQuery, vector: list[float], limit: int, least: float
+    ) -> list[tuple[GraphNode, float]]:
+        """The nodes ``query.matches`` whose embedding (of ``vector``'s size) has a cosine of at
+        least ``least`` with ``vector``, best first (ties by id), at most ``limit``. Here every
+        node of the query is read and the cosines taken in one matrix product; an engine that
+        can read the vectors alone overrides it."""
+        nodes = [
+            n for n in await self._query_nodes(query) if n.embedding is not None and len(n.embedding) == len(vector)
+        ]
+        scores = cosines(vector, [n.embedding for n in nodes if n.embedding is not None], precise=True)
+        scored = [(n, score) for n, score in zip(nodes, scores, strict=True) if score >= least]
+        scored.sort(key=lambda pair: (-pair[1], pair[0].id))
+        return scored[:limit]
 
     @abstractmethod
     async def _walk_steps(self, walk: Walk) -> list[tuple[str, int, str | None, str | None]]:
@@ -426,14 +442,7 @@ class GraphStoreMixin(ABC):
             count = _count("limit", limit, 1, MAX_BATCH)
             least = _number("threshold", threshold, -1.0, 1.0)
             filter_ = {"agent_id": agent_id, "types": types, "visible_to": visible_to}
-            scored: list[tuple[GraphNode, float]] = []
-            for node in await self._query_nodes(check_node_filter(filter_)):
-                if node.embedding is not None and len(node.embedding) == len(vector):
-                    score = cosine(vector, node.embedding)
-                    if score >= least:
-                        scored.append((node, score))
-            scored.sort(key=lambda pair: (-pair[1], pair[0].id))
-            return ok(scored[:count])
+            return ok(await self._nearest_nodes(check_node_filter(filter_), vector, count, least))
         except Exception as exc:
             return self._fail("search_nodes_semantic", exc)
 

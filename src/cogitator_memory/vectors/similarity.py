@@ -30,9 +30,10 @@ def numpy_or_none() -> Any:
     return numpy
 
 
-def cosines(query: Sequence[float], vectors: Sequence[Sequence[float]]) -> list[float]:
-    """Cosine of ``query`` with each vector (numpy when installed). Vectors of another size than
-    the query raise ``ValueError``."""
+def cosines(query: Sequence[float], vectors: Sequence[Sequence[float]], *, precise: bool = False) -> list[float]:
+    """Cosine of ``query`` with each vector (numpy when installed, in float32; ``precise``: in
+    float64, as :func:`cosine` computes one). Vectors of another size than the query raise
+    ``ValueError``."""
     if not vectors:
         return []
     size = len(query)
@@ -42,8 +43,9 @@ def cosines(query: Sequence[float], vectors: Sequence[Sequence[float]]) -> list[
     np = numpy_or_none()
     if np is None:  # pragma: no cover
         return [cosine(query, v) for v in vectors]
-    q = np.asarray(query, dtype=np.float32)
-    m = np.stack([np.asarray(v, dtype=np.float32) for v in vectors])
+    dtype = np.float64 if precise else np.float32
+    q = np.asarray(query, dtype=dtype)
+    m = np.asarray(vectors, dtype=dtype)
     qn = float(np.linalg.norm(q))
     if qn == 0.0:
         return [0.0] * len(vectors)
