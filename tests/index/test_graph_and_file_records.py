@@ -22,7 +22,7 @@ from cogitator_memory.index.build import (
     file_section_records,
     file_sections,
 )
-from cogitator_memory.index.indexer import RecallIndexer
+from cogitator_memory.index.indexer import WATERMARK_KEY, RecallIndexer
 from cogitator_memory.runtime.memory import Memory
 from cogitator_memory.runtime.search import search_memory
 from engine_configs import memory_config
@@ -129,9 +129,30 @@ async def test_reindex_writes_the_edges_and_file_sections_held_before(tmp_path: 
         assert len(unwrap(await store.get_recall_records(held))) == 2, "written with their sources"
         unwrap(await store.delete_recall_records(held))  # as a store indexed before these kinds were
         report = await RecallIndexer(store).catch_up(full=True)
-        assert report.records_written >= 4, "two nodes, the edge and the section"
+        assert report.records_written == 2, "the edge and the section: the nodes' records were held"
         got = {r.id: r.text for r in unwrap(await store.get_recall_records(held))}
         assert got == {held[0]: "Ana lives in Porto", held[1]: "/memories/ana.md\n# Pets\nA cat named Quokka."}
+
+
+async def test_a_first_catch_up_writes_only_the_records_the_index_does_not_hold(tmp_path: Path) -> None:
+    # a store no indexer has checked (no watermark): the items', nodes' and edges' records its
+    # writes made are held as they are and not written again; one missing or differing is
+    async with SQLiteAdapter(path=str(tmp_path / "r.db")) as store:
+        unwrap(await store.create_thread("agent", {"user_id": "ana"}))
+        nodes = unwrap(
+            await store.add_nodes([{"type": "person", "name": f"Friend {n}", "scope": ANA["scope"]} for n in range(30)])
+        )
+        first = await RecallIndexer(store).catch_up()
+        assert first.records_written == 0
+        gone, changed = f"graph_fact:{nodes[0].id}", f"graph_fact:{nodes[1].id}"
+        unwrap(await store.delete_recall_records([gone]))
+        [held] = unwrap(await store.get_recall_records([changed]))
+        unwrap(await store.index_recall_records([held.model_copy(update={"text": "stale text", "terms": ["stale"]})]))
+        unwrap(await store.set_recall_state(WATERMARK_KEY, ""))  # as if never checked
+        again = await RecallIndexer(store).catch_up()
+        assert again.records_written == 2
+        got = {r.id: r.text for r in unwrap(await store.get_recall_records([gone, changed]))}
+        assert got == {gone: "Friend 0", changed: "Friend 1"}
 
 
 # --- search ------------------------------------------------------------------------------------

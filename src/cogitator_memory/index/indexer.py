@@ -428,7 +428,9 @@ class RecallIndexer:
     async def _index_sources(self, agents: list[str]) -> int:
         """Write the records of every memory item, graph node and edge, and memory-file section
         of ``agents`` (what a store held before it kept a recall index, or before it indexed
-        those kinds); how many were written."""
+        those kinds) that the index does not hold as they are; how many were written. (A store
+        whose live indexer wrote them all writes none: with 100,000 items and 100,000 facts,
+        writing them all again took 223 s.)"""
         written = 0
         for agent in agents:
             records: list[RecallRecord] = []
@@ -443,9 +445,19 @@ class RecallIndexer:
                 records.extend(edge_record(e, names) for e in edges)
             if callable(getattr(self.store, "query_file_versions", None)):
                 records.extend(await self._file_records(agent))
-            await self._write(records)
-            written += len(records)
+            changed = await self._not_held(records)
+            await self._write(changed)
+            written += len(changed)
         return written
+
+    async def _not_held(self, records: list[RecallRecord]) -> list[RecallRecord]:
+        """The ``records`` the index does not hold as they are (missing, or differing)."""
+        out: list[RecallRecord] = []
+        for start in range(0, len(records), MAX_RECORD_BATCH):
+            chunk = records[start : start + MAX_RECORD_BATCH]
+            held = {r.id: r for r in unwrap(await self.store.get_recall_records([r.id for r in chunk]))}
+            out.extend(r for r in chunk if held.get(r.id) != r)
+        return out
 
     async def _file_records(self, agent: str) -> list[RecallRecord]:
         """The section records of the head of each of ``agent``'s memory files (the heads are
