@@ -166,7 +166,7 @@ async def load_items(memory: Any, count: int) -> dict[str, Any]:
     """Write ``count`` memory items (each in a slot of its own, verified, so active and indexed)
     and ``count`` facts (as ``remember`` saves them, with their vectors, in batches) of the user
     through ``memory``: the "plus items and facts" of issue 32's scale figures."""
-    from cogitator_memory.tools import FACT_TYPE
+    from .bench_remember import add_facts
 
     sentences = _sentences()
     scope = {"agent_id": memory.agent_id, "user_id": USER}
@@ -188,25 +188,8 @@ async def load_items(memory: Any, count: int) -> dict[str, Any]:
         ]
         await memory.items.add_many(batch)
     items_s = time.perf_counter() - started
-    embedder = memory.embedding_service
-    for first in range(0, count, 1000):
-        texts = [
-            f"{sentences[(i * 7 + 3) % len(sentences)]} [fact {i}]" for i in range(first, min(count, first + 1000))
-        ]
-        vectors = await embedder.embed_batch(texts)
-        nodes = [
-            {
-                "type": FACT_TYPE,
-                "name": text,
-                "properties": {"category": "general"},
-                "origin": "user",
-                "scope": scope,
-                "embedding": list(vector),
-            }
-            for text, vector in zip(texts, vectors, strict=True)
-        ]
-        result = await memory.graph.add_nodes(nodes)
-        assert result.success, result.error
+    facts = [f"{sentences[(i * 7 + 3) % len(sentences)]} [fact {i}]" for i in range(count)]
+    await add_facts(memory, memory.embedding_service, facts, USER)
     await memory.flush()
     return {
         "items": count,
@@ -814,6 +797,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--queries", type=int, default=QUERIES, help=f"questions timed (default {QUERIES})")
     args = parser.parse_args(argv)
+    if args.queries < 10:  # the first build's process warms up on 5 questions and times those after
+        parser.error("--queries must be at least 10")
     if args.worker:
         task = json.loads(args.worker)
         if task["do"] == "load":

@@ -64,10 +64,16 @@ def _size(path: Path) -> int:
 
 
 async def _load(memory: Memory, embedder: HashingEmbedder, start: int, stop: int) -> None:
-    scope = {"agent_id": memory.agent_id, "user_id": USER}
+    await add_facts(memory, embedder, [_fact(i) for i in range(start, stop)], USER)
+
+
+async def add_facts(memory: Memory, embedder: Any, facts: list[str], user: str) -> None:
+    """Write ``facts`` of ``user`` as the ``remember`` tool saves them (fact nodes with their
+    vectors made by ``embedder``), through ``graph.add_nodes`` in batches of :data:`LOAD_BATCH`."""
+    scope = {"agent_id": memory.agent_id, "user_id": user}
     assert memory.graph is not None
-    for first in range(start, stop, LOAD_BATCH):
-        texts = [_fact(i) for i in range(first, min(stop, first + LOAD_BATCH))]
+    for first in range(0, len(facts), LOAD_BATCH):
+        texts = facts[first : first + LOAD_BATCH]
         vectors = await embedder.embed_batch(texts)
         nodes = [
             {

@@ -298,6 +298,17 @@ class HybridRecall:
 
     # ----- items ---------------------------------------------------------------------------------
 
+    def _item_store(self) -> Any:
+        """The item store of ``deps.memory_items`` (a store, or a service's ``adapter``); ``None``
+        without one. Raises ``TypeError`` for anything else."""
+        source = self.deps.memory_items
+        if source is None:
+            return None
+        adapter = source if is_memory_item_adapter(source) else getattr(source, "adapter", None)
+        if adapter is None or not is_memory_item_adapter(adapter):
+            raise TypeError("deps.memory_items must be a MemoryItems service or a MemoryItemAdapter")
+        return adapter
+
     def item_filter(self, agent_id: str | None, user_id: str | None, as_of: datetime | None) -> RecallFilter | None:
         """The scope a build asks the recall index for the items it ranks, or ``None`` when it
         reads every item the run sees instead (:meth:`read_items`): the items are asked of the
@@ -305,9 +316,7 @@ class HybridRecall:
         the build is of the present (``as_of`` not given: the index holds what is known now, a
         build in the past lays the items out as known then)."""
         memory = self.deps.memory_adapter
-        source = self.deps.memory_items
-        adapter = source if source is not None and is_memory_item_adapter(source) else getattr(source, "adapter", None)
-        if as_of is not None or agent_id is None or user_id is None or adapter is not memory:
+        if as_of is not None or agent_id is None or user_id is None or self._item_store() is not memory:
             return None
         if not is_recall_index(memory):
             return None
@@ -356,12 +365,9 @@ class HybridRecall:
     async def read_items(self, agent_id: str | None, user_id: str | None, thread_id: str, as_of: datetime) -> Any:
         """The active and superseded items the run sees (its agent, user and thread), as known
         at ``as_of``; ``None`` when the builder has no item store or no agent."""
-        source = self.deps.memory_items
-        if source is None or agent_id is None:
+        adapter = self._item_store()
+        if adapter is None or agent_id is None:
             return None
-        adapter = source if is_memory_item_adapter(source) else getattr(source, "adapter", None)
-        if adapter is None or not is_memory_item_adapter(adapter):
-            raise TypeError("deps.memory_items must be a MemoryItems service or a MemoryItemAdapter")
         scope: dict[str, Any] = {"agent_id": agent_id, "thread_id": thread_id}
         if user_id is not None:
             scope["user_id"] = user_id
