@@ -260,7 +260,7 @@ async def test_m010_recall_terms_text_keeps_every_record_searchable(pg_url: str,
 
 async def test_m012_recall_not_turns_from_version_11_and_again(pg_url: str, schema: str) -> None:
     """A schema at version 11 gains the partial index of the records that are not turns on
-    connect, a schema whose record of m012 was lost builds it again, and a search of items
+    connect, a schema whose records from m012 on were lost builds it again, and a search of items
     finds them through it."""
     s = quote_ident(schema)
     async with await connect(pg_url) as conn:
@@ -270,7 +270,7 @@ async def test_m012_recall_not_turns_from_version_11_and_again(pg_url: str, sche
     async with await connect(pg_url) as conn:
         assert (12, "m012_recall_not_turns") in await applied_migrations(conn, schema)
         await conn.execute(f"DROP INDEX {s}.recall_not_turns")
-        await conn.execute(f"DELETE FROM {s}.cogitator_schema_migrations WHERE version = 12")
+        await conn.execute(f"DELETE FROM {s}.cogitator_schema_migrations WHERE version >= 12")
     said = datetime(2026, 1, 1, tzinfo=UTC)
     rows = [
         {"kind": kind, "source_id": f"{kind}{n}", "text": f"peanut note {n}", "said_at": said, "agent_id": "a"}
@@ -288,3 +288,42 @@ async def test_m012_recall_not_turns_from_version_11_and_again(pg_url: str, sche
         found = unwrap(await memory.recall_keyword("peanut", filter={"kinds": ["item"]}))
         assert sorted(c.record.source_id for c in found) == ["item0", "item1", "item2"]
         assert len(unwrap(await memory.recall_keyword("peanut"))) == 6
+
+
+async def test_m013_items_by_start_from_version_12(pg_url: str, schema: str) -> None:
+    """A schema at version 12 with items gains the index of items by scope, kind and start on
+    connect, and the latest started items of a scope are read by walking it, not by sorting."""
+    from cogitator_memory.engines.postgres.items import _query_sql
+    from cogitator_memory.items.records import check_filter
+
+    s = quote_ident(schema)
+    scope = {"agent_id": "a", "user_id": "u"}
+    async with await connect(pg_url) as conn:
+        await migrate(conn, schema, MIGRATIONS[:12])
+    base = datetime(2026, 1, 1, tzinfo=UTC)
+    rows = [
+        {
+            "id": f"mem_{n:03d}",
+            "kind": "fact",
+            "subject": "u",
+            "attribute": f"a{n}",
+            "value": str(n),
+            "trust": "user",
+            "status": "active",
+            "scope": scope,
+            "recorded_at": base + timedelta(hours=n),
+            "valid_from": base - timedelta(hours=n),
+        }  # the latest recorded started first
+        for n in range(50)
+    ]
+    async with PostgresAdapter(url=pg_url, schema=schema) as memory:
+        unwrap(await memory.add_items(rows))
+        latest = unwrap(await memory.query_items({"visible_to": scope, "order": "start", "limit": 3}))
+        assert [i.id for i in latest] == ["mem_002", "mem_001", "mem_000"]
+        sql, params = _query_sql(f"{s}.memory_items", check_filter({"visible_to": scope, "order": "start", "limit": 3}))
+    async with await connect(pg_url) as conn:
+        assert (13, "m013_items_by_start") in await applied_migrations(conn, schema)
+        await conn.execute("SET enable_seqscan = off")
+        cur = await conn.execute(f"EXPLAIN {sql}", params)
+        plan = "\n".join(row[0] for row in await cur.fetchall())
+        assert "memory_items_by_start" in plan, plan

@@ -9,13 +9,16 @@ import subprocess
 import sys
 import textwrap
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from cogitator_memory import InvalidArgumentError, SQLiteAdapter, create_memory_adapter, unwrap
 from cogitator_memory.engines.sqlite.db import PAGE_CACHE_KIB
+from cogitator_memory.engines.sqlite.items import _latest_started
 from cogitator_memory.engines.sqlite.schema import MIGRATIONS, SCHEMA_VERSION, applied_migrations
+from cogitator_memory.items.records import check_filter
 
 
 async def test_creates_parent_folders_and_uses_wal(tmp_path: Path) -> None:
@@ -263,3 +266,42 @@ async def test_a_parent_cycle_in_a_damaged_file_is_reported_not_walked_forever(t
     assert ids[2] in outcome["get_path"][1], "the message names the entry the walk started from"
     assert ids[1] in outcome["get_path_from"][1]
     assert outcome["healthy"][0], "other threads of the file still read"
+
+
+async def test_m015_items_by_start_from_version_14(tmp_path: Path) -> None:
+    """A file at version 14 with items gains the index of items by scope, kind and start when
+    opened, and the latest started items of a scope are read through it."""
+    path = tmp_path / "old.db"
+    scope = {"agent_id": "a", "user_id": "u"}
+    base = datetime(2026, 1, 1, tzinfo=UTC)
+    rows = [
+        {
+            "id": f"mem_{n:03d}",
+            "kind": "fact",
+            "subject": "u",
+            "attribute": f"a{n}",
+            "value": str(n),
+            "trust": "user",
+            "status": "active",
+            "scope": scope,
+            "recorded_at": base + timedelta(hours=n),
+            "valid_from": base - timedelta(hours=n),
+        }  # the latest recorded started first
+        for n in range(50)
+    ]
+    async with SQLiteAdapter(path=path) as store:
+        unwrap(await store.add_items(rows))
+    db = sqlite3.connect(path, isolation_level=None)  # back to version 14: no index by start
+    db.execute("DROP INDEX memory_items_by_start")
+    db.execute("DELETE FROM cogitator_migrations WHERE version >= 15")
+    db.execute("PRAGMA user_version = 14")
+    db.close()
+    async with SQLiteAdapter(path=path) as store:
+        assert (15, "m015_items_by_start") in applied_migrations(store.connection)
+        latest = unwrap(await store.query_items({"visible_to": scope, "order": "start", "limit": 3}))
+        assert [i.id for i in latest] == ["mem_002", "mem_001", "mem_000"]
+        sql, params = _latest_started(check_filter({"visible_to": scope, "order": "start", "limit": 3}))
+        plan = [str(row[3]) for row in store.connection.execute(f"EXPLAIN QUERY PLAN {sql}", params)]
+        walks = [step for step in plan if "INDEX memory_items_by_start (scope_key=? AND kind=?)" in step]
+        assert len(walks) == 2 * 6, plan  # each scope key the run sees, each kind
+        assert plan.count("USE TEMP B-TREE FOR ORDER BY") == 1, plan  # the merge of the walks alone

@@ -51,7 +51,7 @@ from ..index.records import RecallFilter
 from ..items import rules
 from ..items.base import MemoryItemAdapter, is_memory_item_adapter
 from ..items.facts import Fact, fact_of, reading_time
-from ..items.records import LAID_OUT_STATUSES, MemoryItem
+from ..items.records import ITEM_KINDS, LAID_OUT_STATUSES, MemoryItem, start_order
 from ..result import MemoryResult, unwrap
 
 if TYPE_CHECKING:
@@ -62,6 +62,10 @@ REMEMBERED_LIMIT = 8
 #: Item kinds sent before the others.
 FIRST_KINDS = frozenset({"instruction", "preference"})
 _TICK = timedelta(microseconds=1)
+#: The groups of kinds a present build reads apart, in the order sent.
+_GROUPS = (sorted(FIRST_KINDS), sorted(set(ITEM_KINDS) - FIRST_KINDS))
+#: The fewest states a present build reads of each group first.
+_FIRST_PAGE = 64
 
 
 @dataclass(slots=True)
@@ -194,6 +198,51 @@ def held_facts(items: Sequence[MemoryItem], as_of: datetime) -> list[tuple[Memor
     return out
 
 
+async def _sent_now(adapter: MemoryItemAdapter, scope: dict[str, Any], at: datetime, limit: int) -> list[MemoryItem]:
+    """The first ``limit`` states sent as facts at ``at`` (not before the reading time), read
+    without reading every state that holds: what :func:`chosen_states` of all of them would put
+    first. Each group of kinds (instructions and preferences, then the rest) is read latest
+    started first (``order="start"``), and every slot of what would be sent is read whole (its
+    states in other scopes and kinds). When a group's page was full and a state left unread could
+    still rank among those sent, the pages grow fourfold and are read again."""
+    if limit <= 0:
+        return []
+    base = {"visible_to": scope, "statuses": sorted(LAID_OUT_STATUSES), "as_of": at}
+    size = max(2 * limit, _FIRST_PAGE)
+    while True:
+        results = await asyncio.gather(
+            *(adapter.query_items({**base, "kinds": kinds, "order": "start", "limit": size}) for kinds in _GROUPS)
+        )
+        pages: list[list[MemoryItem]] = [unwrap(result) for result in results]
+        read = {item.id: item for page in pages for item in page}
+        whole: set[str] = set()
+        while True:
+            holding = rules.holding(read.values(), as_of=at, known_at_time=at, relayout=False)
+            sent = chosen_states(holding)[:limit]
+            slots = {i.slot_key: i.slot for i in sent if i.attribute is not None and i.slot_key not in whole}
+            if not slots:
+                break
+            more = unwrap(await adapter.query_items({**base, "slots": list(slots.values())}))
+            read.update((item.id, item) for item in more)
+            whole |= slots.keys()
+        first = [item for item in sent if item.kind in FIRST_KINDS]
+        if _read_enough(pages[0], size, first, limit) and (
+            len(first) >= limit or _read_enough(pages[1], size, sent[len(first) :], limit - len(first))
+        ):
+            return sent
+        size *= 4
+
+
+def _read_enough(page: list[MemoryItem], size: int, sent: list[MemoryItem], quota: int) -> bool:
+    """Whether no state of a group left unread by ``page`` (its ``size`` latest in
+    :func:`~cogitator_memory.items.records.start_order`, oldest first) can be among the group's
+    ``sent`` states (at most ``quota``): the group was read whole, or its quota is met by states
+    that come after every one left unread in that order."""
+    if quota <= 0 or len(page) < size:
+        return True
+    return len(sent) >= quota and start_order(page[0]) <= start_order(sent[-1])
+
+
 async def _item_facts(
     adapter: MemoryItemAdapter, scope: dict[str, Any], as_of: datetime | None, limit: int
 ) -> list[tuple[MemoryItem, MemoryItem | None]]:
@@ -210,24 +259,18 @@ async def _item_facts(
         )
         return held_facts(found, as_of)[:limit]
     at = as_of or now
-    current = unwrap(await adapter.query_items({"visible_to": scope, "statuses": statuses, "as_of": at}))
-    holding = rules.holding(current, as_of=at, known_at_time=at, relayout=False)
-    sent = chosen_states(holding)[:limit]
-    slotted = [item for item in sent if item.attribute is not None]
-    earlier = await asyncio.gather(
-        *(
-            adapter.query_items(
-                {"visible_to": scope, "slot": item.slot, "statuses": statuses, "as_of": just_before(item)}
-            )
-            for item in slotted
-        )
-    )
+    sent = await _sent_now(adapter, scope, at, limit)
+    slotted = {item.slot_key: item.slot for item in sent if item.attribute is not None}
+    states: dict[str, list[MemoryItem]] = defaultdict(list)
+    if slotted:  # every state of the sent slots, in one query: each slot's own history
+        flt = {"visible_to": scope, "slots": list(slotted.values()), "statuses": statuses}
+        for state in unwrap(await adapter.query_items(flt)):
+            states[state.slot_key].append(state)
     before: dict[str, MemoryItem | None] = {}
-    for item, result in zip(slotted, earlier, strict=True):
-        then: list[MemoryItem] = unwrap(result)
-        before[item.id] = replaced_state(
-            item, rules.holding(then, as_of=just_before(item), known_at_time=at, relayout=False)
-        )
+    for item in sent:
+        if item.attribute is not None:
+            then = rules.holding(states[item.slot_key], as_of=just_before(item), known_at_time=at, relayout=False)
+            before[item.id] = replaced_state(item, then)
     return [(item, before.get(item.id)) for item in sent]
 
 

@@ -62,7 +62,6 @@ from .records import (
     check_filter,
     check_item,
     check_update,
-    item_order,
 )
 
 
@@ -112,7 +111,8 @@ class MemoryItemStoreMixin(FactStoreMixin, ABC):
 
     @abstractmethod
     async def _query_items(self, query: ItemQuery) -> list[MemoryItem]:
-        """The items ``query.matches`` (the newest ``query.limit`` by ``(recorded_at, id)`` when > 0), in any order."""
+        """The items ``query.matches`` (when ``query.limit`` > 0, at least the newest ``limit`` by
+        ``query.sort_key``: more are trimmed), in any order."""
 
     @abstractmethod
     async def _update_items(self, updates: list[ItemUpdate]) -> list[MemoryItem]:
@@ -235,12 +235,13 @@ class MemoryItemStoreMixin(FactStoreMixin, ABC):
 
     async def query_items(self, filter: ItemFilterInput) -> MemoryResult[list[MemoryItem]]:
         """The items passing ``filter`` (a :class:`MemoryItemFilter` or a dict of its fields),
-        oldest recorded first; ``filter.limit`` keeps the newest (0: all)."""
+        oldest first in its ``order`` (when recorded, or when each started to hold);
+        ``filter.limit`` keeps the newest (0: all)."""
         try:
             self._require_connected()
             query = check_filter(filter)
             found = await self._query_items(query)
-            found.sort(key=item_order)
+            found.sort(key=query.sort_key)
             if query.limit and len(found) > query.limit:
                 found = found[-query.limit :]
             return ok(found)

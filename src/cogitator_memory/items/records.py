@@ -17,7 +17,7 @@ so every engine indexes and filters items the same way.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, TypeAlias
@@ -33,6 +33,9 @@ from ..threads.values import MAX_INT, has_surrogate
 ItemKind: TypeAlias = Literal["fact", "event", "preference", "instruction", "opinion", "lesson"]
 Trust: TypeAlias = Literal["system", "user", "tool", "model", "web"]
 ItemStatus: TypeAlias = Literal["suggested", "active", "superseded", "stale"]
+#: The orders a query can give: by when memory recorded each item, or by when each state
+#: started to hold (``valid_from``, else ``recorded_at``).
+ItemOrder: TypeAlias = Literal["recorded", "start"]
 
 #: Every kind of item.
 ITEM_KINDS: tuple[ItemKind, ...] = ("fact", "event", "preference", "instruction", "opinion", "lesson")
@@ -468,8 +471,13 @@ class MemoryItemFilter(Record):
     ``entry_ids`` (items quoting any of these entries), ``as_of`` (the state held then in the
     world: ``start <= as_of < valid_to``, where ``start`` is ``valid_from`` or ``recorded_at``),
     ``known_at`` (memory knew it then: ``recorded_at <= known_at`` and not expired by then),
-    ``recorded_after`` (recorded strictly after). ``limit`` keeps the newest recorded (0: all).
-    Results are ordered oldest recorded first (then by id).
+    ``recorded_after`` (recorded strictly after).
+
+    ``order`` sorts the results, oldest first: ``recorded`` (the default) by when memory recorded
+    each item, then by id; ``start`` by when each state started to hold, then when recorded, then
+    by id (the order a slot's states are laid out in). ``limit`` keeps the newest in that order
+    (0: all): with ``order="start"`` and ``as_of``, the states that started last of those that
+    hold, read without reading the others.
     """
 
     visible_to: MemoryScope | None = None
@@ -485,6 +493,7 @@ class MemoryItemFilter(Record):
     as_of: datetime | None = None
     known_at: datetime | None = None
     recorded_after: datetime | None = None
+    order: ItemOrder = "recorded"
     limit: int = Field(default=0, ge=0, le=MAX_INT)
 
     @field_validator("as_of", "known_at", "recorded_after")
@@ -567,6 +576,12 @@ class ItemQuery:
     known_at: datetime | None
     recorded_after: datetime | None
     limit: int
+    order: ItemOrder = "recorded"
+
+    @property
+    def sort_key(self) -> Callable[[MemoryItem], tuple[Any, ...]]:
+        """The key of the query's order (see :class:`MemoryItemFilter`'s ``order``)."""
+        return start_order if self.order == "start" else item_order
 
     def matches(self, item: MemoryItem) -> bool:
         """Whether ``item`` passes the query (every condition but ``limit``)."""
@@ -601,6 +616,12 @@ class ItemQuery:
 def item_order(item: MemoryItem) -> tuple[datetime, str]:
     """The order of query results: oldest recorded first, then by id."""
     return (item.recorded_at, item.id)
+
+
+def start_order(item: MemoryItem) -> tuple[datetime, datetime, str]:
+    """The order of results by start (``order="start"``), and the order a slot's states are laid
+    out in: by start, then when recorded, then by id."""
+    return (item.start, item.recorded_at, item.id)
 
 
 def _validated(model: type[Record], name: str, value: object) -> Any:
@@ -692,6 +713,7 @@ def check_filter(value: object) -> ItemQuery:
         known_at=flt.known_at,
         recorded_after=flt.recorded_after,
         limit=flt.limit,
+        order=flt.order,
     )
 
 
@@ -717,6 +739,7 @@ __all__ = [
     "TRUST_ORDER",
     "ItemEvidence",
     "ItemKind",
+    "ItemOrder",
     "ItemQuery",
     "ItemStatus",
     "ItemUpdate",
@@ -736,6 +759,7 @@ __all__ = [
     "normalize_key_text",
     "scope_key",
     "slot_key",
+    "start_order",
     "subject_key",
     "visible_scope_keys",
 ]

@@ -29,6 +29,7 @@ from .records import (
     NewMemoryItem,
     Trust,
     scope_key,
+    start_order,
 )
 
 #: The confidence a user's item needs, with quotes that hold, to become active on its own.
@@ -90,9 +91,9 @@ def is_open(item: MemoryItem, at: datetime) -> bool:
     return item.valid_to is None or item.valid_to > at
 
 
-def layout_order(item: MemoryItem) -> tuple[datetime, datetime, str]:
-    """The order states of a slot are laid out in: by start, then when recorded, then by id."""
-    return (item.start, item.recorded_at, item.id)
+#: The order states of a slot are laid out in: by start, then when recorded, then by id (a
+#: query's ``order="start"``).
+layout_order = start_order
 
 
 @dataclass(frozen=True, slots=True)

@@ -412,6 +412,53 @@ async def case_query_order_and_limit(store: MemoryItemAdapter) -> None:
     _eq(await _query(store, scope=scope, limit=10), order, "a limit above the count keeps all")
 
 
+@_case
+async def case_query_order_by_start(store: MemoryItemAdapter) -> None:
+    scope = {"agent_id": AGENT, "user_id": "started"}
+    thread = {**scope, "thread_id": "t1"}
+    # Recorded in one order, started in another: valid_from earlier or later than recorded_at.
+    told_late = _item(scope=scope, recorded_at=T0 + timedelta(days=5), valid_from=T0 - timedelta(days=30))
+    undated = _item(scope=scope, recorded_at=T0 + timedelta(days=1))  # starts when recorded
+    tie_new = _item(scope=thread, recorded_at=T0 + timedelta(days=3), valid_from=T0 + timedelta(days=2), id="mem_st_b")
+    tie_old = _item(scope=scope, recorded_at=T0 + timedelta(days=2), valid_from=T0 + timedelta(days=2), id="mem_st_c")
+    tie_id = _item(scope=scope, recorded_at=T0 + timedelta(days=2), valid_from=T0 + timedelta(days=2), id="mem_st_a")
+    future = _item(scope=scope, recorded_at=T0, valid_from=T0 + timedelta(days=40))
+    await _add(store, told_late, undated, tie_new, tie_old, tie_id, future)
+    order = [told_late["id"], undated["id"], "mem_st_a", "mem_st_c", "mem_st_b", future["id"]]
+    _eq(await _query(store, visible_to=thread, order="start"), order, "by start, then recorded, then id")
+    _eq(await _query(store, visible_to=thread, order="start", limit=3), order[3:], "limit keeps the latest started")
+    _eq(
+        await _query(store, visible_to=thread, order="start", limit=3, as_of=T0 + timedelta(days=10)),
+        order[2:5],
+        "with as_of: the latest started of those that hold",
+    )
+    _eq(
+        await _query(store, scope=scope, order="start", limit=2, kinds=["fact"]),
+        ["mem_st_c", future["id"]],
+        "other conditions hold with the order",
+    )
+    _eq(await _query(store, visible_to=thread, order="recorded", limit=2), [tie_new["id"], told_late["id"]], "recorded")
+
+    # Many, started in a shuffled order: the newest `limit` by start is exact, not by recorded.
+    many_scope = {"agent_id": AGENT, "user_id": "started-many"}
+    starts = [(n * 7919) % 301 for n in range(301)]
+    many = [
+        _item(scope=many_scope, recorded_at=T0 + timedelta(seconds=n), valid_from=T0 + timedelta(hours=h))
+        for n, h in enumerate(starts)
+    ]
+    await _add(store, *many)
+    by_start = [i["id"] for i in sorted(many, key=lambda i: i["valid_from"])]
+    _eq(await _query(store, scope=many_scope, order="start", limit=37), by_start[-37:], "the 37 latest started")
+    _eq(await _query(store, within=many_scope, order="start", limit=1), by_start[-1:], "the latest started")
+    _eq(await _query(store, scope=many_scope, order="start"), by_start, "all of them, by start")
+    _fails(
+        await store.query_items({"scope": scope, "order": "valid_from"}),
+        "a bad order",
+        InvalidArgumentError,
+        "filter.order",
+    )
+
+
 # --- updates ------------------------------------------------------------------------------
 
 

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from ...errors import ConflictError, NotFoundError
 from ...items.base import MemoryItemStoreMixin
-from ...items.records import TRUSTED, ItemQuery, ItemUpdate, MemoryItem, item_order, scope_key
+from ...items.records import TRUSTED, ItemQuery, ItemUpdate, MemoryItem, scope_key
 from ...threads import tree
 
 _serialize = MemoryItem.__pydantic_serializer__.to_json
@@ -125,7 +125,7 @@ class InMemoryItems(MemoryItemStoreMixin):
         else:
             candidates = self._items_by_key.get(("agent", query.agent_id), {})
         matched = [item for item in map(self._items.__getitem__, candidates) if query.matches(item)]
-        matched.sort(key=item_order)
+        matched.sort(key=query.sort_key)
         if query.limit:
             matched = matched[-query.limit :]
         return [self._copy(item.id) for item in matched]

@@ -278,7 +278,10 @@ class MongoDBItems(MemoryItemStoreMixin):
     async def _query_items(self, query: ItemQuery) -> list[MemoryItem]:
         cursor = self.items_collection.find(item_filter(query), _READ).hint(item_index(query))
         if query.limit and query.limit <= _MAX_LIMIT:
-            cursor = cursor.sort([("recorded_us", -1), ("_id", -1)]).limit(query.limit)
+            newest = [("recorded_us", -1), ("_id", -1)]
+            if query.order == "start":
+                newest.insert(0, ("start_us", -1))
+            cursor = cursor.sort(newest).limit(query.limit)
         return [item_from_document(doc) for doc in await cursor.to_list()]
 
     async def _update_items(self, updates: list[ItemUpdate]) -> list[MemoryItem]:

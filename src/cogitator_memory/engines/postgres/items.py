@@ -30,6 +30,7 @@ Each primitive is one statement, or one transaction when it must read before it 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -43,7 +44,7 @@ from ...errors import ConflictError, NotFoundError, StoreUnavailableError
 from ...index.base import item_records, log_unindexed
 from ...index.records import MAX_RECORD_BATCH
 from ...items.base import MemoryItemStoreMixin
-from ...items.records import TRUSTED, ItemQuery, ItemUpdate, MemoryItem, scope_key
+from ...items.records import ITEM_KINDS, TRUSTED, ItemQuery, ItemUpdate, MemoryItem, scope_key
 from ...items.scope_sql import postgres_scope
 from ...result import MemoryResult, unwrap
 from ...threads import tree
@@ -150,7 +151,58 @@ def _item(row: Sequence[Any]) -> MemoryItem:
 def _query_sql(table: str, query: ItemQuery, columns: str = _READ) -> tuple[str, list[Any]]:
     """The SELECT of ``columns`` (default: the items whole) for ``query`` and its parameters:
     every condition on an indexed column."""
+    if query.order == "start" and query.limit and columns == _READ and _walks_by_start(query):
+        return _latest_started(table, query)
     where, params = postgres_scope(query)
+    where_more, more = _conditions(query)
+    where += where_more
+    params += more
+    sql = f"SELECT {columns} FROM {table} WHERE {' AND '.join(where)}"
+    if query.limit:
+        params.append(query.limit)
+        newest = _NEWEST_STARTED if query.order == "start" else "recorded_at DESC, id DESC"
+        return f"{sql} ORDER BY {newest} LIMIT %s", params
+    return f"{sql} ORDER BY recorded_at, id", params
+
+
+#: The most index walks one query by start makes (scope keys times kinds).
+_MAX_WALKS = 48
+_NEWEST_STARTED = "start_at DESC, recorded_at DESC, id DESC"
+
+
+def _walks_by_start(query: ItemQuery) -> bool:
+    """Whether :func:`_latest_started` answers ``query``: scope keys, no narrower index (slot,
+    subject, entries), and few enough walks."""
+    narrower = query.slot_keys is not None or query.subject_key is not None or query.entry_ids is not None
+    kinds = len(query.kinds) if query.kinds is not None else len(ITEM_KINDS)
+    return query.scope_keys is not None and not narrower and len(query.scope_keys) * kinds <= _MAX_WALKS
+
+
+def _latest_started(table: str, query: ItemQuery) -> tuple[str, list[Any]]:
+    """The SELECT of the ``query.limit`` latest started items of a query of scope keys: one
+    backward walk of ``memory_items_by_start`` (scope key, kind, start, recorded, id) per scope
+    key and kind, each stopping at ``limit`` matches, merged, and only the kept rows read whole.
+    One ordered read of the scope would read every row of it, and sort them."""
+    assert query.scope_keys is not None
+    where, more = _conditions(dataclasses.replace(query, kinds=None))
+    rest = "".join(f" AND {condition}" for condition in where)
+    walks: list[str] = []
+    params: list[Any] = []
+    for key in sorted(query.scope_keys):
+        for kind in sorted(query.kinds if query.kinds is not None else ITEM_KINDS):
+            walks.append(
+                f"(SELECT id, start_at, recorded_at FROM {table} WHERE scope_key = %s AND kind = %s{rest}"
+                f" ORDER BY {_NEWEST_STARTED} LIMIT %s)"
+            )
+            params += [key, kind, *more, query.limit]
+    merged = f"SELECT id FROM ({' UNION ALL '.join(walks)}) AS w ORDER BY {_NEWEST_STARTED} LIMIT %s"
+    return f"SELECT {_READ} FROM {table} WHERE id IN ({merged})", [*params, query.limit]
+
+
+def _conditions(query: ItemQuery) -> tuple[list[str], list[Any]]:
+    """The conditions of ``query`` but its scope, and their parameters."""
+    where: list[str] = []
+    params: list[Any] = []
     for column, values in (("status", query.statuses), ("kind", query.kinds)):
         if values is not None:
             where.append(f"{column} = ANY(%b::text[])")
@@ -173,11 +225,7 @@ def _query_sql(table: str, query: ItemQuery, columns: str = _READ) -> tuple[str,
     if query.recorded_after is not None:
         where.append("recorded_at > %s")
         params.append(query.recorded_after)
-    sql = f"SELECT {columns} FROM {table} WHERE {' AND '.join(where)}"
-    if query.limit:
-        params.append(query.limit)
-        return f"{sql} ORDER BY recorded_at DESC, id DESC LIMIT %s", params
-    return f"{sql} ORDER BY recorded_at, id", params
+    return where, params
 
 
 def _insert_columns(items: list[MemoryItem]) -> list[list[Any]]:

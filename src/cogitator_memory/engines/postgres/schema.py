@@ -26,6 +26,8 @@ Versions:
     without decompressing).
 12. ``m012_recall_not_turns``: the recall records that are not turns under a partial index (a
     keyword search of items and facts does not read turns' rows).
+13. ``m013_items_by_start``: memory items by scope, kind and start (the latest started of a scope
+    read from an index's end).
 
 The SQL here (the migrations, and :class:`ThreadSql`, the statements of the thread store) is
 plain text built from a quoted schema name; nothing in this module but :func:`migrate`,
@@ -236,6 +238,16 @@ M011_RECALL_RECORDS_INLINE = Migration(11, "m011_recall_records_inline", RECALL_
 #: Records other than turns under a partial index (see :data:`~cogitator_memory.engines.postgres.recall.RECALL_NOT_TURNS`).
 M012_RECALL_NOT_TURNS = Migration(12, "m012_recall_not_turns", RECALL_NOT_TURNS)
 
+#: Memory items by scope, kind and when each started to hold: the latest started of a scope are
+#: read from the index's end (a build's facts: ``order="start"``), not by a sort of the scope.
+M013_ITEMS_BY_START = Migration(
+    13,
+    "m013_items_by_start",
+    (
+        "CREATE INDEX IF NOT EXISTS memory_items_by_start ON {s}.memory_items (scope_key, kind, start_at, recorded_at, id)",
+    ),
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     M001_INITIAL,
     M002_TREES,
@@ -249,6 +261,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     M010_RECALL_TERMS_TEXT,
     M011_RECALL_RECORDS_INLINE,
     M012_RECALL_NOT_TURNS,
+    M013_ITEMS_BY_START,
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

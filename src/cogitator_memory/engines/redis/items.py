@@ -25,7 +25,7 @@ from pydantic import TypeAdapter, ValidationError
 from ...clock import to_micros
 from ...errors import ConflictError, NotFoundError
 from ...items.base import MemoryItemStoreMixin
-from ...items.records import TRUSTED, ItemQuery, ItemUpdate, MemoryItem, item_order, scope_key
+from ...items.records import TRUSTED, ItemQuery, ItemUpdate, MemoryItem, scope_key
 from ...threads import tree
 from . import items_scripts as lua
 
@@ -132,9 +132,10 @@ class RedisItems(MemoryItemStoreMixin):
             if at is not None:
                 spec[name] = str(to_micros(at))
         spec["limit"] = query.limit if query.limit <= _MAX_SCRIPT_LIMIT else 0
+        spec["order"] = query.order
         argument = json.dumps(spec, ensure_ascii=False, separators=(",", ":"))
         found = _items(await self._run(lua.QUERY_ITEMS, [f"{self.key_prefix}items:agent:{query.agent_id}"], [argument]))
-        found.sort(key=item_order)
+        found.sort(key=query.sort_key)
         if query.limit and len(found) > query.limit:
             found = found[-query.limit :]
         return found

@@ -202,9 +202,11 @@ return counted
 
 # ARGV: P, TTL, the query as JSON: agent, scopes (scope keys) or within ([user, project,
 # thread], "" when unset), and when given: statuses, kinds, slots (slot keys), subject, entries, as_of,
-# known_at, after (times in microseconds, as strings), limit (0: all). Answers the matching
-# items as one JSON array: with a limit, at least the newest `limit` of them (ties of the
-# cut-off score included), unordered.
+# known_at, after (times in microseconds, as strings), limit (0: all), order ("recorded" or
+# "start"). Answers the matching items as one JSON array, unordered: with a limit, at least the
+# newest `limit` of them by recorded_at (ties of the cut-off score included), or with order
+# "start" exactly the newest `limit` by (start, recorded_at, id), chosen in a heap of `limit`
+# as every candidate is read (the sorted sets are scored by recorded_at, not start).
 QUERY_ITEMS = _script(
     "query_items",
     r"""
@@ -222,6 +224,7 @@ local slots, subject = q.slots, q.subject
 local slot_set = set_of(slots)
 local as_of, known, after = q.as_of, q.known_at, q.after
 local limit = tonumber(q.limit) or 0
+local by_start = q.order == 'start' and limit > 0
 
 -- The index keys of one scope key for the query (one per slot when slots are named).
 local function variants(sk, keys)
@@ -283,7 +286,49 @@ if entries then
 end
 
 local out = {}
--- Whether the item passes; a passing item goes to the answer.
+-- With order "start": a min-heap of the newest `limit` passing items by (start, recorded, id),
+-- each {start, recorded, id, body, times retrieved, last retrieved, version}.
+local heap = {}
+local function newer(a, b)
+  local c = tcmp(a[1], b[1])
+  if c ~= 0 then return c > 0 end
+  c = tcmp(a[2], b[2])
+  if c ~= 0 then return c > 0 end
+  -- ids byte by byte, as the client orders them (Lua's `>` follows the server's locale)
+  local x, y = a[3], b[3]
+  for i = 1, math.min(#x, #y) do
+    local bx, by = string.byte(x, i), string.byte(y, i)
+    if bx ~= by then return bx > by end
+  end
+  return #x > #y
+end
+local function keep_newest(e)
+  local n = #heap
+  local i
+  if n < limit then
+    n = n + 1
+    heap[n] = e
+    i = n
+    while i > 1 do
+      local parent = math.floor(i / 2)
+      if not newer(heap[parent], heap[i]) then break end
+      heap[parent], heap[i] = heap[i], heap[parent]
+      i = parent
+    end
+  elseif newer(e, heap[1]) then
+    heap[1] = e
+    i = 1
+    while true do
+      local l, r, m = 2 * i, 2 * i + 1, i
+      if l <= n and newer(heap[m], heap[l]) then m = l end
+      if r <= n and newer(heap[m], heap[r]) then m = r end
+      if m == i then break end
+      heap[i], heap[m] = heap[m], heap[i]
+      i = m
+    end
+  end
+end
+-- Whether the item passes; a passing item goes to the answer (or to the heap).
 local function passes(id)
   local f = redis.call('HMGET', item_key(id),
     'a', 'u', 'p', 't', 'sk', 'st', 'k', 'sl', 'sj', 's', 'vt', 'r', 'x', 'e', 'b', 'n', 'li', 'v')
@@ -308,7 +353,11 @@ local function passes(id)
   if as_of and not (tcmp(f[10], as_of) <= 0 and (f[11] == '' or tcmp(f[11], as_of) > 0)) then return false end
   if known and not (tcmp(f[12], known) <= 0 and (f[13] == '' or tcmp(f[13], known) > 0)) then return false end
   if after and tcmp(f[12], after) <= 0 then return false end
-  out[#out + 1] = item_json(f[15], f[16], f[17], f[18])
+  if by_start then
+    keep_newest({f[10], f[12], id, f[15], f[16], f[17], f[18]})
+  else
+    out[#out + 1] = item_json(f[15], f[16], f[17], f[18])
+  end
   return true
 end
 
@@ -325,7 +374,7 @@ end
 -- Scores round monotonically, so the bounds may keep a few too many (never too few).
 local lo, hi = after or '-inf', known or '+inf'
 for _, key in ipairs(best) do
-  if limit == 0 then
+  if limit == 0 or by_start then
     for _, id in ipairs(redis.call('ZRANGE', key, lo, hi, 'BYSCORE')) do take(id) end
   else
     -- Newest first, until this key gave `limit` matches and the scores fall below the last one's.
@@ -347,6 +396,7 @@ for _, key in ipairs(best) do
     end
   end
 end
+for _, e in ipairs(heap) do out[#out + 1] = item_json(e[4], e[5], e[6], e[7]) end
 return json_list(out)
 """,
 )

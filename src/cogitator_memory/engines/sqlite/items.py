@@ -12,6 +12,7 @@ another connection.
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -23,7 +24,7 @@ from pydantic import ValidationError
 from ...clock import from_micros, to_micros
 from ...errors import ConflictError, NotFoundError
 from ...items.base import MemoryItemStoreMixin
-from ...items.records import TRUSTED, ItemQuery, ItemUpdate, MemoryItem, scope_key
+from ...items.records import ITEM_KINDS, TRUSTED, ItemQuery, ItemUpdate, MemoryItem, scope_key
 from ...items.scope_sql import sqlite_scope
 from ...threads import tree
 
@@ -126,6 +127,40 @@ def _where(query: ItemQuery) -> tuple[list[str], list[Any]]:
     return where, params
 
 
+#: The most index walks one query by start makes (scope keys times kinds), far under SQLite's
+#: limit of bound parameters.
+_MAX_WALKS = 48
+_NEWEST_STARTED = "ORDER BY start_us DESC, recorded_us DESC, id DESC LIMIT ?"
+
+
+def _walks_by_start(query: ItemQuery) -> bool:
+    """Whether :func:`_latest_started` answers ``query``: scope keys, no narrower index (slot,
+    subject, entries), and few enough walks."""
+    narrower = query.slot_keys is not None or query.subject_key is not None or query.entry_ids is not None
+    kinds = len(query.kinds) if query.kinds is not None else len(ITEM_KINDS)
+    return query.scope_keys is not None and not narrower and len(query.scope_keys) * kinds <= _MAX_WALKS
+
+
+def _latest_started(query: ItemQuery) -> tuple[str, list[Any]]:
+    """The SELECT of the ``query.limit`` latest started items of a query of scope keys: one walk
+    of ``memory_items_by_start`` (scope key, kind, start, recorded, id) from its newest end per
+    scope key and kind, each stopping at ``limit`` matches, merged, and only the kept rows read
+    whole. One ordered walk of the scope would read every row of it, and sort them."""
+    assert query.scope_keys is not None
+    walks: list[str] = []
+    params: list[Any] = []
+    for key in sorted(query.scope_keys):
+        for kind in sorted(query.kinds if query.kinds is not None else ITEM_KINDS):
+            where, more = _where(dataclasses.replace(query, scope_keys=frozenset({key}), kinds=frozenset({kind})))
+            walks.append(
+                "SELECT * FROM (SELECT rid, start_us, recorded_us, id FROM memory_items"
+                f" INDEXED BY memory_items_by_start WHERE {' AND '.join(where)} {_NEWEST_STARTED})"
+            )
+            params += [*more, query.limit]
+    merged = f"SELECT rid FROM ({' UNION ALL '.join(walks)}) {_NEWEST_STARTED}"
+    return f"{_SELECT} WHERE rid IN ({merged})", [*params, query.limit]
+
+
 class SQLiteItems(MemoryItemStoreMixin):
     """The item half of :class:`~cogitator_memory.engines.sqlite.threads.SQLiteAdapter`."""
 
@@ -165,12 +200,19 @@ class SQLiteItems(MemoryItemStoreMixin):
         return found
 
     async def _query_items(self, query: ItemQuery) -> list[MemoryItem]:
+        if query.order == "start" and query.limit and _walks_by_start(query):
+            sql, params = _latest_started(query)
+            return list(map(_item, self.connection.execute(sql, params)))
         where, params = _where(query)
-        sql = f"{_SELECT} WHERE {' AND '.join(where)}"
+        # Slots name a few rows of their scopes: without the hint, a time condition (recorded_us)
+        # can make the planner walk the whole scope by time instead.
+        hint = " INDEXED BY memory_items_by_slot" if query.slot_keys is not None and query.scope_keys else ""
+        sql = f"{_SELECT}{hint} WHERE {' AND '.join(where)}"
         if query.limit:
-            rows = self.connection.execute(
-                f"{sql} ORDER BY recorded_us DESC, id DESC LIMIT ?", (*params, query.limit)
-            ).fetchall()
+            newest = (
+                "start_us DESC, recorded_us DESC, id DESC" if query.order == "start" else "recorded_us DESC, id DESC"
+            )
+            rows = self.connection.execute(f"{sql} ORDER BY {newest} LIMIT ?", (*params, query.limit)).fetchall()
             rows.reverse()
         else:
             # No ORDER BY (the mixin sorts): with one, the planner prefers the index that gives the

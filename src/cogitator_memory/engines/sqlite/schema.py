@@ -304,6 +304,18 @@ def _m014_recall_search_indexes(db: sqlite3.Connection) -> None:
         db.execute(statement)
 
 
+def _m015_items_by_start(db: sqlite3.Connection) -> None:
+    """Memory items by scope, kind and when each started to hold, so the latest started of a
+    scope are read from the index's end (a build's facts: ``order="start"``), not by a sort of
+    the whole scope."""
+    db.execute(ITEMS_BY_START)
+
+
+#: The index :func:`_m015_items_by_start` adds.
+ITEMS_BY_START = (
+    "CREATE INDEX IF NOT EXISTS memory_items_by_start ON memory_items (scope_key, kind, start_us, recorded_us, id)"
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "m001_initial", _m001_initial),
     Migration(2, "m002_embeddings", _m002_embeddings),
@@ -319,6 +331,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(12, "m012_embedding_codes", _m012_embedding_codes),
     Migration(13, "m013_graph_node_vectors", _m013_graph_node_vectors),
     Migration(14, "m014_recall_search_indexes", _m014_recall_search_indexes),
+    Migration(15, "m015_items_by_start", _m015_items_by_start),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
