@@ -228,3 +228,41 @@ async def test_a_search_by_meaning_reads_the_vectors_alone_and_ranks_as_every_no
         assert "z" not in ids and "n09" not in ids
     top = unwrap(await store.search_nodes_semantic("a", query, limit=2, visible_to={"agent_id": "a", "user_id": "ana"}))
     assert [n.id for n, _ in top] == ["n04", "n05"] and top[0][0].embedding == nodes[4]["embedding"]
+
+
+async def test_a_search_by_meaning_over_many_float32_vectors_ranks_as_every_node_read(store: SQLiteAdapter) -> None:
+    # Over many float32 vectors SQLite ranks them roughly in float32 and scores exactly (float64)
+    # only those the rough score cannot rule out: still the nodes, order and cosines of the base
+    # rule, with near ties far under float32's precision (vectors that differ by 1e-6)
+    import random
+    import struct
+
+    from cogitator_memory.graph.base import GraphStoreMixin
+    from cogitator_memory.graph.checks import check_node_filter
+
+    def f32(values: list[float]) -> list[float]:
+        return list(struct.unpack(f"<{len(values)}f", struct.pack(f"<{len(values)}f", *values)))
+
+    rng = random.Random(11)
+    base = [rng.gauss(0, 1) for _ in range(64)]
+    vectors = [f32([rng.gauss(0, 1) for _ in range(64)]) for _ in range(1_500)]
+    vectors += [f32([x + rng.gauss(0, 1e-6) for x in base]) for _ in range(300)]  # near ties
+    unwrap(
+        await store.add_nodes(
+            [
+                {"id": f"m{i:04d}", "name": f"M{i}", "type": "fact", "embedding": v, "scope": {"agent_id": "a"}}
+                for i, v in enumerate(vectors)
+            ]
+        )
+    )
+    flt = check_node_filter({"agent_id": "a", "visible_to": {"agent_id": "a"}})
+    for query in (base, vectors[3], f32([-x for x in base])):
+        for limit, threshold in ((1, -1.0), (10, -1.0), (50, 0.2), (400, -1.0), (10, 0.999999)):
+            found = unwrap(
+                await store.search_nodes_semantic(
+                    "a", query, limit=limit, threshold=threshold, visible_to={"agent_id": "a"}
+                )
+            )
+            every = await GraphStoreMixin._nearest_nodes(store, flt, query, limit, threshold)
+            assert [n.id for n, _ in found] == [n.id for n, _ in every], (limit, threshold)
+            assert all(abs(a - b) < 1e-12 for (_, a), (_, b) in zip(found, every, strict=True))

@@ -151,6 +151,37 @@ _EDGE_SCOPE_KEY = " || char(31) || ".join(
 )
 
 
+#: How far under a node's float32 cosine its exact (float64) one may be, far more than float32's
+#: rounding on vectors of thousands of dimensions: a node the rough score puts further below the
+#: threshold or the ``limit``-th best cannot be kept by the exact one.
+_ROUGH_MARGIN = 1e-3
+
+
+def _packed(np: Any, blobs: list[bytes], dtype: str, size: int) -> Any:
+    """The vectors of ``blobs`` (packed as :func:`pack_vector` does, all of ``size`` values of
+    ``dtype``) as one matrix, a row each: joined once, their width bytes cut off in one copy."""
+    if not blobs:
+        return np.zeros((0, size), dtype=dtype)
+    rows = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), -1)[:, 1:]
+    return np.ascontiguousarray(rows).view(dtype)
+
+
+def _shortlist(np: Any, packed: Any, q: Any, limit: int, least: float) -> Any:
+    """The rows of ``packed`` (float32 vectors) whose exact cosine with ``q`` may reach ``least``
+    and the ``limit`` best: those whose float32 cosine is within :data:`_ROUGH_MARGIN` of both,
+    and any the float32 score could not rank (overflow)."""
+    q32 = q.astype(np.float32)
+    with np.errstate(all="ignore"):
+        norms = np.sqrt(np.einsum("ij,ij->i", packed, packed)) * np.float32(np.linalg.norm(q32))
+        rough = np.divide(packed @ q32, norms, out=np.zeros(len(packed), dtype=np.float32), where=norms > 0)
+    floor = least - _ROUGH_MARGIN
+    if len(rough) > limit:
+        kth = float(np.partition(rough, len(rough) - limit)[len(rough) - limit])
+        if kth == kth:  # not NaN
+            floor = max(floor, kth - _ROUGH_MARGIN)
+    return np.nonzero(~(rough < floor) | ~np.isfinite(norms))[0]
+
+
 def _chunks(values: Sequence[str]) -> Iterator[Sequence[str]]:
     for start in range(0, len(values), _CHUNK):
         yield values[start : start + _CHUNK]
@@ -445,17 +476,20 @@ class SQLiteGraph(GraphStoreMixin):
             f"SELECT id, embedding FROM graph_nodes WHERE {where} AND embedding IS NOT NULL", params
         ).fetchall()
         size = len(vector)
-        ids: list[str] = []
-        blobs: list[Any] = []
-        for node_id, blob in rows:
-            width = blob[0]
-            if (len(blob) - 1) // width == size:
-                ids.append(node_id)
-                blobs.append(np.frombuffer(blob, dtype="<f4" if width == 4 else "<f8", offset=1))
+        q = np.asarray(vector, dtype=np.float64)
+        single, double = 1 + 4 * size, 1 + 8 * size
+        singles = [i for i, b in rows if len(b) == single and b[0] == 4]
+        ids = [i for i, b in rows if len(b) == double and b[0] == 8]
+        matrix = _packed(np, [b for _, b in rows if len(b) == double and b[0] == 8], "<f8", size)
+        if singles:
+            # float32 vectors (the usual): a rough score in float32 over all of them, then the
+            # exact one (float64) only for those the rough one cannot rule out
+            packed = _packed(np, [b for _, b in rows if len(b) == single and b[0] == 4], "<f4", size)
+            kept = _shortlist(np, packed, q, limit, least)
+            ids += [singles[i] for i in kept]
+            matrix = np.vstack([matrix, packed[kept].astype(np.float64)])
         if not ids:
             return []
-        matrix = np.vstack(blobs).astype(np.float64)
-        q = np.asarray(vector, dtype=np.float64)
         norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(q))
         scores = np.divide(matrix @ q, norms, out=np.zeros(len(ids)), where=norms > 0)  # 0 for a zero vector
         passing = np.nonzero(scores >= least)[0]
