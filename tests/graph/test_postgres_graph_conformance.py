@@ -112,3 +112,69 @@ async def test_the_evidence_index_is_filled_from_the_records_written_before_it(
         assert rows == [("a", "e1", False, "n0"), ("a", "e1", True, "k")]
         nodes, edges = unwrap(await again.find_by_evidence("a", ["e1"]))
         assert [n.id for n in nodes] == ["n0"] and [e.id for e in edges] == ["k"]
+
+
+async def test_a_search_by_meaning_reads_the_packed_vectors_and_ranks_as_every_node_read(
+    store: PostgresAdapter, pg_url: str, schema: str
+) -> None:
+    # PostgreSQL reads each node's packed vector (its own column) and reads whole only the nodes
+    # kept: the same nodes, order and cosines as reading every node and scoring each (the base
+    # rule), for float32 and float64 vectors, a zero vector, another size, types and scopes; a
+    # node written before the column (vector NULL) is read from its body and packed then
+    import random
+
+    import psycopg
+
+    from cogitator_memory import unwrap
+    from cogitator_memory.graph.base import GraphStoreMixin
+    from cogitator_memory.graph.checks import check_node_filter
+    from cogitator_memory.graph.nearest import pack_vector
+
+    rng = random.Random(5)
+    nodes = []
+    for i in range(300):
+        vector = [rng.uniform(-1, 1) for _ in range(8)]
+        if i % 7 == 0:
+            vector = [float(f"{v:.3f}") for v in vector]  # not float32 exactly: packed as float64
+        nodes.append({"id": f"n{i:03d}", "name": f"N{i}", "type": "fact" if i % 3 else "place", "embedding": vector})
+    nodes[5]["embedding"] = list(nodes[4]["embedding"])  # a tie
+    nodes[6]["embedding"] = [0.0] * 8
+    nodes[9]["embedding"] = [1.0, 0.5]  # another size: never scored
+    nodes[10].pop("embedding")  # none
+    scoped = [{**n, "scope": {"agent_id": "a", "user_id": "ana"}} for n in nodes]
+    scoped.append(
+        {
+            "id": "z",
+            "name": "Z",
+            "type": "fact",
+            "embedding": nodes[4]["embedding"],
+            "scope": {"agent_id": "a", "user_id": "bo"},
+        }
+    )
+    unwrap(await store.add_nodes(scoped))
+    t = f'"{schema}"'
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        assert conn.execute(f"SELECT vector FROM {t}.graph_nodes WHERE id = 'n004'").fetchone()[0] == pack_vector(
+            nodes[4]["embedding"]
+        )
+        # nodes written before the column: no packed vector yet
+        conn.execute(f"UPDATE {t}.graph_nodes SET vector = NULL WHERE id < 'n100'")
+    query = list(nodes[4]["embedding"])
+    ana = {"agent_id": "a", "user_id": "ana"}
+    for limit, threshold, types in ((5, -1.0, None), (40, 0.1, None), (3, -1.0, ["fact"]), (2, 0.0, None)):
+        found = unwrap(
+            await store.search_nodes_semantic("a", query, limit=limit, threshold=threshold, types=types, visible_to=ana)
+        )
+        flt = check_node_filter({"agent_id": "a", "types": types, "visible_to": ana})
+        every = await GraphStoreMixin._nearest_nodes(store, flt, query, limit, threshold)
+        assert [n.id for n, _ in found] == [n.id for n, _ in every], (limit, threshold, types)
+        assert all(abs(a - b) < 1e-12 for (_, a), (_, b) in zip(found, every, strict=True))
+        assert "z" not in {n.id for n, _ in found}
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        assert conn.execute(f"SELECT count(*) FROM {t}.graph_nodes WHERE vector IS NULL").fetchone()[0] == 0
+        assert conn.execute(f"SELECT vector FROM {t}.graph_nodes WHERE id = 'n010'").fetchone()[0] == b""
+        assert conn.execute(f"SELECT vector FROM {t}.graph_nodes WHERE id = 'n007'").fetchone()[0] == pack_vector(
+            nodes[7]["embedding"]
+        )
+    top = unwrap(await store.search_nodes_semantic("a", query, limit=2, visible_to=ana))
+    assert [n.id for n, _ in top] == ["n004", "n005"] and top[0][0].embedding == nodes[4]["embedding"]

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...errors import ConflictError, NotFoundError
 from ...graph.base import GraphChanges, GraphStoreMixin, check_next_version
+from ...graph.nearest import nearest_packed, pack_vector
 from ...graph.records import TRUSTED, EdgeQuery, GraphEdge, GraphNode, GraphPath, NodeQuery, TraversalResult, Walk
 from ...graph.rules import node_haystack
 from .sql import quote_ident
@@ -247,9 +248,9 @@ class PostgresGraph(GraphStoreMixin):
             self, operation: Callable[[AsyncConnection[Any]], Awaitable[T]], *, timeout: float | None = None
         ) -> T: ...
 
-    async def _rows(self, sql: str, params: Sequence[Any]) -> list[Any]:
+    async def _rows(self, sql: str, params: Sequence[Any], *, binary: bool = False) -> list[Any]:
         async def op(conn: AsyncConnection[Any]) -> list[Any]:
-            cur = await conn.execute(sql, params)
+            cur = await conn.execute(sql, params, binary=binary)
             return await cur.fetchall()
 
         return await self.run(op)
@@ -313,7 +314,7 @@ class PostgresGraph(GraphStoreMixin):
                 if nodes:
                     await cur.executemany(
                         f"INSERT INTO {t}.graph_nodes (id, agent_id, scope_key, type, confidence, origin, body,"
-                        " text_key) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                        " text_key, vector) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
                         [
                             (
                                 n.id,
@@ -324,6 +325,7 @@ class PostgresGraph(GraphStoreMixin):
                                 n.origin,
                                 n.dump_json(),
                                 node_haystack(n),
+                                b"" if n.embedding is None else pack_vector(n.embedding),
                             )
                             for n in nodes
                         ],
@@ -358,7 +360,8 @@ class PostgresGraph(GraphStoreMixin):
         rows = await self._rows(f"SELECT body FROM {quote_ident(self.schema)}.graph_edges WHERE id = ANY(%s)", (ids,))
         return [GraphEdge.model_validate_json(r[0], context=TRUSTED) for r in rows]
 
-    async def _query_nodes(self, query: NodeQuery) -> list[GraphNode]:
+    def _node_where(self, query: NodeQuery) -> tuple[list[str], list[Any]]:
+        """The conditions of a node query on indexed columns (its text aside), and their parameters."""
         t = quote_ident(self.schema)
         where, params = ["agent_id = %s", "confidence >= %s"], [query.agent_id, query.min_confidence]
         for column, values in (("scope_key", query.scope_keys), ("type", query.types), ("origin", query.origins)):
@@ -368,6 +371,55 @@ class PostgresGraph(GraphStoreMixin):
         if query.name_key is not None:
             where.append(f"id IN (SELECT node_id FROM {t}.graph_node_names WHERE name_key = %s)")
             params.append(query.name_key)
+        return where, params
+
+    async def _nearest_nodes(
+        self, query: NodeQuery, vector: list[float], limit: int, least: float
+    ) -> list[tuple[GraphNode, float]]:
+        # the ids and packed vectors alone are read and scored (graph.nearest), and only the
+        # nodes kept are read whole; a node written before the column (vector NULL) is read
+        # from its body once and its vector packed then
+        if query.text is not None:
+            return await super()._nearest_nodes(query, vector, limit, least)
+        t = quote_ident(self.schema)
+        where, params = self._node_where(query)
+        rows = await self._rows(
+            f"SELECT id, vector, CASE WHEN vector IS NULL THEN body END FROM {t}.graph_nodes"
+            f" WHERE {' AND '.join(where)} AND (vector IS NULL OR octet_length(vector) > 1)",
+            params,
+            binary=True,  # the vectors as their bytes, not hex text
+        )
+        scored: list[tuple[str, bytes]] = []
+        unpacked: list[tuple[bytes, str]] = []
+        for node_id, blob, body in rows:
+            if blob is None:
+                embedding = GraphNode.model_validate_json(body, context=TRUSTED).embedding
+                blob = b"" if embedding is None else pack_vector(embedding)
+                unpacked.append((blob, node_id))
+            if len(blob) > 1:
+                scored.append((node_id, blob))
+        if unpacked:
+            await self._pack_vectors(unpacked)
+        chosen = nearest_packed(scored, vector, limit, least)
+        if chosen is None:  # pragma: no cover (numpy missing)
+            return await super()._nearest_nodes(query, vector, limit, least)
+        by_id = {n.id: n for n in await self._get_nodes([node_id for node_id, _ in chosen])}
+        return [(by_id[i], score) for i, score in chosen if i in by_id and query.matches(by_id[i])]
+
+    async def _pack_vectors(self, packed: list[tuple[bytes, str]]) -> None:
+        """Keep the packed vectors of nodes written before the column (``(vector, id)``): only
+        where it is still empty, so a node written again meanwhile keeps its own."""
+        sql = f"UPDATE {quote_ident(self.schema)}.graph_nodes SET vector = %s WHERE id = %s AND vector IS NULL"
+
+        async def op(conn: AsyncConnection[Any]) -> None:
+            async with conn.transaction():
+                await conn.cursor().executemany(sql, packed)
+
+        await self.run(op)
+
+    async def _query_nodes(self, query: NodeQuery) -> list[GraphNode]:
+        t = quote_ident(self.schema)
+        where, params = self._node_where(query)
         pattern = None if query.text is None else text_pattern(query.text)
         if pattern is not None:
             where.append("(text_key LIKE %s OR text_key IS NULL)")

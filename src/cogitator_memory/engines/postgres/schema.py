@@ -28,6 +28,8 @@ Versions:
     keyword search of items and facts does not read turns' rows).
 13. ``m013_items_by_start``: memory items by scope, kind and start (the latest started of a scope
     read from an index's end).
+14. ``m014_graph_node_vectors``: a graph node's vector packed in a column of its own (a search by
+    meaning reads those, not every node's body).
 
 The SQL here (the migrations, and :class:`ThreadSql`, the statements of the thread store) is
 plain text built from a quoted schema name; nothing in this module but :func:`migrate`,
@@ -248,6 +250,13 @@ M013_ITEMS_BY_START = Migration(
     ),
 )
 
+#: A node's vector packed in a column of its own (:func:`~cogitator_memory.graph.nearest.pack_vector`;
+#: empty: none), what a search by meaning reads instead of every node's body. Nodes written before
+#: keep ``NULL`` until their first search packs them.
+M014_GRAPH_NODE_VECTORS = Migration(
+    14, "m014_graph_node_vectors", ("ALTER TABLE {s}.graph_nodes ADD COLUMN IF NOT EXISTS vector bytea",)
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     M001_INITIAL,
     M002_TREES,
@@ -262,6 +271,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     M011_RECALL_RECORDS_INLINE,
     M012_RECALL_NOT_TURNS,
     M013_ITEMS_BY_START,
+    M014_GRAPH_NODE_VECTORS,
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

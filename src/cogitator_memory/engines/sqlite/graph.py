@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import struct
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from itertools import zip_longest
@@ -34,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import ConflictError, NotFoundError
 from ...graph.base import GraphChanges, GraphStoreMixin, check_next_version
+from ...graph.nearest import nearest_packed, pack_vector, unpack_vector
 from ...graph.records import (
     TRUSTED,
     EdgeQuery,
@@ -46,7 +46,6 @@ from ...graph.records import (
     stored_nodes,
 )
 from ...graph.rules import neighbourhood_from_steps, node_haystack
-from ...vectors.similarity import numpy_or_none
 
 #: The tables of the graph (migration ``m006_graph`` of :mod:`.schema`).
 GRAPH_TABLES: tuple[str, ...] = (
@@ -151,56 +150,9 @@ _EDGE_SCOPE_KEY = " || char(31) || ".join(
 )
 
 
-#: How far under a node's float32 cosine its exact (float64) one may be, far more than float32's
-#: rounding on vectors of thousands of dimensions: a node the rough score puts further below the
-#: threshold or the ``limit``-th best cannot be kept by the exact one.
-_ROUGH_MARGIN = 1e-3
-
-
-def _packed(np: Any, blobs: list[bytes], dtype: str, size: int) -> Any:
-    """The vectors of ``blobs`` (packed as :func:`pack_vector` does, all of ``size`` values of
-    ``dtype``) as one matrix, a row each: joined once, their width bytes cut off in one copy."""
-    if not blobs:
-        return np.zeros((0, size), dtype=dtype)
-    rows = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), -1)[:, 1:]
-    return np.ascontiguousarray(rows).view(dtype)
-
-
-def _shortlist(np: Any, packed: Any, q: Any, limit: int, least: float) -> Any:
-    """The rows of ``packed`` (float32 vectors) whose exact cosine with ``q`` may reach ``least``
-    and the ``limit`` best: those whose float32 cosine is within :data:`_ROUGH_MARGIN` of both,
-    and any the float32 score could not rank (overflow)."""
-    q32 = q.astype(np.float32)
-    with np.errstate(all="ignore"):
-        norms = np.sqrt(np.einsum("ij,ij->i", packed, packed)) * np.float32(np.linalg.norm(q32))
-        rough = np.divide(packed @ q32, norms, out=np.zeros(len(packed), dtype=np.float32), where=norms > 0)
-    floor = least - _ROUGH_MARGIN
-    if len(rough) > limit:
-        kth = float(np.partition(rough, len(rough) - limit)[len(rough) - limit])
-        if kth == kth:  # not NaN
-            floor = max(floor, kth - _ROUGH_MARGIN)
-    return np.nonzero(~(rough < floor) | ~np.isfinite(norms))[0]
-
-
 def _chunks(values: Sequence[str]) -> Iterator[Sequence[str]]:
     for start in range(0, len(values), _CHUNK):
         yield values[start : start + _CHUNK]
-
-
-def pack_vector(values: Sequence[float]) -> bytes:
-    """``values`` packed little-endian after one byte giving the size of a float: 4 (float32)
-    when every value is a float32 exactly, else 8 (float64), so the vector unpacks as it was."""
-    count = len(values)
-    single = struct.pack(f"<{count}f", *values)
-    if struct.unpack(f"<{count}f", single) == tuple(values):
-        return b"\x04" + single
-    return b"\x08" + struct.pack(f"<{count}d", *values)
-
-
-def unpack_vector(blob: bytes) -> list[float]:
-    """The floats :func:`pack_vector` packed."""
-    size = blob[0]
-    return list(struct.unpack(f"<{(len(blob) - 1) // size}{'f' if size == 4 else 'd'}", blob[1:]))
 
 
 def _node_body(node: GraphNode) -> str:
@@ -465,40 +417,20 @@ class SQLiteGraph(GraphStoreMixin):
     async def _nearest_nodes(
         self, query: NodeQuery, vector: list[float], limit: int, least: float
     ) -> list[tuple[GraphNode, float]]:
-        # the ids and packed vectors alone are read, scored in one matrix product (float64, as
-        # the cosine of one pair), and only the nodes kept are read whole: with 100,000 facts
-        # every node was read and scored one by one, 18-26 s a recall
-        np = numpy_or_none()
-        if np is None or query.text is not None:
+        # the ids and packed vectors alone are read and scored (graph.nearest), and only the
+        # nodes kept are read whole: with 100,000 facts every node was read and scored one by
+        # one, 18-26 s a recall
+        if query.text is not None:
             return await super()._nearest_nodes(query, vector, limit, least)
         where, params = self._node_where(query)
         rows = self.connection.execute(
             f"SELECT id, embedding FROM graph_nodes WHERE {where} AND embedding IS NOT NULL", params
         ).fetchall()
-        size = len(vector)
-        q = np.asarray(vector, dtype=np.float64)
-        single, double = 1 + 4 * size, 1 + 8 * size
-        singles = [i for i, b in rows if len(b) == single and b[0] == 4]
-        ids = [i for i, b in rows if len(b) == double and b[0] == 8]
-        matrix = _packed(np, [b for _, b in rows if len(b) == double and b[0] == 8], "<f8", size)
-        if singles:
-            # float32 vectors (the usual): a rough score in float32 over all of them, then the
-            # exact one (float64) only for those the rough one cannot rule out
-            packed = _packed(np, [b for _, b in rows if len(b) == single and b[0] == 4], "<f4", size)
-            kept = _shortlist(np, packed, q, limit, least)
-            ids += [singles[i] for i in kept]
-            matrix = np.vstack([matrix, packed[kept].astype(np.float64)])
-        if not ids:
-            return []
-        norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(q))
-        scores = np.divide(matrix @ q, norms, out=np.zeros(len(ids)), where=norms > 0)  # 0 for a zero vector
-        passing = np.nonzero(scores >= least)[0]
-        if len(passing) > limit:  # those tied with the limit-th best kept, ordered by id below
-            kth = np.partition(scores[passing], len(passing) - limit)[len(passing) - limit]
-            passing = passing[scores[passing] >= kth]
-        chosen = sorted((-float(scores[i]), ids[i]) for i in passing)[:limit]
-        by_id = {n.id: n for n in await self._get_nodes([node_id for _, node_id in chosen])}
-        return [(by_id[i], -score) for score, i in chosen if i in by_id and query.matches(by_id[i])]
+        chosen = nearest_packed(rows, vector, limit, least)
+        if chosen is None:  # pragma: no cover (numpy missing)
+            return await super()._nearest_nodes(query, vector, limit, least)
+        by_id = {n.id: n for n in await self._get_nodes([node_id for node_id, _ in chosen])}
+        return [(by_id[i], score) for i, score in chosen if i in by_id and query.matches(by_id[i])]
 
     async def _query_edges(self, query: EdgeQuery) -> list[GraphEdge]:
         where, params = ["agent_id = ?", "confidence >= ?"], [query.agent_id, query.min_confidence]
