@@ -128,7 +128,7 @@ async def test_a_search_by_meaning_reads_the_packed_vectors_and_ranks_as_every_n
     from cogitator_memory import unwrap
     from cogitator_memory.graph.base import GraphStoreMixin
     from cogitator_memory.graph.checks import check_node_filter
-    from cogitator_memory.graph.nearest import pack_vector
+    from cogitator_memory.graph.nearest import pack_vector, vector_code
 
     rng = random.Random(5)
     nodes = []
@@ -158,7 +158,7 @@ async def test_a_search_by_meaning_reads_the_packed_vectors_and_ranks_as_every_n
             nodes[4]["embedding"]
         )
         # nodes written before the column: no packed vector yet
-        conn.execute(f"UPDATE {t}.graph_nodes SET vector = NULL WHERE id < 'n100'")
+        conn.execute(f"UPDATE {t}.graph_nodes SET vector = NULL, code = NULL WHERE id < 'n100'")
     query = list(nodes[4]["embedding"])
     ana = {"agent_id": "a", "user_id": "ana"}
     for limit, threshold, types in ((5, -1.0, None), (40, 0.1, None), (3, -1.0, ["fact"]), (2, 0.0, None)):
@@ -172,9 +172,52 @@ async def test_a_search_by_meaning_reads_the_packed_vectors_and_ranks_as_every_n
         assert "z" not in {n.id for n, _ in found}
     with psycopg.connect(pg_url, autocommit=True) as conn:
         assert conn.execute(f"SELECT count(*) FROM {t}.graph_nodes WHERE vector IS NULL").fetchone()[0] == 0
+        assert conn.execute(f"SELECT code FROM {t}.graph_nodes WHERE id = 'n007'").fetchone()[0] == vector_code(
+            nodes[7]["embedding"]
+        )
         assert conn.execute(f"SELECT vector FROM {t}.graph_nodes WHERE id = 'n010'").fetchone()[0] == b""
         assert conn.execute(f"SELECT vector FROM {t}.graph_nodes WHERE id = 'n007'").fetchone()[0] == pack_vector(
             nodes[7]["embedding"]
         )
     top = unwrap(await store.search_nodes_semantic("a", query, limit=2, visible_to=ana))
     assert [n.id for n, _ in top] == ["n004", "n005"] and top[0][0].embedding == nodes[4]["embedding"]
+
+
+async def test_a_search_by_meaning_over_many_nodes_scores_the_codes_shortlist(
+    store: PostgresAdapter, pg_url: str, schema: str
+) -> None:
+    # Past EXACT_UP_TO nodes with vectors, the codes are read and only the shortlist nearest by
+    # sign code is scored exactly: a node's own vector finds it first, and the best ten are
+    # those of every node read; nodes written before the columns are among them once packed
+    import random
+
+    import psycopg
+
+    from cogitator_memory import unwrap
+    from cogitator_memory.graph.base import GraphStoreMixin
+    from cogitator_memory.graph.checks import check_node_filter
+    from cogitator_memory.graph.nearest import EXACT_UP_TO
+
+    rng = random.Random(3)
+    centres = [[rng.gauss(0, 1) for _ in range(48)] for _ in range(40)]
+    vectors = [[c + rng.gauss(0, 0.6) for c in centres[i % 40]] for i in range(EXACT_UP_TO + 700)]
+    nodes = [
+        {"id": f"c{i:05d}", "name": f"C{i}", "type": "fact", "embedding": v, "scope": {"agent_id": "a", "user_id": "u"}}
+        for i, v in enumerate(vectors)
+    ]
+    for start in range(0, len(nodes), 1000):
+        unwrap(await store.add_nodes(nodes[start : start + 1000]))
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f"UPDATE \"{schema}\".graph_nodes SET vector = NULL, code = NULL WHERE id < 'c00300'")
+    visible = {"agent_id": "a", "user_id": "u"}
+    flt = check_node_filter({"agent_id": "a", "visible_to": visible})
+    same = 0
+    for i in range(0, 2_700, 270):
+        query = [x + rng.gauss(0, 0.05) for x in vectors[i]]
+        found = unwrap(await store.search_nodes_semantic("a", query, limit=10, threshold=-1.0, visible_to=visible))
+        every = await GraphStoreMixin._nearest_nodes(store, flt, query, 10, -1.0)
+        assert found[0][0].id == f"c{i:05d}"
+        same += len({n.id for n, _ in found} & {n.id for n, _ in every})
+        scores = dict((n.id, s) for n, s in every)
+        assert all(abs(scores[n.id] - s) < 1e-12 for n, s in found if n.id in scores)
+    assert same >= 0.95 * 100, same

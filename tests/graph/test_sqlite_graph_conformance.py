@@ -266,3 +266,45 @@ async def test_a_search_by_meaning_over_many_float32_vectors_ranks_as_every_node
             every = await GraphStoreMixin._nearest_nodes(store, flt, query, limit, threshold)
             assert [n.id for n, _ in found] == [n.id for n, _ in every], (limit, threshold)
             assert all(abs(a - b) < 1e-12 for (_, a), (_, b) in zip(found, every, strict=True))
+
+
+async def test_a_search_by_meaning_over_many_nodes_scores_the_codes_shortlist(store: SQLiteAdapter) -> None:
+    # Past EXACT_UP_TO nodes with vectors, the codes are read from their index and only the
+    # shortlist nearest by sign code is scored exactly: a node's own vector finds it first, and
+    # the best ten are those of every node read (real-like vectors: clusters, as topics make)
+    import random
+
+    from cogitator_memory.graph.base import GraphStoreMixin
+    from cogitator_memory.graph.checks import check_node_filter
+    from cogitator_memory.graph.nearest import EXACT_UP_TO
+
+    rng = random.Random(3)
+    centres = [[rng.gauss(0, 1) for _ in range(48)] for _ in range(40)]
+    vectors = [[c + rng.gauss(0, 0.6) for c in centres[i % 40]] for i in range(EXACT_UP_TO + 700)]
+    nodes = [
+        {"id": f"c{i:05d}", "name": f"C{i}", "type": "fact", "embedding": v, "scope": {"agent_id": "a", "user_id": "u"}}
+        for i, v in enumerate(vectors)
+    ]
+    for start in range(0, len(nodes), 1000):
+        unwrap(await store.add_nodes(nodes[start : start + 1000]))
+    visible = {"agent_id": "a", "user_id": "u"}
+    plan = " ".join(
+        str(row[3])
+        for row in store.connection.execute(
+            "EXPLAIN QUERY PLAN SELECT rowid, code FROM graph_nodes INDEXED BY graph_nodes_codes"
+            " WHERE agent_id = ? AND confidence >= ? AND scope_key IN (?, ?) AND code IS NOT NULL",
+            ("a", 0.0, "x", "y"),
+        )
+    )
+    assert "COVERING INDEX graph_nodes_codes" in plan, plan
+    flt = check_node_filter({"agent_id": "a", "visible_to": visible})
+    same = 0
+    for i in range(0, 2_700, 270):
+        query = [x + rng.gauss(0, 0.05) for x in vectors[i]]
+        found = unwrap(await store.search_nodes_semantic("a", query, limit=10, threshold=-1.0, visible_to=visible))
+        every = await GraphStoreMixin._nearest_nodes(store, flt, query, 10, -1.0)
+        assert found[0][0].id == f"c{i:05d}"
+        same += len({n.id for n, _ in found} & {n.id for n, _ in every})
+        scores = dict((n.id, s) for n, s in every)
+        assert all(abs(scores[n.id] - s) < 1e-12 for n, s in found if n.id in scores)
+    assert same >= 0.95 * 100, same

@@ -8,6 +8,12 @@ ranks ``(id, packed vector)`` rows as :meth:`GraphStoreMixin._nearest_nodes
 best first, ties by id, at least the threshold, at most the limit), without reading the nodes:
 float32 vectors are first ranked roughly in float32 (one matrix product), and only those the rough
 score cannot rule out are scored exactly.
+
+Over more than :data:`EXACT_UP_TO` nodes with vectors, the engines read each node's sign code (one
+bit a dimension, :func:`vector_code`; 48 bytes at 384 dimensions) instead of its vector, and
+:func:`code_shortlist` keeps the :func:`shortlist_size` nearest by Hamming distance, which alone
+are scored exactly: the cost follows the codes, a thirty-second of the vectors, and a node whose
+code ranks outside the shortlist is not found (measured in ``docs/graph.md``).
 """
 
 from __future__ import annotations
@@ -17,6 +23,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..vectors.similarity import numpy_or_none
+
+#: A search by meaning over at most this many nodes with vectors scores every one exactly; over
+#: more, it scores exactly only a shortlist of those whose sign codes are nearest the query's.
+EXACT_UP_TO = 2000
+
+
+def shortlist_size(limit: int) -> int:
+    """How many nodes a search over more than :data:`EXACT_UP_TO` scores exactly for ``limit``."""
+    return max(8 * limit, 500)
+
 
 #: How far under a node's float32 cosine its exact (float64) one may be, far more than float32's
 #: rounding on vectors of thousands of dimensions: a node the rough score puts further below the
@@ -38,6 +54,32 @@ def unpack_vector(blob: bytes) -> list[float]:
     """The floats :func:`pack_vector` packed."""
     size = blob[0]
     return list(struct.unpack(f"<{(len(blob) - 1) // size}{'f' if size == 4 else 'd'}", blob[1:]))
+
+
+def vector_code(values: Sequence[float]) -> bytes | None:
+    """The sign code of a vector: one bit a dimension (set when the value is above 0), packed;
+    what a search of many nodes ranks first (``None`` without numpy)."""
+    np = numpy_or_none()
+    if np is None:  # pragma: no cover
+        return None
+    return bytes(np.packbits(np.asarray(values, dtype=np.float64) > 0))
+
+
+def code_shortlist(rows: Sequence[tuple[Any, bytes]], query: Sequence[float], count: int) -> list[Any]:
+    """The keys of the ``count`` rows (``(key, sign code)``) whose codes are nearest the query's
+    by Hamming distance (ties in the order given): the shortlist a search of many nodes scores
+    exactly. Codes of another length than the query's are left out."""
+    np = numpy_or_none()
+    code = vector_code(query)
+    if np is None or code is None:  # pragma: no cover
+        return [key for key, _ in rows]
+    same = [(key, c) for key, c in rows if len(c) == len(code)]
+    if len(same) <= count:
+        return [key for key, _ in same]
+    codes = np.frombuffer(b"".join(c for _, c in same), dtype=np.uint8).reshape(len(same), len(code))
+    distance = np.bitwise_count(codes ^ np.frombuffer(code, dtype=np.uint8)).sum(axis=1, dtype=np.int32)
+    picked = np.argpartition(distance, count - 1)[:count]
+    return [same[i][0] for i in np.sort(picked)]
 
 
 def _matrix(np: Any, blobs: list[bytes], dtype: str, size: int) -> Any:
@@ -98,4 +140,13 @@ def nearest_packed(
     return [(node_id, -score) for score, node_id in chosen]
 
 
-__all__ = ["ROUGH_MARGIN", "nearest_packed", "pack_vector", "unpack_vector"]
+__all__ = [
+    "EXACT_UP_TO",
+    "ROUGH_MARGIN",
+    "code_shortlist",
+    "nearest_packed",
+    "pack_vector",
+    "shortlist_size",
+    "unpack_vector",
+    "vector_code",
+]

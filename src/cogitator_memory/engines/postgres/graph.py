@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...errors import ConflictError, NotFoundError
 from ...graph.base import GraphChanges, GraphStoreMixin, check_next_version
-from ...graph.nearest import nearest_packed, pack_vector
+from ...graph.nearest import EXACT_UP_TO, code_shortlist, nearest_packed, pack_vector, shortlist_size, vector_code
 from ...graph.records import TRUSTED, EdgeQuery, GraphEdge, GraphNode, GraphPath, NodeQuery, TraversalResult, Walk
 from ...graph.rules import node_haystack
 from .sql import quote_ident
@@ -238,6 +238,10 @@ def _adjacency(edge: GraphEdge) -> list[tuple[Any, ...]]:
     ]
 
 
+#: Nodes written before their vectors had a column of their own, packed by one statement.
+_PACK_BATCH = 1000
+
+
 class PostgresGraph(GraphStoreMixin):
     """The graph part of :class:`~cogitator_memory.engines.postgres.adapter.PostgresAdapter`."""
 
@@ -314,7 +318,7 @@ class PostgresGraph(GraphStoreMixin):
                 if nodes:
                     await cur.executemany(
                         f"INSERT INTO {t}.graph_nodes (id, agent_id, scope_key, type, confidence, origin, body,"
-                        " text_key, vector) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                        " text_key, vector, code) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                         [
                             (
                                 n.id,
@@ -326,6 +330,7 @@ class PostgresGraph(GraphStoreMixin):
                                 n.dump_json(),
                                 node_haystack(n),
                                 b"" if n.embedding is None else pack_vector(n.embedding),
+                                None if n.embedding is None else vector_code(n.embedding),
                             )
                             for n in nodes
                         ],
@@ -376,46 +381,59 @@ class PostgresGraph(GraphStoreMixin):
     async def _nearest_nodes(
         self, query: NodeQuery, vector: list[float], limit: int, least: float
     ) -> list[tuple[GraphNode, float]]:
-        # the ids and packed vectors alone are read and scored (graph.nearest), and only the
-        # nodes kept are read whole; a node written before the column (vector NULL) is read
-        # from its body once and its vector packed then
+        # the nodes' sign codes are read (graph.nearest), then the packed vectors of every node
+        # or, past EXACT_UP_TO, of the codes' shortlist, and only the nodes kept are read whole;
+        # a node written before the columns (vector NULL) is read from its body once and its
+        # vector and code kept then
         if query.text is not None:
             return await super()._nearest_nodes(query, vector, limit, least)
         t = quote_ident(self.schema)
         where, params = self._node_where(query)
-        rows = await self._rows(
-            f"SELECT id, vector, CASE WHEN vector IS NULL THEN body END FROM {t}.graph_nodes"
-            f" WHERE {' AND '.join(where)} AND (vector IS NULL OR octet_length(vector) > 1)",
-            params,
-            binary=True,  # the vectors as their bytes, not hex text
-        )
-        scored: list[tuple[str, bytes]] = []
-        unpacked: list[tuple[bytes, str]] = []
-        for node_id, blob, body in rows:
-            if blob is None:
-                embedding = GraphNode.model_validate_json(body, context=TRUSTED).embedding
-                blob = b"" if embedding is None else pack_vector(embedding)
-                unpacked.append((blob, node_id))
-            if len(blob) > 1:
-                scored.append((node_id, blob))
-        if unpacked:
-            await self._pack_vectors(unpacked)
+        conditions = " AND ".join(where)
+        await self._pack_vectors(conditions, params)
+        # bytes, not hex text; the codes from graph_nodes_codes alone
+        sql = f"SELECT id, code FROM {t}.graph_nodes WHERE {conditions} AND code IS NOT NULL"
+        coded: list[tuple[str, bytes]] = [(i, bytes(c)) for i, c in await self._rows(sql, params, binary=True)]
+        if len(coded) > EXACT_UP_TO:
+            keep = code_shortlist(coded, vector, shortlist_size(limit))
+            sql = f"SELECT id, vector FROM {t}.graph_nodes WHERE id = ANY(%s)"
+            scored = [(i, bytes(b)) for i, b in await self._rows(sql, (keep,), binary=True) if b is not None]
+        else:
+            sql = f"SELECT id, vector FROM {t}.graph_nodes WHERE {conditions} AND octet_length(vector) > 1"
+            scored = [(i, bytes(b)) for i, b in await self._rows(sql, params, binary=True)]
         chosen = nearest_packed(scored, vector, limit, least)
         if chosen is None:  # pragma: no cover (numpy missing)
             return await super()._nearest_nodes(query, vector, limit, least)
         by_id = {n.id: n for n in await self._get_nodes([node_id for node_id, _ in chosen])}
         return [(by_id[i], score) for i, score in chosen if i in by_id and query.matches(by_id[i])]
 
-    async def _pack_vectors(self, packed: list[tuple[bytes, str]]) -> None:
-        """Keep the packed vectors of nodes written before the column (``(vector, id)``): only
-        where it is still empty, so a node written again meanwhile keeps its own."""
-        sql = f"UPDATE {quote_ident(self.schema)}.graph_nodes SET vector = %s WHERE id = %s AND vector IS NULL"
+    async def _pack_vectors(self, conditions: str, params: list[Any]) -> None:
+        """Keep the packed vectors and codes of the nodes of a search written before the columns
+        (``vector`` NULL, under ``graph_nodes_unpacked``), read from their bodies a batch at a
+        time (each its own statements, so a store upgraded with many nodes packs them over one
+        search without a statement near the timeout); a node written again meanwhile keeps its
+        own (``vector IS NULL`` again on the write)."""
+        t = quote_ident(self.schema)
+        read = f"SELECT id, body FROM {t}.graph_nodes WHERE {conditions} AND vector IS NULL LIMIT {_PACK_BATCH}"
+        write = f"UPDATE {t}.graph_nodes SET vector = %s, code = %s WHERE id = %s AND vector IS NULL"
+        while True:
+            rows = await self._rows(read, params)
+            packed: list[tuple[bytes, bytes | None, str]] = []
+            for node_id, body in rows:
+                embedding = GraphNode.model_validate_json(body, context=TRUSTED).embedding
+                if embedding is None:
+                    packed.append((b"", None, node_id))
+                else:
+                    packed.append((pack_vector(embedding), vector_code(embedding), node_id))
 
-        async def op(conn: AsyncConnection[Any]) -> None:
-            async with conn.transaction():
-                await conn.cursor().executemany(sql, packed)
+            async def op(conn: AsyncConnection[Any], batch: list[tuple[bytes, bytes | None, str]] = packed) -> None:
+                async with conn.transaction():
+                    await conn.cursor().executemany(write, batch)
 
-        await self.run(op)
+            if packed:
+                await self.run(op)
+            if len(rows) < _PACK_BATCH:
+                return
 
     async def _query_nodes(self, query: NodeQuery) -> list[GraphNode]:
         t = quote_ident(self.schema)

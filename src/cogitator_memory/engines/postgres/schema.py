@@ -28,8 +28,8 @@ Versions:
     keyword search of items and facts does not read turns' rows).
 13. ``m013_items_by_start``: memory items by scope, kind and start (the latest started of a scope
     read from an index's end).
-14. ``m014_graph_node_vectors``: a graph node's vector packed in a column of its own (a search by
-    meaning reads those, not every node's body).
+14. ``m014_graph_node_vectors``: a graph node's vector packed in a column of its own, and its sign
+    code under an index (a search by meaning reads those, not every node's body).
 
 The SQL here (the migrations, and :class:`ThreadSql`, the statements of the thread store) is
 plain text built from a quoted schema name; nothing in this module but :func:`migrate`,
@@ -251,10 +251,19 @@ M013_ITEMS_BY_START = Migration(
 )
 
 #: A node's vector packed in a column of its own (:func:`~cogitator_memory.graph.nearest.pack_vector`;
-#: empty: none), what a search by meaning reads instead of every node's body. Nodes written before
-#: keep ``NULL`` until their first search packs them.
+#: empty: none) and its sign code (:func:`~cogitator_memory.graph.nearest.vector_code`), under an
+#: index a search by meaning reads the codes from, instead of every node's body. Nodes written
+#: before keep ``NULL`` in both until their first search packs them.
 M014_GRAPH_NODE_VECTORS = Migration(
-    14, "m014_graph_node_vectors", ("ALTER TABLE {s}.graph_nodes ADD COLUMN IF NOT EXISTS vector bytea",)
+    14,
+    "m014_graph_node_vectors",
+    (
+        "ALTER TABLE {s}.graph_nodes ADD COLUMN IF NOT EXISTS vector bytea",
+        "ALTER TABLE {s}.graph_nodes ADD COLUMN IF NOT EXISTS code bytea",
+        "CREATE INDEX IF NOT EXISTS graph_nodes_codes ON {s}.graph_nodes (agent_id, scope_key)"
+        " INCLUDE (id, type, origin, confidence, code)",
+        "CREATE INDEX IF NOT EXISTS graph_nodes_unpacked ON {s}.graph_nodes (agent_id) WHERE vector IS NULL",
+    ),
 )
 
 MIGRATIONS: tuple[Migration, ...] = (

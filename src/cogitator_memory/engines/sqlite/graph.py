@@ -33,7 +33,15 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import ConflictError, NotFoundError
 from ...graph.base import GraphChanges, GraphStoreMixin, check_next_version
-from ...graph.nearest import nearest_packed, pack_vector, unpack_vector
+from ...graph.nearest import (
+    EXACT_UP_TO,
+    code_shortlist,
+    nearest_packed,
+    pack_vector,
+    shortlist_size,
+    unpack_vector,
+    vector_code,
+)
 from ...graph.records import (
     TRUSTED,
     EdgeQuery,
@@ -188,6 +196,36 @@ def pack_node_vectors(db: sqlite3.Connection) -> None:
         )
 
 
+#: The index a search by meaning reads the nodes' sign codes from (migration
+#: ``m016_graph_node_codes``): every column its conditions name, and the code.
+NODE_CODES_INDEX = (
+    "CREATE INDEX IF NOT EXISTS graph_nodes_codes ON graph_nodes (agent_id, scope_key, type, origin, confidence, code)"
+)
+
+
+def code_node_vectors(db: sqlite3.Connection) -> None:
+    """Add the column ``code`` to ``graph_nodes`` (a node's sign code,
+    :func:`~cogitator_memory.graph.nearest.vector_code`), code the vectors of the nodes written
+    before and index the codes (migration ``m016_graph_node_codes``; it may run again)."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(graph_nodes)")}
+    if "code" not in columns:
+        db.execute("ALTER TABLE graph_nodes ADD COLUMN code BLOB")
+    last = 0
+    while True:
+        batch = db.execute(
+            "SELECT rowid, embedding FROM graph_nodes WHERE rowid > ? AND embedding IS NOT NULL ORDER BY rowid LIMIT 4096",
+            (last,),
+        ).fetchall()
+        if not batch:
+            break
+        db.executemany(
+            "UPDATE graph_nodes SET code = ? WHERE rowid = ?",
+            [(vector_code(unpack_vector(blob)), rowid) for rowid, blob in batch],
+        )
+        last = int(batch[-1][0])
+    db.execute(NODE_CODES_INDEX)
+
+
 def text_match(text: str) -> str | None:
     """The FTS5 trigram query of nodes whose text may hold ``text`` (a phrase: the substring),
     or None when ``text`` is under three characters (trigrams cannot find it)."""
@@ -285,8 +323,8 @@ class SQLiteGraph(GraphStoreMixin):
 
     def _put_node(self, db: sqlite3.Connection, node: GraphNode) -> None:
         db.execute(
-            "INSERT OR REPLACE INTO graph_nodes (id, agent_id, scope_key, type, confidence, origin, body, embedding)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO graph_nodes (id, agent_id, scope_key, type, confidence, origin, body, embedding,"
+            " code) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 node.id,
                 node.agent_id,
@@ -296,6 +334,7 @@ class SQLiteGraph(GraphStoreMixin):
                 node.origin,
                 _node_body(node),
                 None if node.embedding is None else pack_vector(node.embedding),
+                None if node.embedding is None else vector_code(node.embedding),
             ),
         )
         if self._has_text_index(db):
@@ -423,9 +462,22 @@ class SQLiteGraph(GraphStoreMixin):
         if query.text is not None:
             return await super()._nearest_nodes(query, vector, limit, least)
         where, params = self._node_where(query)
-        rows = self.connection.execute(
-            f"SELECT id, embedding FROM graph_nodes WHERE {where} AND embedding IS NOT NULL", params
+        db = self.connection
+        hint = " INDEXED BY graph_nodes_codes" if query.name_key is None else ""
+        coded = db.execute(
+            f"SELECT rowid, code FROM graph_nodes{hint} WHERE {where} AND code IS NOT NULL", params
         ).fetchall()
+        if len(coded) > EXACT_UP_TO:  # the vectors of the codes' shortlist alone
+            keep = code_shortlist(coded, vector, shortlist_size(limit))
+            rows = []
+            for start in range(0, len(keep), _CHUNK):
+                chunk = keep[start : start + _CHUNK]
+                sql = f"SELECT id, embedding FROM graph_nodes WHERE rowid IN ({_marks(len(chunk))})"
+                rows += db.execute(sql, chunk).fetchall()
+        else:
+            rows = db.execute(
+                f"SELECT id, embedding FROM graph_nodes WHERE {where} AND embedding IS NOT NULL", params
+            ).fetchall()
         chosen = nearest_packed(rows, vector, limit, least)
         if chosen is None:  # pragma: no cover (numpy missing)
             return await super()._nearest_nodes(query, vector, limit, least)
@@ -522,6 +574,7 @@ __all__ = [
     "WALK_CTE",
     "WALK_SQL",
     "SQLiteGraph",
+    "code_node_vectors",
     "index_node_texts",
     "pack_node_vectors",
     "pack_vector",

@@ -311,6 +311,14 @@ def _m015_items_by_start(db: sqlite3.Connection) -> None:
     db.execute(ITEMS_BY_START)
 
 
+def _m016_graph_node_codes(db: sqlite3.Connection) -> None:
+    """Graph nodes keep their vectors' sign codes in a column of their own, under an index a
+    search by meaning reads them from (:func:`~cogitator_memory.engines.sqlite.graph.code_node_vectors`)."""
+    from .graph import code_node_vectors
+
+    code_node_vectors(db)
+
+
 #: The index :func:`_m015_items_by_start` adds.
 ITEMS_BY_START = (
     "CREATE INDEX IF NOT EXISTS memory_items_by_start ON memory_items (scope_key, kind, start_us, recorded_us, id)"
@@ -332,6 +340,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(13, "m013_graph_node_vectors", _m013_graph_node_vectors),
     Migration(14, "m014_recall_search_indexes", _m014_recall_search_indexes),
     Migration(15, "m015_items_by_start", _m015_items_by_start),
+    Migration(16, "m016_graph_node_codes", _m016_graph_node_codes),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
