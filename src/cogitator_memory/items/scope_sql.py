@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import Any, Protocol
 
+from .records import ITEM_KINDS, ItemQuery
+
 
 class _Within(Protocol):
     user_id: str | None
@@ -48,6 +50,30 @@ def scope_conditions(
     return where, params
 
 
+#: The most index walks a query of the latest started items makes (scope keys times kinds),
+#: far under the engines' limits of bound parameters.
+MAX_START_WALKS = 48
+
+
+def walks_by_start(query: ItemQuery) -> bool:
+    """Whether an SQL engine answers ``query`` (``order="start"`` with a ``limit``) by walking its
+    index of items by scope, kind and start from the newest end once per scope key and kind:
+    scope keys, no narrower index to read instead (slot, subject, entries), and few enough walks."""
+    if query.order != "start" or not query.limit or query.scope_keys is None:
+        return False
+    if query.slot_keys is not None or query.subject_key is not None or query.entry_ids is not None:
+        return False
+    kinds = len(query.kinds) if query.kinds is not None else len(ITEM_KINDS)
+    return len(query.scope_keys) * kinds <= MAX_START_WALKS
+
+
+def start_walks(query: ItemQuery) -> list[tuple[str, str]]:
+    """The ``(scope key, kind)`` of each walk of a query :func:`walks_by_start` answers."""
+    assert query.scope_keys is not None
+    kinds = sorted(query.kinds if query.kinds is not None else ITEM_KINDS)
+    return [(key, kind) for key in sorted(query.scope_keys) for kind in kinds]
+
+
 def sqlite_scope(query: ScopedQuery) -> tuple[list[str], list[Any]]:
     """:func:`scope_conditions` in SQLite's spelling (``?``, ``scope_key IN (?, ...)``)."""
     return scope_conditions(
@@ -60,4 +86,12 @@ def postgres_scope(query: ScopedQuery) -> tuple[list[str], list[Any]]:
     return scope_conditions(query, param="%s", keys_in=lambda keys: ("scope_key = ANY(%b::text[])", [keys]))
 
 
-__all__ = ["ScopedQuery", "postgres_scope", "scope_conditions", "sqlite_scope"]
+__all__ = [
+    "MAX_START_WALKS",
+    "ScopedQuery",
+    "postgres_scope",
+    "scope_conditions",
+    "sqlite_scope",
+    "start_walks",
+    "walks_by_start",
+]

@@ -44,8 +44,8 @@ from ...errors import ConflictError, NotFoundError, StoreUnavailableError
 from ...index.base import item_records, log_unindexed
 from ...index.records import MAX_RECORD_BATCH
 from ...items.base import MemoryItemStoreMixin
-from ...items.records import ITEM_KINDS, TRUSTED, ItemQuery, ItemUpdate, MemoryItem, scope_key
-from ...items.scope_sql import postgres_scope
+from ...items.records import TRUSTED, ItemQuery, ItemUpdate, MemoryItem, scope_key
+from ...items.scope_sql import postgres_scope, start_walks, walks_by_start
 from ...result import MemoryResult, unwrap
 from ...threads import tree
 from .recall import RecallWrite
@@ -151,7 +151,7 @@ def _item(row: Sequence[Any]) -> MemoryItem:
 def _query_sql(table: str, query: ItemQuery, columns: str = _READ) -> tuple[str, list[Any]]:
     """The SELECT of ``columns`` (default: the items whole) for ``query`` and its parameters:
     every condition on an indexed column."""
-    if query.order == "start" and query.limit and columns == _READ and _walks_by_start(query):
+    if columns == _READ and walks_by_start(query):
         return _latest_started(table, query)
     where, params = postgres_scope(query)
     where_more, more = _conditions(query)
@@ -165,17 +165,7 @@ def _query_sql(table: str, query: ItemQuery, columns: str = _READ) -> tuple[str,
     return f"{sql} ORDER BY recorded_at, id", params
 
 
-#: The most index walks one query by start makes (scope keys times kinds).
-_MAX_WALKS = 48
 _NEWEST_STARTED = "start_at DESC, recorded_at DESC, id DESC"
-
-
-def _walks_by_start(query: ItemQuery) -> bool:
-    """Whether :func:`_latest_started` answers ``query``: scope keys, no narrower index (slot,
-    subject, entries), and few enough walks."""
-    narrower = query.slot_keys is not None or query.subject_key is not None or query.entry_ids is not None
-    kinds = len(query.kinds) if query.kinds is not None else len(ITEM_KINDS)
-    return query.scope_keys is not None and not narrower and len(query.scope_keys) * kinds <= _MAX_WALKS
 
 
 def _latest_started(table: str, query: ItemQuery) -> tuple[str, list[Any]]:
@@ -183,18 +173,16 @@ def _latest_started(table: str, query: ItemQuery) -> tuple[str, list[Any]]:
     backward walk of ``memory_items_by_start`` (scope key, kind, start, recorded, id) per scope
     key and kind, each stopping at ``limit`` matches, merged, and only the kept rows read whole.
     One ordered read of the scope would read every row of it, and sort them."""
-    assert query.scope_keys is not None
     where, more = _conditions(dataclasses.replace(query, kinds=None))
     rest = "".join(f" AND {condition}" for condition in where)
     walks: list[str] = []
     params: list[Any] = []
-    for key in sorted(query.scope_keys):
-        for kind in sorted(query.kinds if query.kinds is not None else ITEM_KINDS):
-            walks.append(
-                f"(SELECT id, start_at, recorded_at FROM {table} WHERE scope_key = %s AND kind = %s{rest}"
-                f" ORDER BY {_NEWEST_STARTED} LIMIT %s)"
-            )
-            params += [key, kind, *more, query.limit]
+    for key, kind in start_walks(query):
+        walks.append(
+            f"(SELECT id, start_at, recorded_at FROM {table} WHERE scope_key = %s AND kind = %s{rest}"
+            f" ORDER BY {_NEWEST_STARTED} LIMIT %s)"
+        )
+        params += [key, kind, *more, query.limit]
     merged = f"SELECT id FROM ({' UNION ALL '.join(walks)}) AS w ORDER BY {_NEWEST_STARTED} LIMIT %s"
     return f"SELECT {_READ} FROM {table} WHERE id IN ({merged})", [*params, query.limit]
 

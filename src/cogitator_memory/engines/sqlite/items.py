@@ -24,8 +24,8 @@ from pydantic import ValidationError
 from ...clock import from_micros, to_micros
 from ...errors import ConflictError, NotFoundError
 from ...items.base import MemoryItemStoreMixin
-from ...items.records import ITEM_KINDS, TRUSTED, ItemQuery, ItemUpdate, MemoryItem, scope_key
-from ...items.scope_sql import sqlite_scope
+from ...items.records import TRUSTED, ItemQuery, ItemUpdate, MemoryItem, scope_key
+from ...items.scope_sql import sqlite_scope, start_walks, walks_by_start
 from ...threads import tree
 
 #: Fields kept in columns of their own rather than in ``body``.
@@ -127,18 +127,7 @@ def _where(query: ItemQuery) -> tuple[list[str], list[Any]]:
     return where, params
 
 
-#: The most index walks one query by start makes (scope keys times kinds), far under SQLite's
-#: limit of bound parameters.
-_MAX_WALKS = 48
 _NEWEST_STARTED = "ORDER BY start_us DESC, recorded_us DESC, id DESC LIMIT ?"
-
-
-def _walks_by_start(query: ItemQuery) -> bool:
-    """Whether :func:`_latest_started` answers ``query``: scope keys, no narrower index (slot,
-    subject, entries), and few enough walks."""
-    narrower = query.slot_keys is not None or query.subject_key is not None or query.entry_ids is not None
-    kinds = len(query.kinds) if query.kinds is not None else len(ITEM_KINDS)
-    return query.scope_keys is not None and not narrower and len(query.scope_keys) * kinds <= _MAX_WALKS
 
 
 def _latest_started(query: ItemQuery) -> tuple[str, list[Any]]:
@@ -146,17 +135,15 @@ def _latest_started(query: ItemQuery) -> tuple[str, list[Any]]:
     of ``memory_items_by_start`` (scope key, kind, start, recorded, id) from its newest end per
     scope key and kind, each stopping at ``limit`` matches, merged, and only the kept rows read
     whole. One ordered walk of the scope would read every row of it, and sort them."""
-    assert query.scope_keys is not None
     walks: list[str] = []
     params: list[Any] = []
-    for key in sorted(query.scope_keys):
-        for kind in sorted(query.kinds if query.kinds is not None else ITEM_KINDS):
-            where, more = _where(dataclasses.replace(query, scope_keys=frozenset({key}), kinds=frozenset({kind})))
-            walks.append(
-                "SELECT * FROM (SELECT rid, start_us, recorded_us, id FROM memory_items"
-                f" INDEXED BY memory_items_by_start WHERE {' AND '.join(where)} {_NEWEST_STARTED})"
-            )
-            params += [*more, query.limit]
+    for key, kind in start_walks(query):
+        where, more = _where(dataclasses.replace(query, scope_keys=frozenset({key}), kinds=frozenset({kind})))
+        walks.append(
+            "SELECT * FROM (SELECT rid, start_us, recorded_us, id FROM memory_items"
+            f" INDEXED BY memory_items_by_start WHERE {' AND '.join(where)} {_NEWEST_STARTED})"
+        )
+        params += [*more, query.limit]
     merged = f"SELECT rid FROM ({' UNION ALL '.join(walks)}) {_NEWEST_STARTED}"
     return f"{_SELECT} WHERE rid IN ({merged})", [*params, query.limit]
 
@@ -200,7 +187,7 @@ class SQLiteItems(MemoryItemStoreMixin):
         return found
 
     async def _query_items(self, query: ItemQuery) -> list[MemoryItem]:
-        if query.order == "start" and query.limit and _walks_by_start(query):
+        if walks_by_start(query):
             sql, params = _latest_started(query)
             return list(map(_item, self.connection.execute(sql, params)))
         where, params = _where(query)
