@@ -260,17 +260,24 @@ async def _item_facts(
         return held_facts(found, as_of)[:limit]
     at = as_of or now
     sent = await _sent_now(adapter, scope, at, limit)
-    slotted = {item.slot_key: item.slot for item in sent if item.attribute is not None}
-    states: dict[str, list[MemoryItem]] = defaultdict(list)
-    if slotted:  # every state of the sent slots, in one query: each slot's own history
-        flt = {"visible_to": scope, "slots": list(slotted.values()), "statuses": statuses}
-        for state in unwrap(await adapter.query_items(flt)):
-            states[state.slot_key].append(state)
+    # for each sent slot, the states that held just before its state started: one query each,
+    # bounded by what held then (one query of the slots' whole histories would read every state
+    # of a slot that changed thousands of times)
+    slotted = [item for item in sent if item.attribute is not None]
+    earlier = await asyncio.gather(
+        *(
+            adapter.query_items(
+                {"visible_to": scope, "slot": item.slot, "statuses": statuses, "as_of": just_before(item)}
+            )
+            for item in slotted
+        )
+    )
     before: dict[str, MemoryItem | None] = {}
-    for item in sent:
-        if item.attribute is not None:
-            then = rules.holding(states[item.slot_key], as_of=just_before(item), known_at_time=at, relayout=False)
-            before[item.id] = replaced_state(item, then)
+    for item, result in zip(slotted, earlier, strict=True):
+        then: list[MemoryItem] = unwrap(result)
+        before[item.id] = replaced_state(
+            item, rules.holding(then, as_of=just_before(item), known_at_time=at, relayout=False)
+        )
     return [(item, before.get(item.id)) for item in sent]
 
 
