@@ -274,20 +274,10 @@ async def test_a_search_by_meaning_over_many_nodes_scores_the_codes_shortlist(st
     # the best ten are those of every node read (real-like vectors: clusters, as topics make)
     import random
 
-    from cogitator_memory.graph.base import GraphStoreMixin
-    from cogitator_memory.graph.checks import check_node_filter
-    from cogitator_memory.graph.nearest import EXACT_UP_TO
+    from many_vectors import add_clustered_nodes, check_the_best_ten
 
     rng = random.Random(3)
-    centres = [[rng.gauss(0, 1) for _ in range(48)] for _ in range(40)]
-    vectors = [[c + rng.gauss(0, 0.6) for c in centres[i % 40]] for i in range(EXACT_UP_TO + 700)]
-    nodes = [
-        {"id": f"c{i:05d}", "name": f"C{i}", "type": "fact", "embedding": v, "scope": {"agent_id": "a", "user_id": "u"}}
-        for i, v in enumerate(vectors)
-    ]
-    for start in range(0, len(nodes), 1000):
-        unwrap(await store.add_nodes(nodes[start : start + 1000]))
-    visible = {"agent_id": "a", "user_id": "u"}
+    vectors = await add_clustered_nodes(store, rng)
     plan = " ".join(
         str(row[3])
         for row in store.connection.execute(
@@ -297,14 +287,4 @@ async def test_a_search_by_meaning_over_many_nodes_scores_the_codes_shortlist(st
         )
     )
     assert "COVERING INDEX graph_nodes_codes" in plan, plan
-    flt = check_node_filter({"agent_id": "a", "visible_to": visible})
-    same = 0
-    for i in range(0, 2_700, 270):
-        query = [x + rng.gauss(0, 0.05) for x in vectors[i]]
-        found = unwrap(await store.search_nodes_semantic("a", query, limit=10, threshold=-1.0, visible_to=visible))
-        every = await GraphStoreMixin._nearest_nodes(store, flt, query, 10, -1.0)
-        assert found[0][0].id == f"c{i:05d}"
-        same += len({n.id for n, _ in found} & {n.id for n, _ in every})
-        scores = dict((n.id, s) for n, s in every)
-        assert all(abs(scores[n.id] - s) < 1e-12 for n, s in found if n.id in scores)
-    assert same >= 0.95 * 100, same
+    await check_the_best_ten(store, vectors, rng)
