@@ -147,7 +147,11 @@ async def test_a_first_catch_up_writes_only_the_records_the_index_does_not_hold(
         gone, changed = f"graph_fact:{nodes[0].id}", f"graph_fact:{nodes[1].id}"
         unwrap(await store.delete_recall_records([gone]))
         [held] = unwrap(await store.get_recall_records([changed]))
-        unwrap(await store.index_recall_records([held.model_copy(update={"text": "stale text", "terms": ["stale"]})]))
+        unwrap(
+            await store.index_recall_records(
+                [held.model_copy(update={"text": "stale text", "terms": ["stale"], "term_counts": [1]})]
+            )
+        )
         unwrap(await store.set_recall_state(WATERMARK_KEY, ""))  # as if never checked
         again = await RecallIndexer(store).catch_up()
         assert again.records_written == 2

@@ -101,7 +101,7 @@ async def test_the_collections_documents_and_indexes(store: MongoDBAdapter) -> N
     assert doc["len"] == 3, "paint, paint, wall: no roots (stems of five letters or fewer)"
     assert sorted((p["t"], p["f"]) for p in doc["post"]) == [("paint", 2), ("wall", 1)], "one posting per term"
     [got] = unwrap(await store.get_recall_records(["turn:e1"]))
-    assert got.time_start == far and got.terms == ["paint", "paint", "wall"]
+    assert got.time_start == far and got.terms == ["paint", "wall"] and got.term_counts == [2, 1]
 
 
 async def test_stats_follow_every_write(store: MongoDBAdapter) -> None:

@@ -56,8 +56,8 @@ async def test_records_are_kept_uncompressed_and_older_ones_read_the_same(pg_url
             (
                 old.id,
                 SAID,
-                len(old.terms),
-                "\x1f".join(old.terms),
+                len(recall_terms(LONG)),  # every occurrence, as records were written then
+                "\x1f".join(recall_terms(LONG)),
                 old.model_dump_json(include={"source_id", "role", "seq", "text"}, exclude_none=True),
             ),
         )
@@ -65,7 +65,8 @@ async def test_records_are_kept_uncompressed_and_older_ones_read_the_same(pg_url
         unwrap(await memory.index_recall_records([_record("new", LONG)]))
         older, new = unwrap(await memory.get_recall_records(["turn:old", "turn:new"]))
         assert older == old
-        assert new.text == LONG and new.terms == old.terms and len(new.terms) > 200
+        assert new.text == LONG and new.terms == old.terms and new.term_counts == old.term_counts
+        assert new.term_total == len(recall_terms(LONG)) > 200 and len(new.terms) < new.term_total
         found = unwrap(await memory.recall_keyword("tomatoes planted", filter={"user_id": "ana"}))
         assert [c.record for c in found] == [new]
     held = await _compression(pg_url, schema)

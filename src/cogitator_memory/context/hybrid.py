@@ -460,7 +460,7 @@ class HybridRecall:
             history=others,
             cosines={k: v for k, v in found_turns.cosines.items() if k in kept},
             keyword_hits=[k for k in found_turns.keyword if k in kept],
-            turn_terms={rid: r.terms for rid, r in found_turns.records.items()},
+            turn_terms={rid: r.term_map() for rid, r in found_turns.records.items()},
             items=[],
             limit=OTHER_LIMIT * 2,
         )

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -77,6 +78,7 @@ from .records import (
     check_limit,
     check_records,
     record_id,
+    unpack_counts,
     without_turns,
 )
 from .terms import query_terms
@@ -93,8 +95,17 @@ def stored_record(row: Sequence[Any], moment: Callable[[Any], datetime], term_se
     """A record read back from an engine's row, valid when written, so built without validating
     it again. The row's columns: id, kind, agent, user, thread, status, said at, time start, time
     end, the terms joined by ``term_sep``, the JSON body (source id, role, name, seq, text,
-    validity, lineage); ``moment`` reads the engine's time columns."""
+    validity, lineage), the terms' counts (:func:`~cogitator_memory.index.records.pack_counts`;
+    ``None`` for a record written before they were kept, whose terms column lists every
+    occurrence: counted here); ``moment`` reads the engine's time columns."""
     body: dict[str, Any] = from_json(row[10])  # pydantic-core's parser: a fraction of json.loads' time
+    terms: list[str] = row[9].split(term_sep) if row[9] else []
+    packed = row[11]
+    if packed is None:
+        held = Counter(terms)
+        terms, counts = list(held), list(held.values())
+    else:
+        counts = unpack_counts(packed)
     fields = {
         "id": row[0],
         "kind": row[1],
@@ -106,7 +117,8 @@ def stored_record(row: Sequence[Any], moment: Callable[[Any], datetime], term_se
         "name": body.get("name"),
         "seq": body.get("seq"),
         "text": body["text"],
-        "terms": row[9].split(term_sep) if row[9] else [],
+        "terms": terms,
+        "term_counts": counts,
         "said_at": moment(row[6]),
         "time_start": None if row[7] is None else moment(row[7]),
         "time_end": None if row[8] is None else moment(row[8]),

@@ -15,11 +15,14 @@ scoping on it. A record's id is ``"<kind>:<source_id>"``, so a source is indexed
 
 from __future__ import annotations
 
+import sys
+from array import array
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal, get_args
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from ..errors import InvalidArgumentError
 from ..threads import tree
@@ -72,6 +75,7 @@ class RecallRecord(Record):
     seq: int | None = None
     text: str
     terms: list[str] = Field(default_factory=list)
+    term_counts: list[int] = Field(default_factory=list)
     said_at: datetime
     time_start: datetime | None = None
     time_end: datetime | None = None
@@ -79,6 +83,63 @@ class RecallRecord(Record):
     valid_from: datetime | None = None
     valid_to: datetime | None = None
     lineage: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _counted(self) -> RecallRecord:
+        count_terms(self)
+        return self
+
+    @property
+    def term_total(self) -> int:
+        """How many terms the text holds in all (its length, for BM25)."""
+        return sum(self.term_counts)
+
+    def term_map(self) -> dict[str, int]:
+        """Each term of the record -> how many times it occurs."""
+        return dict(zip(self.terms, self.term_counts, strict=True))
+
+
+def count_terms(record: RecallRecord) -> None:
+    """Make ``record`` hold each term once with its count (see :class:`RecallRecord`): from
+    ``terms`` alone when no counts are given; raises :class:`ValueError` for counts that do not
+    match the terms one to one, counts under 1 or a term given twice with counts."""
+    counts = record.term_counts
+    terms = record.terms
+    if not counts:
+        if terms:
+            held = Counter(terms)
+            if len(held) != len(terms):
+                record.terms = list(held)
+            record.term_counts = list(held.values())
+        return
+    if len(counts) != len(terms):
+        raise ValueError(f"term_counts must hold one count per term ({len(terms)}), got {len(counts)}")
+    if len(set(terms)) != len(terms):
+        raise ValueError("terms must hold each term once when term_counts are given")
+    if min(counts) < 1:
+        raise ValueError("term_counts must be whole numbers of at least 1")
+
+
+#: The largest count :func:`pack_counts` keeps (a record's text is cut at MAX_RECORD_CHARS,
+#: which holds fewer terms).
+MAX_TERM_COUNT = 65_535
+
+
+def pack_counts(counts: Sequence[int]) -> bytes:
+    """``counts`` as the bytes an engine stores (two bytes each, little-endian)."""
+    packed = array("H", counts)
+    if sys.byteorder != "little":  # pragma: no cover - the machines this runs on are little-endian
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def unpack_counts(blob: bytes) -> list[int]:
+    """The counts :func:`pack_counts` stored."""
+    packed = array("H")
+    packed.frombytes(blob)
+    if sys.byteorder != "little":  # pragma: no cover
+        packed.byteswap()
+    return packed.tolist()
 
 
 class RecallFilter(Record):
@@ -163,6 +224,10 @@ def check_record(value: object, where: str = "record") -> RecallRecord:
         record.terms = []
     if not record.terms:
         record.terms = recall_terms(record.text)
+        record.term_counts = []
+        count_terms(record)
+    if max(record.term_counts, default=0) > MAX_TERM_COUNT:
+        raise InvalidArgumentError(f"{where}.term_counts", f"must be at most {MAX_TERM_COUNT} each")
     return record
 
 
@@ -257,6 +322,7 @@ __all__ = [
     "MAX_QUERY_TERMS",
     "MAX_RECORD_BATCH",
     "MAX_RECORD_CHARS",
+    "MAX_TERM_COUNT",
     "RECALL_KINDS",
     "RECALL_PAGE",
     "RECALL_STATUSES",
@@ -272,8 +338,11 @@ __all__ = [
     "check_limit",
     "check_record",
     "check_records",
+    "count_terms",
     "names_time_in",
+    "pack_counts",
     "record_id",
     "record_in_scope",
+    "unpack_counts",
     "without_turns",
 ]

@@ -32,17 +32,18 @@ MAX_SPARE = 1000
 
 @dataclass(slots=True)
 class Doc(Generic[D]):
-    """One document as searched: the record, its text, its terms (in order, as given: not
-    copied) and how many times each occurs, and its folded text (made when first read).
+    """One document as searched: the record, its text, how many times each of its terms occurs
+    and how many terms it holds in all (its ``length``), and its folded text (made when first
+    read).
 
     The counts are what a search reads of the terms (BM25's term frequencies, the set of terms
-    as their keys): counting them costs what hashing the terms into a set would (each term is
-    hashed once either way), and no term is counted again in a list."""
+    as their keys). A recall index's record carries them (each term once, with its count);
+    terms read from a text are counted once here."""
 
     record: D
     text: str
-    terms: Sequence[str]
     counts: dict[str, int]
+    length: int
     _folded: str | None = None
     times: list[TimeInterval] | None = None
     #: Whether the document states a lasting instruction or preference (read when first asked,
@@ -50,9 +51,13 @@ class Doc(Generic[D]):
     standing: bool | None = None
 
     @classmethod
-    def of(cls, record: D, text: str, terms: Sequence[str]) -> Doc[D]:
-        """The document of ``record`` whose text and terms are these."""
-        return cls(record, text, terms, Counter(terms))
+    def of(cls, record: D, text: str, terms: Sequence[str] | Mapping[str, int]) -> Doc[D]:
+        """The document of ``record`` whose text and terms are these: every occurrence in order,
+        or each term with its count (taken as it is, not copied)."""
+        if isinstance(terms, Mapping):
+            counts = terms if isinstance(terms, dict) else dict(terms)
+            return cls(record, text, counts, sum(counts.values()))
+        return cls(record, text, Counter(terms), len(terms))
 
     @property
     def term_set(self) -> KeysView[str]:
@@ -87,9 +92,9 @@ class Corpus(Generic[D]):
     _spare: OrderedDict[str, Doc[D]] = field(default_factory=OrderedDict)
     #: What a search derived from all the documents (by name), kept until they change.
     derived: dict[str, Any] = field(default_factory=dict)
-    #: The terms of documents known already (by id: a recall index's records carry theirs),
-    #: used instead of reading their text again.
-    known_terms: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    #: The terms of documents known already (by id: a recall index's records carry theirs, each
+    #: term with its count), used instead of reading their text again.
+    known_terms: Mapping[str, Sequence[str] | Mapping[str, int]] = field(default_factory=dict)
     #: Whether documents go into the BM25 index only when it is first read (a corpus made for
     #: one search whose keyword ranking came from elsewhere may never read it).
     lazy: bool = False
@@ -101,7 +106,7 @@ class Corpus(Generic[D]):
         if self._pending:
             for rid in sorted(self._pending, key=self.index().__getitem__):
                 doc = self.docs[rid]
-                self._bm25.add_counts(rid, doc.counts, len(doc.terms))
+                self._bm25.add_counts(rid, doc.counts, doc.length)
             self._pending.clear()
         return self._bm25
 
@@ -136,14 +141,14 @@ class Corpus(Generic[D]):
         bm25 = self._bm25.bm25
         idf = {t: bm25.idf(size, df) for t, df in freqs.items() if df}  # in the query's order
         wanted = frozenset(idf)
-        avg = sum(len(doc.terms) for doc in self.docs.values()) / size
+        avg = sum(doc.length for doc in self.docs.values()) / size
         scored: list[tuple[str, float]] = []
         for rid, doc in self.docs.items():
             counts = doc.counts
             held = counts.keys() & wanted
             if not held or (keep is not None and not keep(rid)):
                 continue
-            length = len(doc.terms)
+            length = doc.length
             # summed in the query's order, as the index sums them: the same float to the last bit
             score = sum(bm25.term_score(counts[t], length, avg, w) for t, w in idf.items() if t in held)
             if score > 0:
@@ -155,7 +160,7 @@ class Corpus(Generic[D]):
         if self.lazy:
             self._pending.add(rid)
         else:
-            self._bm25.add_counts(rid, doc.counts, len(doc.terms))
+            self._bm25.add_counts(rid, doc.counts, doc.length)
 
     def _index_remove(self, rid: str, doc: Doc[D]) -> None:
         if rid in self._pending:

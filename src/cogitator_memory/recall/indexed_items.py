@@ -65,8 +65,9 @@ class FoundItems:
     cosines: dict[str, float] = field(default_factory=dict)
     #: Item ids in the keyword channel's order (the index's BM25 over every record in scope).
     keyword: list[str] = field(default_factory=list)
-    #: Item id -> the stemmed terms its record carries (the retriever does not read them again).
-    terms: dict[str, list[str]] = field(default_factory=dict)
+    #: Item id -> the stemmed terms its record carries, each with its count (the retriever does
+    #: not read them again).
+    terms: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 async def indexed_items(
@@ -116,10 +117,10 @@ async def indexed_items(
     out.items = [i for i in stored if i.status in ("active", "superseded")]
     for item_id, record in records.items():
         if record.kind not in TEXT_KINDS:
-            out.terms[item_id] = record.terms
+            out.terms[item_id] = record.term_map()
             continue
         (out.files if record.kind == "file_section" else out.facts).add(item_id)
-        out.terms[item_id] = record.terms
+        out.terms[item_id] = record.term_map()
         out.items.append(
             MemoryItem(
                 id=item_id,
@@ -144,7 +145,7 @@ async def indexed_items(
     if unread_terms:  # items the vector search found: their records' terms (reading is cheaper than stemming)
         for start in range(0, len(unread_terms), MAX_RECORD_BATCH):
             for record in unwrap(await store.get_recall_records(unread_terms[start : start + MAX_RECORD_BATCH])):
-                out.terms[record.source_id] = record.terms
+                out.terms[record.source_id] = record.term_map()
     if vectors is not None and query_vector is not None and service is not None and "item" in kinds:
         short = len(near) < depth
         best = set(out.keyword[:depth])

@@ -163,9 +163,9 @@ class MemoryRetriever:
         keyword_hits: Sequence[str] | None = None,
         limit: int | None = None,
         analysis: QueryAnalysis | None = None,
-        turn_terms: Mapping[str, Sequence[str]] | None = None,
+        turn_terms: Mapping[str, Sequence[str] | Mapping[str, int]] | None = None,
         item_keyword_hits: Sequence[str] | None = None,
-        item_terms: Mapping[str, Sequence[str]] | None = None,
+        item_terms: Mapping[str, Sequence[str] | Mapping[str, int]] | None = None,
     ) -> Retrieval:
         """The turns of ``history`` and the memory items that answer ``input``, best first.
 
@@ -179,7 +179,9 @@ class MemoryRetriever:
         ``items`` are the items to search; or give ``item_adapter`` (a
         :class:`~cogitator_memory.items.MemoryItemAdapter`) and ``scope``, and the active and
         superseded items the scope sees, known at ``anchor``, are read. ``limit`` (default
-        ``settings.limit``) caps the hits. ``turn_terms`` (entry id -> stemmed terms) says the
+        ``settings.limit``) caps the hits. ``turn_terms`` (entry id -> stemmed terms: every occurrence
+        in order, or each term with its count, as :meth:`RecallRecord.term_map
+        <cogitator_memory.index.RecallRecord.term_map>` gives them) says the
         turns are candidates of a recall index (whose records carry their terms): they are
         searched in a corpus of their own, not kept between calls, their terms not read again.
         ``item_keyword_hits`` (item ids, best first) and ``item_terms`` (item id -> stemmed

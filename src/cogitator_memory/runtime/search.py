@@ -255,7 +255,7 @@ async def search_memory(
         history=candidates.history,
         cosines=candidates.cosines,
         keyword_hits=candidates.keyword,
-        turn_terms={rid: r.terms for rid, r in candidates.records.items()},
+        turn_terms={rid: r.term_map() for rid, r in candidates.records.items()},
         items=items.items,
         item_cosines=items.cosines,
         item_keyword_hits=items.keyword,

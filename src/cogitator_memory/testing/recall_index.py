@@ -107,6 +107,41 @@ async def case_round_trip(store: Any) -> None:
 
 
 @_case
+async def case_terms_are_kept_each_once_with_their_counts(store: Any) -> None:
+    # every occurrence given (or made from the text): read back each once, in the order first said
+    await _put(
+        store,
+        _rec("rep", "one", terms=["paint", "wall", "paint", "room", "paint"]),
+        _rec("txt", "Painting the wall, painting the door."),
+        _rec("cnt", "one", terms=["wall", "paint"], term_counts=[1, 1]),
+    )
+    got = {r.source_id: r for r in unwrap(await store.get_recall_records(["turn:rep", "turn:txt", "turn:cnt"]))}
+    _eq((got["rep"].terms, got["rep"].term_counts), (["paint", "wall", "room"], [3, 1, 1]), "repeats counted")
+    _eq(got["rep"].term_map(), {"paint": 3, "wall": 1, "room": 1}, "term_map")
+    _eq(got["rep"].term_total, 5, "the length is every occurrence")
+    _eq((got["txt"].terms, got["txt"].term_counts), (["paint", "wall", "door"], [2, 1, 1]), "from the text")
+    _eq((got["cnt"].terms, got["cnt"].term_counts), (["wall", "paint"], [1, 1]), "counts given kept")
+    # the counts are BM25's term frequencies: of two records of one length, more "paint" ranks first
+    await _put(
+        store,
+        _rec("twice", "one", terms=["paint", "cat"], term_counts=[2, 1]),
+        _rec("once", "one", terms=["paint", "cat", "dog"], term_counts=[1, 1, 1]),
+    )
+    found = unwrap(await store.recall_keyword("paint", limit=10))
+    order = [c.source_id for c in (f.record for f in found)]
+    _true(order.index("twice") < order.index("once"), f"ranked by counts: {order}")
+    # counts that do not match the terms are refused, naming them, and nothing is written
+    for bad, what in (
+        ({"terms": ["a", "b"], "term_counts": [1]}, "one count short"),
+        ({"terms": ["a", "a"], "term_counts": [1, 1]}, "a term twice with counts"),
+        ({"terms": ["a"], "term_counts": [0]}, "a count of 0"),
+    ):
+        result = await store.index_recall_records([_rec("ok", "fine"), _rec("bad", "x", **bad)])
+        _refused(result, "term_counts" if "twice" not in what else "terms", what)
+        _eq(unwrap(await store.get_recall_records(["turn:ok", "turn:bad"])), [], f"{what}: nothing written")
+
+
+@_case
 async def case_put_replaces_by_id(store: Any) -> None:
     await _put(store, _rec("e1", "I live in Lisbon"))
     await _put(store, _rec("e1", "I live in Porto", status="superseded"))
@@ -656,7 +691,9 @@ async def case_prune_removes_the_records_of_sources_gone(store: Any) -> None:
         [section] = [c.record for c in unwrap(await store.recall_keyword("walrus", filter={"kinds": ["file_section"]}))]
         gone_path = {**section.model_dump(), "source_id": "file-gone#0", "text": "/memories/gone.md\nwalrus"}
         past_end = {**section.model_dump(), "source_id": section.source_id[:-1] + "7", "text": section.text}
-        stale += [{k: v for k, v in r.items() if k not in ("id", "terms")} for r in (gone_path, past_end)]
+        stale += [
+            {k: v for k, v in r.items() if k not in ("id", "terms", "term_counts")} for r in (gone_path, past_end)
+        ]
     await _put(store, *kept, *stale)
     before = unwrap(await store.count_recall_records(filter={"statuses": ["active", "superseded", "stale"]}))
     checked, removed = await _prune_all(store)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from collections import Counter
 from datetime import datetime
 from itertools import islice
 
@@ -53,10 +52,10 @@ class InMemoryRecallIndex(RecallIndexMixin):
             kept = record.model_copy(deep=True)
             self._unindex(kept.id)
             self._recall[kept.id] = kept
-            for term, tf in Counter(kept.terms).items():
+            for term, tf in zip(kept.terms, kept.term_counts, strict=True):
                 self._postings.setdefault(term, {})[kept.id] = tf
-            self._lengths[kept.id] = len(kept.terms)
-            self._total_len += len(kept.terms)
+            self._lengths[kept.id] = kept.term_total
+            self._total_len += kept.term_total
             bisect.insort(self._by_said, (kept.said_at, kept.id))
             if kept.time_start is not None:
                 self._timed[kept.id] = kept

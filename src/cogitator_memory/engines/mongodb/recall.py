@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections import Counter
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -76,7 +75,7 @@ SCOPE_CHUNK = 1000
 #: Most ids in one ``$in`` list.
 _CHUNK = 5000
 #: The fields of a record kept in its JSON body (the others are fields of their own).
-_BODY_FIELDS = {"role", "name", "seq", "text", "terms", "said_at", "valid_from", "valid_to", "lineage"}
+_BODY_FIELDS = {"role", "name", "seq", "text", "terms", "term_counts", "said_at", "valid_from", "valid_to", "lineage"}
 #: What a read fetches of a document (everything but the postings).
 _READ: Doc = {"post": 0, "len": 0}
 
@@ -102,8 +101,8 @@ def recall_document(record: RecallRecord) -> Doc:
         "said_us": to_micros(record.said_at),
         "time_start_us": _micros(record.time_start),
         "time_end_us": _micros(record.time_end),
-        "len": len(record.terms),
-        "post": [{"t": term, "f": tf} for term, tf in Counter(record.terms).items()],
+        "len": record.term_total,
+        "post": [{"t": term, "f": tf} for term, tf in zip(record.terms, record.term_counts, strict=True)],
         "body": record.model_dump_json(include=_BODY_FIELDS, exclude_none=True),
     }
 

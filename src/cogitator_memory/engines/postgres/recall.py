@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ...clock import to_utc
 from ...errors import InvalidArgumentError
 from ...index.base import RECALL_BM25, RecallIndexMixin, length_terms, stored_record
-from ...index.records import RecallFilter, RecallRecord, without_turns
+from ...index.records import RecallFilter, RecallRecord, pack_counts, without_turns
 from .sql import quote_ident
 
 if TYPE_CHECKING:
@@ -117,13 +117,21 @@ RECALL_NOT_TURNS: tuple[str, ...] = (
     "CREATE INDEX IF NOT EXISTS recall_not_turns ON {s}.recall_records (rid) WHERE kind <> 'turn'",
 )
 
+#: Migration ``m015_recall_term_freqs``: a record's terms are written each once, their counts
+#: packed beside them in ``term_freqs`` (:func:`~cogitator_memory.index.records.pack_counts`),
+#: so a search reads about a third of the terms it read (a turn's every occurrence) and counts
+#: none of them. Records written before keep ``NULL`` there and every occurrence in ``terms``:
+#: read, they are counted (``cogitator-memory reindex`` writes them again).
+RECALL_TERM_FREQS: tuple[str, ...] = ("ALTER TABLE {s}.recall_records ADD COLUMN IF NOT EXISTS term_freqs bytea",)
+
 #: The fields of a record kept in its JSON body (the others are columns).
 _BODY_FIELDS = frozenset({"source_id", "role", "name", "seq", "text", "valid_from", "valid_to", "lineage"})
 #: Joins a record's terms into one array element on the way in (a term holding it is refused).
 _TERM_SEP = "\x1f"
 #: A record's columns as read back (its terms one text, split in one call).
 _COLUMNS = (
-    "r.id, r.kind, r.agent_id, r.user_id, r.thread_id, r.status, r.said_at, r.time_start, r.time_end, r.terms, r.body"
+    "r.id, r.kind, r.agent_id, r.user_id, r.thread_id, r.status, r.said_at, r.time_start, r.time_end, r.terms, r.body,"
+    " r.term_freqs"
 )
 _SCOPE_KEYS = ("agent_id", "user_id", "thread_id")
 
@@ -170,18 +178,22 @@ def _recall_sql(schema: str) -> _RecallSql:
         lock=f"SELECT records FROM {s}.recall_stats WHERE one = 1 FOR UPDATE",
         insert=(
             f"WITH ins AS (INSERT INTO {s}.recall_records (id, kind, agent_id, user_id, thread_id, status, said_at,"
-            " time_start, time_end, term_count, terms, body)"
+            " time_start, time_end, term_count, terms, body, term_freqs)"
             " SELECT u.id, u.kind, u.agent_id, u.user_id, u.thread_id, u.status, u.said_at, u.time_start, u.time_end,"
-            " u.term_count, u.terms, u.body"
+            " u.term_count, u.terms, u.body, u.term_freqs"
             " FROM unnest(%b::text[], %b::text[], %b::text[], %b::text[], %b::text[], %b::text[],"
-            " %b::timestamptz[], %b::timestamptz[], %b::timestamptz[], %b::int[], %b::text[], %b::text[])"
+            " %b::timestamptz[], %b::timestamptz[], %b::timestamptz[], %b::int[], %b::text[], %b::text[],"
+            " %b::bytea[])"
             " AS u(id, kind, agent_id, user_id, thread_id, status, said_at, time_start, time_end, term_count,"
-            " terms, body)"
-            " RETURNING rid, terms, term_count),"
+            " terms, body, term_freqs)"
+            " RETURNING rid, terms, term_count, term_freqs),"
+            # each term once, its count the two bytes at its place in term_freqs (little-endian)
             f" post AS (INSERT INTO {s}.recall_terms (term, rid, tf, len)"
-            " SELECT u.term, ins.rid, count(*), ins.term_count"
-            " FROM ins CROSS JOIN LATERAL unnest(string_to_array(ins.terms, chr(31))) AS u(term)"
-            " GROUP BY u.term, ins.rid, ins.term_count ORDER BY u.term, ins.rid RETURNING term),"
+            " SELECT u.term, ins.rid,"
+            " get_byte(ins.term_freqs, 2 * (u.at::int - 1)) + 256 * get_byte(ins.term_freqs, 2 * (u.at::int - 1) + 1),"
+            " ins.term_count"
+            " FROM ins CROSS JOIN LATERAL unnest(string_to_array(ins.terms, chr(31))) WITH ORDINALITY AS u(term, at)"
+            " ORDER BY u.term, ins.rid RETURNING term),"
             f" freq AS (INSERT INTO {s}.recall_df AS d (term, df)"
             " SELECT term, count(*) FROM post GROUP BY term ORDER BY term"
             " ON CONFLICT (term) DO UPDATE SET df = d.df + EXCLUDED.df RETURNING 1)"
@@ -292,9 +304,10 @@ def _columns(records: list[RecallRecord]) -> list[list[Any]]:
         [r.said_at for r in records],
         [r.time_start for r in records],
         [r.time_end for r in records],
-        [len(r.terms) for r in records],
+        [r.term_total for r in records],
         [_TERM_SEP.join(r.terms) for r in records],
         [r.model_dump_json(include=set(_BODY_FIELDS), exclude_none=True) for r in records],
+        [pack_counts(r.term_counts) for r in records],
     ]
 
 
@@ -429,7 +442,7 @@ class PostgresRecallIndex(RecallIndexMixin):
             cur = await conn.execute(sql, params)
             return await cur.fetchall()
 
-        return [(_record(row), float(row[11])) for row in await self.run(op)]
+        return [(_record(row), float(row[12])) for row in await self.run(op)]
 
     async def _recall_time(self, start: datetime, end: datetime, flt: RecallFilter, limit: int) -> list[RecallRecord]:
         where, params = scope_where(flt)

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import InvalidArgumentError, StoreUnavailableError
 from .graph import EVIDENCE_STATEMENTS, GRAPH_TABLES, NODE_TEXT_STATEMENTS
-from .recall import RECALL_NOT_TURNS, RECALL_RECORDS_INLINE, RECALL_TABLES, RECALL_TERMS_TEXT
+from .recall import RECALL_NOT_TURNS, RECALL_RECORDS_INLINE, RECALL_TABLES, RECALL_TERM_FREQS, RECALL_TERMS_TEXT
 from .sql import quote_ident
 
 if TYPE_CHECKING:
@@ -266,6 +266,10 @@ M014_GRAPH_NODE_VECTORS = Migration(
     ),
 )
 
+#: A recall record's terms each once, their counts packed beside them (see
+#: :data:`~cogitator_memory.engines.postgres.recall.RECALL_TERM_FREQS`).
+M015_RECALL_TERM_FREQS = Migration(15, "m015_recall_term_freqs", RECALL_TERM_FREQS)
+
 MIGRATIONS: tuple[Migration, ...] = (
     M001_INITIAL,
     M002_TREES,
@@ -281,6 +285,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     M012_RECALL_NOT_TURNS,
     M013_ITEMS_BY_START,
     M014_GRAPH_NODE_VECTORS,
+    M015_RECALL_TERM_FREQS,
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -97,8 +97,13 @@ class RedisRecallIndex(RecallIndexMixin):
                 to_micros(record.said_at),
                 _micros(record.time_start),
                 _micros(record.time_end),
-                json.dumps(record.terms, ensure_ascii=False, separators=(",", ":")),
-                record.model_dump_json(exclude={"terms"}, exclude_none=True),
+                # every occurrence, as the scripts count them (read back, each once with its count)
+                json.dumps(
+                    [t for t, n in zip(record.terms, record.term_counts, strict=True) for _ in range(n)],
+                    ensure_ascii=False,
+                    separators=(",", ":"),
+                ),
+                record.model_dump_json(exclude={"terms", "term_counts"}, exclude_none=True),
             ]
         await self._run(lua.PUT, self._recall_keys(), args)
 

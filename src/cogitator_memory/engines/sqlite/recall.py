@@ -24,9 +24,19 @@ from typing import TYPE_CHECKING, Any
 
 from ...clock import from_micros, to_micros
 from ...index.base import RECALL_BM25, RecallIndexMixin, length_terms, stored_record
-from ...index.records import RecallFilter, RecallRecord, without_turns
+from ...index.records import RecallFilter, RecallRecord, pack_counts, without_turns
 
-_COLUMNS = "r.id, r.kind, r.agent_id, r.user_id, r.thread_id, r.status, r.said_us, r.time_start_us, r.time_end_us, r.terms, r.body"
+_COLUMNS = (
+    "r.id, r.kind, r.agent_id, r.user_id, r.thread_id, r.status, r.said_us, r.time_start_us, r.time_end_us,"
+    " r.terms, r.body, r.term_freqs"
+)
+#: Migration ``m017_recall_term_freqs``: a record's terms are written each once, their counts
+#: packed beside them in ``term_freqs`` (:func:`~cogitator_memory.index.records.pack_counts`), so
+#: a search reads about a third of the terms it read (a turn's every occurrence) and counts none
+#: of them. Records
+#: written before keep ``NULL`` there and every occurrence in ``terms``: read, they are counted
+#: (``cogitator-memory reindex`` writes them again).
+RECALL_TERM_FREQS = "ALTER TABLE recall_records ADD COLUMN term_freqs BLOB"
 #: Most ids in one ``IN (...)`` list.
 _CHUNK = 500
 
@@ -121,9 +131,10 @@ def _row(record: RecallRecord) -> tuple[Any, ...]:
         to_micros(record.said_at),
         None if record.time_start is None else to_micros(record.time_start),
         None if record.time_end is None else to_micros(record.time_end),
-        len(record.terms),
+        record.term_total,
         " ".join(record.terms),
         json.dumps(body, ensure_ascii=False, separators=(",", ":")),
+        pack_counts(record.term_counts),
     )
 
 
@@ -185,15 +196,15 @@ class SQLiteRecallIndex(RecallIndexMixin):
             for record in records:
                 cursor = db.execute(
                     "INSERT INTO recall_records (id, kind, agent_id, user_id, thread_id, status, said_us,"
-                    " time_start_us, time_end_us, term_count, terms, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " time_start_us, time_end_us, term_count, terms, body, term_freqs)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     _row(record),
                 )
                 rid = cursor.lastrowid
                 assert rid is not None
-                counts = Counter(record.terms)
-                postings.extend((term, rid, tf) for term, tf in counts.items())
-                held.update(counts.keys())
-                total += len(record.terms)
+                postings.extend((term, rid, tf) for term, tf in zip(record.terms, record.term_counts, strict=True))
+                held.update(record.terms)
+                total += record.term_total
             postings.sort()
             db.executemany("INSERT INTO recall_terms (term, rid, tf) VALUES (?, ?, ?)", postings)
             _count_terms(db, held, 1)
@@ -272,7 +283,7 @@ class SQLiteRecallIndex(RecallIndexMixin):
         )
         params += [*args, limit]
         rows = self.connection.execute(sql, params).fetchall()
-        return [(_record(row), float(row[11])) for row in rows if row[11] > 0]
+        return [(_record(row), float(row[12])) for row in rows if row[12] > 0]
 
     async def _recall_time(self, start: datetime, end: datetime, flt: RecallFilter, limit: int) -> list[RecallRecord]:
         where, args = scope_where(flt)

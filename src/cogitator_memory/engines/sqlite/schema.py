@@ -319,6 +319,17 @@ def _m016_graph_node_codes(db: sqlite3.Connection) -> None:
     code_node_vectors(db)
 
 
+def _m017_recall_term_freqs(db: sqlite3.Connection) -> None:
+    """A recall record's terms each once with their counts packed beside them (see
+    :data:`~cogitator_memory.engines.sqlite.recall.RECALL_TERM_FREQS`); records written before
+    are read as they are."""
+    from .recall import RECALL_TERM_FREQS
+
+    columns = {row[1] for row in db.execute("PRAGMA table_info(recall_records)")}
+    if "term_freqs" not in columns:  # it may run again on a file that has it
+        db.execute(RECALL_TERM_FREQS)
+
+
 #: The index :func:`_m015_items_by_start` adds.
 ITEMS_BY_START = (
     "CREATE INDEX IF NOT EXISTS memory_items_by_start ON memory_items (scope_key, kind, start_us, recorded_us, id)"
@@ -341,6 +352,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(14, "m014_recall_search_indexes", _m014_recall_search_indexes),
     Migration(15, "m015_items_by_start", _m015_items_by_start),
     Migration(16, "m016_graph_node_codes", _m016_graph_node_codes),
+    Migration(17, "m017_recall_term_freqs", _m017_recall_term_freqs),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
