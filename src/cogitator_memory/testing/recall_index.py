@@ -131,11 +131,12 @@ async def case_terms_are_kept_each_once_with_their_counts(store: Any) -> None:
     order = [c.source_id for c in (f.record for f in found)]
     _true(order.index("twice") < order.index("once"), f"ranked by counts: {order}")
     # counts that do not match the terms are refused, naming them, and nothing is written
-    for bad, what in (
+    bads: tuple[tuple[dict[str, Any], str], ...] = (
         ({"terms": ["a", "b"], "term_counts": [1]}, "one count short"),
         ({"terms": ["a", "a"], "term_counts": [1, 1]}, "a term twice with counts"),
         ({"terms": ["a"], "term_counts": [0]}, "a count of 0"),
-    ):
+    )
+    for bad, what in bads:
         result = await store.index_recall_records([_rec("ok", "fine"), _rec("bad", "x", **bad)])
         _refused(result, "term_counts" if "twice" not in what else "terms", what)
         _eq(unwrap(await store.get_recall_records(["turn:ok", "turn:bad"])), [], f"{what}: nothing written")
