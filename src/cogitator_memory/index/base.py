@@ -133,6 +133,11 @@ def stored_record(row: Sequence[Any], moment: Callable[[Any], datetime], term_se
 logger = logging.getLogger("cogitator_memory")
 
 
+def _candidate(record: RecallRecord, score: float) -> RecallCandidate:
+    """A channel's candidate: the engine's record (valid already, not checked again) and its score."""
+    return built_record(RecallCandidate, {"record": record, "score": float(score)})
+
+
 def item_records(items: list[MemoryItem], fresh: Collection[str] = ()) -> tuple[list[RecallRecord], list[str]]:
     """What the recall index holds for written ``items``: the records to write, and the ids of
     the records to delete (of items recall never shows, such as suggested ones; ``fresh`` names
@@ -633,7 +638,7 @@ class RecallIndexMixin(ABC):
                 found = await self._recall_keyword(weights, avg_len, flt, size, budget)
             if len(found) < size:
                 found = await self._recall_keyword(weights, avg_len, flt, size)
-            return ok([RecallCandidate(record=r, score=s) for r, s in found])
+            return ok([_candidate(r, s) for r, s in found])
         except Exception as exc:
             return self._fail("recall_keyword", exc)
 
@@ -651,7 +656,7 @@ class RecallIndexMixin(ABC):
             flt = check_filter(filter)
             size = check_limit(limit)
             found = await self._recall_time(begin, stop, flt, size)
-            return ok([RecallCandidate(record=r, score=r.said_at.timestamp()) for r in found])
+            return ok([_candidate(r, r.said_at.timestamp()) for r in found])
         except Exception as exc:
             return self._fail("recall_time", exc)
 
