@@ -33,9 +33,8 @@ _COLUMNS = (
 #: Migration ``m017_recall_term_freqs``: a record's terms are written each once, their counts
 #: packed beside them in ``term_freqs`` (:func:`~cogitator_memory.index.records.pack_counts`), so
 #: a search reads about a third of the terms it read (a turn's every occurrence) and counts none
-#: of them. Records
-#: written before keep ``NULL`` there and every occurrence in ``terms``: read, they are counted
-#: (``cogitator-memory reindex`` writes them again).
+#: of them. Records written before keep ``NULL`` there and every occurrence in ``terms``: read,
+#: they are counted (``cogitator-memory reindex`` writes them again).
 RECALL_TERM_FREQS = "ALTER TABLE recall_records ADD COLUMN term_freqs BLOB"
 #: Most ids in one ``IN (...)`` list.
 _CHUNK = 500
