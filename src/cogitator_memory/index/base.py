@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections import Counter
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -77,6 +76,7 @@ from .records import (
     check_ids,
     check_limit,
     check_records,
+    counted_terms,
     record_id,
     unpack_counts,
     without_turns,
@@ -102,8 +102,7 @@ def stored_record(row: Sequence[Any], moment: Callable[[Any], datetime], term_se
     terms: list[str] = row[9].split(term_sep) if row[9] else []
     packed = row[11]
     if packed is None:
-        held = Counter(terms)
-        terms, counts = list(held), list(held.values())
+        terms, counts = counted_terms(terms)
     else:
         counts = unpack_counts(packed)
     fields = {

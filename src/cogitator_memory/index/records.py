@@ -99,6 +99,13 @@ class RecallRecord(Record):
         return dict(zip(self.terms, self.term_counts, strict=True))
 
 
+def counted_terms(terms: Sequence[str]) -> tuple[list[str], list[int]]:
+    """Each of ``terms`` (every occurrence, in order) once, in the order first said, and how
+    many times it occurs."""
+    held = Counter(terms)
+    return list(held), list(held.values())
+
+
 def count_terms(record: RecallRecord) -> None:
     """Make ``record`` hold each term once with its count (see :class:`RecallRecord`): from
     ``terms`` alone when no counts are given; raises :class:`ValueError` for counts that do not
@@ -107,10 +114,9 @@ def count_terms(record: RecallRecord) -> None:
     terms = record.terms
     if not counts:
         if terms:
-            held = Counter(terms)
-            if len(held) != len(terms):
-                record.terms = list(held)
-            record.term_counts = list(held.values())
+            distinct, record.term_counts = counted_terms(terms)
+            if len(distinct) != len(terms):
+                record.terms = distinct
         return
     if len(counts) != len(terms):
         raise ValueError(f"term_counts must hold one count per term ({len(terms)}), got {len(counts)}")
@@ -339,6 +345,7 @@ __all__ = [
     "check_record",
     "check_records",
     "count_terms",
+    "counted_terms",
     "names_time_in",
     "pack_counts",
     "record_id",
