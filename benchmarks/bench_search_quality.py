@@ -40,9 +40,8 @@ import numpy as np
 from cogitator_memory.embeddings.local import LocalEmbeddingService
 
 from .beam import Chat, load_chats
-from .bench_recall import KS, VectorTable, message_times, said, summarise
+from .bench_recall import KS, SPLITS, VectorTable, load_set, message_times, said, summarise
 from .bench_retrieval import chat_vectors, recall
-from .chitchat import load_histories
 from .common import Row
 
 USER = "reader"
@@ -172,12 +171,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", default=None, help="the beam-100k folder")
     parser.add_argument("--chats", type=int, default=None, help="only the first N chats")
     parser.add_argument("--store", choices=("memory", "sqlite"), default="memory")
-    parser.add_argument("--set", choices=("beam", "chitchat"), default="beam", help="BEAM or the two-person chat set")
+    parser.add_argument(
+        "--set",
+        choices=sorted(SPLITS),
+        default="beam",
+        help="BEAM, the two-person chat set, or the same stored as user and assistant without names (chitchat-roles)",
+    )
     parser.add_argument("--json", default=None, help="write the summary and records here")
     parser.add_argument("--settings", default=None, help="JSON of RetrieverSettings fields (both sides)")
     args = parser.parse_args(argv)
     model = LocalEmbeddingService(batch_size=16)
-    chats = load_histories()[: args.chats] if args.set == "chitchat" else load_chats(args.data, limit=args.chats)
+    chats = load_set(args.set, args.data, args.chats)
     settings = json.loads(args.settings) if args.settings else None
     records = asyncio.run(evaluate(chats, model, args.store, progress=True, settings=settings))
     summary = summarise(records, keys(), args.set)

@@ -16,6 +16,12 @@ assistant, and a chat between two people names its participants (the OpenAI mess
 ``name`` is for participants of the same role), which is how the retriever tells them apart
 (:mod:`cogitator_memory.recall.speakers`).
 
+``load_histories(roles=True)`` (``--set chitchat-roles`` of the recall benchmarks) stores the
+same turns the way a store that keeps no names would: the history's first speaker as role
+``"user"``, the other as ``"assistant"``, no ``name``. Issue 34 found evaluations loading
+conversations between two people that way, and the retriever must then tell a peer from an
+assistant by how they talk (:mod:`cogitator_memory.recall.speakers`).
+
 One stored message is one turn: a sender's consecutive messages joined with newlines (the data
 set's own unit: one person's run of chat bubbles, often one thought split over several, and
 what a chat with an assistant stores as one message), numbered from 0 through the history,
@@ -63,9 +69,13 @@ def _stamp(value: str) -> datetime:
     return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
 
 
-def history_messages(conversations: dict[str, Any], ids: list[str], speakers: dict[str, str]) -> list[Message]:
+def history_messages(
+    conversations: dict[str, Any], ids: list[str], speakers: dict[str, str], *, roles: bool = False
+) -> list[Message]:
     """The turns of the conversations ``ids`` (in order of their first message's time), each
-    a :class:`Message` named after its sender; empty turns are skipped."""
+    a :class:`Message` named after its sender (with ``roles``, unnamed: the first of
+    ``speakers`` as ``"user"``, the other as ``"assistant"``); empty turns are skipped."""
+    first = next(iter(speakers))
     ordered = sorted(ids, key=lambda c: conversations[c]["messages"][0][0]["timestamp"])
     messages: list[Message] = []
     for cid in ordered:
@@ -76,17 +86,23 @@ def history_messages(conversations: dict[str, Any], ids: list[str], speakers: di
             sender = turn[0]["sender"]
             if sender not in speakers:
                 raise ValueError(f"conversation {cid}: sender {sender} is not one of the history's two speakers")
-            messages.append(Message(len(messages), "user", text, _stamp(turn[0]["timestamp"]), speakers[sender]))
+            when = _stamp(turn[0]["timestamp"])
+            if roles:
+                role = "user" if sender == first else "assistant"
+                messages.append(Message(len(messages), role, text, when))
+            else:
+                messages.append(Message(len(messages), "user", text, when, speakers[sender]))
     return messages
 
 
-def load_histories(questions: Path = QUESTIONS, data: Path | None = None) -> list[Chat]:
-    """The two histories with their questions (the tuning one first)."""
+def load_histories(questions: Path = QUESTIONS, data: Path | None = None, *, roles: bool = False) -> list[Chat]:
+    """The two histories with their questions (the tuning one first); with ``roles``, the
+    speakers as ``"user"`` and ``"assistant"`` without names (see the module docs)."""
     spec = json.loads(questions.read_text())
     conversations = json.loads((data or dataset_path()).read_text())
     chats: list[Chat] = []
     for history in spec["histories"]:
-        messages = history_messages(conversations, history["conversations"], history["speakers"])
+        messages = history_messages(conversations, history["conversations"], history["speakers"], roles=roles)
         chat = Chat(history["name"], messages)
         known = len(messages)
         for item in history["questions"]:

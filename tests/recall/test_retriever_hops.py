@@ -15,7 +15,13 @@ from cogitator_memory.index.terms import recall_terms
 from cogitator_memory.recall import MemoryRetriever
 from cogitator_memory.recall.hops import asks_across, asks_summary
 from cogitator_memory.recall.query import QUERY_KINDS
-from cogitator_memory.recall.speakers import Asked, asked_speakers, participants
+from cogitator_memory.recall.speakers import (
+    MIN_ROLE_TURNS,
+    PEER_LENGTH_RATIO,
+    Asked,
+    asked_speakers,
+    participants,
+)
 
 START = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 LATER = datetime(2024, 10, 1, 12, 0, tzinfo=UTC)
@@ -247,6 +253,76 @@ async def test_between_named_people_no_role_is_favoured_and_a_named_one_is(memor
     # a question naming one of them: that one's turns first
     asked = await retriever.retrieve("Did Caroline paint a sunrise over the lake?", anchor=LATER, history=named)
     assert ids(asked)[0] == caroline
+
+
+#: Short chat lines of another topic, said alike by both people of a chat.
+CHATTER = [
+    "ha that sounds fun honestly",
+    "no way, really? tell me more",
+    "i was at the gym all morning",
+    "sure, lunch tomorrow works for me",
+    "my sister called again today",
+    "that movie was so long lol",
+]
+
+
+async def test_an_unnamed_user_and_assistant_who_talk_alike_are_peers(memory: InMemoryAdapter) -> None:
+    """A chat between two people stored as "user" and "assistant" without names: the
+    "assistant" writes turns as short as the user's, so neither is favoured; a real assistant,
+    answering at length, leaves the user's turns favoured."""
+    question = "Who painted a sunrise over the lake?"
+    longer = "I painted a sunrise over the lake by the old cabin last week"
+    shorter = "I painted a sunrise over the lake"
+    retriever = MemoryRetriever({"neighbour_weight": 0.0, "mmr_lambda": 1.0})
+    chatter = [(role, text) for text in CHATTER for role in ("user", "assistant")]
+    peers = await thread_of(memory, [*chatter, ("user", longer), ("assistant", shorter)])
+    people = participants(peers)
+    assert people.alike and people.peers and not people.named
+    found = await retriever.retrieve(question, anchor=LATER, history=peers)
+    assert ids(found)[0] == peers[-1].id  # the better turn first: the "user" role says nothing
+    # the same candidates given as a recall index gives them (terms counted), ranked the same
+    terms = {e.id: recall_terms(e.message.content) for e in peers if e.message is not None}
+    indexed = await retriever.retrieve(question, anchor=LATER, history=peers, turn_terms=terms)
+    assert ids(indexed)[0] == peers[-1].id
+    # "you" asks about no one in a chat between peers
+    assert asked_speakers("What did you recommend for the lake?", people) == Asked()
+
+    answers = [
+        f"{text}! Here is a long and careful answer about it, with steps, options and advice." for text in CHATTER
+    ]
+    helped = [
+        (role, text)
+        for pair in zip(CHATTER, answers, strict=True)
+        for role, text in zip(("user", "assistant"), pair, strict=True)
+    ]
+    assisted = await thread_of(memory, [*helped, ("user", longer), ("assistant", shorter)])
+    people = participants(assisted)
+    assert not people.alike and not people.peers
+    found = await retriever.retrieve(question, anchor=LATER, history=assisted)
+    assert ids(found)[0] == assisted[-2].id  # the user's turn, as in any chat with an assistant
+
+
+def test_peers_are_told_by_the_median_turn_of_each_role_given_enough_turns() -> None:
+    def entry(role: str, text: str) -> MemoryEntry:
+        return MemoryEntry.model_validate(
+            {
+                "id": f"e{role}{len(text)}",
+                "thread_id": "t",
+                "seq": 0,
+                "created_at": START,
+                "message": {"role": role, "content": text},
+            }
+        )
+
+    n = MIN_ROLE_TURNS
+    users = [entry("user", "one two three four") for _ in range(n)]
+    alike = [entry("assistant", "one two three four five six seven") for _ in range(n)]
+    longer = [entry("assistant", " ".join(["word"] * int(4 * PEER_LENGTH_RATIO))) for _ in range(n)]
+    assert participants([*users, *alike]).alike
+    assert not participants([*users, *longer]).alike  # twice as long or more: an assistant
+    assert not participants([*users, *alike[: n - 1]]).alike  # too few turns to tell
+    # lengths given (a recall record's term count) are used instead of the words
+    assert not participants([*users, *alike], [4] * n + [40] * n).alike
 
 
 async def test_a_speaker_named_in_metadata_counts(memory: InMemoryAdapter) -> None:

@@ -548,7 +548,8 @@ def _participants(corpus: Corpus[MemoryEntry] | None) -> Participants:
         return Participants(frozenset(), {})
     found: Participants | None = corpus.derived.get("participants")
     if found is None:
-        found = corpus.derived["participants"] = participants(d.record for d in corpus.docs.values())
+        docs = corpus.docs.values()
+        found = corpus.derived["participants"] = participants((d.record for d in docs), (d.length for d in docs))
     return found
 
 

@@ -105,7 +105,8 @@ class RetrieverSettings(BaseModel):
       this share more when the question asks about no speaker (what a conversation is asked
       about later is mostly what the user told: on the BEAM dev chats three evidence turns in
       four are the user's, of half the turns); no speaker is favoured in a conversation between
-      named people (two names or more in ``message.name``).
+      peers: named people (two names or more in ``message.name``), or an unnamed "user" and
+      "assistant" whose turns run alike (see :mod:`~cogitator_memory.recall.speakers`).
     - ``speaker_from_question`` / ``speaker_weight``: a question asking about one speaker ("what
       did you recommend?", "what did I tell you?", "what did Melanie paint?") makes that
       speaker's turns score ``speaker_weight`` more, and no other speaker's (see

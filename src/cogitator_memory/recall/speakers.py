@@ -7,13 +7,20 @@ Those turns score ``speaker_weight`` more (:class:`~cogitator_memory.recall.Retr
 
 A question naming no speaker falls back on the kind of conversation: in a chat between a user
 and an assistant, what is asked about later is mostly what the user told, so the user's turns
-score ``user_weight`` more; in a conversation between named people (two names or more among
-the speakers), which of them a store maps to "user" says nothing, and no speaker is favoured.
+score ``user_weight`` more; in a conversation between peers, which of them a store maps to
+"user" says nothing, and no speaker is favoured. A conversation is between peers when it names
+two speakers or more, or, unnamed, when its "assistant" talks like the user: its turns run, at
+the median, under :data:`PEER_LENGTH_RATIO` times as long as the user's (each role with
+:data:`MIN_ROLE_TURNS` turns or more). An assistant answers at length (on the BEAM chats its
+median turn is 3.4-16.6 times the user's); two people chatting write turns of a length (0.7-1.5
+times on the two-person chats of the benchmarks), which is how a conversation between two
+people reads when a store keeps them as "user" and "assistant" without their names.
 """
 
 from __future__ import annotations
 
 import re
+import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -47,20 +54,32 @@ _ASKS_USER = re.compile(
 _WORD = re.compile(r"\w+")
 #: The characters of a question read for whom it asks about (a long input is mostly pasted text).
 READ_CHARS = 2000
+#: An unnamed "assistant" whose median turn is under this many times the user's is a peer.
+PEER_LENGTH_RATIO = 2.0
+#: Turns of each role needed before their lengths tell a peer from an assistant.
+MIN_ROLE_TURNS = 5
 
 
 @dataclass(frozen=True, slots=True)
 class Participants:
-    """Who speaks in a conversation: the roles of its turns and the names given to speakers
-    (casefolded name -> the names' words, for finding them in a question)."""
+    """Who speaks in a conversation: the roles of its turns, the names given to speakers
+    (casefolded name -> the names' words, for finding them in a question), and whether its
+    "assistant" talks like the user (``alike``: turns of a length, see the module docs)."""
 
     roles: frozenset[str]
     names: Mapping[str, tuple[str, ...]]
+    alike: bool = False
 
     @property
     def named(self) -> bool:
         """Whether the conversation is between named people (two speaker names or more)."""
         return len(self.names) >= 2
+
+    @property
+    def peers(self) -> bool:
+        """Whether the conversation is between peers: named people, or a "user" and an
+        "assistant" whose turns run alike (no speaker is favoured, "you" is no assistant)."""
+        return self.named or self.alike
 
 
 def speaker_name(entry: MemoryEntry) -> str | None:
@@ -76,21 +95,36 @@ def speaker_name(entry: MemoryEntry) -> str | None:
     return None
 
 
-def participants(entries: Iterable[MemoryEntry]) -> Participants:
-    """The roles and speaker names of ``entries``."""
+def participants(entries: Iterable[MemoryEntry], lengths: Iterable[int] | None = None) -> Participants:
+    """The roles and speaker names of ``entries``, and whether the user's and the assistant's
+    turns run alike; ``lengths`` (one per entry, in any unit: words, terms) measures the turns,
+    else their words are counted."""
     roles: set[str] = set()
     names: dict[str, tuple[str, ...]] = {}
+    sizes: dict[str, list[int]] = {"user": [], "assistant": []}
+    sized = iter(lengths) if lengths is not None else None
     for entry in entries:
+        size = next(sized) if sized is not None else None
         message = entry.message
         if message is None:
             continue
         roles.add(message.role)
+        kept = sizes.get(message.role)
+        if kept is not None:
+            kept.append(size if size is not None else len(message.text.split()))
         name = speaker_name(entry)
         if name is not None:
             key = name.strip().casefold()
             if key not in names:
                 names[key] = tuple(_WORD.findall(key))
-    return Participants(frozenset(roles), names)
+    return Participants(frozenset(roles), names, _alike(sizes["user"], sizes["assistant"]))
+
+
+def _alike(user: list[int], assistant: list[int]) -> bool:
+    """Whether the assistant's turns run like the user's (see the module docs)."""
+    if len(user) < MIN_ROLE_TURNS or len(assistant) < MIN_ROLE_TURNS:
+        return False
+    return statistics.median(assistant) < PEER_LENGTH_RATIO * max(1.0, statistics.median(user))
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,9 +151,9 @@ def asked_speakers(question: str, people: Participants) -> Asked:
         if parts and any(words[i : i + len(parts)] == list(parts) for i in range(len(words) - len(parts) + 1))
     )
     roles: set[str] = set()
-    if not people.named and "assistant" in people.roles and _ASKS_ASSISTANT.search(question):
+    if not people.peers and "assistant" in people.roles and _ASKS_ASSISTANT.search(question):
         roles.add("assistant")
-    if not people.named and _ASKS_USER.search(question):
+    if not people.peers and _ASKS_USER.search(question):
         roles.add("user")
     return Asked(frozenset(roles), names)
 
@@ -129,7 +163,7 @@ def speaker_boost(
 ) -> float:
     """The share more a turn scores for who said it (0 for none): ``speaker_weight`` when the
     question asks about its speaker; without one, ``user_weight`` for a user's turn in a chat
-    with an assistant (not between named people)."""
+    with an assistant (not between peers)."""
     message = entry.message
     if message is None:
         return 0.0
@@ -141,9 +175,19 @@ def speaker_boost(
             if name is not None and name.strip().casefold() in asked.names:
                 return speaker_weight
         return 0.0
-    if message.role == "user" and not people.named:
+    if message.role == "user" and not people.peers:
         return user_weight
     return 0.0
 
 
-__all__ = ["READ_CHARS", "Asked", "Participants", "asked_speakers", "participants", "speaker_boost", "speaker_name"]
+__all__ = [
+    "MIN_ROLE_TURNS",
+    "PEER_LENGTH_RATIO",
+    "READ_CHARS",
+    "Asked",
+    "Participants",
+    "asked_speakers",
+    "participants",
+    "speaker_boost",
+    "speaker_name",
+]
