@@ -9,9 +9,10 @@ history measured in the same run (the ``bench_recall`` figure):
 
 * each chat is one user of one ``Memory`` (the in-memory store, or ``--store sqlite``: a file
   per chat), each of its sessions (messages without a pause of 4 hours) a thread of its own,
-  every message added with ``Memory.add`` at its time (``frozen_clock``; the times and names of
+  every message added with ``Memory.add`` at its time (``created_at``; the times and names of
   ``bench_recall``'s loading), the embedding service answering from the cached MiniLM vectors;
-  ``--set chitchat`` loads the two-person chat set instead of BEAM;
+  ``--set chitchat`` loads the two-person chat set instead of BEAM (``chitchat-roles``: the same
+  stored as "user" and "assistant" without names);
 * each question is searched the day after the chat's last message: ``Memory.search(question,
   user_id=..., limit=20)``, its turn hits mapped back to message ids; R@5/10/20 is the share of
   the evidence messages among the first 5/10/20 turn hits;
@@ -54,8 +55,6 @@ SESSION_GAP = timedelta(hours=4)
 async def _load(memory: Any, chat: Chat) -> tuple[dict[str, int], list[str], Any]:
     """The chat as one user's threads (a new one after a pause of :data:`SESSION_GAP`): entry id
     -> message id, the threads, and the last time."""
-    from cogitator_memory import frozen_clock
-
     ids: dict[str, int] = {}
     times = message_times(chat)
     session = 0
@@ -64,8 +63,7 @@ async def _load(memory: Any, chat: Chat) -> tuple[dict[str, int], list[str], Any
         if previous is None or at - previous > SESSION_GAP:
             session += 1
         previous = at
-        with frozen_clock(at):
-            added = await memory.add([said(message)], user_id=USER, thread_id=f"beam-{chat.name}-{session}")
+        added = await memory.add([said(message)], user_id=USER, thread_id=f"beam-{chat.name}-{session}", created_at=at)
         ids[added.entries[0].id] = message.id
     await memory.flush()
     return ids, [f"beam-{chat.name}-{n}" for n in range(1, session + 1)], max(times)

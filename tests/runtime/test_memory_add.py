@@ -8,6 +8,7 @@ import asyncio
 import json
 import socket
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -220,3 +221,37 @@ async def test_concurrent_adds_keep_each_call_together(engine: str, tmp_path: Pa
     assert len(texts) == 100 and sorted(texts) == sorted(m["content"] for pair in pairs for m in pair)
     assert all(texts[i].replace("question", "answer") == texts[i + 1] for i in range(0, 100, 2)), texts
     assert all(r.entries[1].parent_id == r.entries[0].id for r in results)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_conversation_added_after_the_fact_is_dated_and_found_then(engine: str, tmp_path: Path) -> None:
+    """``created_at`` dates every message of the call: recall finds a session for a question
+    about when it was said, and reads "tomorrow" in it from that day."""
+    march = datetime(2024, 3, 12, 18, 30, tzinfo=UTC)
+    async with Memory({**_config(engine, tmp_path), "embedding": {"provider": "none"}}) as memory:
+        first = await memory.add(
+            [
+                {"role": "user", "content": "I fly to Oslo tomorrow for the tulip fair."},
+                {"role": "assistant", "content": "Have a good flight!"},
+            ],
+            user_id="ana",
+            created_at=march,
+        )
+        assert [e.created_at for e in first.entries] == [march, march]
+        # the May session holds the question's words more; the March one was said then
+        may = datetime(2024, 5, 2, 9, 0)  # naive: UTC
+        later = await memory.add(
+            [{"role": "user", "content": "The tulip fair again: a tulip fair trip, tulips everywhere."}],
+            user_id="ana",
+            created_at=may,
+        )
+        assert later.entries[0].created_at == may.replace(tzinfo=UTC)
+        now = await memory.add([{"role": "user", "content": "Nothing about flowers."}], user_id="ana")
+        assert now.entries[0].created_at > datetime(2026, 1, 1, tzinfo=UTC)
+        hits = await memory.search("Where was I on 13 March 2024? The tulip fair?", user_id="ana")
+        assert hits and hits[0].thread_id == first.thread_id and "Oslo" in hits[0].text
+        for bad in (datetime.now(UTC) + timedelta(days=2), "2024-03-12"):
+            with pytest.raises(InvalidArgumentError) as refused:
+                await memory.add(TURNS, user_id="ana", thread_id="never", created_at=bad)  # type: ignore[arg-type]
+            assert refused.value.argument == "created_at"
+        assert (await memory.adapter.get_thread("never")).data is None

@@ -103,6 +103,34 @@ async def test_what_was_said_is_saved_and_found(memory: Memory) -> None:
     assert [str(m.content) for m in await memory.history(thread_id)] == said[:3]
 
 
+async def test_a_conversation_saved_after_the_fact_keeps_when_and_who(memory: Memory) -> None:
+    """``created_at`` dates what is saved (a search for that time finds it) and each message's
+    ``name`` says who of two people said it."""
+    async with Client(create_server(memory, user_id="alice")) as client:
+        sessions = [
+            ("2024-03-12T18:30:00", "Ana", "We finally booked the cabin by the lake."),
+            ("2024-05-20T09:00:00", "Ben", "We plan the cabin trip again: the cabin plan moved to the coast."),
+        ]
+        saved = []
+        for when, who, text in sessions:
+            saved.append(
+                _body(
+                    await client.call_tool(
+                        "save_conversation",
+                        {"messages": [{"role": "user", "content": text, "name": who}], "created_at": when},
+                    )
+                )
+            )
+        hits = _body(
+            await client.call_tool("search_memory", {"query": "What did we plan for the cabin in March 2024?"})
+        )
+        assert hits["results"][0]["thread_id"] == saved[0]["thread_id"]
+    for answer, (when, who, _text_said) in zip(saved, sessions, strict=True):
+        entry = (await memory.adapter.get_entry(answer["entry_ids"][0])).data
+        assert entry is not None and entry.message is not None
+        assert entry.created_at.isoformat() == when + "+00:00" and entry.message.name == who
+
+
 async def test_a_retried_save_writes_nothing_twice(memory: Memory) -> None:
     async with Client(create_server(memory, user_id="alice")) as client:
         call = {
@@ -125,7 +153,10 @@ async def test_a_bad_save_is_a_tool_error_and_writes_nothing(memory: Memory) -> 
             ({"messages": []}, "messages"),
             ({"messages": [{"role": "robot", "content": "beep"}]}, "role"),
             ({"messages": [{"role": "user", "content": ""}]}, "content"),
-            ({"messages": [{"role": "user", "content": "hi", "name": "x"}]}, "name"),
+            ({"messages": [{"role": "user", "content": "hi", "speaker": "x"}]}, "speaker"),
+            ({"messages": [{"role": "user", "content": "hi", "name": ""}]}, "name"),
+            ({"messages": [{"role": "user", "content": "hi"}], "created_at": "next spring"}, "created_at"),
+            ({"messages": [{"role": "user", "content": "hi"}], "created_at": "2999-01-01T00:00:00"}, "created_at"),
             ({"messages": "hello"}, "messages"),
             ({"messages": [{"role": "user", "content": "hi"}], "thread_id": "bob-chat"}, "'thread_id'"),
             ({"messages": [{"role": "user", "content": "hi"}], "user_id": "bob"}, "'user_id'"),

@@ -156,6 +156,28 @@ async def test_problems_name_the_failure(memory: Memory) -> None:
             },
         )
         assert crossed.status_code == 409 and crossed.json()["error_class"] == "ConflictError"
+        dated = await client.post(
+            "/api/entries",
+            json={
+                "thread_id": "thread_two",
+                "created_at": "2024-03-12T18:30:00+01:00",
+                "message": {"role": "user", "content": "said last spring"},
+            },
+        )
+        assert dated.status_code == 201 and dated.json()["created_at"] == "2024-03-12T17:30:00Z"
+        future = await client.post(
+            "/api/entries",
+            json={
+                "thread_id": "thread_two",
+                "created_at": "2999-01-01T00:00:00Z",
+                "message": {"role": "user", "content": "x"},
+            },
+        )
+        assert future.status_code == 400 and "created_at" in future.json()["detail"]
+        assert [e["id"] for e in (await client.get("/api/threads/thread_two/entries")).json()["entries"]] == [
+            dated.json()["id"]
+        ]
+        unwrap(await memory.adapter.delete_entry(dated.json()["id"]))
         # Nothing half-written by the failed calls.
         tree = (await client.get("/api/threads/thread_two/entries")).json()
         assert tree["entries"] == []

@@ -246,9 +246,9 @@ async def import_export(
                 tool_calls=entry.tool_calls,
                 tool_results=entry.tool_results,
                 token_count=entry.token_count,
+                created_at=entry.created_at,
             )
-            with frozen_clock(entry.created_at):
-                new_ids[entry.id] = need(await store.add_entry(new)).id
+            new_ids[entry.id] = need(await store.add_entry(new)).id
             written.ids.append(new_ids[entry.id])
             progress.update(number)
             await asyncio.sleep(0)  # Ctrl-C cancels here

@@ -31,6 +31,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self, cast
 
+from .. import clock
 from ..cascade.service import MemoryCascade
 from ..context.builder import ContextBuilder
 from ..context.config import ContextStrategy
@@ -515,11 +516,19 @@ class Memory(MemoryTools, BetweenRuns, Forgetting):
         system: Any = None,
         format: MessageFormat | None = None,
         idempotency_key: str | None = None,
+        created_at: datetime | None = None,
     ) -> AddResult:
         """Add a conversation's messages (OpenAI's or Anthropic's shape, told apart by
         :func:`message_format` unless ``format`` says) to ``thread_id``, created when missing for
         ``agent_id`` (default the config's) with ``user_id`` in its metadata. Without
         ``thread_id`` a new thread is made. ``system`` is an Anthropic request's system prompt.
+
+        ``created_at`` dates the messages when they were said, for a conversation imported after
+        the fact (a session of last May): recall then finds them for a question about that time
+        and reads their time words ("tomorrow") from it. Every message of the call gets it (add
+        a conversation session by session, or message by message, to date each); default now.
+        A naive datetime is taken as UTC; a time in the future raises
+        :class:`InvalidArgumentError`.
 
         Every message is checked before any is written (bad input raises
         :class:`InvalidArgumentError`, writing nothing), and the messages are written all or
@@ -539,6 +548,7 @@ class Memory(MemoryTools, BetweenRuns, Forgetting):
         if key is not None and thread_id is None:
             raise InvalidArgumentError("idempotency_key", "needs a thread_id: a retry must name the thread it adds to")
         tid = new_thread_id() if thread_id is None else tree.check_id("thread_id", thread_id)
+        said = tree.check_said_at("created_at", created_at, clock.now())
         if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
             raise InvalidArgumentError("messages", "must be a list of chat messages")
         if format not in (None, "openai", "anthropic"):
@@ -550,6 +560,8 @@ class Memory(MemoryTools, BetweenRuns, Forgetting):
             if system is not None:
                 raise InvalidArgumentError("system", "is Anthropic's; OpenAI messages carry it as a system message")
             new = from_openai_messages(messages, thread_id=tid)
+        if said is not None:
+            new = [e.model_copy(update={"created_at": said}) for e in new]
         if not self.enabled:
             return AddResult(thread_id=tid)
         async with self.thread_lock(tid):

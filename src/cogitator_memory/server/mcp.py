@@ -86,6 +86,11 @@ class SaidMessage(BaseModel):
 
     role: Literal["user", "assistant", "system"] = Field(description="Who said it.")
     content: str = Field(min_length=1, description="What was said.")
+    name: str | None = Field(
+        default=None,
+        min_length=1,
+        description="The speaker's name, in a conversation between people (each of them role user).",
+    )
 
 
 def _annotations(*, read_only: bool = False, destructive: bool = False, idempotent: bool = False) -> ToolAnnotations:
@@ -178,6 +183,13 @@ def create_server(
                 description="With thread_id: a key of this save, so a retry of it writes nothing twice.",
             ),
         ] = None,
+        created_at: Annotated[
+            datetime | None,
+            Field(
+                description="When the messages were said, ISO 8601 (UTC without an offset; default now): "
+                "for a conversation saved after the fact."
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         """Save what was said (a message, or several of a conversation) to long-term memory, in
         a new conversation or the one thread_id names; search_memory and build_context find it
@@ -192,7 +204,11 @@ def create_server(
         await check_thread(thread_id, scope["user_id"])
         added = await _guard(
             memory.add(
-                [m.model_dump() for m in messages], thread_id=thread_id, idempotency_key=idempotency_key, **scope
+                [m.model_dump(exclude_none=True) for m in messages],
+                thread_id=thread_id,
+                idempotency_key=idempotency_key,
+                created_at=created_at,
+                **scope,
             )
         )
         answer: dict[str, Any] = {

@@ -307,6 +307,39 @@ async def case_entries_keep_an_id_given_by_the_caller(store: MemoryAdapter) -> N
 
 
 @_case
+async def case_entries_keep_the_time_they_were_said(store: MemoryAdapter) -> None:
+    """``NewMemoryEntry.created_at`` dates an entry when it was said (an imported conversation):
+    kept to the microsecond in UTC (a naive time is UTC, another zone is converted), read back,
+    and used by ``get_entries``' ``before``/``after``; the order of entries stays the order
+    they were added. A time in the future, or one that is no time, is refused, writing
+    nothing."""
+    thread = await _thread(store)
+    said = datetime(2023, 5, 8, 13, 56, 7, 123456, tzinfo=UTC)
+    first = await _say(store, thread.id, "said long ago", created_at=said)
+    _eq(first.created_at, said, "the given time is kept")
+    _eq(unwrap(await store.get_entry(first.id)), first, "and reads back")
+    lisbon = timezone(timedelta(hours=1))
+    second = await _say(store, thread.id, "an hour ahead", created_at=datetime(2023, 5, 8, 15, 0, tzinfo=lisbon))
+    _eq(second.created_at, datetime(2023, 5, 8, 14, 0, tzinfo=UTC), "a time in another zone is made UTC")
+    third = await _say(store, thread.id, "naive", created_at=datetime(2023, 5, 9, 9, 30))
+    _eq(third.created_at, datetime(2023, 5, 9, 9, 30, tzinfo=UTC), "a naive time is taken as UTC")
+    earlier = await _say(store, thread.id, "dated before the first", created_at=said - timedelta(days=1))
+    now = await _say(store, thread.id, "said now")
+    _true(now.created_at > said + timedelta(days=365), "without a time an entry is dated now")
+    ids = [first.id, second.id, third.id, earlier.id, now.id]
+    _eq([e.id for e in await _all_entries(store, thread.id)], ids, "entries stay in the order they were added")
+    between = await _texts(store.get_entries(thread_id=thread.id, after=said, before=datetime(2023, 5, 10, tzinfo=UTC)))
+    _eq(between, ["an hour ahead", "naive"], "before/after read the times given")
+    future = datetime.now(UTC) + timedelta(days=1)
+    for bad, name in ((future, "a time in the future"), ("not a time", "text that is no time")):
+        outcome = await store.add_entry(
+            {"thread_id": thread.id, "created_at": bad, "message": {"role": "user", "content": "x"}}
+        )
+        _fails(outcome, name, InvalidArgumentError, "created_at")
+    await _unchanged(store, thread.id, ids, {})
+
+
+@_case
 async def case_a_thread_can_have_more_than_one_root(store: MemoryAdapter) -> None:
     """``root=True`` writes a new root even when the thread has entries (how the first message
     is edited); every read, move and fork works across roots."""

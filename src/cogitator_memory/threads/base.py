@@ -436,18 +436,21 @@ class BaseMemoryAdapter(ChangeReportingMemoryAdapter, StoreLifecycle):
         thread, an ``id`` already taken (``ConflictError``), or an invalid entry (the message
         names the field; values are checked as :mod:`~cogitator_memory.threads.values` says).
         ``token_count`` defaults to the counted tokens of the entry (counted when first read on
-        the in-memory store, at the write on the others).
+        the in-memory store, at the write on the others). ``created_at`` dates the entry when it
+        was said (default now); a time in the future is refused (``InvalidArgumentError``).
         """
         try:
             self._require_connected()
             new = self._parse_entry(entry)
             fields = new.__dict__
+            now = clock.now()
+            said = tree.check_said_at("entry.created_at", fields["created_at"], now)
             entry_id = fields["id"]
             if entry_id is None:
                 entry_id = make_entry_id()
             elif await self._get_entry(entry_id) is not None:
                 raise ConflictError(f"entry id {entry_id} is taken")
-            created = await self._add_entry(new, entry_id, fields["token_count"], clock.now())
+            created = await self._add_entry(new, entry_id, fields["token_count"], now if said is None else said)
         except Exception as exc:
             return self._fail("add_entry", exc)
         if self._listeners:

@@ -369,7 +369,11 @@ class NewMemoryEntry(EntryContent):
     edited: its new version starts a branch of its own); ``activate=False`` leaves the active leaf
     where it is. ``token_count`` defaults to the counted tokens of the message. ``id`` keeps an id
     of the caller's (an import keeping its ids); a store makes one (``entry_...``) when it is
-    ``None``, and an id already taken fails the write with a ``ConflictError``.
+    ``None``, and an id already taken fails the write with a ``ConflictError``. ``created_at``
+    dates the entry when it was said (importing an older conversation: recall reads its time
+    words from then, and finds it for a question about then); default the store's clock now.
+    A naive datetime is taken as UTC; a time past now (by more than
+    :data:`~cogitator_memory.threads.tree.CLOCK_SKEW`) is refused.
     """
 
     thread_id: str = Field(min_length=1)
@@ -377,6 +381,17 @@ class NewMemoryEntry(EntryContent):
     root: bool = False
     activate: bool = True
     id: str | None = None
+    created_at: datetime | None = None
+
+    @field_validator("created_at")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        if value is None:
+            return None
+        try:
+            return to_utc(value)
+        except OverflowError:
+            raise ValueError(f"{value.isoformat()} is outside the datetimes UTC can express") from None
 
 
 class MemoryEntry(EntryContent, LazyFieldRecord):

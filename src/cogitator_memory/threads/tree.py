@@ -10,7 +10,7 @@ import base64
 import binascii
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import ValidationError
@@ -146,6 +146,22 @@ def check_datetime(name: str, value: object) -> datetime | None:
         return to_utc(value)
     except OverflowError:
         raise InvalidArgumentError(name, f"{value.isoformat()} is outside the datetimes UTC can express") from None
+
+
+#: How far past the store's clock the time an entry was said may be: the clocks of the
+#: machine that dated it and of the store's may differ by this much.
+CLOCK_SKEW = timedelta(minutes=5)
+
+
+def check_said_at(name: str, value: object, now: datetime) -> datetime | None:
+    """``None`` or the time an entry was said, made aware UTC (naive: UTC); refused when it is
+    later than ``now`` by more than :data:`CLOCK_SKEW` (a message is said before it is stored)."""
+    when = check_datetime(name, value)
+    if when is not None and when > now + CLOCK_SKEW:
+        raise InvalidArgumentError(
+            name, f"{when.isoformat()} is in the future (now is {now.isoformat()}): date an entry when it was said"
+        )
+    return when
 
 
 def check_types(value: object) -> frozenset[str] | None:
