@@ -72,7 +72,7 @@ async def _load(memory: Any, chat: Chat) -> tuple[dict[str, int], list[str], Any
 async def evaluate(
     chats: list[Chat], model: LocalEmbeddingService, store: str, progress: bool, settings: dict[str, Any] | None = None
 ) -> list[dict[str, Any]]:
-    from cogitator_memory import frozen_clock, unwrap
+    from cogitator_memory import unwrap
     from cogitator_memory.recall import MemoryRetriever
     from cogitator_memory.runtime import Memory
 
@@ -102,8 +102,7 @@ async def evaluate(
                 for question in chat.questions:
                     qvec = np.asarray(table.table[question.question], dtype=np.float32)
                     cosines = {e.id: float(c) for e, c in zip(thread_entries, matrix @ qvec, strict=True)}
-                    with frozen_clock(as_of):
-                        hits = await memory.search(question.question, user_id=USER, limit=100)
+                    hits = await memory.search(question.question, user_id=USER, limit=100, as_of=as_of)
                     found = [id_map[h.id] for h in hits if h.kind == "entry" and h.id in id_map]
                     record: dict[str, Any] = {"chat": chat.name, "type": question.type}
                     for name, retriever in (("retriever", defaults),):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Any
 
 from ..errors import InvalidArgumentError, MemoryStoreError
@@ -85,7 +86,13 @@ async def cmd_search(args: argparse.Namespace) -> int:
     memory = await open_memory(args)
     try:
         hits = await memory.search(
-            args.query, user_id=args.user, agent_id=args.agent, thread_id=args.thread, limit=args.limit
+            args.query,
+            user_id=args.user,
+            agent_id=args.agent,
+            thread_id=args.thread,
+            limit=args.limit,
+            as_of=args.as_of,
+            time_zone=args.time_zone,
         )
     except InvalidArgumentError as exc:
         raise CliError(str(exc)) from None
@@ -205,6 +212,14 @@ def _limit(text: str) -> int:
     return value
 
 
+def _moment(text: str) -> datetime:
+    """An ISO 8601 time (``2024-05-08``, ``2024-05-08T13:56``; UTC without an offset)."""
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an ISO 8601 time like 2024-05-08T13:56, got {text!r}") from None
+
+
 def port_number(text: str) -> int:
     """An argparse type: a port number from 0 to 65535."""
     try:
@@ -230,6 +245,13 @@ def register(sub: Any, db: argparse.ArgumentParser) -> None:
     search.add_argument("query", metavar="QUERY", help="what to look for")
     search.add_argument("--thread", metavar="ID", help="only this thread")
     search.add_argument("--limit", type=_limit, default=10, metavar="N", help="at most N hits, 1 to 100 (default 10)")
+    search.add_argument(
+        "--as-of",
+        type=_moment,
+        metavar="TIME",
+        help="when the query is asked, ISO 8601 (the time it names is read from it)",
+    )
+    search.add_argument("--time-zone", metavar="ZONE", help="the IANA zone its time is read in (default the config's)")
     search.add_argument("--json", action="store_true", help="print JSON: {results}")
     search.set_defaults(handler=cmd_search)
 

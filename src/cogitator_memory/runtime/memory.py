@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self, cast
 from .. import clock
 from ..cascade.service import MemoryCascade
 from ..context.builder import ContextBuilder
-from ..context.config import ContextStrategy
+from ..context.config import ContextStrategy, check_time_zone
 from ..context.history import entry_messages, read_compacted_history, summary_message
 from ..context.message_index import MessageIndex
 from ..context.records import BuiltContext
@@ -737,13 +737,20 @@ class Memory(MemoryTools, BetweenRuns, Forgetting):
         agent_id: str | None = None,
         thread_id: str | None = None,
         limit: int = 10,
+        as_of: datetime | None = None,
+        time_zone: str | None = None,
     ) -> list[SearchHit]:
         """What answers ``query`` in the memory of ``{agent_id, user_id}``, best first: the
         user's turns in every thread of the agent (or only ``thread_id``, which must not be
         another user's), their memory items and core facts, and the facts ``remember`` saved;
         found through the store's recall index by words (stemmed), time, names and, with
         embeddings, meaning, and ranked by the :class:`~cogitator_memory.recall.MemoryRetriever`
-        (see ``docs/recall-index.md``)."""
+        (see ``docs/recall-index.md``).
+
+        ``as_of`` (default now) is when the query is asked: the time it names ("last week",
+        "two days ago") is read from it, in ``time_zone`` (an IANA zone; default the config's
+        ``context_builder.time_zone``, else UTC), as :meth:`build_context` reads its input.
+        It does not hide what was said or learned after it."""
         self._require()
         if not isinstance(query, str) or not query.strip():
             raise InvalidArgumentError("query", "must be non-empty text")
@@ -753,9 +760,18 @@ class Memory(MemoryTools, BetweenRuns, Forgetting):
         tid = tree.check_optional_id("thread_id", thread_id)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
             raise InvalidArgumentError("limit", f"must be an integer from 1 to 100, got {limit!r}")
+        anchor = tree.check_datetime("as_of", as_of)
+        zone = check_time_zone("time_zone", time_zone if time_zone is not None else self._time_zone())
         if not self.enabled:
             return []
-        return await search_memory(self, query, agent=agent, user=user, thread_id=tid, limit=limit)
+        return await search_memory(
+            self, query, agent=agent, user=user, thread_id=tid, limit=limit, anchor=anchor, time_zone=zone
+        )
+
+    def _time_zone(self) -> str:
+        """The IANA zone times named in queries are read in: the config's ``context_builder.time_zone``,
+        else UTC (what the context builder reads its input in)."""
+        return self.config.context_builder.time_zone or "UTC"
 
     async def build_context(
         self,

@@ -18,7 +18,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Collection
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, tzinfo
 from typing import Any, Literal, Protocol
 
 from ..embeddings import cooldown
@@ -178,11 +178,14 @@ async def search_memory(
     thread_id: str | None,
     limit: int,
     kinds: Collection[SearchKind] | None = None,
+    anchor: datetime | None = None,
+    time_zone: str | tzinfo = "UTC",
 ) -> list[SearchHit]:
     """The hits of :meth:`Memory.search` (arguments checked by it; see the module docs).
     ``kinds`` (default all of :data:`SEARCH_KINDS`) names the kinds of hits wanted: the
     channels of the others do not run (``("item",)``: no turn is read, and no turn's vector
-    searched). With ``thread_id`` only turns are searched."""
+    searched). With ``thread_id`` only turns are searched. ``anchor`` (default now) and
+    ``time_zone`` are when and where the query is read (the time it names)."""
     wanted = check_kinds(kinds)
     if thread_id is not None:
         await check_reader(memory, thread_id, user)
@@ -195,7 +198,7 @@ async def search_memory(
             f"the {memory.adapter.provider} store keeps no recall index: search needs one "
             "(mix RecallIndexMixin into the store; every built-in store has it)"
         )
-    analysis = await analyze_query_async(query)
+    analysis = await analyze_query_async(query, anchor, time_zone)
     if not analysis.search:
         return []
     if memory.indexer is not None:

@@ -260,11 +260,20 @@ def create_server(
         user_id: Annotated[str | None, Field(description="Whose memory (default: the server's user).")] = None,
         thread_id: Annotated[str | None, Field(description="Only this conversation.")] = None,
         limit: Annotated[int, Field(ge=1, le=100, description="At most this many hits.")] = 10,
+        as_of: Annotated[
+            datetime | None,
+            Field(description="When the query is asked, ISO 8601 (UTC without an offset; default now)."),
+        ] = None,
+        time_zone: Annotated[
+            str | None, Field(description="The IANA time zone its times are read in (default the config's).")
+        ] = None,
     ) -> dict[str, Any]:
         """Search past conversation turns and extracted memory items, best first."""
         scope = who(user_id)
         await check_thread(thread_id, scope["user_id"])
-        hits = await _guard(memory.search(query, thread_id=thread_id, limit=limit, **scope))
+        hits = await _guard(
+            memory.search(query, thread_id=thread_id, limit=limit, as_of=as_of, time_zone=time_zone, **scope)
+        )
         if not any_user:
             known: dict[str, str | None] = {}
             hits = [

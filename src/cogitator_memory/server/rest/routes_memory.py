@@ -202,9 +202,20 @@ def memory_router() -> APIRouter:
         agent_id: str | None = None,
         thread_id: str | None = None,
         limit: Annotated[int, Query(ge=1, le=100)] = 10,
+        as_of: datetime | None = None,
+        time_zone: str | None = None,
     ) -> Response:
-        """Turns and memory items that answer ``q``, best first."""
-        hits = await memory_of(request).search(q, user_id=user_id, agent_id=agent_id, thread_id=thread_id, limit=limit)
+        """Turns and memory items that answer ``q``, best first (``as_of``: when it is asked, the
+        time it names read from then in ``time_zone``)."""
+        hits = await memory_of(request).search(
+            q,
+            user_id=user_id,
+            agent_id=agent_id,
+            thread_id=thread_id,
+            limit=limit,
+            as_of=as_of,
+            time_zone=time_zone,
+        )
         return send({"hits": [h.dump() for h in hits]})
 
     @router.post("/context", tags=["context"])
