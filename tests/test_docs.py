@@ -160,6 +160,17 @@ def test_readme_one_call_memory_runs(
     assert (tmp_path / "home" / "memory.db").exists()
 
 
+def test_readme_dated_conversation_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's snippet loading a dated conversation between two named people."""
+    blocks = [b for b in BLOCK.findall((ROOT / "README.md").read_text()) if "pair-1" in b]
+    assert len(blocks) == 1
+    script = tmp_path / "dated.py"
+    script.write_text(blocks[0])
+    runpy.run_path(str(script), run_name="__main__")
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == ["So glad you went! I painted a lake sunrise.", "I went to a support group yesterday."]
+
+
 def test_every_public_class_and_function_has_a_docstring() -> None:
     missing = []
     for package in PACKAGES:
