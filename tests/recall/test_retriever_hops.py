@@ -320,6 +320,10 @@ def test_peers_are_told_by_the_median_turn_of_each_role_given_enough_turns() -> 
     longer = [entry("assistant", " ".join(["word"] * int(4 * PEER_LENGTH_RATIO))) for _ in range(n)]
     assert participants([*users, *alike]).alike
     assert not participants([*users, *longer]).alike  # twice as long or more: an assistant
+    terse = [entry("assistant", "ok") for _ in range(n)]
+    assert not participants([*users, *terse]).alike  # a quarter as long or less: a terse assistant
+    short = [entry("assistant", "one two") for _ in range(n)]
+    assert participants([*users, *short]).alike  # half as long: a peer who writes less
     assert not participants([*users, *alike[: n - 1]]).alike  # too few turns to tell
     # lengths given (a recall record's term count) are used instead of the words
     assert not participants([*users, *alike], [4] * n + [40] * n).alike

@@ -9,10 +9,11 @@ A question naming no speaker falls back on the kind of conversation: in a chat b
 and an assistant, what is asked about later is mostly what the user told, so the user's turns
 score ``user_weight`` more; in a conversation between peers, which of them a store maps to
 "user" says nothing, and no speaker is favoured. A conversation is between peers when it names
-two speakers or more, or, unnamed, when its "assistant" talks like the user: its turns run, at
-the median, under :data:`PEER_LENGTH_RATIO` times as long as the user's (each role with
-:data:`MIN_ROLE_TURNS` turns or more). An assistant answers at length (on the BEAM chats its
-median turn is 3.4-16.6 times the user's); two people chatting write turns of a length (0.7-1.5
+two speakers or more, or, unnamed, when its "assistant" talks like the user: its median turn is
+under :data:`PEER_LENGTH_RATIO` times the user's and over 1 / :data:`TERSE_RATIO` of it (each
+role with :data:`MIN_ROLE_TURNS` turns or more). An assistant answers at length (on the BEAM
+chats its median turn is 3.4-16.6 times the user's), or, terse ("Done.", "Reminder set."), at a
+small fraction of it, and stays an assistant; two people chatting write turns of a length (0.7-1.5
 times on the two-person chats of the benchmarks), which is how a conversation between two
 people reads when a store keeps them as "user" and "assistant" without their names.
 """
@@ -54,8 +55,14 @@ _ASKS_USER = re.compile(
 _WORD = re.compile(r"\w+")
 #: The characters of a question read for whom it asks about (a long input is mostly pasted text).
 READ_CHARS = 2000
-#: An unnamed "assistant" whose median turn is under this many times the user's is a peer.
+#: An unnamed "assistant" whose median turn is under this many times the user's (and not
+#: terse, see :data:`TERSE_RATIO`) is a peer.
 PEER_LENGTH_RATIO = 2.0
+#: An "assistant" whose median turn is a this-many-th of the user's or less is a terse assistant,
+#: not a peer. (Over the few hundred candidates of one search two people's medians differ more
+#: than over their whole chat: a bound of 2 took some of the two-person tuning history's searches
+#: for an assistant's, 4 none.)
+TERSE_RATIO = 4.0
 #: Turns of each role needed before their lengths tell a peer from an assistant.
 MIN_ROLE_TURNS = 5
 
@@ -124,7 +131,8 @@ def _alike(user: list[int], assistant: list[int]) -> bool:
     """Whether the assistant's turns run like the user's (see the module docs)."""
     if len(user) < MIN_ROLE_TURNS or len(assistant) < MIN_ROLE_TURNS:
         return False
-    return statistics.median(assistant) < PEER_LENGTH_RATIO * max(1.0, statistics.median(user))
+    said, answered = max(1.0, statistics.median(user)), max(1.0, statistics.median(assistant))
+    return answered < PEER_LENGTH_RATIO * said and said < TERSE_RATIO * answered
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +192,7 @@ __all__ = [
     "MIN_ROLE_TURNS",
     "PEER_LENGTH_RATIO",
     "READ_CHARS",
+    "TERSE_RATIO",
     "Asked",
     "Participants",
     "asked_speakers",
