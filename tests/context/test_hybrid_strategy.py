@@ -48,6 +48,30 @@ def hybrid(memory: BaseMemoryAdapter, **deps: Any) -> ContextBuilder:
     return ContextBuilder({"strategy": "hybrid", "reserve_tokens": 0}, {"memory_adapter": memory, **deps})
 
 
+async def test_a_recalled_turn_names_who_said_it_between_named_people(memory: BaseMemoryAdapter) -> None:
+    """Between people (``message.name``, or ``metadata["speaker"]``) a recalled line names the
+    speaker, not the role all of them share."""
+    thread = unwrap(await memory.create_thread("concierge", {"user_id": "ana"}))
+    said = [
+        ({"name": "Melanie"}, None, "I painted a sunrise over the lake last week."),
+        ({"name": "Caroline"}, None, "That sounds lovely, I want to see it!"),
+        ({}, {"speaker": "  Caroline   Reyes "}, "I adopted a puppy named Oscar."),
+        *(({"name": "Melanie" if i % 2 else "Caroline"}, None, text) for i, text in enumerate(FILLER)),
+    ]
+    for i, (named, metadata, text) in enumerate(said):
+        with frozen_clock(START + timedelta(days=i)):
+            entry: dict[str, Any] = {"thread_id": thread.id, "message": {"role": "user", "content": text, **named}}
+            if metadata:
+                entry["metadata"] = metadata
+            unwrap(await memory.add_entry(entry))
+    builder = hybrid(memory, embedding_service=HashingEmbedder(64))
+    painted = await builder.build(thread.id, current_input="What has Melanie painted?", max_tokens=400)
+    assert "[Mon 01 Apr 2024 09:00] Melanie: I painted a sunrise over the lake" in (painted.memory_context or "")
+    assert "] user: I painted" not in (painted.memory_context or "")
+    adopted = await builder.build(thread.id, current_input="Who adopted a puppy named Oscar?", max_tokens=400)
+    assert "[Wed 03 Apr 2024 09:00] Caroline Reyes: I adopted a puppy named Oscar." in (adopted.memory_context or "")
+
+
 async def test_an_older_turn_is_recalled_dated_with_its_neighbour(memory: BaseMemoryAdapter) -> None:
     tid, entries = await chat(memory, HOTEL)
     context = await hybrid(memory, embedding_service=HashingEmbedder(64)).build(
