@@ -382,6 +382,30 @@ def test_import_jsonl_and_stdin_append_to_a_named_thread(
     assert len(entries) == 5 and thread.agent_id == "bot"
 
 
+def test_import_dates_chat_messages_when_they_were_said(
+    capsys: pytest.CaptureFixture[str], db: Path, tmp_path: Path
+) -> None:
+    source = tmp_path / "may.json"
+    source.write_text(json.dumps([{"role": "user", "content": "booked the cabin"}]), "utf-8")
+    code, _out, err = cli(
+        capsys, "import", str(source), "--db", str(db), "--thread", "may", "--created-at", "2024-05-08T13:56"
+    )
+    assert code == 0, err
+    _thread, entries = tree_of(db, "may")
+    assert [e.created_at.isoformat() for e in entries] == ["2024-05-08T13:56:00+00:00"]
+    for value, needle in (("2999-01-01", "future"), ("next May", "ISO 8601")):
+        code, _out, err = cli(capsys, "import", str(source), "--db", str(db), "--thread", "bad", "--created-at", value)
+        assert code != 0 and needle in err, err
+        assert on_store(db, lambda s: s.get_thread("bad")).unwrap() is None
+    exported = tmp_path / "export.json"
+    code, _out, err = cli(capsys, "export", "may", "--db", str(db), "--out", str(exported))
+    assert code == 0, err
+    code, _out, err = cli(
+        capsys, "import", str(exported), "--db", str(db), "--thread", "copy", "--created-at", "2024-05-09"
+    )
+    assert_one_error_line(code, err, "--created-at", "keep their own times")
+
+
 async def _checkout_first(store: SQLiteAdapter, thread_id: str) -> None:
     entries = unwrap(await store.get_entries(thread_id=thread_id))
     unwrap(await store.checkout(thread_id, entries[0].id))

@@ -21,8 +21,10 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
-from .. import __version__
+from .. import __version__, clock
+from ..errors import InvalidArgumentError
 from ..ids import thread_id as new_thread_id
+from ..threads import tree
 from ..threads.records import NewMemoryEntry
 from . import memory_commands, render
 from .demo import DEMO_AGENT, DEMO_FORK, DEMO_THREAD, write_demo
@@ -256,8 +258,16 @@ def cmd_import(args: argparse.Namespace) -> int:
     if loaded.messages is not None:
         thread_id = args.thread or new_thread_id()
         entries = messages_to_entries(name, loaded, thread_id, args.format)
+        if args.created_at is not None:
+            try:
+                said = tree.check_said_at("--created-at", args.created_at, clock.now())
+            except InvalidArgumentError as exc:
+                raise CliError(str(exc)) from None
+            entries = [e.model_copy(update={"created_at": said}) for e in entries]
         done = run(_write_messages(entries, thread_id, args, progress))
     elif loaded.export is not None:
+        if args.created_at is not None:
+            raise CliError(f"--created-at dates chat messages; {name} is an export, whose entries keep their own times")
         thread_id = args.thread or loaded.export.thread.id
         done = run(_write_export(loaded, thread_id, args, progress))
     else:  # read_import_file returns one or the other
@@ -378,6 +388,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("openai", "anthropic"),
         help="the shape of chat messages (default: Anthropic's when the file has its blocks or a top-level "
         "'system', else OpenAI's)",
+    )
+    imp.add_argument(
+        "--created-at",
+        type=memory_commands.moment,
+        metavar="TIME",
+        help="when the chat messages were said, ISO 8601 (UTC without an offset; default now)",
     )
     imp.add_argument("--json", action="store_true", help="print JSON: {thread_id, entries, created, agent_id, user_id}")
     progress_flag(imp)

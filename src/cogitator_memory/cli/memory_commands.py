@@ -212,7 +212,7 @@ def _limit(text: str) -> int:
     return value
 
 
-def _moment(text: str) -> datetime:
+def moment(text: str) -> datetime:
     """An ISO 8601 time (``2024-05-08``, ``2024-05-08T13:56``; UTC without an offset)."""
     try:
         return datetime.fromisoformat(text)
@@ -247,7 +247,7 @@ def register(sub: Any, db: argparse.ArgumentParser) -> None:
     search.add_argument("--limit", type=_limit, default=10, metavar="N", help="at most N hits, 1 to 100 (default 10)")
     search.add_argument(
         "--as-of",
-        type=_moment,
+        type=moment,
         metavar="TIME",
         help="when the query is asked, ISO 8601 (the time it names is read from it)",
     )
@@ -296,6 +296,7 @@ __all__ = [
     "cmd_search",
     "config_flag",
     "memory_config",
+    "moment",
     "open_command_store",
     "open_config_store",
     "open_memory",
