@@ -123,3 +123,35 @@ def test_cli_takes_as_of_and_time_zone(memory: Memory, tmp_path: Path, capsys: p
         code = main(["search", QUESTION, "--db", db, "--user", "ana", flag, value])
         _out, err = capsys.readouterr()
         assert code != 0 and ("as-of" in err or "time_zone" in err), err
+
+
+async def test_rest_context_takes_the_arguments_of_build_context(memory: Memory) -> None:
+    """``POST /api/context`` takes what ``Memory.build_context`` and the MCP tool take: a build
+    asked as of April recalls the March turn for "last month", as of June the May one."""
+    thread = (await memory.add([{"role": "user", "content": "Hello again."}], user_id="ana")).thread_id
+    app = create_app(memory)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as client:
+        texts = {}
+        for when in ("2024-04-10T00:00:00Z", "2024-06-10T00:00:00Z"):
+            built = await client.post(
+                "/api/context",
+                json={
+                    "thread_id": thread,
+                    "user_id": "ana",
+                    "current_input": QUESTION,
+                    "max_tokens": 2000,
+                    "as_of": when,
+                    "time_zone": "Europe/Lisbon",
+                    "pinned": ["Answer briefly."],
+                    "reserve_tokens": 100,
+                },
+            )
+            assert built.status_code == 200, built.text
+            texts[when] = built.json()["memory_context"] or ""
+            assert "Answer briefly." in built.json()["messages"][0]["content"]
+        first = {when: text.split("From other conversations:\n")[1].splitlines()[0] for when, text in texts.items()}
+        # "last month" read from each time; the turns dated in Lisbon (09:00 UTC is 10:00 there in May)
+        assert first["2024-04-10T00:00:00Z"] == f"[Tue 12 Mar 2024 18:00] user: {MARCH}"
+        assert first["2024-06-10T00:00:00Z"] == f"[Mon 20 May 2024 10:00] user: {MAY}"
+        bad = await client.post("/api/context", json={"thread_id": thread, "time_zone": "Mars/Olympus"})
+        assert bad.status_code == 400 and "time_zone" in bad.json()["detail"]

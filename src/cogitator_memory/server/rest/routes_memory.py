@@ -47,6 +47,12 @@ class ContextBody(_Body):
     current_input: str | None = None
     system_prompt: str | None = None
     max_tokens: int | None = Field(default=None, ge=1)
+    reserve_tokens: int | None = Field(default=None, ge=0)
+    pinned: list[str] | None = None
+    leaf_id: str | None = None
+    as_of: datetime | None = None
+    time_zone: str | None = None
+    brief: str | None = None
     strategy: Literal["recent", "relevant", "hybrid"] | None = None
 
 
@@ -232,6 +238,12 @@ def memory_router() -> APIRouter:
             current_input=body.current_input,
             system_prompt=body.system_prompt,
             max_tokens=body.max_tokens,
+            reserve_tokens=body.reserve_tokens,
+            pinned=body.pinned,
+            leaf_id=body.leaf_id,
+            as_of=body.as_of,
+            time_zone=body.time_zone,
+            brief=body.brief,
             strategy=body.strategy,
         )
         shown = {
