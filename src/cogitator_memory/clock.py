@@ -41,6 +41,17 @@ def to_utc(value: datetime) -> datetime:
     return value.astimezone(UTC)
 
 
+def utc_field(value: datetime | None) -> datetime | None:
+    """A record's datetime field as its validator keeps it: ``None``, or :func:`to_utc` of it;
+    ``ValueError`` (a validation error) for a time UTC cannot express."""
+    if value is None:
+        return None
+    try:
+        return to_utc(value)
+    except OverflowError:
+        raise ValueError(f"{value.isoformat()} is outside the datetimes UTC can express") from None
+
+
 def to_micros(value: datetime) -> int:
     """Microseconds since the epoch, the form stores index times by."""
     value = to_utc(value)
@@ -61,4 +72,4 @@ def from_micros(us: int) -> datetime:
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-__all__ = ["from_micros", "frozen_clock", "now", "to_micros", "to_utc"]
+__all__ = ["from_micros", "frozen_clock", "now", "to_micros", "to_utc", "utc_field"]

@@ -24,7 +24,7 @@ from typing import Any, Literal, TypeAlias
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from ..clock import to_utc
+from ..clock import to_utc, utc_field
 from ..errors import InvalidArgumentError
 from ..threads import tree
 from ..threads.records import ACTIVATED_AT_KEY, STALE_BECAUSE_KEY, Evidence, Record
@@ -65,15 +65,6 @@ TRUSTED: dict[str, bool] = {"trusted": True}
 
 def _trusted(info: ValidationInfo) -> bool:
     return info.context is TRUSTED
-
-
-def _utc_or_none(value: datetime | None) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        return to_utc(value)
-    except OverflowError:
-        raise ValueError(f"{value.isoformat()} is outside the datetimes UTC can express") from None
 
 
 def _checked_id(name: str, value: Any) -> str:
@@ -244,7 +235,7 @@ class _ItemContent(Record):
     def _utc(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
         if _trusted(info):
             return value
-        return _utc_or_none(value)
+        return utc_field(value)
 
     @field_validator("metadata")
     @classmethod
@@ -288,7 +279,7 @@ class NewMemoryItem(_ItemContent):
     def _utc_end(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
         if _trusted(info):
             return value
-        return _utc_or_none(value)
+        return utc_field(value)
 
     @model_validator(mode="after")
     def _check(self) -> NewMemoryItem:
@@ -333,7 +324,7 @@ class MemoryItem(_ItemContent):
     def _utc_times(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
         if _trusted(info):
             return value
-        return _utc_or_none(value)
+        return utc_field(value)
 
     @property
     def start(self) -> datetime:
@@ -416,7 +407,7 @@ class ItemUpdate(Record):
     @field_validator("valid_from", "valid_to", "ends_at", "expired_at", "last_retrieved_at")
     @classmethod
     def _utc_times(cls, value: datetime | None) -> datetime | None:
-        return _utc_or_none(value)
+        return utc_field(value)
 
     @field_validator("related_entity_ids")
     @classmethod
@@ -499,7 +490,7 @@ class MemoryItemFilter(Record):
     @field_validator("as_of", "known_at", "recorded_after")
     @classmethod
     def _utc_times(cls, value: datetime | None) -> datetime | None:
-        return _utc_or_none(value)
+        return utc_field(value)
 
     @model_validator(mode="after")
     def _one_scope(self) -> MemoryItemFilter:

@@ -22,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from ..clock import to_utc
+from ..clock import utc_field
 
 # Well-known metadata keys (snake_case strings, constants for code that reads them).
 USER_ID_KEY = "user_id"
@@ -386,12 +386,7 @@ class NewMemoryEntry(EntryContent):
     @field_validator("created_at")
     @classmethod
     def _utc(cls, value: datetime | None) -> datetime | None:
-        if value is None:
-            return None
-        try:
-            return to_utc(value)
-        except OverflowError:
-            raise ValueError(f"{value.isoformat()} is outside the datetimes UTC can express") from None
+        return utc_field(value)
 
 
 class MemoryEntry(EntryContent, LazyFieldRecord):
@@ -439,11 +434,8 @@ class EntryRedaction(Record):
 
     @field_validator("at")
     @classmethod
-    def _utc(cls, value: datetime) -> datetime:
-        try:
-            return to_utc(value)
-        except OverflowError:
-            raise ValueError(f"{value.isoformat()} is outside the datetimes UTC can express") from None
+    def _utc(cls, value: datetime) -> datetime | None:
+        return utc_field(value)
 
 
 class FileRange(Record):
