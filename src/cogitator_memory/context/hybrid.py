@@ -46,7 +46,7 @@ from ..recall.item_search import item_text
 from ..recall.item_vectors import item_vectors
 from ..recall.query import QueryAnalysis
 from ..recall.retriever import MemoryRetriever, RecallHit
-from ..recall.speakers import speaker_name
+from ..recall.speakers import said_by
 from ..result import unwrap
 from ..threads.base import BaseMemoryAdapter
 from ..threads.records import CONVERSATION_ENTRY_TYPES, MemoryEntry
@@ -146,17 +146,6 @@ def item_holds(item: MemoryItem, at: datetime) -> bool:
     """Whether the item's state still holds at ``at`` (not closed by a later one, not ended)."""
     end = item.valid_to or item.ends_at
     return item.start <= at and (end is None or end > at)
-
-
-def speaker(entry: MemoryEntry) -> str:
-    """Who said a recalled turn, as its line names them: the speaker's name (``message.name``,
-    else ``metadata["speaker"]``; a conversation between people), else the role (or the entry's
-    type)."""
-    name = speaker_name(entry)
-    if name is not None:
-        return " ".join(name.split())
-    message = entry.message
-    return message.role if message is not None else entry.type
 
 
 @functools.lru_cache(maxsize=65_536)
@@ -488,7 +477,7 @@ class HybridRecall:
             text = message.text if message is not None else ""
             limit = self.settings.turn_tokens
             body, _tokens = self.tokens.cut(text[: limit * 8], limit, " ...")
-            line = f"[{_date(entry.created_at, zone)}] {speaker(entry)}: {body}"
+            line = f"[{_date(entry.created_at, zone)}] {said_by(entry)}: {body}"
             out.append(ContextBlock("recall", line, count_tokens(line) + 2, hit.id, OtherTurn(entry), hit.score))
             if len(out) == OTHER_LIMIT:
                 break
@@ -534,7 +523,7 @@ class HybridRecall:
             text = message.text if message is not None else ""
             if not text.strip() and entry.id not in wanted:
                 continue
-            head = f"[{_date(entry.created_at, zone)}] {speaker(entry)}: "
+            head = f"[{_date(entry.created_at, zone)}] {said_by(entry)}: "
             whole = self.tokens.tokens(entry)
             if entry.id in wanted:
                 if neighbours == "passage" and whole > limit:

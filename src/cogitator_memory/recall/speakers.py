@@ -102,6 +102,17 @@ def speaker_name(entry: MemoryEntry) -> str | None:
     return None
 
 
+def said_by(entry: MemoryEntry) -> str:
+    """Who said a turn, as a recalled line names them: the speaker's name (:func:`speaker_name`:
+    a conversation between people), its whitespace runs made one space, else the role (or the
+    entry's type)."""
+    name = speaker_name(entry)
+    if name is not None:
+        return " ".join(name.split())
+    message = entry.message
+    return message.role if message is not None else entry.type
+
+
 def participants(entries: Iterable[MemoryEntry], lengths: Iterable[int] | None = None) -> Participants:
     """The roles and speaker names of ``entries``, and whether the user's and the assistant's
     turns run alike; ``lengths`` (one per entry, in any unit: words, terms) measures the turns,
@@ -197,6 +208,7 @@ __all__ = [
     "Participants",
     "asked_speakers",
     "participants",
+    "said_by",
     "speaker_boost",
     "speaker_name",
 ]
