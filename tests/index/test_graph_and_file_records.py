@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from cogitator_memory import SQLiteAdapter, unwrap
+from cogitator_memory.facts.core import CoreFacts
 from cogitator_memory.files import MAX_FILE_BYTES, MemoryFiles, MemoryFileVersion
 from cogitator_memory.graph.records import GraphEdge
 from cogitator_memory.index.build import (
@@ -157,6 +158,42 @@ async def test_a_first_catch_up_writes_only_the_records_the_index_does_not_hold(
         assert again.records_written == 2
         got = {r.id: r.text for r in unwrap(await store.get_recall_records([gone, changed]))}
         assert got == {gone: "Friend 0", changed: "Friend 1"}
+
+
+async def test_a_store_opened_empty_is_current_from_the_start(tmp_path: Path) -> None:
+    # nothing a first catch-up would index: the index is marked current when Memory opens it, so
+    # the first search does not read back every item and fact written meanwhile
+    path = tmp_path / "new.db"
+    async with Memory({"adapter": "sqlite", "path": str(path)}) as memory:
+        assert unwrap(await memory.adapter.get_recall_state(WATERMARK_KEY))
+        await memory.add([{"role": "user", "content": "I keep bees."}], user_id="ana", thread_id="t1")
+        assert memory.graph is not None
+        nodes = unwrap(
+            await memory.graph.add_nodes(
+                [{"type": "person", "name": f"Friend {n}", "scope": ANA["scope"]} for n in range(5)]
+            )
+        )
+        # a record the store's own write made, then lost: only a full reindex looks for it
+        unwrap(await memory.adapter.delete_recall_records([f"graph_fact:{nodes[0].id}"]))
+        assert memory.indexer is not None
+        report = await memory.indexer.catch_up()
+        assert (report.threads_checked, report.records_written) == (1, 0)
+        assert [h.text for h in await memory.search("bees", user_id="ana")] == ["I keep bees."]
+        assert (await memory.indexer.catch_up(full=True)).records_written == 1
+    # a store holding a thread, or only a core fact, is not marked: its first catch-up indexes it
+    async with SQLiteAdapter(path=str(tmp_path / "held.db")) as store:
+        unwrap(await store.create_thread("agent", {"user_id": "ana"}))
+        assert not await RecallIndexer(store).mark_if_new()
+        assert not unwrap(await store.get_recall_state(WATERMARK_KEY))
+    async with SQLiteAdapter(path=str(tmp_path / "core.db")) as store:
+        indexer = RecallIndexer(store)
+        facts = CoreFacts(adapter=store, scope={"agent_id": "core", "user_id": "ana"})
+        await facts.initialize()
+        await facts.set("city", "Porto")
+        assert not await indexer.mark_if_new()
+    async with SQLiteAdapter(path=str(tmp_path / "empty.db")) as store:
+        indexer = RecallIndexer(store)
+        assert await indexer.mark_if_new() and not await indexer.mark_if_new()  # once
 
 
 # --- search ------------------------------------------------------------------------------------

@@ -397,6 +397,26 @@ class RecallIndexer:
         unwrap(await self.store.set_recall_state(WATERMARK_KEY, (started - WATERMARK_MARGIN).isoformat()))
         return report
 
+    async def mark_if_new(self) -> bool:
+        """Mark the index current if the store was never caught up and holds nothing a first
+        catch-up would index (no thread; no core fact or memory file of :data:`CORE_AGENT`);
+        whether it did. Called when ``Memory`` opens a store: what is written from then on is
+        indexed as it is written, so the first search does not read every item and fact the
+        store gathered meanwhile to compare them with their records."""
+        if unwrap(await self.store.get_recall_state(WATERMARK_KEY)):
+            return False
+        started = clock.now()
+        if unwrap(await self.store.list_threads(limit=1)).threads:
+            return False
+        within = {"within": {"agent_id": CORE_AGENT}}
+        store = self.store
+        if callable(getattr(store, "query_items", None)) and unwrap(await store.query_items({**within, "limit": 1})):
+            return False
+        if callable(getattr(store, "query_file_versions", None)) and unwrap(await store.query_file_versions(within)):
+            return False
+        unwrap(await self.store.set_recall_state(WATERMARK_KEY, (started - WATERMARK_MARGIN).isoformat()))
+        return True
+
     async def _thread_agents(self) -> set[str]:
         """The agents of every thread of the store (their rows read a page at a time)."""
         agents: set[str] = set()

@@ -288,6 +288,7 @@ class Memory(Adding, MemoryTools, BetweenRuns, Forgetting):
         if is_recall_index(self.adapter):
             self.indexer = RecallIndexer(self.adapter)
             self.indexer.attach()
+            await self.indexer.mark_if_new()
         if self.embedding_service is not None:
             self.vectors = self._make_vectors()
             if self.vectors is not self.adapter:
