@@ -423,3 +423,30 @@ async def test_recall_finds_a_question_s_words_in_other_forms_but_forget_does_no
     kept = await _call(tools, "forget", {"query": "allergic"})
     assert kept["forgotten"] == 0
     assert len((await _call(tools, "recall", {"query": "allergies"}))["results"]) == 1
+
+
+async def test_recall_reads_other_word_forms_through_the_recall_index(store: Any) -> None:
+    def made(scope: dict[str, str]) -> list[MemoryTool]:
+        return create_memory_tools(graph=store, agent_id=AGENT, scope={"agent_id": AGENT, **scope})
+
+    ana, bo = made({"user_id": "ana"}), made({"user_id": "bo"})
+    elsewhere = made({"user_id": "ana", "project_id": "garden"})
+    saved = await _call(ana, "remember", {"fact": "Ana has allergies to peanuts"})
+    await _call(bo, "remember", {"fact": "Bo has allergies to cats"})
+    await _call(elsewhere, "remember", {"fact": "Ana's roses have allergies to aphids"})
+    shared = await _call(made({}), "remember", {"fact": "Allergies are written down in the kitchen"})
+    asked = await _call(ana, "recall", {"query": "who is allergic?"})
+    # ana's own and the agent's shared facts; not bo's, nor those of a project ana's tool is not in
+    assert sorted(r["fact"] for r in asked["results"]) == [
+        "Allergies are written down in the kitchen",
+        "Ana has allergies to peanuts",
+    ]
+    # the other forms are found through the index: a fact whose record it lost is not found so
+    gone = [f"graph_fact:{saved['id']}", f"graph_fact:{shared['id']}"]
+    assert unwrap(await store.delete_recall_records(gone)) == 2
+    assert (await _call(ana, "recall", {"query": "who is allergic?"}))["results"] == []
+    # the words as written are still matched in the facts themselves
+    assert [r["fact"] for r in (await _call(ana, "recall", {"query": "allergies"}))["results"]] == [
+        "Allergies are written down in the kitchen",
+        "Ana has allergies to peanuts",
+    ]

@@ -318,6 +318,19 @@ class GraphStoreMixin(ABC):
         except Exception as exc:
             return self._fail("get_node", exc)
 
+    async def get_nodes(self, node_ids: Sequence[str]) -> MemoryResult[list[GraphNode]]:
+        """The nodes with these ids, in the order asked (each once); an id the store does not hold
+        is left out."""
+        try:
+            self._require_connected()
+            ids = list(
+                dict.fromkeys(tree.check_id(f"node_ids[{i}]", v) for i, v in enumerate(_list("node_ids", node_ids)))
+            )
+            found = {n.id: n for n in await self._get_nodes(ids)} if ids else {}
+            return ok([found[i] for i in ids if i in found])
+        except Exception as exc:
+            return self._fail("get_nodes", exc)
+
     async def get_node_by_name(
         self, agent_id: str, name: str, *, visible_to: MemoryScope | Mapping[str, Any] | None = None
     ) -> MemoryResult[GraphNode | None]:

@@ -79,7 +79,6 @@ from .records import (
     counted_terms,
     record_id,
     unpack_counts,
-    without_turns,
 )
 from .terms import query_terms
 
@@ -610,8 +609,9 @@ class RecallIndexMixin(ABC):
         (the newest records holding it): at a million turns a common word's 50,000 postings
         cost a search 100-265 ms. If fewer than ``limit`` records in scope are among those,
         every posting is read, so a user with few records in a large shared index still finds
-        them all. A search of other kinds than turns (items, facts, file sections: few beside
-        the turns) reads every posting at once."""
+        them all. A search of other kinds than turns (items, facts, file sections) does the
+        same: a user keeping 100,000 facts that share a word ("likes") read all of its postings,
+        300-450 ms a search, against 16 ms for the budget's worth."""
         try:
             self._require_connected()
             if not isinstance(query, str):
@@ -633,7 +633,7 @@ class RecallIndexMixin(ABC):
             weights = [(t, BM25.idf(n_docs, freqs[t])) for t in present]
             avg_len = total / n_docs
             found: list[tuple[RecallRecord, float]] = []
-            if len(present) == 1 and freqs[present[0]] > budget and not without_turns(flt):
+            if len(present) == 1 and freqs[present[0]] > budget:
                 found = await self._recall_keyword(weights, avg_len, flt, size, budget)
             if len(found) < size:
                 found = await self._recall_keyword(weights, avg_len, flt, size)

@@ -544,6 +544,17 @@ async def case_delete_nodes_in_one_write(store: Any) -> None:
 
 
 @_case
+async def case_get_nodes_by_ids(store: Any) -> None:
+    ids = await _chain(store, 3)
+    got = unwrap(await store.get_nodes([ids[2], "missing", ids[0], ids[2]]))
+    _eq([n.id for n in got], [ids[2], ids[0]], "the nodes held, in the order asked, each once")
+    _eq(got[1], unwrap(await store.get_node(ids[0])), "each read whole")
+    _eq(unwrap(await store.get_nodes([])), [], "no ids")
+    _fails(await store.get_nodes(ids[0]), "a bare id", InvalidArgumentError, "node_ids")
+    _fails(await store.get_nodes([ids[0], ""]), "an empty id", InvalidArgumentError, "node_ids[1]")
+
+
+@_case
 async def case_walks_keep_to_a_scope(store: Any) -> None:
     ana = {"agent_id": AGENT, "user_id": "ana"}
     bo = {"agent_id": AGENT, "user_id": "bo"}

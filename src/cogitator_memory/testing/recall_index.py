@@ -350,6 +350,22 @@ async def case_a_term_past_the_postings_budget_reads_the_records_indexed_last(st
             "fewer than limit records in scope among the postings indexed last: every posting is read",
         )
         _eq(len(await _keyword(store, "zebra", limit=60)), 50, "out of scope, every record")
+        # the same for a search of other kinds than turns (the facts of a user who keeps many)
+        facts = [
+            _rec(f"f{i:02d}", f"zebra fact{i}", kind="graph_fact", user_id="cy", minutes=200 + i) for i in range(30)
+        ]
+        for start in range(0, 30, 10):
+            await _put(store, *facts[start : start + 10])
+        _eq(
+            await _keyword(store, "zebra", user_id="cy", kinds=["graph_fact"], limit=5),
+            ["f10", "f11", "f12", "f13", "f14"],
+            "other kinds: only the postings of the 20 records indexed last are scored",
+        )
+        _eq(
+            await _keyword(store, "zebra", user_id="cy", kinds=["graph_fact"], limit=25),
+            [f"f{i:02d}" for i in range(25)],
+            "other kinds, fewer than limit among them: every posting is read",
+        )
     finally:
         store.postings_budget = had
 

@@ -36,9 +36,10 @@ from ..errors import ConflictError, InvalidArgumentError
 from ..facts.core import CoreFacts, check_key, check_value
 from ..graph.base import is_graph_adapter
 from ..graph.records import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, GraphNode
+from ..index.base import is_recall_index
 from ..index.terms import ROOT_LENGTH, recall_terms, word_terms
 from ..items.facts import DEFAULT_CATEGORY, MAX_CATEGORY_CHARS
-from ..items.records import MemoryScope, check_scope
+from ..items.records import MemoryScope, check_scope, visible_scope_keys
 from ..result import unwrap
 from ..search.tokenizer import index_terms
 from ..threads import tree
@@ -58,6 +59,9 @@ RECALL_LIMIT = 10
 MIN_RECALL_SCORE: float = 0.45
 #: The least share of the best cosine a node ``recall`` gives by meaning alone must reach.
 RELATIVE_RECALL_SCORE: float = 0.6
+#: The most graph facts ``recall`` reads from the recall index's keyword search for the words of
+#: a question in other forms (the best by BM25 among the facts the scope may see).
+WORD_CANDIDATES = 200
 #: The most facts one ``forget`` call deletes, even with ``all: true``.
 MAX_FORGET = 50
 #: The most facts ``forget`` takes without ``all: true``; a query matching more is broad.
@@ -268,13 +272,35 @@ class _MemoryToolState:
         words = content_words(query)
         if not words:
             return []
-        probe = _probe(max(words, key=len))
-        found = unwrap(
-            await self.graph.query_nodes({"agent_id": self.agent_id, "visible_to": self.scope, "text": probe})
-        )
+        if is_recall_index(self.graph) and callable(getattr(self.graph, "get_nodes", None)):
+            found = await self._indexed(query)
+        else:
+            probe = _probe(max(words, key=len))
+            found = unwrap(
+                await self.graph.query_nodes({"agent_id": self.agent_id, "visible_to": self.scope, "text": probe})
+            )
         hits = [n for n in found if n.id not in seen and word_matches(words, _hay(n))]
         hits.sort(key=lambda n: (-n.updated_at.timestamp(), n.id))
         return hits
+
+    async def _indexed(self, query: str) -> list[GraphNode]:
+        """The nodes the scope sees among the :data:`WORD_CANDIDATES` best of the recall index's
+        keyword search of ``query`` over graph facts (the index's stemmed terms, the words
+        :func:`word_matches` compares): bounded by what the index returns, not by the nodes
+        holding a word's first letters."""
+        scope = self.scope
+        flt: dict[str, Any] = {"agent_id": self.agent_id, "kinds": ["graph_fact"]}
+        if scope.user_id is not None:
+            flt["user_id"] = scope.user_id
+        if scope.thread_id is not None:
+            flt["thread_id"] = scope.thread_id
+        store: Any = self.graph
+        found = unwrap(await store.recall_keyword(query, filter=flt, limit=WORD_CANDIDATES))
+        if not found:
+            return []
+        seen = set(visible_scope_keys(scope))
+        nodes: list[GraphNode] = unwrap(await store.get_nodes([c.record.source_id for c in found]))
+        return [n for n in nodes if n.scope_key in seen]
 
     async def recall(self, args: dict[str, Any]) -> dict[str, Any]:
         query = " ".join(args["query"].split())
