@@ -16,7 +16,9 @@ its core facts (:func:`create_memory_tools`).
   Between the two, ``recall`` also gives the nodes that hold every content word of a question in
   another form (:func:`word_matches`: stopwords and question words dropped, words compared by
   their stems and roots, as the recall index compares them), so "what is Ana allergic to?" finds
-  "Ana has allergies to peanuts". ``forget`` never matches that way.
+  "Ana has allergies to peanuts"; on a store that keeps a recall index they are read from it
+  (the :data:`WORD_CANDIDATES` best graph facts of its keyword search in the scope).
+  ``forget`` never matches that way.
 * ``forget({query, all?})`` deletes every node matching the query as ``recall`` matches text
   (never by meaning) and lets go of the core facts whose key or value holds its words, in one
   write. An empty query, one of symbols or wildcards only, "everything"-like words, one shorter
