@@ -18,7 +18,9 @@ conversations as live indexing does. ``catch_up(full=True)`` checks every thread
 (``cogitator-memory reindex``); it keeps its place (:data:`REINDEX_KEY`: the last thread done)
 so a pass stopped half way resumes where it stopped. A store's first catch-up, and every full one, also
 writes the records of the memory items, graph nodes and edges and memory-file sections of the
-agents of its threads (those the stores' own write paths index from then on). A thread indexed
+agents of its threads (those the stores' own write paths index from then on); a store
+``Memory`` opens empty is marked current then (:meth:`RecallIndexer.mark_if_new`), so its first
+catch-up does not read them all back. A thread indexed
 again is handed to :attr:`RecallIndexer.on_resync`, through which ``Memory`` has its message
 index embed the turns that have no vector yet.
 
