@@ -227,6 +227,11 @@ class GraphStoreMixin(ABC):
     async def _query_nodes(self, query: NodeQuery) -> list[GraphNode]:
         """The nodes ``query.matches``."""
 
+    async def _count_nodes(self, query: NodeQuery) -> int:
+        """How many nodes ``query.matches``: here they are read; an engine that can count
+        overrides it."""
+        return len(await self._query_nodes(query))
+
     @abstractmethod
     async def _query_edges(self, query: EdgeQuery) -> list[GraphEdge]:
         """The edges ``query.matches``."""
@@ -354,6 +359,15 @@ class GraphStoreMixin(ABC):
             return ok(found[: query.limit] if query.limit else found)
         except Exception as exc:
             return self._fail("query_nodes", exc)
+
+    async def count_nodes(self, filter: Mapping[str, Any]) -> MemoryResult[int]:
+        """How many nodes pass ``filter`` (as :meth:`query_nodes`, its ``limit`` aside), counted
+        by the engine where it can, without reading them."""
+        try:
+            self._require_connected()
+            return ok(await self._count_nodes(check_node_filter(filter)))
+        except Exception as exc:
+            return self._fail("count_nodes", exc)
 
     async def update_node(
         self, node_id: str, changes: Mapping[str, Any], *, expected_version: int | None = None

@@ -299,6 +299,19 @@ async def case_queries(store: Any) -> None:
     _eq(await ids({"min_confidence": 0.5}), ["p1", "l2", "l1"], "least confidence")
     _eq(await ids({"origins": ["extracted"]}), ["p2"], "by origin")
     _eq(await ids({"limit": 2}), ["p1", "p2"], "limit")
+    for flt in (
+        {},
+        {"types": ["location"]},
+        {"visible_to": {"agent_id": AGENT, "user_id": "ana"}},
+        {"scope": {"agent_id": AGENT, "user_id": "bo"}},
+        {"text": "PORTO"},
+        {"min_confidence": 0.5, "origins": ["user"]},
+        {"name": "ana"},
+    ):
+        counted = unwrap(await store.count_nodes({"agent_id": AGENT, **flt}))
+        _eq(counted, len(await ids(flt)), f"count_nodes counts what query_nodes reads: {flt}")
+    _eq(unwrap(await store.count_nodes({"agent_id": AGENT, "limit": 1})), 4, "a count takes no limit")
+    _fails(await store.count_nodes({"agent_id": AGENT, "min_confidence": 2}), "bad", InvalidArgumentError, "min_confidence")
     unwrap(
         await store.add_edges(
             [

@@ -191,6 +191,14 @@ class _MemoryToolState:
         hits.sort(key=lambda n: (phrase not in _hay(n), -n.updated_at.timestamp(), n.id))
         return hits, words
 
+    async def _stored(self) -> int:
+        """How many nodes the scope sees (counted by the store where it can count)."""
+        visible = {"agent_id": self.agent_id, "visible_to": self.scope}
+        graph: Any = self.graph
+        if callable(getattr(graph, "count_nodes", None)):
+            return int(unwrap(await graph.count_nodes(visible)))
+        return len(unwrap(await graph.query_nodes(visible)))
+
     async def _core(self) -> dict[str, str]:
         return {} if self.core_facts is None else await self.core_facts.get_all()
 
@@ -352,8 +360,7 @@ class _MemoryToolState:
         core = await self._core()
         core_hits = [k for k, v in core.items() if all(w in f"{k.replace('_', ' ')} {k} {v}".casefold() for w in words)]
         if hits or core_hits:
-            stored = unwrap(await self.graph.query_nodes({"agent_id": self.agent_id, "visible_to": self.scope}))
-            total, matched = len(stored) + len(core), len(hits) + len(core_hits)
+            total, matched = await self._stored() + len(core), len(hits) + len(core_hits)
             if matched > MAX_FORGET:
                 raise InvalidArgumentError(
                     "query",

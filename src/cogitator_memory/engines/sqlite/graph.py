@@ -453,6 +453,12 @@ class SQLiteGraph(GraphStoreMixin):
         nodes = _nodes(self.connection.execute(f"SELECT {_NODE_COLUMNS} FROM graph_nodes WHERE {where}", params))
         return [n for n in nodes if query.matches(n)] if query.text is not None else nodes
 
+    async def _count_nodes(self, query: NodeQuery) -> int:
+        if query.text is not None:  # the text filter's last check is made on the nodes read
+            return await super()._count_nodes(query)
+        where, params = self._node_where(query)
+        return int(self.connection.execute(f"SELECT count(*) FROM graph_nodes WHERE {where}", params).fetchone()[0])
+
     async def _nearest_nodes(
         self, query: NodeQuery, vector: list[float], limit: int, least: float
     ) -> list[tuple[GraphNode, float]]:
