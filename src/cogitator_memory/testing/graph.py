@@ -311,7 +311,9 @@ async def case_queries(store: Any) -> None:
         counted = unwrap(await store.count_nodes({"agent_id": AGENT, **flt}))
         _eq(counted, len(await ids(flt)), f"count_nodes counts what query_nodes reads: {flt}")
     _eq(unwrap(await store.count_nodes({"agent_id": AGENT, "limit": 1})), 4, "a count takes no limit")
-    _fails(await store.count_nodes({"agent_id": AGENT, "min_confidence": 2}), "bad", InvalidArgumentError, "min_confidence")
+    _fails(
+        await store.count_nodes({"agent_id": AGENT, "min_confidence": 2}), "bad", InvalidArgumentError, "min_confidence"
+    )
     unwrap(
         await store.add_edges(
             [
