@@ -119,8 +119,8 @@ async def test_a_search_by_meaning_reads_the_packed_vectors_and_ranks_as_every_n
 ) -> None:
     # PostgreSQL reads each node's packed vector (its own column) and reads whole only the nodes
     # kept: the same nodes, order and cosines as reading every node and scoring each (the base
-    # rule), for float32 and float64 vectors, a zero vector, another size, types and scopes; a
-    # node written before the column (vector NULL) is read from its body and packed then
+    # rule), for float32 and float64 vectors, a zero vector, another size, types and scopes (nodes
+    # written before the column: tests/stores/test_postgres_node_vectors.py)
     import random
 
     import psycopg
@@ -157,8 +157,6 @@ async def test_a_search_by_meaning_reads_the_packed_vectors_and_ranks_as_every_n
         assert conn.execute(f"SELECT vector FROM {t}.graph_nodes WHERE id = 'n004'").fetchone()[0] == pack_vector(
             nodes[4]["embedding"]
         )
-        # nodes written before the column: no packed vector yet
-        conn.execute(f"UPDATE {t}.graph_nodes SET vector = NULL, code = NULL WHERE id < 'n100'")
     query = list(nodes[4]["embedding"])
     ana = {"agent_id": "a", "user_id": "ana"}
     for limit, threshold, types in ((5, -1.0, None), (40, 0.1, None), (3, -1.0, ["fact"]), (2, 0.0, None)):
@@ -183,19 +181,14 @@ async def test_a_search_by_meaning_reads_the_packed_vectors_and_ranks_as_every_n
     assert [n.id for n, _ in top] == ["n004", "n005"] and top[0][0].embedding == nodes[4]["embedding"]
 
 
-async def test_a_search_by_meaning_over_many_nodes_scores_the_codes_shortlist(
-    store: PostgresAdapter, pg_url: str, schema: str
-) -> None:
+async def test_a_search_by_meaning_over_many_nodes_scores_the_codes_shortlist(store: PostgresAdapter) -> None:
     # Past EXACT_UP_TO nodes with vectors, the codes are read and only the shortlist nearest by
     # sign code is scored exactly: a node's own vector finds it first, and the best ten are
-    # those of every node read; nodes written before the columns are among them once packed
+    # those of every node read
     import random
 
-    import psycopg
     from many_vectors import add_clustered_nodes, check_the_best_ten
 
     rng = random.Random(3)
     vectors = await add_clustered_nodes(store, rng)
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute(f"UPDATE \"{schema}\".graph_nodes SET vector = NULL, code = NULL WHERE id < 'c00300'")
     await check_the_best_ten(store, vectors, rng)

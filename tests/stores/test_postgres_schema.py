@@ -327,3 +327,24 @@ async def test_m013_items_by_start_from_version_12(pg_url: str, schema: str) -> 
         cur = await conn.execute(f"EXPLAIN {sql}", params)
         plan = "\n".join(row[0] for row in await cur.fetchall())
         assert "memory_items_by_start" in plan, plan
+
+
+async def test_an_upgrade_may_take_longer_than_a_command(pg_url: str, schema: str) -> None:
+    # a migration runs once and may rewrite a whole table: its deadline is MIGRATION_TIMEOUT, not
+    # command_timeout (here it waits a second for another process's lock, past the 0.3 s of a call)
+    async with await connect(pg_url) as conn:
+        await migrate(conn, schema, MIGRATIONS[:1])
+    memory = PostgresAdapter(url=pg_url, schema=schema, command_timeout=0.3)
+    async with await connect(pg_url) as holder:
+        async with holder.transaction():
+            await holder.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (ADVISORY_LOCK_CLASS, schema))
+            pending = asyncio.ensure_future(memory.connect())
+            await asyncio.sleep(1.0)
+            assert not pending.done()
+        result = await pending
+    try:
+        assert result.success, result.error
+        async with await connect(pg_url) as conn:
+            assert await schema_version(conn, schema) == SCHEMA_VERSION
+    finally:
+        await memory.disconnect()

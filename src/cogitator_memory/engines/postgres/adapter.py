@@ -44,7 +44,7 @@ from ...errors import (
 from ...http import redact
 from ...lifecycle import check_connection_url
 from ...threads.base import BaseMemoryAdapter, Capability
-from .schema import ThreadSql, check_schema_name, migrate
+from .schema import SCHEMA_VERSION, ThreadSql, check_schema_name, migrate, schema_version
 from .vectors import DEFAULT_EF_SEARCH, MAX_EF_SEARCH, PostgresVectors
 
 if TYPE_CHECKING:
@@ -69,6 +69,11 @@ DEFAULT_POOL_SIZE = 10
 WARM_CONNECTIONS = 4
 DEFAULT_CONNECT_TIMEOUT = 5.0
 DEFAULT_COMMAND_TIMEOUT = 30.0
+#: How long a connect may take to bring a schema of an earlier version up to date (seconds), when
+#: that is longer than ``command_timeout``: a migration runs once per upgrade and may rewrite
+#: every row of a table (``m016`` packs 10,000 graph nodes in 2-3 s), and a store that cannot
+#: finish it cannot be opened at all.
+MIGRATION_TIMEOUT = 900.0
 #: The deadline of :meth:`PostgresAdapter.health_check`, in seconds.
 HEALTH_TIMEOUT = 3.0
 
@@ -206,12 +211,16 @@ class PostgresAdapter(
             raise StoreUnavailableError(
                 f"postgres connect: no answer from the server within {self.connect_timeout:g}s"
             ) from None
+        deadline = self.command_timeout
         try:
-            await asyncio.wait_for(self._prepare_schema(conn), self.command_timeout)
+            current = await asyncio.wait_for(schema_version(conn, self.schema), deadline)
+            if current < SCHEMA_VERSION:  # an upgrade (or a new schema): its migrations may take long
+                deadline = max(deadline, MIGRATION_TIMEOUT)
+            await asyncio.wait_for(self._prepare_schema(conn), deadline)
         except TimeoutError:
             self._reset_vectors()
             raise StoreUnavailableError(
-                f"postgres connect: preparing schema {self.schema!r} took more than {self.command_timeout:g}s"
+                f"postgres connect: preparing schema {self.schema!r} took more than {deadline:g}s"
             ) from None
         except BaseException:
             self._reset_vectors()

@@ -12,6 +12,14 @@ node, and a ``pg_trgm`` GIN index on it when the extension can be had (else none
 then reads the agent's rows). A ``text`` of three characters or more is looked up by
 ``text_key LIKE '%text%'`` (nodes written before the migration have no key and are always read),
 then checked exactly as before by :meth:`~cogitator_memory.graph.records.NodeQuery.matches`.
+
+A node's ``embedding`` is not kept in its JSON body but packed in the column ``vector``
+(:func:`~cogitator_memory.graph.nearest.pack_vector`: float32 when every value is one exactly,
+else float64, so it reads back as written; empty for none), its sign code in ``code`` (migration
+``m014_graph_node_vectors``); every read of a node reads both and sets the embedding from the
+column. Migration ``m016_graph_node_bodies_without_vectors`` packed the vectors of the nodes
+written before (:func:`pack_node_vectors`) and took every vector out of its body
+(:data:`NODE_BODY_STATEMENTS`); a row it could not pack (``vector`` NULL) is read from its body.
 """
 
 from __future__ import annotations
@@ -20,9 +28,19 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pydantic import ValidationError
+
 from ...errors import ConflictError, NotFoundError
 from ...graph.base import GraphChanges, GraphStoreMixin, check_next_version
-from ...graph.nearest import EXACT_UP_TO, code_shortlist, nearest_packed, pack_vector, shortlist_size, vector_code
+from ...graph.nearest import (
+    EXACT_UP_TO,
+    code_shortlist,
+    nearest_packed,
+    pack_vector,
+    shortlist_size,
+    unpack_vector,
+    vector_code,
+)
 from ...graph.records import TRUSTED, EdgeQuery, GraphEdge, GraphNode, GraphPath, NodeQuery, TraversalResult, Walk
 from ...graph.rules import node_haystack
 from .sql import quote_ident
@@ -136,17 +154,18 @@ WITH RECURSIVE w(node, hops, prev, edge) AS (
 #: The steps of a walk.
 WALK_SQL = WALK_CTE + "\nSELECT node, hops, prev, edge FROM w"
 #: A traversal in one query: the first ``max_nodes`` nodes by (least hops, id) with their bodies
-#: (``hops`` >= 0), and the bodies of the edges walked between two of them (``hops`` -1). Bodies
-#: are read by one index lookup each (a scalar subquery): the planner cannot tell how few rows the
-#: CTEs hold and would rather scan the whole table for a join.
+#: and packed vectors (``hops`` >= 0), and the bodies of the edges walked between two of them
+#: (``hops`` -1). Bodies are read by one index lookup each (a scalar subquery): the planner cannot
+#: tell how few rows the CTEs hold and would rather scan the whole table for a join.
 NEIGHBOURHOOD_SQL = (
     WALK_CTE
     + """,
 d AS (SELECT node, min(hops) AS hops FROM w GROUP BY node ORDER BY min(hops), node COLLATE "C" LIMIT %s),
 e AS (SELECT DISTINCT w.edge FROM w JOIN d ON d.node = w.node JOIN d AS p ON p.node = w.prev)
-SELECT d.hops, (SELECT n.body FROM {t}.graph_nodes AS n WHERE n.id = d.node) FROM d
+SELECT d.hops, (SELECT n.body FROM {t}.graph_nodes AS n WHERE n.id = d.node),
+    (SELECT n.vector FROM {t}.graph_nodes AS n WHERE n.id = d.node) FROM d
 UNION ALL
-SELECT -1, (SELECT g.body FROM {t}.graph_edges AS g WHERE g.id = e.edge) FROM e"""
+SELECT -1, (SELECT g.body FROM {t}.graph_edges AS g WHERE g.id = e.edge), NULL::bytea FROM e"""
 )
 #: A shortest path of at most ``K + 1`` hops, ``K`` the depth of the walk ``w`` (the rule of
 #: :func:`~cogitator_memory.graph.rules.path_from_steps`: from the end, through a node one hop
@@ -154,8 +173,9 @@ SELECT -1, (SELECT g.body FROM {t}.graph_edges AS g WHERE g.id = e.edge) FROM e"
 #: each node ``p`` of the walk along an adjacency row ``b`` the walk would follow from ``p`` (the
 #: filter, and among the first ``fan_out`` of ``p``'s rows ``c``), read from the end's own rows
 #: ``r``; the nearest ``p`` with the smallest edge id is the last hop, and ``back`` walks the
-#: rest back through ``w``. Gives the path's edges (``is_edge``) and nodes with their place on it
-#: as ``hops``; ``{exist}`` may add ``(-1, NULL, id)`` rows for the ends that exist.
+#: rest back through ``w``. Gives the path's edges (``is_edge``) and nodes (with their packed
+#: vectors) with their place on it as ``hops``; ``{exist}`` may add ``(-1, NULL, id, NULL)`` rows
+#: for the ends that exist.
 PATH_SQL = (
     WALK_CTE
     + """,
@@ -185,13 +205,17 @@ back(node, hops, edge) AS (
     ) AS x
     WHERE back.hops > 0
 )
-SELECT back.hops, true, (SELECT g.body FROM {t}.graph_edges AS g WHERE g.id = back.edge) FROM back
+SELECT back.hops, true, (SELECT g.body FROM {t}.graph_edges AS g WHERE g.id = back.edge), NULL::bytea FROM back
 UNION ALL
-SELECT back.hops, false, (SELECT n.body FROM {t}.graph_nodes AS n WHERE n.id = back.node) FROM back
+SELECT back.hops, false, (SELECT n.body FROM {t}.graph_nodes AS n WHERE n.id = back.node),
+    (SELECT n.vector FROM {t}.graph_nodes AS n WHERE n.id = back.node) FROM back
 UNION ALL
-SELECT pick.hops, false, (SELECT n.body FROM {t}.graph_nodes AS n WHERE n.id = %s) FROM pick{exist}"""
+SELECT pick.hops, false, n.body, n.vector FROM pick, {t}.graph_nodes AS n WHERE n.id = %s{exist}"""
 )
-_EXIST = "\nUNION ALL\nSELECT -1, NULL::boolean, n.id FROM {t}.graph_nodes AS n WHERE n.id = ANY(%s::text[]){seen}"
+_EXIST = (
+    "\nUNION ALL\nSELECT -1, NULL::boolean, n.id, NULL::bytea FROM {t}.graph_nodes AS n"
+    " WHERE n.id = ANY(%s::text[]){seen}"
+)
 
 
 #: An edge's scope key (:func:`~cogitator_memory.items.records.scope_key`) read from its body.
@@ -229,6 +253,73 @@ def walk_filter(walk: Walk, t: str, alias: str = "b") -> tuple[str, list[Any]]:
     return sql, params
 
 
+def _node_body(node: GraphNode) -> str:
+    """A node's JSON body: every field but its vector (kept packed, see :func:`pack_vector`)."""
+    return node.model_dump_json(exclude_none=True, exclude={"embedding"})
+
+
+def _node(body: str, vector: bytes | None) -> GraphNode:
+    """The node of a row's ``body`` and ``vector``: the embedding is the packed one, or when the
+    column is empty (none) or NULL (not packed yet) whatever the body holds."""
+    node = GraphNode.model_validate_json(body, context=TRUSTED)
+    if vector:
+        node.embedding = unpack_vector(vector)
+    return node
+
+
+def _nodes(rows: Sequence[Sequence[Any]]) -> list[GraphNode]:
+    """The nodes of ``(body, vector)`` rows."""
+    return [_node(body, vector) for body, vector in rows]
+
+
+#: The statements of migration ``m016_graph_node_bodies_without_vectors`` (``{s}`` is the schema),
+#: run once :func:`pack_node_vectors` rewrote the nodes written before ``m014``: every body that
+#: still holds an ``embedding`` beside a packed vector (written from ``m014`` on) is written again
+#: without it, in the server, key by key from ``json_each`` (the other values as they were written,
+#: in their order: the body a write of the node gives now), and the index of the unpacked nodes
+#: goes (every write packs its nodes).
+NODE_BODY_STATEMENTS: tuple[str, ...] = (
+    """UPDATE {s}.graph_nodes AS n SET body = (
+        SELECT '{' || string_agg(to_json(e.key)::text || ':' || e.value::text, ',' ORDER BY e.i) || '}'
+        FROM json_each(n.body::json) WITH ORDINALITY AS e(key, value, i) WHERE e.key <> 'embedding'
+    ) WHERE n.vector IS NOT NULL AND n.body LIKE '%"embedding"%' AND (n.body::json -> 'embedding') IS NOT NULL""",
+    "DROP INDEX IF EXISTS {s}.graph_nodes_unpacked",
+)
+
+#: Nodes :func:`pack_node_vectors` packs with one statement.
+_PACK_BATCH = 1000
+
+
+async def pack_node_vectors(conn: AsyncConnection[Any], schema: str) -> None:
+    """Pack the vectors of the nodes written before ``m014_graph_node_vectors`` (``vector`` NULL),
+    :data:`_PACK_BATCH` at a time in the order of their ids (the first step of migration
+    ``m016_graph_node_bodies_without_vectors``, in its transaction): each node read as a read
+    reads it and written again as a write writes it (its vector packed, an empty one for none,
+    and its body without it). One that cannot be read (a ``null`` in its vector: a NaN or an
+    infinity written as JSON) or packed (a value past float32's range, which :func:`pack_vector`
+    refuses) is left as it was, read from its body as before."""
+    t = quote_ident(schema)
+    read = f"SELECT id, body FROM {t}.graph_nodes WHERE vector IS NULL AND id > %s ORDER BY id LIMIT {_PACK_BATCH}"
+    write = f"UPDATE {t}.graph_nodes SET body = %s, vector = %s, code = %s WHERE id = %s"
+    last = ""
+    while True:
+        rows = await (await conn.execute(read, (last,))).fetchall()
+        packed: list[tuple[str, bytes, bytes | None, str]] = []
+        for node_id, body in rows:
+            try:
+                node = GraphNode.model_validate_json(body, context=TRUSTED)
+                vector = b"" if node.embedding is None else pack_vector(node.embedding)
+            except (ValidationError, OverflowError):
+                continue
+            code = None if node.embedding is None else vector_code(node.embedding)
+            packed.append((_node_body(node), vector, code, node_id))
+        if packed:
+            await conn.cursor().executemany(write, packed)
+        if len(rows) < _PACK_BATCH:
+            return
+        last = rows[-1][0]
+
+
 def _adjacency(edge: GraphEdge) -> list[tuple[Any, ...]]:
     both = edge.bidirectional
     common = (edge.type, edge.confidence, edge.inferred)
@@ -236,10 +327,6 @@ def _adjacency(edge: GraphEdge) -> list[tuple[Any, ...]]:
         (edge.source_id, edge.id, edge.target_id, True, both, *common),
         (edge.target_id, edge.id, edge.source_id, both, True, *common),
     ]
-
-
-#: Nodes written before their vectors had a column of their own, packed by one statement.
-_PACK_BATCH = 1000
 
 
 class PostgresGraph(GraphStoreMixin):
@@ -327,7 +414,7 @@ class PostgresGraph(GraphStoreMixin):
                                 n.type,
                                 n.confidence,
                                 n.origin,
-                                n.dump_json(),
+                                _node_body(n),
                                 node_haystack(n),
                                 b"" if n.embedding is None else pack_vector(n.embedding),
                                 None if n.embedding is None else vector_code(n.embedding),
@@ -358,8 +445,8 @@ class PostgresGraph(GraphStoreMixin):
         await self.run(op)
 
     async def _get_nodes(self, ids: list[str]) -> list[GraphNode]:
-        rows = await self._rows(f"SELECT body FROM {quote_ident(self.schema)}.graph_nodes WHERE id = ANY(%s)", (ids,))
-        return [GraphNode.model_validate_json(r[0], context=TRUSTED) for r in rows]
+        sql = f"SELECT body, vector FROM {quote_ident(self.schema)}.graph_nodes WHERE id = ANY(%s)"
+        return _nodes(await self._rows(sql, (ids,), binary=True))
 
     async def _get_edges(self, ids: list[str]) -> list[GraphEdge]:
         rows = await self._rows(f"SELECT body FROM {quote_ident(self.schema)}.graph_edges WHERE id = ANY(%s)", (ids,))
@@ -382,15 +469,13 @@ class PostgresGraph(GraphStoreMixin):
         self, query: NodeQuery, vector: list[float], limit: int, least: float
     ) -> list[tuple[GraphNode, float]]:
         # the nodes' sign codes are read (graph.nearest), then the packed vectors of every node
-        # or, past EXACT_UP_TO, of the codes' shortlist, and only the nodes kept are read whole;
-        # a node written before the columns (vector NULL) is read from its body once and its
-        # vector and code kept then
+        # or, past EXACT_UP_TO, of the codes' shortlist, and only the nodes kept are read whole
+        # (migration m016 packed the vectors of the nodes written before the columns)
         if query.text is not None:
             return await super()._nearest_nodes(query, vector, limit, least)
         t = quote_ident(self.schema)
         where, params = self._node_where(query)
         conditions = " AND ".join(where)
-        await self._pack_vectors(conditions, params)
         # bytes, not hex text; the codes from graph_nodes_codes alone
         sql = f"SELECT id, code FROM {t}.graph_nodes WHERE {conditions} AND code IS NOT NULL"
         coded: list[tuple[str, bytes]] = [(i, bytes(c)) for i, c in await self._rows(sql, params, binary=True)]
@@ -407,34 +492,6 @@ class PostgresGraph(GraphStoreMixin):
         by_id = {n.id: n for n in await self._get_nodes([node_id for node_id, _ in chosen])}
         return [(by_id[i], score) for i, score in chosen if i in by_id and query.matches(by_id[i])]
 
-    async def _pack_vectors(self, conditions: str, params: list[Any]) -> None:
-        """Keep the packed vectors and codes of the nodes of a search written before the columns
-        (``vector`` NULL, under ``graph_nodes_unpacked``), read from their bodies a batch at a
-        time (each its own statements, so a store upgraded with many nodes packs them over one
-        search without a statement near the timeout); a node written again meanwhile keeps its
-        own (``vector IS NULL`` again on the write)."""
-        t = quote_ident(self.schema)
-        read = f"SELECT id, body FROM {t}.graph_nodes WHERE {conditions} AND vector IS NULL LIMIT {_PACK_BATCH}"
-        write = f"UPDATE {t}.graph_nodes SET vector = %s, code = %s WHERE id = %s AND vector IS NULL"
-        while True:
-            rows = await self._rows(read, params)
-            packed: list[tuple[bytes, bytes | None, str]] = []
-            for node_id, body in rows:
-                embedding = GraphNode.model_validate_json(body, context=TRUSTED).embedding
-                if embedding is None:
-                    packed.append((b"", None, node_id))
-                else:
-                    packed.append((pack_vector(embedding), vector_code(embedding), node_id))
-
-            async def op(conn: AsyncConnection[Any], batch: list[tuple[bytes, bytes | None, str]] = packed) -> None:
-                async with conn.transaction():
-                    await conn.cursor().executemany(write, batch)
-
-            if packed:
-                await self.run(op)
-            if len(rows) < _PACK_BATCH:
-                return
-
     async def _query_nodes(self, query: NodeQuery) -> list[GraphNode]:
         t = quote_ident(self.schema)
         where, params = self._node_where(query)
@@ -442,9 +499,20 @@ class PostgresGraph(GraphStoreMixin):
         if pattern is not None:
             where.append("(text_key LIKE %s OR text_key IS NULL)")
             params.append(pattern)
-        rows = await self._rows(f"SELECT body FROM {t}.graph_nodes WHERE {' AND '.join(where)}", params)
-        nodes = [GraphNode.model_validate_json(r[0], context=TRUSTED) for r in rows]
+        rows = await self._rows(
+            f"SELECT body, vector FROM {t}.graph_nodes WHERE {' AND '.join(where)}", params, binary=True
+        )
+        nodes = _nodes(rows)
         return [n for n in nodes if query.matches(n)] if query.text is not None else nodes
+
+    async def _count_nodes(self, query: NodeQuery) -> int:
+        if query.text is not None:  # the text filter's last check is made on the nodes read
+            return await super()._count_nodes(query)
+        where, params = self._node_where(query)
+        rows = await self._rows(
+            f"SELECT count(*) FROM {quote_ident(self.schema)}.graph_nodes WHERE {' AND '.join(where)}", params
+        )
+        return int(rows[0][0])
 
     async def _query_edges(self, query: EdgeQuery) -> list[GraphEdge]:
         where, params = ["agent_id = %s", "confidence >= %s"], [query.agent_id, query.min_confidence]
@@ -483,11 +551,11 @@ class PostgresGraph(GraphStoreMixin):
         sql, params = self._walk_query(NEIGHBOURHOOD_SQL, walk)
         nodes: list[tuple[int, GraphNode]] = []
         edges: list[GraphEdge] = []
-        for hops, body in await self._rows(sql, [*params, walk.max_nodes]):
+        for hops, body, vector in await self._rows(sql, [*params, walk.max_nodes], binary=True):
             if hops < 0:
                 edges.append(GraphEdge.model_validate_json(body, context=TRUSTED))
             else:
-                nodes.append((int(hops), GraphNode.model_validate_json(body, context=TRUSTED)))
+                nodes.append((int(hops), _node(body, vector)))
         nodes.sort(key=lambda pair: (pair[0], pair[1].id))
         edges.sort(key=lambda e: e.id)
         return TraversalResult(nodes=[n for _, n in nodes], edges=edges, depths={n.id: h for h, n in nodes})
@@ -509,13 +577,13 @@ class PostgresGraph(GraphStoreMixin):
                 params.append([start, end])
                 if walk.scope_keys is not None:
                     params.append(sorted(walk.scope_keys))
-            rows = await self._rows(sql, params)
+            rows = await self._rows(sql, params, binary=True)
             if first and sum(1 for r in rows if r[0] < 0) < 2:
                 return None  # an end is missing (or unseen)
-            path = sorted((int(r[0]), bool(r[1]), r[2]) for r in rows if r[0] >= 0)
+            path = sorted((r for r in rows if r[0] >= 0), key=lambda r: (int(r[0]), bool(r[1]), r[2]))
             if path:
-                edges = [GraphEdge.model_validate_json(b, context=TRUSTED) for _, e, b in path if e]
-                nodes = [GraphNode.model_validate_json(b, context=TRUSTED) for _, e, b in path if not e]
+                edges = [GraphEdge.model_validate_json(b, context=TRUSTED) for _, e, b, _ in path if e]
+                nodes = [_node(b, v) for _, e, b, v in path if not e]
                 return GraphPath(nodes=nodes, edges=edges, total_weight=sum(e.weight for e in edges))
         return None
 
@@ -523,18 +591,16 @@ class PostgresGraph(GraphStoreMixin):
         t = quote_ident(self.schema)
         entries = sorted(entry_ids)
         found = []
-        for table, edge in (("graph_nodes", False), ("graph_edges", True)):
+        for table, columns, edge in (("graph_nodes", "body, vector", False), ("graph_edges", "body", True)):
             found.append(
                 await self._rows(
-                    f"SELECT body FROM {t}.{table} WHERE id IN (SELECT record_id FROM {t}.graph_evidence"
+                    f"SELECT {columns} FROM {t}.{table} WHERE id IN (SELECT record_id FROM {t}.graph_evidence"
                     " WHERE agent_id = %s AND entry_id = ANY(%s) AND edge = %s)",
                     (agent_id, entries, edge),
+                    binary=True,
                 )
             )
-        return (
-            [GraphNode.model_validate_json(r[0], context=TRUSTED) for r in found[0]],
-            [GraphEdge.model_validate_json(r[0], context=TRUSTED) for r in found[1]],
-        )
+        return _nodes(found[0]), [GraphEdge.model_validate_json(r[0], context=TRUSTED) for r in found[1]]
 
     async def _clear_graph(self, agent_id: str) -> tuple[int, int]:
         t = quote_ident(self.schema)
@@ -570,9 +636,11 @@ class PostgresGraph(GraphStoreMixin):
 __all__ = [
     "EVIDENCE_STATEMENTS",
     "GRAPH_TABLES",
+    "NODE_BODY_STATEMENTS",
     "NODE_TEXT_STATEMENTS",
     "WALK_SQL",
     "PostgresGraph",
+    "pack_node_vectors",
     "text_pattern",
     "walk_filter",
 ]
