@@ -13,7 +13,7 @@ from cogitator_memory import InMemoryAdapter, MemoryEntry, frozen_clock, unwrap
 from cogitator_memory.errors import InvalidArgumentError
 from cogitator_memory.index.terms import recall_terms
 from cogitator_memory.recall import MemoryRetriever
-from cogitator_memory.recall.hops import asks_across, asks_summary
+from cogitator_memory.recall.hops import MAX_FACETS, asks_across, asks_summary, facets
 from cogitator_memory.recall.query import QUERY_KINDS
 from cogitator_memory.recall.speakers import (
     MIN_ROLE_TURNS,
@@ -451,3 +451,46 @@ async def test_over_an_index_a_partner_must_be_next_to_its_turn(memory: InMemory
     at = ids(found).index(entries[0].id)
     assert ids(found)[at + 1 : at + 2] != [entries[3].id]  # the reply after the gap answers another turn
     assert entries[7].id == ids(found)[ids(found).index(entries[6].id) + 1]
+
+
+# ----- facets: several things named in one question ---------------------------------------------
+
+
+def test_the_things_a_question_names_are_read_from_its_first_sentence() -> None:
+    assert facets("Considering my sourdough starter, the cycle lanes and the tax forms, how should I plan?") == [
+        "Considering my sourdough starter",
+        "the cycle lanes",
+        "the tax forms",
+        "how should I plan",
+    ]
+    assert facets("What did I say about bees; wasps; or ants? Also, cats, dogs and mice.") == [
+        "What did I say about bees",
+        "wasps",
+        "ants",
+    ]
+    assert facets("What did I say between May and June?") == [], "two pieces are no list"
+    assert facets("Where do I live?") == []
+    many = facets(", ".join(f"thing {i}" for i in range(20)))
+    assert len(many) == MAX_FACETS and many[0] == "thing 0"
+
+
+async def test_a_question_naming_several_things_gets_a_turn_about_each(memory: InMemoryAdapter) -> None:
+    turns: list[tuple[str, str]] = []
+    for i in range(5):  # one thing said often, in the question's other words too
+        turns += [("user", f"plan my week {i}: sourdough starter"), ("user", FILLER[i])]
+    turns += [("user", "the cycle lanes downtown are closed this month, so the ride to the office takes twice as long")]
+    turns += [("user", text) for text in FILLER[5:10]]
+    turns += [("user", "the tax forms are due on Friday and the accountant still wants the receipts from the flat")]
+    entries = await thread_of(memory, turns)
+    cycle, tax = entries[10].id, entries[16].id
+    question = "Considering my sourdough starter, the cycle lanes and the tax forms, how should I plan my week?"
+    off = MemoryRetriever({"weights": {kind: {"facet": 0} for kind in QUERY_KINDS}})
+    without = ids(await off.retrieve(question, anchor=LATER, history=entries, limit=3))
+    assert tax not in without and sum(i in without for i in (cycle, tax)) < 2
+    found = await MemoryRetriever().retrieve(question, anchor=LATER, history=entries, limit=3)
+    assert set(ids(found)[1:3]) == {cycle, tax} and "sourdough" in found.hits[0].entry.message.text
+    assert found.hits[1].channels["facet"] == 2
+    # over an index's candidates (their terms given, a lazy corpus): the same
+    terms = {e.id: recall_terms(e.message.text) for e in entries if e.message is not None}
+    on_index = await MemoryRetriever().retrieve(question, anchor=LATER, history=entries, limit=3, turn_terms=terms)
+    assert ids(on_index) == ids(found)

@@ -52,8 +52,17 @@ from ..search.fusion import reciprocal_rank_fusion
 from ..threads.records import EVENT_TYPES, MemoryEntry
 from . import item_search
 from .corpus import Corpus, CorpusCache, Doc, phrase_pattern, turn_text
-from .hops import asks_across, asks_summary, exchanges, hop_ranking, session_spread, sessions
-from .query import QueryAnalysis, analyze_query_async
+from .hops import (
+    asks_across,
+    asks_summary,
+    exchanges,
+    facet_ranking,
+    facets,
+    hop_ranking,
+    session_spread,
+    sessions,
+)
+from .query import QueryAnalysis, analyze_query_async, query_terms
 from .rerank import Reranker, check_results, reranked_order
 from .settings import Channel, RetrieverSettings, check_settings
 from .speakers import Asked, Participants, asked_speakers, participants, speaker_boost, speaker_name
@@ -306,6 +315,10 @@ class MemoryRetriever:
                 if not asked_terms:
                     asked_terms = _telling(corpus_t, stemmed_terms(analysis.terms))
                 standing = standing_ranking(corpus_t, asked_terms, turn_cos, s.depth, keep, s.rrf_k)
+            facet: list[str] = []
+            if s.weight(analysis.kind, "facet") > 0 and (named_things := facets(analysis.text)):
+                facet_terms = [_telling(corpus_t, stemmed_terms(query_terms(thing))) for thing in named_things]
+                facet = facet_ranking(corpus_t, facet_terms, s.depth, keep)
             turn_rankings: list[tuple[Channel, list[str]]] = [
                 ("vector", vector),
                 ("bm25", bm25),
@@ -313,6 +326,7 @@ class MemoryRetriever:
                 ("entity", entity),
                 ("evidence", evidence),
                 ("standing", standing),
+                ("facet", facet),
             ]
             for channel, ranking in turn_rankings:
                 rankings.append((channel, [f"t:{r}" for r in ranking]))

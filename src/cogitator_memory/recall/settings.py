@@ -29,12 +29,14 @@ Channel: TypeAlias = Literal[
     "evidence",
     "hop",
     "standing",
+    "facet",
 ]
 #: Every channel: four find turns, five find items, ``evidence`` finds the turns the best
-#: items quote, ``hop`` the turns sharing telling terms with the best turns of the others and
-#: ``standing`` the user's turns stating a lasting instruction or preference.
+#: items quote, ``hop`` the turns sharing telling terms with the best turns of the others,
+#: ``standing`` the user's turns stating a lasting instruction or preference and ``facet`` the
+#: best turns about each of several things a question names (see :mod:`~cogitator_memory.recall.hops`).
 CHANNELS: tuple[Channel, ...] = get_args(Channel)
-TURN_CHANNELS: tuple[Channel, ...] = ("vector", "bm25", "time", "entity", "evidence", "hop", "standing")
+TURN_CHANNELS: tuple[Channel, ...] = ("vector", "bm25", "time", "entity", "evidence", "hop", "standing", "facet")
 ITEM_CHANNELS: tuple[Channel, ...] = ("item_bm25", "item_vector", "item_entity", "item_time", "item_graph")
 
 _BASE: dict[Channel, float] = {
@@ -50,6 +52,7 @@ _BASE: dict[Channel, float] = {
     "evidence": 0.6,
     "hop": 0.6,
     "standing": 0.6,
+    "facet": 1.0,
 }
 
 
