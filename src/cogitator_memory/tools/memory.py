@@ -297,7 +297,8 @@ class _MemoryToolState:
         """The nodes the scope sees among the :data:`WORD_CANDIDATES` best of the recall index's
         keyword search of ``query`` over graph facts (the index's stemmed terms, the words
         :func:`word_matches` compares): bounded by what the index returns, not by the nodes
-        holding a word's first letters."""
+        holding a word's first letters. (Edges are graph facts of the index too: their records
+        find no node and are left out, as are nodes of scopes this one does not see.)"""
         scope = self.scope
         flt: dict[str, Any] = {"agent_id": self.agent_id, "kinds": ["graph_fact"]}
         if scope.user_id is not None:
