@@ -28,6 +28,7 @@ from pydantic import ValidationError
 from .. import __version__
 from ..errors import InvalidArgumentError
 from ..models.convert import from_anthropic_messages, from_openai_messages
+from ..runtime.adding import message_format as shape_of
 from ..threads.records import MemoryEntry, NewMemoryEntry, Thread
 
 #: The ``format`` field of an export file.
@@ -36,7 +37,6 @@ EXPORT_VERSION = 1
 #: The shapes of chat messages ``import`` reads.
 MessageFormat = Literal["openai", "anthropic"]
 #: Content block types only Anthropic's messages have: a file holding one is read as Anthropic's.
-_ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "document"})
 
 
 class CliError(Exception):
@@ -138,19 +138,11 @@ def read_import_file(path: str) -> ImportFile:
 
 
 def message_format(loaded: ImportFile) -> MessageFormat:
-    """The shape the messages of ``loaded`` are in: Anthropic's when the file has a top-level
-    ``system`` or a content block only Anthropic has (tool_use, tool_result, an image with a
-    ``source``...), else OpenAI's."""
-    if loaded.system is not None:
-        return "anthropic"
-    for message in loaded.messages or ():
-        content = message.get("content") if isinstance(message, dict) else None
-        for block in content if isinstance(content, list) else ():
-            if isinstance(block, dict) and (
-                block.get("type") in _ANTHROPIC_BLOCKS or (block.get("type") == "image" and "source" in block)
-            ):
-                return "anthropic"
-    return "openai"
+    """The shape the messages of ``loaded`` are in, by the rule ``Memory.add`` follows
+    (:func:`~cogitator_memory.runtime.adding.message_format`): Anthropic's when the file has a
+    top-level ``system`` or a content block only Anthropic has (tool_use, tool_result, an image
+    with a ``source``...), else OpenAI's."""
+    return shape_of(loaded.messages or [], loaded.system)
 
 
 def messages_to_entries(
