@@ -32,6 +32,17 @@ def test_a_vector_is_packed_as_float32_when_it_is_one_and_float64_otherwise() ->
     assert unpack_vector(pack_vector(SINGLE)) == SINGLE
     assert unpack_vector(pack_vector(DOUBLE)) == DOUBLE
     assert unpack_vector(pack_vector([])) == []
+    huge = [1e300, -0.5]  # past float32's range: float64, not an OverflowError
+    assert len(pack_vector(huge)) == 1 + 8 * len(huge) and unpack_vector(pack_vector(huge)) == huge
+
+
+async def test_a_node_with_a_value_past_float32_is_stored_and_read_back(tmp_path: Path) -> None:
+    async with SQLiteAdapter(path=str(tmp_path / "big.db")) as store:
+        [node] = unwrap(
+            await store.add_nodes([{"name": "Huge", "type": "concept", "agent_id": "a", "embedding": [1e300, 0.5]}])
+        )
+        got = unwrap(await store.get_node(node.id))
+        assert got is not None and got.embedding == [1e300, 0.5]
 
 
 async def test_remember_stores_the_fact_vector_packed(tmp_path: Path) -> None:

@@ -44,8 +44,12 @@ def pack_vector(values: Sequence[float]) -> bytes:
     """``values`` packed little-endian after one byte giving the size of a float: 4 (float32)
     when every value is a float32 exactly, else 8 (float64), so the vector unpacks as it was."""
     count = len(values)
-    single = struct.pack(f"<{count}f", *values)
-    if struct.unpack(f"<{count}f", single) == tuple(values):
+    single: bytes | None
+    try:
+        single = struct.pack(f"<{count}f", *values)
+    except OverflowError:  # a value past float32's range: float64 holds it
+        single = None
+    if single is not None and struct.unpack(f"<{count}f", single) == tuple(values):
         return b"\x04" + single
     return b"\x08" + struct.pack(f"<{count}d", *values)
 
