@@ -295,9 +295,9 @@ async def pack_node_vectors(conn: AsyncConnection[Any], schema: str) -> None:
     :data:`_PACK_BATCH` at a time in the order of their ids (the first step of migration
     ``m016_graph_node_bodies_without_vectors``, in its transaction): each node read as a read
     reads it and written again as a write writes it (its vector packed, an empty one for none,
-    and its body without it). One that cannot be read (a ``null`` in its vector: a NaN or an
-    infinity written as JSON) or packed (a value past float32's range, which :func:`pack_vector`
-    refuses) is left as it was, read from its body as before."""
+    and its body without it; a value past float32's range packs as float64). One that cannot be
+    read (a ``null`` in its vector: a NaN or an infinity written as JSON) is left as it was, read
+    from its body as before."""
     t = quote_ident(schema)
     read = f"SELECT id, body FROM {t}.graph_nodes WHERE vector IS NULL AND id > %s ORDER BY id LIMIT {_PACK_BATCH}"
     write = f"UPDATE {t}.graph_nodes SET body = %s, vector = %s, code = %s WHERE id = %s"
@@ -309,7 +309,7 @@ async def pack_node_vectors(conn: AsyncConnection[Any], schema: str) -> None:
             try:
                 node = GraphNode.model_validate_json(body, context=TRUSTED)
                 vector = b"" if node.embedding is None else pack_vector(node.embedding)
-            except (ValidationError, OverflowError):
+            except ValidationError:
                 continue
             code = None if node.embedding is None else vector_code(node.embedding)
             packed.append((_node_body(node), vector, code, node_id))
