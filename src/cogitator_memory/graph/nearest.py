@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..vectors.similarity import numpy_or_none
+
+if TYPE_CHECKING:
+    from .records import GraphNode
 
 #: A search by meaning over at most this many nodes with vectors scores every one exactly; over
 #: more, it scores exactly only a shortlist of those whose sign codes are nearest the query's.
@@ -52,6 +55,12 @@ def pack_vector(values: Sequence[float]) -> bytes:
     if single is not None and struct.unpack(f"<{count}f", single) == tuple(values):
         return b"\x04" + single
     return b"\x08" + struct.pack(f"<{count}d", *values)
+
+
+def node_body(node: GraphNode) -> str:
+    """A node's JSON body as the SQL engines store it: every field but its vector, which they keep
+    packed (:func:`pack_vector`) in a column of its own."""
+    return node.model_dump_json(exclude_none=True, exclude={"embedding"})
 
 
 def unpack_vector(blob: bytes) -> list[float]:
@@ -153,6 +162,7 @@ __all__ = [
     "ROUGH_MARGIN",
     "code_shortlist",
     "nearest_packed",
+    "node_body",
     "pack_vector",
     "shortlist_size",
     "unpack_vector",

@@ -36,6 +36,7 @@ from ...graph.nearest import (
     EXACT_UP_TO,
     code_shortlist,
     nearest_packed,
+    node_body,
     pack_vector,
     shortlist_size,
     unpack_vector,
@@ -253,11 +254,6 @@ def walk_filter(walk: Walk, t: str, alias: str = "b") -> tuple[str, list[Any]]:
     return sql, params
 
 
-def _node_body(node: GraphNode) -> str:
-    """A node's JSON body: every field but its vector (kept packed, see :func:`pack_vector`)."""
-    return node.model_dump_json(exclude_none=True, exclude={"embedding"})
-
-
 def _node(body: str, vector: bytes | None) -> GraphNode:
     """The node of a row's ``body`` and ``vector``: the embedding is the packed one, or when the
     column is empty (none) or NULL (not packed yet) whatever the body holds."""
@@ -312,7 +308,7 @@ async def pack_node_vectors(conn: AsyncConnection[Any], schema: str) -> None:
             except ValidationError:
                 continue
             code = None if node.embedding is None else vector_code(node.embedding)
-            packed.append((_node_body(node), vector, code, node_id))
+            packed.append((node_body(node), vector, code, node_id))
         if packed:
             await conn.cursor().executemany(write, packed)
         if len(rows) < _PACK_BATCH:
@@ -414,7 +410,7 @@ class PostgresGraph(GraphStoreMixin):
                                 n.type,
                                 n.confidence,
                                 n.origin,
-                                _node_body(n),
+                                node_body(n),
                                 node_haystack(n),
                                 b"" if n.embedding is None else pack_vector(n.embedding),
                                 None if n.embedding is None else vector_code(n.embedding),

@@ -37,6 +37,7 @@ from ...graph.nearest import (
     EXACT_UP_TO,
     code_shortlist,
     nearest_packed,
+    node_body,
     pack_vector,
     shortlist_size,
     unpack_vector,
@@ -161,11 +162,6 @@ _EDGE_SCOPE_KEY = " || char(31) || ".join(
 def _chunks(values: Sequence[str]) -> Iterator[Sequence[str]]:
     for start in range(0, len(values), _CHUNK):
         yield values[start : start + _CHUNK]
-
-
-def _node_body(node: GraphNode) -> str:
-    """A node's JSON body: every field but its vector (kept packed, see :func:`pack_vector`)."""
-    return node.model_dump_json(exclude_none=True, exclude={"embedding"})
 
 
 def _node(body: str, blob: bytes | None) -> GraphNode:
@@ -332,7 +328,7 @@ class SQLiteGraph(GraphStoreMixin):
                 node.type,
                 node.confidence,
                 node.origin,
-                _node_body(node),
+                node_body(node),
                 None if node.embedding is None else pack_vector(node.embedding),
                 None if node.embedding is None else vector_code(node.embedding),
             ),
