@@ -51,6 +51,13 @@ def test_remember_then_facts_then_search(config_file: Path, tmp_path: Path, caps
     assert code == 0 and "boiler" in hits[0]["text"]
     code, out, _ = _run(capsys, "search", "boiler", "--user", "sam", *cfg)
     assert (code, out) == (0, "nothing found\n")
+    # no --user: the shared memory, as the help says ("default: shared"); --every-user: everyone's
+    code, out, _ = _run(capsys, "search", "boiler", *cfg)
+    assert (code, out) == (0, "nothing found\n")
+    code, out, _ = _run(capsys, "search", "boiler", "--every-user", "--json", *cfg)
+    assert code == 0 and "boiler" in json.loads(out)["results"][0]["text"]
+    code, _, err = _run(capsys, "search", "boiler", "--every-user", "--user", "alex", *cfg)
+    assert code != 0 and "--every-user" in err
 
 
 #: What a terminal acts on in stored text: a C1 CSI (U+009B), a C1 OSC (U+009D), DEL, a

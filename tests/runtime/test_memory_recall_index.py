@@ -77,6 +77,26 @@ async def test_a_thread_of_another_user_is_refused(memory: Memory) -> None:
     assert [h.thread_id for h in await memory.search("diary", user_id="bo", thread_id="bo-chat")] == ["bo-chat"]
 
 
+async def test_the_shared_memory_alone_is_searched_with_shared_only(memory: Memory) -> None:
+    """``shared_only=True`` finds what belongs to no user (turns of threads without a user, core
+    facts of the agent) and nothing of a user's: asked of the index, not left out after it."""
+    await memory.add([{"role": "user", "content": "My locker code is 2291."}], user_id="bo", thread_id="bo-chat")
+    await memory.add([{"role": "user", "content": "The team locker room opens at 7."}], thread_id="team")
+    await (await memory.core_facts(user_id="bo")).set("locker", "Bo keeps locker 12")
+    await (await memory.core_facts()).set("locker_rules", "Lockers are emptied on Fridays")
+    shared = {h.text for h in await memory.search("locker", shared_only=True)}
+    assert any("locker room" in t for t in shared) and any("Fridays" in t for t in shared), shared
+    assert not any("2291" in t or "locker 12" in t for t in shared), shared
+    every = {h.text for h in await memory.search("locker")}  # no user named: every user's memory
+    assert any("2291" in t for t in every), every
+    with pytest.raises(InvalidArgumentError, match="another user's thread"):
+        await memory.search("locker", shared_only=True, thread_id="bo-chat")
+    with pytest.raises(InvalidArgumentError, match="shared_only"):
+        await memory.search("locker", shared_only=True, user_id="bo")
+    with pytest.raises(InvalidArgumentError, match="shared_only"):
+        await memory.search("locker", shared_only="yes")  # type: ignore[arg-type]
+
+
 async def test_deleted_and_redacted_turns_leave_the_index(memory: Memory) -> None:
     first = await memory.add([{"role": "user", "content": "My locker code is zebra-4411."}], user_id="ana")
     second = await memory.add([{"role": "user", "content": "The wifi password is walrus-9922."}], user_id="ana")

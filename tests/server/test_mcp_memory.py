@@ -225,6 +225,27 @@ async def test_search_memory_finds_what_remember_saved(memory: Memory) -> None:
         assert _body(await client.call_tool("search_memory", {"query": "Alex"}))["results"] == []
 
 
+async def test_a_server_of_the_shared_memory_searches_no_users_memory(memory: Memory) -> None:
+    """A server started without a user serves the shared memory: its search finds neither the
+    facts another user saved nor their turns, as its recall does not (before, a user's fact came
+    back: it belongs to no thread, so the thread-owner check let it through)."""
+    await memory.remember("Ana's bank PIN is 4417", user_id="ana")
+    await memory.add([{"role": "user", "content": "Ana's passport number is X123."}], user_id="ana")
+    await memory.remember("The office bank holiday is in May")
+    async with Client(create_server(memory)) as client:
+        hits = _body(await client.call_tool("search_memory", {"query": "bank PIN"}))["results"]
+        assert [h["text"] for h in hits] == ["The office bank holiday is in May"]
+        assert _body(await client.call_tool("search_memory", {"query": "passport number"}))["results"] == []
+        recalled = _body(await client.call_tool("recall", {"query": "bank"}))["results"]
+        assert [r["fact"] for r in recalled] == ["The office bank holiday is in May"]
+    async with Client(create_server(memory, user_id="ana")) as client:
+        mine = {h["text"] for h in _body(await client.call_tool("search_memory", {"query": "bank PIN"}))["results"]}
+        assert {"Ana's bank PIN is 4417", "The office bank holiday is in May"} <= mine
+    async with Client(create_server(memory, any_user=True)) as client:  # an operator's server: every user
+        every = {h["text"] for h in _body(await client.call_tool("search_memory", {"query": "bank PIN"}))["results"]}
+        assert "Ana's bank PIN is 4417" in every
+
+
 async def test_recall_never_gives_an_unrelated_fact(tmp_path: Path) -> None:
     """With an embedding service in the config, recall gives the fact its words match and only
     facts near by meaning: "dog" never gives "User lives in Porto" (issue 35 item 8)."""

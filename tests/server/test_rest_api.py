@@ -310,6 +310,13 @@ async def test_items_files_search_context_and_ready(memory: Memory) -> None:
         hits = (await client.get("/api/search", params={"q": "where does Maria live", "user_id": "ada"})).json()
         assert hits["hits"] and hits["hits"][0]["id"] == ids[0]
         assert (await client.get("/api/search", params={"q": ""})).status_code == 400
+        # no user_id: every user's memory (an operator's view); shared_only: what belongs to no user
+        everyone = (await client.get("/api/search", params={"q": "where does Maria live"})).json()["hits"]
+        assert ids[0] in [h["id"] for h in everyone]
+        shared = await client.get("/api/search", params={"q": "where does Maria live", "shared_only": "true"})
+        assert shared.status_code == 200 and ids[0] not in [h["id"] for h in shared.json()["hits"]]
+        both = await client.get("/api/search", params={"q": "Maria", "shared_only": "true", "user_id": "ada"})
+        assert both.status_code == 400 and "shared_only" in both.text
         built = await client.post("/api/context", json={"thread_id": tid, "user_id": "ada", "max_tokens": 2000})
         assert built.status_code == 200, built.text
         assert built.json()["entry_ids"] == ids

@@ -450,3 +450,20 @@ async def test_recall_reads_other_word_forms_through_the_recall_index(store: Any
         "Allergies are written down in the kitchen",
         "Ana has allergies to peanuts",
     ]
+
+
+async def test_recall_of_no_user_asks_the_index_for_the_shared_facts_alone(store: Any) -> None:
+    """A tool of no user (the agent's shared memory) asks the index for the facts of no user: more
+    than WORD_CANDIDATES facts of users holding the question's words take none of its candidates
+    (before, they took them all, and the shared fact in other word forms was not found)."""
+    from cogitator_memory.tools.memory import WORD_CANDIDATES
+
+    for i in range(WORD_CANDIDATES + 10):
+        user = create_memory_tools(graph=store, agent_id=AGENT, scope={"agent_id": AGENT, "user_id": f"u{i}"})
+        await _call(user, "remember", {"fact": f"Peanut allergies {i}"})
+    shared = create_memory_tools(graph=store, agent_id=AGENT)
+    await _call(shared, "remember", {"fact": "The peanut allergies of our visitors are listed in the office binder"})
+    asked = await _call(shared, "recall", {"query": "allergic to peanut"})
+    assert [r["fact"] for r in asked["results"]] == [
+        "The peanut allergies of our visitors are listed in the office binder"
+    ]

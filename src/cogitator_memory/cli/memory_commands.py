@@ -83,6 +83,8 @@ async def open_memory(args: argparse.Namespace, *, embedding_service: Any = None
 
 async def cmd_search(args: argparse.Namespace) -> int:
     """``search``: the turns and memory items that answer a query, best first."""
+    if args.every_user and args.user is not None:
+        raise CliError("--every-user searches every user's memory: leave out --user")
     memory = await open_memory(args)
     try:
         hits = await memory.search(
@@ -93,6 +95,8 @@ async def cmd_search(args: argparse.Namespace) -> int:
             limit=args.limit,
             as_of=args.as_of,
             time_zone=args.time_zone,
+            # no --user: the shared memory, as recall, remember and facts read it
+            shared_only=args.user is None and not args.every_user,
         )
     except InvalidArgumentError as exc:
         raise CliError(str(exc)) from None
@@ -252,6 +256,11 @@ def register(sub: Any, db: argparse.ArgumentParser) -> None:
         help="when the query is asked, ISO 8601 (the time it names is read from it)",
     )
     search.add_argument("--time-zone", metavar="ZONE", help="the IANA zone its time is read in (default the config's)")
+    search.add_argument(
+        "--every-user",
+        action="store_true",
+        help="without --user, search every user's memory (an operator's view) instead of the shared one",
+    )
     search.add_argument("--json", action="store_true", help="print JSON: {results}")
     search.set_defaults(handler=cmd_search)
 

@@ -10,7 +10,9 @@ interval it held, and the ids it comes from (``lineage``).
 Scoping, written once here (:func:`record_in_scope`) and translated by every store into its own
 query: with ``filter.user_id`` given, a record of another user is left out and a record of no
 user is shared; the same for ``agent_id`` and ``thread_id``. Without the key there is no
-scoping on it. A record's id is ``"<kind>:<source_id>"``, so a source is indexed once per kind.
+scoping on it, and with ``user_id=NO_USER`` (:data:`NO_USER`, a user no record can belong to)
+only the records of no user pass: the shared memory alone, asked inside the engine by the same
+rule. A record's id is ``"<kind>:<source_id>"``, so a source is indexed once per kind.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pydantic import Field, ValidationError, model_validator
 from ..errors import InvalidArgumentError
 from ..threads import tree
 from ..threads.records import Record
+from ..threads.tree import NO_USER as NO_USER  # re-exported: the scoping rule of filters
 from .terms import recall_terms
 
 RecallKind = Literal["turn", "item", "core_fact", "graph_fact", "file_section"]
@@ -267,8 +270,9 @@ def check_filter(value: object, name: str = "filter") -> RecallFilter:
             raise InvalidArgumentError(f"{name}.{loc}" if loc else name, first["msg"]) from None
     else:
         raise InvalidArgumentError(name, f"must be a RecallFilter or a dict, got {type(value).__name__}")
-    for key in ("agent_id", "user_id", "thread_id"):
+    for key in ("agent_id", "thread_id"):
         tree.check_optional_id(f"{name}.{key}", getattr(flt, key))
+    tree.check_filter_user(f"{name}.user_id", flt.user_id)
     if flt.kinds is not None and not flt.kinds:
         raise InvalidArgumentError(f"{name}.kinds", "must name at least one kind (or be left out for all)")
     if not flt.statuses:

@@ -471,6 +471,7 @@ class Memory(Adding, MemoryTools, BetweenRuns, Forgetting):
         limit: int = 10,
         as_of: datetime | None = None,
         time_zone: str | None = None,
+        shared_only: bool = False,
     ) -> list[SearchHit]:
         """What answers ``query`` in the memory of ``{agent_id, user_id}``, best first: the
         user's turns in every thread of the agent (or only ``thread_id``, which must not be
@@ -478,6 +479,13 @@ class Memory(Adding, MemoryTools, BetweenRuns, Forgetting):
         found through the store's recall index by words (stemmed), time, names and, with
         embeddings, meaning, and ranked by the :class:`~cogitator_memory.recall.MemoryRetriever`
         (see ``docs/recall-index.md``).
+
+        Without ``user_id`` the search is not scoped by user: every user's memory of the agent
+        is searched (an operator's view, as the CLI and REST search give it). ``shared_only=True``
+        (without ``user_id``) searches only what belongs to no user, the shared memory, as
+        ``recall`` without a user does and an MCP server started without a user serves: other
+        users' turns, items and facts are left out inside the store's indexes, and a
+        ``thread_id`` of a user's thread is refused.
 
         ``as_of`` (default now) is when the query is asked: the time it names ("last week",
         "two days ago") is read from it, in ``time_zone`` (an IANA zone; default the config's
@@ -489,6 +497,12 @@ class Memory(Adding, MemoryTools, BetweenRuns, Forgetting):
         check_query("query", query)
         agent = self._agent(agent_id)
         user = tree.check_optional_id("user_id", user_id)
+        if not isinstance(shared_only, bool):
+            raise InvalidArgumentError("shared_only", f"must be true or false, got {shared_only!r}")
+        if shared_only:
+            if user is not None:
+                raise InvalidArgumentError("shared_only", "searches the memory of no user: leave out user_id")
+            user = tree.NO_USER
         tid = tree.check_optional_id("thread_id", thread_id)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
             raise InvalidArgumentError("limit", f"must be an integer from 1 to 100, got {limit!r}")

@@ -18,9 +18,11 @@ by: they share it); ``build_context`` lists the memory files in the system messa
 :meth:`Memory.build_context <cogitator_memory.runtime.Memory.build_context>` does for every caller.
 
 A server serves one user: the one it was started for (``user_id``; none is the shared memory). A
-call naming another ``user_id``, or a ``thread_id`` of another user's thread, is refused, and
-search hits from another user's threads are left out; ``any_user=True`` (``--any-user``) lets
-calls name any user. See ``docs/mcp.md``.
+call naming another ``user_id``, or a ``thread_id`` of another user's thread, is refused, and a
+search finds only that user's memory and the shared one (a server of no user: the shared memory
+alone, as ``recall`` sees it), left out inside the store's indexes; ``any_user=True``
+(``--any-user``) lets calls name any user (and a search naming none searches every user's). See
+``docs/mcp.md``.
 """
 
 from __future__ import annotations
@@ -271,8 +273,13 @@ def create_server(
         """Search past conversation turns and extracted memory items, best first."""
         scope = who(user_id)
         await check_thread(thread_id, scope["user_id"])
+        # A server of the shared memory searches only what belongs to no user (inside the
+        # store's indexes), as recall and forget see it.
+        shared = scope["user_id"] is None and not any_user
         hits = await _guard(
-            memory.search(query, thread_id=thread_id, limit=limit, as_of=as_of, time_zone=time_zone, **scope)
+            memory.search(
+                query, thread_id=thread_id, limit=limit, as_of=as_of, time_zone=time_zone, shared_only=shared, **scope
+            )
         )
         if not any_user:
             known: dict[str, str | None] = {}

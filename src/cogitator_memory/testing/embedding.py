@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConflictError, InvalidArgumentError
+from ..index.records import NO_USER
 from ..result import MemoryResult
 from ..threads.values import MAX_JSON_DEPTH
 from ..vectors.base import EmbeddingAdapter, nearest_ids
@@ -251,6 +252,30 @@ async def _scoping(store: EmbeddingAdapter) -> None:
     assert await seen({"agent_id": "a", "thread_id": "t2"}) == {a.id, shared.id, u1.id, u2.id}
     assert await seen({"user_id": "u1"}) == {a.id, b.id, shared.id, a_t1.id, u1.id}
     assert await seen(EmbeddingFilter(agent_id="b", user_id="u2")) == {b.id, shared.id, u2.id}
+
+
+async def _no_user_sees_the_shared_ones(store: EmbeddingAdapter) -> None:
+    """``user_id=NO_USER`` (a user no embedding can belong to) lets through only what belongs to
+    no user, by the scoping rule itself: with an index named in the metadata (the recall
+    index's vector channels) and without, in ``search`` and ``search_ids``."""
+    searcher: Any = store
+    added = await _add(
+        store,
+        *(
+            _new(f"{who} {index}", axis_vector(0), source_id=f"{who}-{index}", metadata=meta | {"index": index})
+            for index in ("messages", "items")
+            for who, meta in (("ana", {"user_id": "ana"}), ("bob", {"user_id": "bob"}), ("shared", {}))
+        ),
+    )
+    by_source = {e.source_id: e.id for e in added}
+    for index in ("messages", None):
+        flt: dict[str, Any] = {"user_id": NO_USER, "agent_id": "a"}
+        if index is not None:
+            flt["metadata"] = {"index": index}
+        wanted = {by_source[f"shared-{i}"] for i in (("messages",) if index else ("messages", "items"))}
+        assert set(await _ids(store.search(axis_vector(0), limit=50, threshold=-1.0, filter=flt))) == wanted, flt
+        ids = _ok(await searcher.search_ids(axis_vector(0), limit=50, threshold=-1.0, filter=flt), "search_ids")
+        assert {h.id for h in ids} == wanted, flt
 
 
 async def _filters(store: EmbeddingAdapter) -> None:
@@ -706,6 +731,7 @@ _CASES: tuple[tuple[str, Callable[[EmbeddingAdapter], Awaitable[None]]], ...] = 
     ("search_matches_brute_force", _search_matches_brute_force),
     ("writes_invalidate_search", _writes_invalidate_search),
     ("scoping", _scoping),
+    ("no_user_sees_the_shared_ones", _no_user_sees_the_shared_ones),
     ("filters", _filters),
     ("metadata_not", _values_left_out),
     ("filters_before_the_limit", _filters_before_the_limit),

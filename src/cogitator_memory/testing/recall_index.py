@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import InvalidArgumentError
 from ..index.base import COMMON_TERMS_FROM
-from ..index.records import RecallCandidate
+from ..index.records import NO_USER, RecallCandidate
 from ..result import MemoryResult, unwrap
 from .cases import CaseList, NamedCase, expect, expect_equal
 
@@ -209,6 +209,26 @@ async def case_scope_isolates_users_agents_threads(store: Any) -> None:
     _eq(sorted(await _keyword(store, "diary", thread_id="ta")), ["ana", "any-agent", "other-agent"], "by thread")
     _eq(len(await _keyword(store, "diary")), 5, "no filter, no scoping")
     _eq(unwrap(await store.count_recall_records(filter={"user_id": "bob"})), 2, "count in scope")
+
+
+@_case
+async def case_no_user_sees_only_the_shared_records(store: Any) -> None:
+    await _put(
+        store,
+        _rec("ana", "secret diary entry", user_id="ana", thread_id="ta", minutes=1),
+        _rec("bob", "secret diary entry", user_id="bob", minutes=2),
+        _rec("shared", "secret diary entry", thread_id="ts", minutes=3),
+        _rec("agent-wide", "secret diary entry", minutes=4),
+    )
+    _eq(
+        sorted(await _keyword(store, "diary", user_id=NO_USER, agent_id="agent")),
+        ["agent-wide", "shared"],
+        "user_id=NO_USER: only what belongs to no user, asked inside the engine",
+    )
+    window = {"user_id": NO_USER}
+    timed = unwrap(await store.recall_time(T0, T0 + timedelta(hours=1), filter=window, limit=10))
+    _eq(sorted(_ids(timed)), ["agent-wide", "shared"], "the time channel keeps the same rule")
+    _eq(unwrap(await store.count_recall_records(filter=window)), 2, "and so does a count")
 
 
 @_case

@@ -68,6 +68,20 @@ def check_id(name: str, value: object) -> str:
     return value
 
 
+#: The ``user_id`` of a search filter (of the recall index or of an embedding store: the same
+#: scoping rule) that lets through only what belongs to no user, the shared memory. No user can
+#: have this id: ids are printable (:func:`check_id`) and it is a control character, so every
+#: user's record is "another user's". Used where a caller serves the shared memory (an MCP server
+#: started without a user, ``Memory.search(shared_only=True)``, the ``recall`` tool of a scope
+#: without a user), so that other users' records take no candidate slots.
+NO_USER = "\x01"
+
+
+def check_filter_user(name: str, value: object) -> str | None:
+    """A filter's ``user_id``: like :func:`check_optional_id`, and :data:`NO_USER` passes."""
+    return NO_USER if value == NO_USER else check_optional_id(name, value)
+
+
 def check_optional_id(name: str, value: object) -> str | None:
     """Like :func:`check_id`, but ``None`` passes."""
     return None if value is None else check_id(name, value)

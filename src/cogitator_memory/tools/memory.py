@@ -298,11 +298,13 @@ class _MemoryToolState:
         keyword search of ``query`` over graph facts (the index's stemmed terms, the words
         :func:`word_matches` compares): bounded by what the index returns, not by the nodes
         holding a word's first letters. (Edges are graph facts of the index too: their records
-        find no node and are left out, as are nodes of scopes this one does not see.)"""
+        find no node and are left out, as are nodes of scopes this one does not see; a scope of no
+        user asks for the records of no user.)"""
         scope = self.scope
-        flt: dict[str, Any] = {"agent_id": self.agent_id, "kinds": ["graph_fact"]}
-        if scope.user_id is not None:
-            flt["user_id"] = scope.user_id
+        # a scope of no user sees no user's facts: asked so of the index (tree.NO_USER), other
+        # users' facts take none of the candidates
+        user = scope.user_id if scope.user_id is not None else tree.NO_USER
+        flt: dict[str, Any] = {"agent_id": self.agent_id, "user_id": user, "kinds": ["graph_fact"]}
         if scope.thread_id is not None:
             flt["thread_id"] = scope.thread_id
         store: Any = self.graph

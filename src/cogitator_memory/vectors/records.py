@@ -340,7 +340,8 @@ def check_filter(value: object) -> EmbeddingFilter:
     else:
         raise InvalidArgumentError("filter", f"must be an EmbeddingFilter or a dict, got {type(value).__name__}")
     for key in (*SCOPE_KEYS, "source_type"):
-        raw[key] = tree.check_optional_id(f"filter.{key}", raw.get(key))
+        check = tree.check_filter_user if key == USER_ID_KEY else tree.check_optional_id
+        raw[key] = check(f"filter.{key}", raw.get(key))
     raw["metadata"] = check_metadata_filter("filter.metadata", raw.get("metadata"))
     raw["metadata_not"] = check_metadata_exclusion("filter.metadata_not", raw.get("metadata_not"))
     return EmbeddingFilter.model_construct(**raw)

@@ -210,9 +210,12 @@ def memory_router() -> APIRouter:
         limit: Annotated[int, Query(ge=1, le=100)] = 10,
         as_of: datetime | None = None,
         time_zone: str | None = None,
+        shared_only: bool = False,
     ) -> Response:
         """Turns and memory items that answer ``q``, best first (``as_of``: when it is asked, the
-        time it names read from then in ``time_zone``)."""
+        time it names read from then in ``time_zone``). Without ``user_id`` every user's memory
+        is searched (the inspector is an operator's view); ``shared_only=true``: only what
+        belongs to no user."""
         hits = await memory_of(request).search(
             q,
             user_id=user_id,
@@ -221,6 +224,7 @@ def memory_router() -> APIRouter:
             limit=limit,
             as_of=as_of,
             time_zone=time_zone,
+            shared_only=shared_only,
         )
         return send({"hits": [h.dump() for h in hits]})
 
