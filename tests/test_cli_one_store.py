@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from cogitator_memory import Memory, SyncMemory
 from cogitator_memory.cli import build_parser, main
 from cogitator_memory.cli.where import CONFIG_HELP, DB_HELP, DEFAULT_STORE, command_config
 
@@ -74,7 +75,7 @@ def test_every_command_takes_the_same_db_and_config_flags_naming_the_same_defaul
 
 
 def test_the_default_store_is_the_one_memory_opens_with_no_config(
-    _home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    capsys: pytest.CaptureFixture[str], _home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from cogitator_memory.runtime.config import load_config
 
@@ -86,6 +87,13 @@ def test_the_default_store_is_the_one_memory_opens_with_no_config(
     env_db = tmp_path / "env.db"
     monkeypatch.setenv("COGITATOR_MEMORY_DB", str(env_db))
     assert command_config(parser.parse_args(["mcp"])).sqlite_path() == str(env_db)
+    # a program beside the commands opens the same file: Memory() and SyncMemory() follow the rule
+    # too (before, they opened ~/.cogitator/memory.db whatever $COGITATOR_MEMORY_DB said)
+    assert Memory().config.sqlite_path() == str(env_db)
+    with SyncMemory() as program:
+        program.add([{"role": "user", "content": "The boiler is serviced in October."}], user_id="ana")
+    found = json.loads(_cli(capsys, "search", "boiler", "--user", "ana", "--json"))
+    assert [h["text"] for h in found["results"]] == ["The boiler is serviced in October."]
     assert command_config(parser.parse_args(["--db", "x.db", "mcp"])).sqlite_path() == "x.db"
     (tmp_path / "other.yml").write_text(f"memory:\n  path: {tmp_path / 'cfg.db'}\n")
     named = command_config(parser.parse_args(["threads", "--config", str(tmp_path / "other.yml")]))

@@ -8,8 +8,11 @@ in this order:
 2. ``--config FILE``: the store that config's ``memory`` section names, any engine;
 3. ``$COGITATOR_MEMORY_DB``: a SQLite file;
 4. ``$COGITATOR_CONFIG``, else ``./cogitator.yml``: the store that config names;
-5. SQLite at ``~/.cogitator/memory.db`` (``$COGITATOR_HOME`` moves the folder), the same file
-   :class:`~cogitator_memory.runtime.Memory` opens with no config.
+5. SQLite at ``~/.cogitator/memory.db`` (``$COGITATOR_HOME`` moves the folder).
+
+3 to 5 are :func:`~cogitator_memory.runtime.config.default_config`, the store
+:class:`~cogitator_memory.runtime.Memory` opens with no config: a program and the commands see
+the same store.
 
 The default is a fixed file in the home folder, not one in the current folder, so that a
 program started from anywhere (Claude Desktop starting ``cogitator-memory mcp``, a ``serve``
@@ -21,14 +24,10 @@ case.
 from __future__ import annotations
 
 import argparse
-import os
 
 from ..errors import InvalidArgumentError
-from ..runtime.config import MemoryConfig, find_config_file, load_config
+from ..runtime.config import DB_ENV, MemoryConfig, default_config, find_config_file, load_config, on_sqlite_file
 from .formats import CliError
-
-#: The environment variable naming the SQLite file of every command (below ``--db`` and ``--config``).
-DB_ENV = "COGITATOR_MEMORY_DB"
 
 #: How every ``--help`` names the store a command works on when nothing names one.
 DEFAULT_STORE = (
@@ -58,13 +57,12 @@ def command_config(args: argparse.Namespace) -> MemoryConfig:
     config file is a :class:`CliError` naming the key and line."""
     named = getattr(args, "config", None)
     try:
-        config = load_config(named)
+        # without --config: the rule Memory() follows too (runtime.config.default_config)
+        config = load_config(named) if named else default_config()
     except InvalidArgumentError as exc:
         raise CliError(str(exc)) from None
-    db = getattr(args, "db", None) or (None if named else os.environ.get(DB_ENV))
-    if db:
-        config = config.model_copy(update={"adapter": "sqlite", "path": str(db), "connection_string": None})
-    return config
+    db = getattr(args, "db", None)
+    return on_sqlite_file(config, db) if db else config
 
 
 def store_label(args: argparse.Namespace, config: MemoryConfig | None = None) -> str:

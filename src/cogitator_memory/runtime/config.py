@@ -6,7 +6,8 @@ spec's camelCase spellings (``knowledgeGraph``) are accepted too. :func:`load_co
 YAML file and raises :class:`ConfigError` naming the key, the file and the line of the first
 problem; :func:`parse_config` does the same for YAML text and :meth:`MemoryConfig.model_validate`
 for a dict. Defaults: a SQLite file at ``~/.cogitator/memory.db`` (``$COGITATOR_HOME`` moves the
-folder), the local embedding model when the ``[local]`` extra is installed (else no embeddings),
+folder; ``$COGITATOR_MEMORY_DB`` names another file for memory opened without a config, see
+:func:`default_config`), the local embedding model when the ``[local]`` extra is installed (else no embeddings),
 the knowledge graph on, extraction and compaction off.
 """
 
@@ -28,6 +29,9 @@ from ..upkeep.brief import DEFAULT_BRIEF_MAX_TOKENS, MAX_BRIEF_CARDS
 HOME_ENV = "COGITATOR_HOME"
 #: The environment variable naming the config file read when no path is given.
 CONFIG_ENV = "COGITATOR_CONFIG"
+#: The environment variable naming a SQLite file that memory opened without a config works on
+#: (instead of the store of the config file found), for ``Memory()`` and every CLI command alike.
+DB_ENV = "COGITATOR_MEMORY_DB"
 #: The PostgreSQL URL used when ``adapter: postgres`` gives no ``connection_string``.
 DATABASE_URL_ENV = "DATABASE_URL"
 #: The file name looked for in the current folder when no path is given.
@@ -445,12 +449,30 @@ def load_config(path: str | os.PathLike[str] | None = None) -> MemoryConfig:
     return parse_config(text, source=str(file))
 
 
+def on_sqlite_file(config: MemoryConfig, path: str | os.PathLike[str]) -> MemoryConfig:
+    """``config`` with its store replaced by the SQLite file ``path`` (its other settings kept)."""
+    return config.model_copy(update={"adapter": "sqlite", "path": str(path), "connection_string": None})
+
+
+def default_config() -> MemoryConfig:
+    """The config of memory opened without one (``Memory()``, a CLI command without ``--db`` or
+    ``--config``): :func:`load_config` with no path (``$COGITATOR_CONFIG``, else
+    ``./cogitator.yml``, else the defaults), its store replaced by the SQLite file
+    ``$COGITATOR_MEMORY_DB`` when that is set. One rule, so that a program and the commands
+    started beside it open the same store."""
+    config = load_config(None)
+    named = os.environ.get(DB_ENV)
+    return on_sqlite_file(config, named) if named else config
+
+
 def coerce_config(config: MemoryConfig | Mapping[str, Any] | str | os.PathLike[str] | None) -> MemoryConfig:
     """A :class:`MemoryConfig` from one, a dict of the ``memory`` section, a path of a YAML file,
-    or ``None`` (:func:`load_config` with no path)."""
+    or ``None`` (:func:`default_config`)."""
     if isinstance(config, MemoryConfig):
         return config
-    if config is None or isinstance(config, str | os.PathLike):
+    if config is None:
+        return default_config()
+    if isinstance(config, str | os.PathLike):
         return load_config(config)
     if isinstance(config, Mapping):
         try:
@@ -465,6 +487,7 @@ __all__ = [
     "CONFIG_ENV",
     "CONFIG_FILE",
     "DATABASE_URL_ENV",
+    "DB_ENV",
     "HOME_ENV",
     "BriefConfig",
     "CompactionConfig",
