@@ -319,3 +319,27 @@ def test_forget_user_on_a_configured_store_takes_their_core_facts_too(
     assert json.loads(out)["threads"] == 1
     assert asyncio.run(facts()) == ({}, {"drink": "coffee"})
     assert _tree(config, "ana-1") == (None, [])
+
+
+def test_forget_facts_takes_what_remember_saved_by_the_tools_rule(
+    config_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``forget facts QUERY`` is the forget tool (MCP, Python) on the command line: a fact
+    ``remember`` saved can now be forgotten where it was saved, with the same refusals."""
+    cfg = ("--config", str(config_file))
+    for fact in ("Ada is vegetarian", *(f"Ada drinks {kind} tea" for kind in ("green", "black", "mint", "white"))):
+        assert _run(capsys, "remember", fact, "--user", "ada", *cfg)[0] == 0
+    code, out, _ = _run(capsys, "forget", "facts", "vegetarian", "--user", "ada", *cfg)
+    assert (code, out) == (0, "Forgot 1 fact:\n  Ada is vegetarian\n")
+    assert "vegetarian" not in _run(capsys, "recall", "vegetarian", "--user", "ada", *cfg)[1]
+    code, out, _ = _run(capsys, "forget", "facts", "vegetarian", "--user", "bob", *cfg)  # another user's
+    assert (code, out) == (0, "nothing matched 'vegetarian': no fact was deleted\n")
+    # four of four: broad, nothing deleted without --all (exit status 1), then all of them
+    code, out, _ = _run(capsys, "forget", "facts", "tea", "--user", "ada", *cfg)
+    assert code == 1 and "Nothing was deleted" in out and "Ada drinks mint tea" in out and "--all" in out
+    assert len(json.loads(_run(capsys, "recall", "tea", "--user", "ada", "--json", *cfg)[1])["results"]) == 4
+    code, out, _ = _run(capsys, "forget", "facts", "tea", "--user", "ada", "--all", "--json", *cfg)
+    assert code == 0 and json.loads(out)["forgotten"] == 4
+    assert json.loads(_run(capsys, "recall", "tea", "--user", "ada", "--json", *cfg)[1])["results"] == []
+    code, _, err = _run(capsys, "forget", "facts", "*", "--user", "ada", *cfg)
+    assert code != 0 and "invalid argument 'query'" in err

@@ -2,7 +2,8 @@
 memory derived from them.
 
 ``forget user USER``, ``forget thread THREAD`` and ``forget entries ID...`` (``--redact`` to
-redact them in place instead, ``--keep-replies`` to leave the replies of a user message).
+redact them in place instead, ``--keep-replies`` to leave the replies of a user message), and
+``forget facts QUERY`` (the facts ``remember`` saved, by the ``forget`` tool's rule).
 
 One plan, shown then carried out: both ``--dry-run`` and the real run first compute the same
 plan (:func:`cogitator_memory.cascade.plan.forget_plan`: the threads, entries, memory items,
@@ -232,6 +233,40 @@ async def cmd_forget(args: argparse.Namespace) -> int:
     return 0
 
 
+async def cmd_forget_facts(args: argparse.Namespace) -> int:
+    """``forget facts QUERY``: the facts ``remember`` saved that match the query, and the core
+    facts holding its words, deleted by :meth:`Memory.forget
+    <cogitator_memory.runtime.Memory.forget>` (the ``forget`` tool of MCP and Python: the same
+    refusals, and a broad query deletes nothing without ``--all``; exit status 1 then)."""
+    memory = await open_memory(args)
+    try:
+        answer = await memory.forget(args.query, take_all=args.all, user_id=args.user, agent_id=args.agent)
+    except (InvalidArgumentError, MemoryStoreError) as exc:
+        raise CliError(str(exc)) from None
+    finally:
+        await memory.close()
+    broad = answer.get("too_broad")
+    if args.json:
+        render.print_json(answer)
+        return 1 if broad else 0
+    if broad:
+        lines = [str(answer.get("message", "nothing was deleted: the query is too broad")), "It matches:"]
+        lines += [f"  {fact}" for fact in broad.get("facts", [])]
+        lines += [f"  core fact {key}" for key in broad.get("core_fact_keys", [])]
+        lines.append(f"Run again with --all to delete them all, or name the fact more precisely ({PROG} recall QUERY).")
+        _write(lines)
+        return 1
+    facts, keys = answer.get("facts", []), answer.get("core_fact_keys", [])
+    if not facts and not keys:
+        _write([f"nothing matched {args.query!r}: no fact was deleted"])
+        return 0
+    count = len(facts) + len(keys)
+    lines = [f"Forgot {count} fact{'' if count == 1 else 's'}:"]
+    lines += [f"  {fact}" for fact in facts] + [f"  core fact {key}" for key in keys]
+    _write(lines)
+    return 0
+
+
 def _write(lines: list[str]) -> None:
     """Print ``lines``, each made safe for the terminal on one line, its indentation kept."""
     out = []
@@ -254,7 +289,7 @@ def register(sub: Any, db: argparse.ArgumentParser) -> None:
     forget = sub.add_parser(
         "forget",
         parents=[db],
-        help="delete a user, a thread or entries with what memory derived from them (--dry-run lists it)",
+        help="delete a user, a thread or entries with what memory derived from them (--dry-run lists it), or facts saved with remember",
         description="Delete a user, a thread or entries together with the summaries, items, facts, graph, "
         f"vectors and memory file versions standing on them. Start with --dry-run. Example: {PROG} forget "
         "user ana --dry-run",
@@ -278,6 +313,21 @@ def register(sub: Any, db: argparse.ArgumentParser) -> None:
     for parser in (user, thread, entries):
         config_flag(parser)
         parser.set_defaults(handler=cmd_forget, redact=False, keep_replies=False)
+    facts = targets.add_parser(
+        "facts",
+        parents=[db],
+        help="the facts saved with 'remember' that match a query (as the forget tool does)",
+        description="Delete the facts saved with 'remember' whose text holds every word of QUERY, and the core "
+        "facts holding them, as the MCP and Python forget tool does: a query matching many facts deletes "
+        f'nothing without --all. Example: {PROG} forget facts "vegetarian" --user ada',
+    )
+    facts.add_argument("query", metavar="QUERY", help="the words of the facts to forget")
+    facts.add_argument("--all", action="store_true", help="delete every fact the query matches, even many")
+    facts.add_argument("--user", metavar="ID", help="whose memory (default: shared)")
+    facts.add_argument("--agent", metavar="ID", help="the agent (default: the config's agent_id)")
+    facts.add_argument("--json", action="store_true", help="print the tool's answer as JSON")
+    config_flag(facts)
+    facts.set_defaults(handler=cmd_forget_facts)
 
 
-__all__ = ["carry_out", "cmd_forget", "is_empty", "make_plan", "plan_lines", "register"]
+__all__ = ["carry_out", "cmd_forget", "cmd_forget_facts", "is_empty", "make_plan", "plan_lines", "register"]
