@@ -56,6 +56,8 @@ def test_remember_then_facts_then_search(config_file: Path, tmp_path: Path, caps
     assert (code, out) == (0, "nothing found\n")
     code, out, _ = _run(capsys, "search", "boiler", "--every-user", "--json", *cfg)
     assert code == 0 and "boiler" in json.loads(out)["results"][0]["text"]
+    code, out, _ = _run(capsys, "search", "boiler", "--user", "alex", "--kind", "fact", "--kind", "item", *cfg)
+    assert (code, out) == (0, "nothing found\n")  # a turn, not a fact or an item
     code, _, err = _run(capsys, "search", "boiler", "--every-user", "--user", "alex", *cfg)
     assert code != 0 and "--every-user" in err
 

@@ -141,6 +141,22 @@ async def test_facts_saved_with_remember_are_found(engine: str, tmp_path: Path) 
         assert await memory.search("allergies", user_id="bo") == []
 
 
+@pytest.mark.parametrize("engine", ["memory", "sqlite"])
+async def test_kinds_names_the_hits_wanted(engine: str, tmp_path: Path) -> None:
+    async with Memory({**_config(engine, tmp_path), "knowledge_graph": True}) as memory:
+        await memory.remember("Ana's dog is called Luna", user_id="ana")
+        await memory.add([{"role": "user", "content": "I walked my dog Luna in the park."}], user_id="ana")
+        both = {h.kind for h in await memory.search("dog Luna", user_id="ana")}
+        assert both == {"fact", "entry"}
+        facts = await memory.search("dog Luna", user_id="ana", kinds=["fact"])
+        assert [(h.kind, h.text) for h in facts] == [("fact", "Ana's dog is called Luna")]
+        turns = await memory.search("dog Luna", user_id="ana", kinds=("entry",))
+        assert [(h.kind, h.text) for h in turns] == [("entry", "I walked my dog Luna in the park.")]
+        for bad in ([], ["bogus"], "fact"):
+            with pytest.raises(InvalidArgumentError, match="kinds"):
+                await memory.search("dog", user_id="ana", kinds=bad)  # type: ignore[arg-type]
+
+
 async def test_a_restart_indexes_what_another_writer_added(tmp_path: Path) -> None:
     path = tmp_path / "memory.db"
     async with Memory({"adapter": "sqlite", "path": str(path)}) as memory:

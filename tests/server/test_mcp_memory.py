@@ -217,6 +217,12 @@ async def test_search_memory_finds_what_remember_saved(memory: Memory) -> None:
         _body(await client.call_tool("remember", {"fact": "Alex", "is_core_fact": True, "core_fact_key": "user_name"}))
         hits = _body(await client.call_tool("search_memory", {"query": "dog"}))["results"]
         assert [(h["kind"], h["text"]) for h in hits] == [("fact", "User's dog is named Luna")]
+        only_turns = _body(await client.call_tool("search_memory", {"query": "dog", "kinds": ["entry"]}))
+        assert only_turns["results"] == []
+        only_facts = _body(await client.call_tool("search_memory", {"query": "dog", "kinds": ["fact"]}))["results"]
+        assert [h["text"] for h in only_facts] == ["User's dog is named Luna"]
+        refused = await client.call_tool("search_memory", {"query": "dog", "kinds": ["bogus"]})
+        assert refused.is_error
         named = _body(await client.call_tool("search_memory", {"query": "Alex"}))["results"]
         assert any("Alex" in h["text"] for h in named)
         _body(await client.call_tool("forget", {"query": "Luna"}))

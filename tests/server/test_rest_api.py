@@ -317,6 +317,14 @@ async def test_items_files_search_context_and_ready(memory: Memory) -> None:
         assert shared.status_code == 200 and ids[0] not in [h["id"] for h in shared.json()["hits"]]
         both = await client.get("/api/search", params={"q": "Maria", "shared_only": "true", "user_id": "ada"})
         assert both.status_code == 400 and "shared_only" in both.text
+        turns = await client.get(
+            "/api/search", params={"q": "where does Maria live", "user_id": "ada", "kinds": "entry"}
+        )
+        assert turns.status_code == 200 and {h["kind"] for h in turns.json()["hits"]} == {"entry"}
+        none = await client.get("/api/search", params={"q": "where does Maria live", "user_id": "ada", "kinds": "file"})
+        assert none.status_code == 200 and none.json()["hits"] == []
+        bogus = await client.get("/api/search", params={"q": "Maria", "kinds": "bogus"})
+        assert bogus.status_code == 400 and "kinds" in bogus.text
         built = await client.post("/api/context", json={"thread_id": tid, "user_id": "ada", "max_tokens": 2000})
         assert built.status_code == 200, built.text
         assert built.json()["entry_ids"] == ids

@@ -97,6 +97,7 @@ async def cmd_search(args: argparse.Namespace) -> int:
             time_zone=args.time_zone,
             # no --user: the shared memory, as recall, remember and facts read it
             shared_only=args.user is None and not args.every_user,
+            kinds=args.kinds,
         )
     except InvalidArgumentError as exc:
         raise CliError(str(exc)) from None
@@ -256,6 +257,13 @@ def register(sub: Any, db: argparse.ArgumentParser) -> None:
         help="when the query is asked, ISO 8601 (the time it names is read from it)",
     )
     search.add_argument("--time-zone", metavar="ZONE", help="the IANA zone its time is read in (default the config's)")
+    search.add_argument(
+        "--kind",
+        dest="kinds",
+        action="append",
+        choices=["entry", "item", "fact", "file"],
+        help="only hits of this kind (turns, memory items, remembered facts, memory file sections); repeatable",
+    )
     search.add_argument(
         "--every-user",
         action="store_true",

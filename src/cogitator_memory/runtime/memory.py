@@ -23,7 +23,7 @@ import os
 import warnings
 import weakref
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -59,7 +59,7 @@ from .adding import AddError, Adding, AddResult, MessageFormat, message_format
 from .between_runs import BetweenRuns, ConsolidationReport
 from .config import ConfigError, MemoryConfig, coerce_config
 from .forgetting import Forgetting
-from .search import SearchHit, check_reader, search_memory
+from .search import SearchHit, SearchKind, check_kinds, check_reader, search_memory
 from .tool_calls import MemoryTools
 
 if TYPE_CHECKING:
@@ -472,6 +472,7 @@ class Memory(Adding, MemoryTools, BetweenRuns, Forgetting):
         as_of: datetime | None = None,
         time_zone: str | None = None,
         shared_only: bool = False,
+        kinds: Collection[SearchKind] | None = None,
     ) -> list[SearchHit]:
         """What answers ``query`` in the memory of ``{agent_id, user_id}``, best first: the
         user's turns in every thread of the agent (or only ``thread_id``, which must not be
@@ -486,6 +487,10 @@ class Memory(Adding, MemoryTools, BetweenRuns, Forgetting):
         ``recall`` without a user does and an MCP server started without a user serves: other
         users' turns, items and facts are left out inside the store's indexes, and a
         ``thread_id`` of a user's thread is refused.
+
+        ``kinds`` (default all) names the kinds of hits wanted, of ``"entry"`` (turns),
+        ``"item"`` (memory items and core facts), ``"fact"`` (what ``remember`` saved, graph
+        facts) and ``"file"`` (memory-file sections): the channels of the others do not run.
 
         ``as_of`` (default now) is when the query is asked: the time it names ("last week",
         "two days ago") is read from it, in ``time_zone`` (an IANA zone; default the config's
@@ -504,6 +509,7 @@ class Memory(Adding, MemoryTools, BetweenRuns, Forgetting):
                 raise InvalidArgumentError("shared_only", "searches the memory of no user: leave out user_id")
             user = tree.NO_USER
         tid = tree.check_optional_id("thread_id", thread_id)
+        wanted = check_kinds(kinds)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
             raise InvalidArgumentError("limit", f"must be an integer from 1 to 100, got {limit!r}")
         anchor = tree.check_datetime("as_of", as_of)
@@ -511,7 +517,15 @@ class Memory(Adding, MemoryTools, BetweenRuns, Forgetting):
         if not self.enabled:
             return []
         return await search_memory(
-            self, query, agent=agent, user=user, thread_id=tid, limit=limit, anchor=anchor, time_zone=zone
+            self,
+            query,
+            agent=agent,
+            user=user,
+            thread_id=tid,
+            limit=limit,
+            kinds=wanted,
+            anchor=anchor,
+            time_zone=zone,
         )
 
     def _time_zone(self) -> str:

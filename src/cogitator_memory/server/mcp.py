@@ -269,6 +269,14 @@ def create_server(
         time_zone: Annotated[
             str | None, Field(description="The IANA time zone its times are read in (default the config's).")
         ] = None,
+        kinds: Annotated[
+            list[Literal["entry", "item", "fact", "file"]] | None,
+            Field(
+                min_length=1,
+                description="Only these kinds of hits: entry (turns), item (memory items, core facts), "
+                "fact (facts saved with remember), file (memory file sections). Default all.",
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         """Search past conversation turns and extracted memory items, best first."""
         scope = who(user_id)
@@ -278,7 +286,14 @@ def create_server(
         shared = scope["user_id"] is None and not any_user
         hits = await _guard(
             memory.search(
-                query, thread_id=thread_id, limit=limit, as_of=as_of, time_zone=time_zone, shared_only=shared, **scope
+                query,
+                thread_id=thread_id,
+                limit=limit,
+                as_of=as_of,
+                time_zone=time_zone,
+                shared_only=shared,
+                kinds=kinds,
+                **scope,
             )
         )
         if not any_user:

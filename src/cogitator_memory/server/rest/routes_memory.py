@@ -211,11 +211,12 @@ def memory_router() -> APIRouter:
         as_of: datetime | None = None,
         time_zone: str | None = None,
         shared_only: bool = False,
+        kinds: Annotated[list[str] | None, Query()] = None,
     ) -> Response:
         """Turns and memory items that answer ``q``, best first (``as_of``: when it is asked, the
         time it names read from then in ``time_zone``). Without ``user_id`` every user's memory
         is searched (the inspector is an operator's view); ``shared_only=true``: only what
-        belongs to no user."""
+        belongs to no user; ``kinds`` (repeated: ``kinds=fact&kinds=item``): only those kinds."""
         hits = await memory_of(request).search(
             q,
             user_id=user_id,
@@ -225,6 +226,7 @@ def memory_router() -> APIRouter:
             as_of=as_of,
             time_zone=time_zone,
             shared_only=shared_only,
+            kinds=kinds,  # type: ignore[arg-type]  # checked by Memory.search (InvalidArgumentError: 400)
         )
         return send({"hits": [h.dump() for h in hits]})
 
