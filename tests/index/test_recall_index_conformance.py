@@ -26,7 +26,26 @@ async def test_recall_index_conformance(case: RecallIndexConformanceCase, store:
     await case.run(store)
 
 
-async def test_sqlite_keyword_searches_join_their_postings_to_small_indexes(tmp_path: Path) -> None:
+def _trace_keyword_searches(monkeypatch: pytest.MonkeyPatch, statements: list[str]) -> None:
+    """Put the SQL of SQLite's keyword searches in ``statements``, on whichever connection they
+    run (the store's read connection, off the event loop, for a file in WAL mode)."""
+    from cogitator_memory.engines.sqlite import recall as sqlite_recall
+
+    search = sqlite_recall._keyword
+
+    def traced(db: Any, *args: Any) -> Any:
+        db.set_trace_callback(statements.append)
+        try:
+            return search(db, *args)
+        finally:
+            db.set_trace_callback(None)
+
+    monkeypatch.setattr(sqlite_recall, "_keyword", traced)
+
+
+async def test_sqlite_keyword_searches_join_their_postings_to_small_indexes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # a keyword search joins its postings to an index of what it reads of the records (scope,
     # kind, status, length), not to their rows; and a search of items keeps the postings of the
     # records that are not turns, through their partial index, before that (migration m014)
@@ -43,10 +62,10 @@ async def test_sqlite_keyword_searches_join_their_postings_to_small_indexes(tmp_
     async with SQLiteAdapter(path=str(tmp_path / "recall.db")) as store:
         unwrap(await store.index_recall_records(rows))
         statements: list[str] = []
-        store.connection.set_trace_callback(statements.append)
+        _trace_keyword_searches(monkeypatch, statements)
         found = unwrap(await store.recall_keyword("peanut", filter={"kinds": ["item", "core_fact"]}))
         turns = unwrap(await store.recall_keyword("peanut", filter={"kinds": ["turn"]}, limit=500))
-        store.connection.set_trace_callback(None)
+        monkeypatch.undo()
         assert sorted(c.record.source_id for c in found) == ["item0", "item1", "item2"]
         assert len(turns) == 200 and len(unwrap(await store.recall_keyword("peanut", limit=500))) == 203
         items_sql, turns_sql = [s for s in statements if "recall_terms" in s]
@@ -54,6 +73,51 @@ async def test_sqlite_keyword_searches_join_their_postings_to_small_indexes(tmp_
             plan = " | ".join(str(row[-1]) for row in store.connection.execute(f"EXPLAIN QUERY PLAN {sql}"))
             assert "SEARCH r USING COVERING INDEX recall_scoring" in plan, plan
             assert ("recall_not_turns" in plan) == (sql is items_sql), plan
+
+
+@pytest.mark.parametrize("path", ["file", ":memory:"])
+async def test_sqlite_keyword_searches_run_off_the_event_loop_on_a_file(
+    path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # on a WAL file the keyword search runs on the store's read connection in a thread of its
+    # own (the loop goes on meanwhile), and sees every commit of the store's connection at once;
+    # in memory (no second connection can see it) it runs on the loop; closing ends the thread
+    import threading
+    from datetime import UTC, datetime
+
+    from cogitator_memory import unwrap
+    from cogitator_memory.engines.sqlite import recall as sqlite_recall
+
+    ran_in: list[str] = []
+    threads: list[threading.Thread] = []
+    search = sqlite_recall._keyword
+
+    def noted(db: Any, *args: Any) -> Any:
+        ran_in.append(threading.current_thread().name)
+        threads.append(threading.current_thread())
+        return search(db, *args)
+
+    monkeypatch.setattr(sqlite_recall, "_keyword", noted)
+    said = datetime(2026, 1, 1, tzinfo=UTC)
+    store = SQLiteAdapter(path=str(tmp_path / "recall.db") if path == "file" else path)
+    async with store:
+        for n in range(3):  # each write seen by the very next search
+            unwrap(
+                await store.index_recall_records(
+                    [{"kind": "turn", "source_id": f"t{n}", "text": "peanut note", "said_at": said}]
+                )
+            )
+            assert len(unwrap(await store.recall_keyword("peanut"))) == n + 1
+        unwrap(await store.delete_recall_records(["turn:t0"]))
+        assert [c.record.source_id for c in unwrap(await store.recall_keyword("peanut"))] == ["t1", "t2"]
+        loop_thread = threading.current_thread().name
+        if path == "file":
+            assert ran_in and all(name.startswith("cogmem-sqlite-read") for name in ran_in), ran_in
+        else:
+            assert set(ran_in) == {loop_thread}, ran_in
+    assert not any(t.is_alive() for t in threads if t is not threading.main_thread()), "closing ends the thread"
+    closed = await store.recall_keyword("peanut")
+    assert not closed.success and "connect" in str(closed.error)
 
 
 async def test_sqlite_probes_the_records_that_are_not_turns_when_they_are_many(
@@ -78,12 +142,12 @@ async def test_sqlite_probes_the_records_that_are_not_turns_when_they_are_many(
         unwrap(await store.index_recall_records(rows))
         plans: dict[int, str] = {}
         found: dict[int, list[tuple[str, float]]] = {}
+        statements: list[str] = []
+        _trace_keyword_searches(monkeypatch, statements)
         for listed in (10, 9):  # 10 records are not turns: listed, then one too many to list
             monkeypatch.setattr(sqlite_recall, "LISTED_OTHERS", listed)
-            statements: list[str] = []
-            store.connection.set_trace_callback(statements.append)
+            statements.clear()
             hits = unwrap(await store.recall_keyword("peanut note", filter=flt, limit=50))
-            store.connection.set_trace_callback(None)
             found[listed] = [(c.record.source_id, round(c.score, 9)) for c in hits]
             [sql] = [s for s in statements if "recall_terms" in s]
             plans[listed] = " | ".join(str(r[-1]) for r in store.connection.execute(f"EXPLAIN QUERY PLAN {sql}"))
@@ -96,7 +160,9 @@ async def test_sqlite_probes_the_records_that_are_not_turns_when_they_are_many(
         ), plans[9]
 
 
-async def test_sqlite_reads_a_common_terms_newest_postings_backwards_along_its_key(tmp_path: Path) -> None:
+async def test_sqlite_reads_a_common_terms_newest_postings_backwards_along_its_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # a term past the postings budget: its newest postings are read from the end of the
     # postings' key (term, rid), no sort of them all, and then joined as any search's
     from datetime import UTC, datetime
@@ -109,9 +175,8 @@ async def test_sqlite_reads_a_common_terms_newest_postings_backwards_along_its_k
         store.postings_budget = 50
         unwrap(await store.index_recall_records(rows))
         statements: list[str] = []
-        store.connection.set_trace_callback(statements.append)
+        _trace_keyword_searches(monkeypatch, statements)
         found = unwrap(await store.recall_keyword("peanut", limit=5))
-        store.connection.set_trace_callback(None)
         assert [c.record.source_id for c in found] == ["t010", "t011", "t012", "t013", "t014"]
         [sql] = [s for s in statements if "recall_terms" in s]
         rows = list(store.connection.execute(f"EXPLAIN QUERY PLAN {sql}"))

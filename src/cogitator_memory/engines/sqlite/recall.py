@@ -17,10 +17,10 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...clock import from_micros, to_micros
 from ...index.base import RECALL_BM25, RecallIndexMixin, length_terms, stored_record
@@ -38,6 +38,7 @@ _COLUMNS = (
 RECALL_TERM_FREQS = "ALTER TABLE recall_records ADD COLUMN term_freqs BLOB"
 #: Most ids in one ``IN (...)`` list.
 _CHUNK = 500
+_T = TypeVar("_T")
 
 RECALL_TABLES: tuple[str, ...] = (
     """CREATE TABLE IF NOT EXISTS recall_records (
@@ -183,6 +184,8 @@ class SQLiteRecallIndex(RecallIndexMixin):
 
         def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
 
+        async def _search_read(self, work: Callable[[sqlite3.Connection], _T]) -> _T: ...
+
     async def _recall_put(self, records: list[RecallRecord]) -> None:
         with self._write() as db:
             ids = [r.id for r in records]
@@ -247,42 +250,9 @@ class SQLiteRecallIndex(RecallIndexMixin):
         limit: int,
         newest: int | None = None,
     ) -> list[tuple[RecallRecord, float]]:
-        k1 = RECALL_BM25.k1
-        fixed, per_length = length_terms(avg_len)
-        where, args = scope_where(flt)
-        if without_turns(flt):
-            # other kinds only: the postings of records that are not turns are kept before any is
-            # joined, by the partial index of those records (m014): listed first when they are
-            # few (a store of turns: no posting of a turn is read past the list), else probed for
-            # each posting (the list of 200,000 items and facts cost 0.4-1.2 s a search)
-            listed = self.connection.execute(_OTHERS_UP_TO, (LISTED_OTHERS + 1,)).fetchone()[0] <= LISTED_OTHERS
-            kept = (
-                "t.rid IN (SELECT rid FROM recall_records WHERE kind <> 'turn')"
-                if listed
-                else "EXISTS (SELECT 1 FROM recall_records x INDEXED BY recall_not_turns"
-                " WHERE x.rid = t.rid AND x.kind <> 'turn')"
-            )
-            where = f"{kept} AND {where}"
-        params: list[Any] = [x for pair in weights for x in pair]
-        params += [k1 + 1.0, k1, fixed, per_length]
-        postings = "recall_terms"
-        if newest is not None:
-            # the records indexed last: a rid is never smaller than an earlier write's, and the
-            # postings' key (term, rid) reads them backwards from the newest
-            postings = "(SELECT term, rid, tf FROM recall_terms WHERE term = ? ORDER BY rid DESC LIMIT ?)"
-            params += [weights[0][0], newest]
-        sql = (
-            f"WITH q (term, idf) AS (VALUES {','.join('(?, ?)' for _ in weights)}),"
-            " top AS (SELECT t.rid AS rid, sum(q.idf * t.tf * ? / (t.tf + ? * (? + ? * r.term_count))) AS score"
-            f" FROM q JOIN {postings} t ON t.term = q.term JOIN recall_records r INDEXED BY recall_scoring"
-            " ON r.rid = t.rid"
-            f" WHERE {where} GROUP BY t.rid ORDER BY score DESC, min(r.id) LIMIT ?)"
-            f" SELECT {_COLUMNS}, top.score FROM top JOIN recall_records r ON r.rid = top.rid"
-            " ORDER BY top.score DESC, r.id"
-        )
-        params += [*args, limit]
-        rows = self.connection.execute(sql, params).fetchall()
-        return [(_record(row), float(row[12])) for row in rows if row[12] > 0]
+        # on the store's read connection, off the event loop (the query's embedding and the
+        # vector search go on meanwhile), when the file has one
+        return await self._search_read(lambda db: _keyword(db, weights, avg_len, flt, limit, newest))
 
     async def _recall_time(self, start: datetime, end: datetime, flt: RecallFilter, limit: int) -> list[RecallRecord]:
         where, args = scope_where(flt)
@@ -322,6 +292,53 @@ class SQLiteRecallIndex(RecallIndexMixin):
                 "INSERT INTO recall_state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 (key, value),
             )
+
+
+def _keyword(
+    db: sqlite3.Connection,
+    weights: list[tuple[str, float]],
+    avg_len: float,
+    flt: RecallFilter,
+    limit: int,
+    newest: int | None,
+) -> list[tuple[RecallRecord, float]]:
+    """The keyword search of :meth:`SQLiteRecallIndex._recall_keyword` on ``db``."""
+    k1 = RECALL_BM25.k1
+    fixed, per_length = length_terms(avg_len)
+    where, args = scope_where(flt)
+    if without_turns(flt):
+        # other kinds only: the postings of records that are not turns are kept before any is
+        # joined, by the partial index of those records (m014): listed first when they are
+        # few (a store of turns: no posting of a turn is read past the list), else probed for
+        # each posting (the list of 200,000 items and facts cost 0.4-1.2 s a search)
+        listed = db.execute(_OTHERS_UP_TO, (LISTED_OTHERS + 1,)).fetchone()[0] <= LISTED_OTHERS
+        kept = (
+            "t.rid IN (SELECT rid FROM recall_records WHERE kind <> 'turn')"
+            if listed
+            else "EXISTS (SELECT 1 FROM recall_records x INDEXED BY recall_not_turns"
+            " WHERE x.rid = t.rid AND x.kind <> 'turn')"
+        )
+        where = f"{kept} AND {where}"
+    params: list[Any] = [x for pair in weights for x in pair]
+    params += [k1 + 1.0, k1, fixed, per_length]
+    postings = "recall_terms"
+    if newest is not None:
+        # the records indexed last: a rid is never smaller than an earlier write's, and the
+        # postings' key (term, rid) reads them backwards from the newest
+        postings = "(SELECT term, rid, tf FROM recall_terms WHERE term = ? ORDER BY rid DESC LIMIT ?)"
+        params += [weights[0][0], newest]
+    sql = (
+        f"WITH q (term, idf) AS (VALUES {','.join('(?, ?)' for _ in weights)}),"
+        " top AS (SELECT t.rid AS rid, sum(q.idf * t.tf * ? / (t.tf + ? * (? + ? * r.term_count))) AS score"
+        f" FROM q JOIN {postings} t ON t.term = q.term JOIN recall_records r INDEXED BY recall_scoring"
+        " ON r.rid = t.rid"
+        f" WHERE {where} GROUP BY t.rid ORDER BY score DESC, min(r.id) LIMIT ?)"
+        f" SELECT {_COLUMNS}, top.score FROM top JOIN recall_records r ON r.rid = top.rid"
+        " ORDER BY top.score DESC, r.id"
+    )
+    params += [*args, limit]
+    rows = db.execute(sql, params).fetchall()
+    return [(_record(row), float(row[12])) for row in rows if row[12] > 0]
 
 
 __all__ = ["RECALL_SEARCH_INDEXES", "RECALL_TABLES", "SQLiteRecallIndex", "scope_where"]

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from ...clock import from_micros, to_micros
 from ...errors import (
@@ -36,12 +36,14 @@ from ...threads.base import BaseMemoryAdapter
 from ...threads.damage import broken_branch
 from ...threads.records import MemoryEntry, NewMemoryEntry, Thread
 from ...threads.tree import build_entry, with_fork_listed
-from .db import normalize_path, open_database, write_transaction
+from .db import ReadConnection, has_own_readers, normalize_path, open_database, write_transaction
 from .files import SQLiteFiles
 from .graph import SQLiteGraph
 from .items import SQLiteItems
 from .recall import SQLiteRecallIndex
 from .schema import USER_ID_EXPR, USERS_LISTED_EXPR
+
+T = TypeVar("T")
 
 DEFAULT_PATH = "cogitator-memory.db"
 
@@ -102,6 +104,7 @@ class SQLiteAdapter(SQLiteRecallIndex, SQLiteFiles, SQLiteGraph, SQLiteItems, Ba
         self.wal_mode = bool(wal_mode)
         self.busy_timeout = float(busy_timeout)
         self._db: sqlite3.Connection | None = None
+        self._reader: ReadConnection | None = None
 
     # ----- lifecycle -----------------------------------------------------------------------
 
@@ -119,11 +122,25 @@ class SQLiteAdapter(SQLiteRecallIndex, SQLiteFiles, SQLiteGraph, SQLiteItems, Ba
 
     async def _connect(self) -> None:
         self._db = open_database(self.path, wal_mode=self.wal_mode, busy_timeout=self.busy_timeout)
+        if has_own_readers(self.path, self.wal_mode):
+            self._reader = ReadConnection(self.path, self.busy_timeout)
 
     async def _disconnect(self) -> None:
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            reader.close()
         db, self._db = self._db, None
         if db is not None:
             db.close()
+
+    async def _search_read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """``work(connection)`` for a search's reads: on the store's :class:`ReadConnection` (off
+        the event loop) when the file has one, else here on :attr:`connection`."""
+        reader = self._reader
+        if reader is None:
+            return work(self.connection)
+        self.connection  # noqa: B018 - raises NotConnectedError like every call of a closed store
+        return await reader.run(work)
 
     async def _ping(self) -> None:
         self.connection.execute("SELECT 1").fetchone()
