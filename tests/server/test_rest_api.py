@@ -332,6 +332,33 @@ async def test_items_files_search_context_and_ready(memory: Memory) -> None:
         assert ready["status"] == "ready" and ready["checks"]["store"] == "ok"
 
 
+async def test_remember_recall_and_forget_facts_are_the_memory_tools(memory: Memory) -> None:
+    """The memory tools over REST: the same calls as Python, MCP and the CLI (what one saves the
+    others find), with the tools' refusals."""
+    async with _client(memory) as client:
+        saved = await client.post("/api/remember", json={"fact": "Ada is vegetarian", "user_id": "ada"})
+        assert saved.status_code == 200 and saved.json()["saved"] is True, saved.text
+        core = await client.post("/api/remember", json={"fact": "Ada", "core_fact_key": "user_name", "user_id": "ada"})
+        assert core.json()["core_fact"] == {"key": "user_name", "value": "Ada"}
+        assert (await memory.recall("vegetarian", user_id="ada"))["results"][0]["fact"] == "Ada is vegetarian"
+        found = (await client.get("/api/recall", params={"q": "vegetarian", "user_id": "ada"})).json()
+        assert [r["fact"] for r in found["results"]] == ["Ada is vegetarian"]
+        assert found["core_facts"] == {"user_name": "Ada"}
+        other = (await client.get("/api/recall", params={"q": "vegetarian", "user_id": "bob"})).json()
+        assert other["results"] == [], "another user's facts stay theirs"
+        for n in range(4):
+            await memory.remember(f"Ada drinks tea number {n}", user_id="ada")
+        broad = await client.post("/api/forget/facts", json={"query": "tea", "user_id": "ada"})
+        assert broad.status_code == 200 and broad.json()["forgotten"] == 0 and broad.json()["too_broad"]["matched"] == 4
+        gone = await client.post("/api/forget/facts", json={"query": "vegetarian", "user_id": "ada"})
+        assert gone.json()["facts"] == ["Ada is vegetarian"]
+        assert (await memory.recall("vegetarian", user_id="ada"))["results"] == []
+        refused = await client.post("/api/forget/facts", json={"query": "everything", "user_id": "ada"})
+        assert refused.status_code == 400 and "query" in refused.text
+        unknown = await client.post("/api/remember", json={"fact": "x", "bogus": 1})
+        assert unknown.status_code == 400
+
+
 async def test_forget_previews_then_takes_the_user(memory: Memory, tmp_path: Path) -> None:
     secret = "my passport number is X1234567"
     tid, ids = await _thread_with(memory, [secret, "Stored."], user="ada")

@@ -1,6 +1,8 @@
 """Routes for what memory keeps beside the conversation: memory items (as of a time, a slot's
 history, activate, mark stale), memory files (list, read, versions with diffs), search, building
-a context, and forgetting (a preview, then the cascade)."""
+a context, the memory tools (``remember``, ``recall``, forgetting facts: the calls of
+:class:`~cogitator_memory.runtime.Memory`, the MCP tools and the CLI), and forgetting (a
+preview, then the cascade)."""
 
 from __future__ import annotations
 
@@ -36,6 +38,25 @@ class StaleBody(ItemIdsBody):
     """Items to let go, and why."""
 
     because: str | None = None
+
+
+class RememberBody(_Body):
+    """A fact to save (the ``remember`` tool), in the memory of ``{agent_id, user_id}``."""
+
+    fact: str
+    category: str | None = None
+    core_fact_key: str | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+
+
+class ForgetFactsBody(_Body):
+    """The facts to forget by the ``forget`` tool's rule: those holding every word of ``query``."""
+
+    query: str
+    all: bool = False
+    user_id: str | None = None
+    agent_id: str | None = None
 
 
 class ContextBody(_Body):
@@ -266,6 +287,44 @@ def memory_router() -> APIRouter:
             "metadata": built.metadata,
         }
         return send(to_jsonable_python(shown, fallback=str, exclude_none=True))
+
+    @router.post("/remember", tags=["facts"])
+    async def remember(request: Request, body: RememberBody) -> Response:
+        """Save a fact (:meth:`Memory.remember <cogitator_memory.runtime.Memory.remember>`, the
+        ``remember`` tool): the same fact again updates it; ``core_fact_key`` keeps it as that
+        core fact too. The tool's answer: ``{saved, id, fact, category, updated, core_fact?}``."""
+        answer = await memory_of(request).remember(
+            body.fact,
+            category=body.category,
+            core_fact_key=body.core_fact_key,
+            user_id=body.user_id,
+            agent_id=body.agent_id,
+        )
+        return send(answer)
+
+    @router.get("/recall", tags=["facts"])
+    async def recall(
+        request: Request,
+        q: Annotated[str, Query(min_length=1, max_length=2000)],
+        user_id: str | None = None,
+        agent_id: str | None = None,
+    ) -> Response:
+        """The saved facts matching ``q`` and every core fact (:meth:`Memory.recall
+        <cogitator_memory.runtime.Memory.recall>`, the ``recall`` tool): ``{results,
+        core_facts}``. Without ``user_id``: the shared memory, as the tool sees it."""
+        return send(await memory_of(request).recall(q, user_id=user_id, agent_id=agent_id))
+
+    @router.post("/forget/facts", tags=["forget"])
+    async def forget_facts(request: Request, body: ForgetFactsBody) -> Response:
+        """Delete the saved facts holding every word of ``query`` and the core facts holding them
+        (:meth:`Memory.forget <cogitator_memory.runtime.Memory.forget>`, the ``forget`` tool, by
+        its rules): the tool's answer ``{forgotten, facts, core_fact_keys}``; a broad query
+        deletes nothing and answers ``too_broad`` and a ``message`` unless ``all``; an empty or
+        "everything" query is refused (400)."""
+        answer = await memory_of(request).forget(
+            body.query, take_all=body.all, user_id=body.user_id, agent_id=body.agent_id
+        )
+        return send(answer)
 
     @router.post("/forget/preview", tags=["forget"])
     async def forget_preview(request: Request, body: ForgetBody) -> Response:
