@@ -28,7 +28,7 @@ from ..errors import InvalidArgumentError, MemoryStoreError
 from ..runtime.memory import Memory
 from . import render
 from .formats import CliError
-from .memory_commands import config_flag, memory_config, open_memory
+from .memory_commands import config_flag, memory_config, open_memory, who_flags
 from .store import PROG, check_database_file, need
 from .where import store_label
 
@@ -323,8 +323,7 @@ def register(sub: Any, db: argparse.ArgumentParser) -> None:
     )
     facts.add_argument("query", metavar="QUERY", help="the words of the facts to forget")
     facts.add_argument("--all", action="store_true", help="delete every fact the query matches, even many")
-    facts.add_argument("--user", metavar="ID", help="whose memory (default: shared)")
-    facts.add_argument("--agent", metavar="ID", help="the agent (default: the config's agent_id)")
+    who_flags(facts)
     facts.add_argument("--json", action="store_true", help="print the tool's answer as JSON")
     config_flag(facts)
     facts.set_defaults(handler=cmd_forget_facts)

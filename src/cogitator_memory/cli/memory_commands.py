@@ -30,6 +30,13 @@ def config_flag(parser: argparse.ArgumentParser) -> None:
     add_config_flag(parser)
 
 
+def who_flags(parser: argparse.ArgumentParser) -> None:
+    """Add ``--user ID`` and ``--agent ID`` (whose memory a command reads or writes) to
+    ``parser``: the same flags, with the same help, on every memory command."""
+    parser.add_argument("--user", metavar="ID", help="whose memory (default: shared)")
+    parser.add_argument("--agent", metavar="ID", help="the agent (default: the config's agent_id)")
+
+
 @asynccontextmanager
 async def open_command_store(args: argparse.Namespace, *, create: bool = False) -> AsyncIterator[Any]:
     """The connected thread store a command (``threads``, ``show``, ``export``, ``import``,
@@ -242,8 +249,7 @@ def register(sub: Any, db: argparse.ArgumentParser) -> None:
     config = argparse.ArgumentParser(add_help=False)
     config_flag(config)
     who = argparse.ArgumentParser(add_help=False)
-    who.add_argument("--user", metavar="ID", help="whose memory (default: shared)")
-    who.add_argument("--agent", metavar="ID", help="the agent (default: the config's agent_id)")
+    who_flags(who)
     parents = [db, config, who]
 
     search = sub.add_parser("search", parents=parents, help="search turns and memory items of a user")
@@ -320,4 +326,5 @@ __all__ = [
     "port_number",
     "register",
     "store_label",
+    "who_flags",
 ]

@@ -139,7 +139,6 @@ class SQLiteAdapter(SQLiteRecallIndex, SQLiteFiles, SQLiteGraph, SQLiteItems, Ba
         reader = self._reader
         if reader is None:
             return work(self.connection)
-        self.connection  # noqa: B018 - raises NotConnectedError like every call of a closed store
         return await reader.run(work)
 
     async def _ping(self) -> None:

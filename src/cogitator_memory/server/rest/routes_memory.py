@@ -40,31 +40,33 @@ class StaleBody(ItemIdsBody):
     because: str | None = None
 
 
-class RememberBody(_Body):
+class _WhoseBody(_Body):
+    """A body naming whose memory it is about (``user_id``: none is the shared memory; ``agent_id``:
+    default the memory's)."""
+
+    user_id: str | None = None
+    agent_id: str | None = None
+
+
+class RememberBody(_WhoseBody):
     """A fact to save (the ``remember`` tool), in the memory of ``{agent_id, user_id}``."""
 
     fact: str
     category: str | None = None
     core_fact_key: str | None = None
-    user_id: str | None = None
-    agent_id: str | None = None
 
 
-class ForgetFactsBody(_Body):
+class ForgetFactsBody(_WhoseBody):
     """The facts to forget by the ``forget`` tool's rule: those holding every word of ``query``."""
 
     query: str
     all: bool = False
-    user_id: str | None = None
-    agent_id: str | None = None
 
 
-class ContextBody(_Body):
+class ContextBody(_WhoseBody):
     """A context to build for the next model call of a thread."""
 
     thread_id: str
-    user_id: str | None = None
-    agent_id: str | None = None
     current_input: str | None = None
     system_prompt: str | None = None
     max_tokens: int | None = Field(default=None, ge=1)
